@@ -1,0 +1,37 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// The Linux codecs come from Debian's packages (see scripts/install-system-libraries).
+let linux: TargetDependencyCondition? = .when(platforms: [.linux])
+
+let package = Package(
+    name: "AsyncImageCache",
+    platforms: [.iOS(.v16), .macOS(.v13), .visionOS(.v1)],
+    products: [
+        .library(name: "AsyncImageCache", targets: ["AsyncImageCache"]),
+        .executable(name: "aic", targets: ["aic"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CJPEG", path: "Sources/CJPEG"),
+        .systemLibrary(name: "CPNG", path: "Sources/CPNG"),
+        .systemLibrary(name: "CXattr", path: "Sources/CXattr"),
+        // libjpeg reports errors through a callback that must not return; this C target wraps
+        // every libjpeg call in setjmp so that a corrupt file becomes an error code, never exit().
+        .target(name: "CJPEGSupport", dependencies: [.target(name: "CJPEG", condition: linux)]),
+        .target(
+            name: "AsyncImageCache",
+            dependencies: [
+                .target(name: "CJPEGSupport", condition: linux),
+                .target(name: "CPNG", condition: linux),
+                .target(name: "CXattr", condition: linux),
+            ]
+        ),
+        .executableTarget(name: "aic", dependencies: ["AsyncImageCache"]),
+        .testTarget(
+            name: "AsyncImageCacheTests",
+            dependencies: ["AsyncImageCache"],
+            resources: [.copy("Fixtures")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,45 @@
+import Foundation
+
+/// Why a load did not produce an image.
+///
+/// Every failure of ``ImageStore/image(for:)`` is one of these cases, and nothing is written to
+/// either cache tier when a load fails.
+public enum ImageLoadingError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The URL's scheme is not `http`, `https`, `file` or `data`.
+    case unsupportedURL(URL)
+    /// A `data:` URL that is not well formed: the reason says what is wrong with it.
+    case invalidDataURL(reason: String)
+    /// A local file that is missing or cannot be read.
+    case fileUnavailable(path: String, reason: String)
+    /// The server answered with a status other than 2xx.
+    case httpStatus(code: Int, url: URL)
+    /// The request did not get a response in time.
+    case timedOut(URL)
+    /// The body was larger than the configured response-size cap; the download was stopped early.
+    case responseTooLarge(url: URL, byteLimit: Int)
+    /// The connection closed before the announced `Content-Length` arrived.
+    case truncatedResponse(url: URL, expectedBytes: Int, receivedBytes: Int)
+    /// Any other transport failure, with the system's description of it.
+    case network(url: URL, description: String)
+    /// The bytes arrived but are not an image the store can decode.
+    case decodingFailed(ImageDecodingError)
+    /// The load was cancelled before it finished.
+    case cancelled
+
+    /// One line that names what failed and why.
+    public var description: String {
+        switch self {
+        case .unsupportedURL(let url): "unsupported URL scheme: \(url.absoluteString.prefix(80))"
+        case .invalidDataURL(let reason): "invalid data: URL: \(reason)"
+        case .fileUnavailable(let path, let reason): "cannot read \(path): \(reason)"
+        case .httpStatus(let code, let url): "HTTP \(code) for \(url.absoluteString)"
+        case .timedOut(let url): "timed out loading \(url.absoluteString)"
+        case .responseTooLarge(let url, let limit): "response for \(url.absoluteString) exceeds \(limit) bytes"
+        case .truncatedResponse(let url, let expected, let received):
+            "response for \(url.absoluteString) truncated: \(received) of \(expected) bytes"
+        case .network(let url, let description): "network error loading \(url.absoluteString): \(description)"
+        case .decodingFailed(let error): error.description
+        case .cancelled: "cancelled"
+        }
+    }
+}

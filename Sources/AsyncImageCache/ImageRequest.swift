@@ -1,0 +1,54 @@
+import Foundation
+
+/// What to load: a URL plus the presentation it should be prepared for.
+///
+/// A request is also the key of the memory tier of ready-to-draw variants. `targetWidth` and
+/// `cornerRadius` are taken in floating point for convenience but rounded to whole pixels, so
+/// layout jitter (`320.0` vs `320.4`) does not mint a second variant; the store prepares the image
+/// with the rounded values.
+///
+/// ```swift
+/// let request = ImageRequest(url: url, targetWidth: 840, cornerRadius: 10)
+/// ```
+public struct ImageRequest: Hashable, Sendable, CustomStringConvertible {
+    /// The image's location: `http(s):`, `file:` or `data:`.
+    public let url: URL
+    /// The width in pixels to scale the image to, keeping its aspect ratio; `nil` keeps the natural
+    /// size. Rounded to the nearest whole pixel; a value that rounds below 1 (or is not finite)
+    /// means `nil`.
+    public let targetPixelWidth: Int?
+    /// The corner radius in pixels of the prepared image; `0`, the default, leaves corners square.
+    /// Rounded to the nearest whole pixel; negative values mean `0`.
+    public let cornerPixelRadius: Int
+
+    /// Creates a request.
+    ///
+    /// - Parameters:
+    ///   - url: The image's location.
+    ///   - targetWidth: The width in pixels to prepare the image at, or `nil` (the default) for
+    ///     its natural width. Images are scaled down, never up.
+    ///   - cornerRadius: The radius in pixels of anti-aliased rounded corners; `0` by default.
+    public init(url: URL, targetWidth: CGFloat? = nil, cornerRadius: CGFloat = 0) {
+        self.url = url
+        self.targetPixelWidth = targetWidth.flatMap(Self.wholePixels).flatMap { $0 >= 1 ? $0 : nil }
+        self.cornerPixelRadius = max(0, Self.wholePixels(cornerRadius) ?? 0)
+    }
+
+    /// The same URL with no presentation transforms: the request for the natural-size image.
+    public var original: ImageRequest { ImageRequest(url: url) }
+
+    /// The URL, then the width and radius when set, e.g. `https://x/a.jpg w=320 r=8`.
+    public var description: String {
+        var text = url.absoluteString
+        if let targetPixelWidth { text += " w=\(targetPixelWidth)" }
+        if cornerPixelRadius > 0 { text += " r=\(cornerPixelRadius)" }
+        return text
+    }
+
+    private static func wholePixels(_ value: CGFloat) -> Int? {
+        guard value.isFinite else { return nil }
+        let rounded = value.rounded(.toNearestOrAwayFromZero)
+        // Beyond any real image; also keeps the conversion to Int from trapping.
+        return Int(max(-1_000_000, min(1_000_000, rounded)))
+    }
+}

@@ -1,0 +1,2 @@
+#include "CJPEGSupport.h"
+int cjpeg_support_version(void) { return 1; }
