@@ -1,0 +1,188 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The disk tier: original bytes of remote images, one file per URL, named by the hex SHA-256 of
+/// the URL string, with the displayed pixel size in an extended attribute.
+///
+/// Writes are atomic: bytes and attribute go to a temporary file that is then renamed into place,
+/// so neither a crash nor a second process ever sees half a file. A read marks the file used by
+/// setting its modification time; when the directory grows past `byteLimit`, a trim on a
+/// background queue removes the least recently used files first.
+final class DiskStore: Sendable {
+    let directory: URL
+    let byteLimit: Int
+    let attributes: any ExtendedAttributeStoring
+
+    private static let temporaryPrefix = ".tmp-"
+    private let trimQueue = DispatchQueue(label: "AsyncImageCache.DiskStore.trim", qos: .utility)
+    private let trimState = LockedBox(TrimState())
+
+    private struct TrimState {
+        var isScheduled = false
+        var pendingWaiters: [@Sendable () -> Void] = []
+    }
+
+    /// Opens (creating if needed) the store at `directory`, removing temporary files that an
+    /// interrupted write left behind.
+    init(directory: URL, byteLimit: Int, attributes: any ExtendedAttributeStoring = FileExtendedAttributes()) throws {
+        self.directory = directory
+        self.byteLimit = max(0, byteLimit)
+        self.attributes = attributes
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        where name.hasPrefix(Self.temporaryPrefix) {
+            try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+        }
+    }
+
+    /// The file that holds `url`'s bytes.
+    func fileURL(for url: URL) -> URL {
+        directory.appendingPathComponent(SHA256.hexDigest(of: url.absoluteString), isDirectory: false)
+    }
+
+    /// The bytes stored for `url`, marking the file used; `nil` when there are none.
+    func data(for url: URL) -> Data? {
+        let path = fileURL(for: url).path
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        _ = utimes(path, nil)  // recency for the trim; failure only makes the file look older
+        return data
+    }
+
+    /// Up to `maxLength` bytes from the start of `url`'s file, for reading a header.
+    func prefix(for url: URL, maxLength: Int) -> Data? {
+        guard let handle = FileHandle(forReadingAtPath: fileURL(for: url).path) else { return nil }
+        defer { try? handle.close() }
+        return try? handle.read(upToCount: maxLength) ?? Data()
+    }
+
+    /// Whether a file is stored for `url`.
+    func contains(_ url: URL) -> Bool {
+        FileManager.default.fileExists(atPath: fileURL(for: url).path)
+    }
+
+    /// The pixel size attribute of `url`'s file, if it has a valid one.
+    func pixelSize(for url: URL) -> PixelSize? {
+        attributes.value(named: PixelSizeAttribute.name, atPath: fileURL(for: url).path).flatMap(PixelSizeAttribute.decode)
+    }
+
+    /// Writes the pixel size attribute onto `url`'s existing file. Returns whether it was written.
+    @discardableResult
+    func setPixelSize(_ size: PixelSize, for url: URL) -> Bool {
+        let path = fileURL(for: url).path
+        guard FileManager.default.fileExists(atPath: path) else { return false }
+        return (try? attributes.setValue(PixelSizeAttribute.encode(size), named: PixelSizeAttribute.name, atPath: path)) != nil
+    }
+
+    /// Stores `data` for `url` atomically, with `pixelSize` in its attribute when the file system
+    /// allows, then schedules a trim.
+    func store(_ data: Data, pixelSize: PixelSize, for url: URL) throws {
+        let temporary = directory.appendingPathComponent(Self.temporaryPrefix + UUID().uuidString)
+        do {
+            try write(data, to: temporary)
+        } catch where !FileManager.default.fileExists(atPath: directory.path) {
+            // The directory was removed under us (a user clearing caches): make it again, once.
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try write(data, to: temporary)
+        }
+        // A file system without extended attributes still gets the bytes; sizes then come from
+        // the header.
+        try? attributes.setValue(PixelSizeAttribute.encode(pixelSize), named: PixelSizeAttribute.name, atPath: temporary.path)
+        guard rename(temporary.path, fileURL(for: url).path) == 0 else {
+            let code = POSIXErrorCode(rawValue: errno) ?? .EIO
+            try? FileManager.default.removeItem(at: temporary)
+            throw POSIXError(code)
+        }
+        scheduleTrim()
+    }
+
+    private func write(_ data: Data, to file: URL) throws {
+        do {
+            try data.write(to: file)
+        } catch {
+            try? FileManager.default.removeItem(at: file)  // never leave a partial temporary behind
+            throw error
+        }
+    }
+
+    /// Removes `url`'s file.
+    func remove(_ url: URL) {
+        try? FileManager.default.removeItem(at: fileURL(for: url))
+    }
+
+    /// Removes every stored file.
+    func removeAll() {
+        for entry in entries() { try? FileManager.default.removeItem(at: entry.url) }
+    }
+
+    /// Removes the files not used for longer than `maxAge` seconds; returns how many.
+    @discardableResult
+    func removeEntries(unusedFor maxAge: TimeInterval, now: Date = Date()) -> Int {
+        let cutoff = now.addingTimeInterval(-maxAge)
+        var removed = 0
+        for entry in entries() where entry.lastUsed < cutoff {
+            if (try? FileManager.default.removeItem(at: entry.url)) != nil { removed += 1 }
+        }
+        return removed
+    }
+
+    /// The total size of the stored files in bytes.
+    var totalByteCount: Int { entries().reduce(0) { $0 + $1.byteCount } }
+
+    struct Entry {
+        var url: URL
+        var byteCount: Int
+        var lastUsed: Date
+    }
+
+    /// Every stored file (temporary files excluded).
+    func entries() -> [Entry] {
+        let keys: [URLResourceKey] = [.fileSizeKey, .contentModificationDateKey, .isRegularFileKey]
+        let urls = (try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: keys)) ?? []
+        return urls.compactMap { url in
+            guard !url.lastPathComponent.hasPrefix(Self.temporaryPrefix),
+                let values = try? url.resourceValues(forKeys: Set(keys)), values.isRegularFile == true
+            else { return nil }
+            return Entry(url: url, byteCount: values.fileSize ?? 0, lastUsed: values.contentModificationDate ?? .distantPast)
+        }
+    }
+
+    /// Removes least recently used files until the total is within `byteLimit`.
+    func trim() {
+        var entries = entries()
+        var total = entries.reduce(0) { $0 + $1.byteCount }
+        guard total > byteLimit else { return }
+        entries.sort { $0.lastUsed < $1.lastUsed }
+        for entry in entries where total > byteLimit {
+            if (try? FileManager.default.removeItem(at: entry.url)) != nil { total -= entry.byteCount }
+        }
+    }
+
+    /// Runs a trim on the background queue; writes that arrive while one is pending share it.
+    func scheduleTrim(then completion: (@Sendable () -> Void)? = nil) {
+        let shouldSchedule = trimState.withLock { state in
+            if let completion { state.pendingWaiters.append(completion) }
+            defer { state.isScheduled = true }
+            return !state.isScheduled
+        }
+        guard shouldSchedule else { return }
+        trimQueue.async { [self] in
+            let waiters = trimState.withLock { state in
+                state.isScheduled = false
+                defer { state.pendingWaiters = [] }
+                return state.pendingWaiters
+            }
+            trim()
+            waiters.forEach { $0() }
+        }
+    }
+
+    /// Blocks until every trim scheduled so far has finished (for tests and the command line).
+    func waitForPendingTrims() {
+        trimQueue.sync {}
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+
+extension ImageStore {
+    /// The ready-to-draw image for `request` if it is in memory; `nil` otherwise.
+    ///
+    /// A dictionary lookup under a lock: no file system access, safe to call during layout.
+    public func cachedImage(for request: ImageRequest) -> PlatformImage? {
+        variants.value(forKey: request)?.image.value
+    }
+
+    /// The natural pixel size of the image at `url` as displayed (EXIF orientation applied),
+    /// without decoding it; `nil` when the store has not seen it.
+    ///
+    /// The lookup goes memory originals -> size memo -> the cached file's extended attribute (one
+    /// `getxattr`) -> the cached file's header, which also rewrites a missing attribute. So a
+    /// cached image's size is known on the first frame after a relaunch. For `file:` and `data:`
+    /// URLs the header of the file or payload is read.
+    public func cachedPixelSize(for url: URL) -> CGSize? {
+        pixelSize(for: url)?.cgSize
+    }
+
+    /// The original bytes of the image at `url` and its displayed pixel size, from memory or the
+    /// disk tier; `nil` when neither has them. The bytes are exactly what the source sent (the
+    /// store never transcodes), for copying or sharing.
+    public func cachedOriginalBytes(for url: URL) -> (data: Data, pixelSize: CGSize)? {
+        if let original = originals.value(forKey: url) { return (original.data, original.pixelSize.cgSize) }
+        guard url.isRemote, let disk, let data = disk.data(for: url), let header = try? ImageHeader.parse(data) else {
+            return nil
+        }
+        let original = OriginalImage(data: data, header: header, fileStamp: nil)
+        originals.insert(original, forKey: url, cost: data.count)
+        return (data, original.pixelSize.cgSize)
+    }
+
+    func pixelSize(for url: URL) -> PixelSize? {
+        if let size = originals.value(forKey: url)?.pixelSize ?? sizeMemo.value(forKey: url) {
+            count { $0.sizesFromMemory += 1 }
+            return size
+        }
+        if url.isRemote {
+            guard let disk else { return nil }
+            if let size = disk.pixelSize(for: url) {
+                count { $0.sizesFromAttribute += 1 }
+                sizeMemo.insert(size, forKey: url, cost: 0)
+                return size
+            }
+            guard let header = Self.readHeader(from: { disk.prefix(for: url, maxLength: $0) }) else { return nil }
+            disk.setPixelSize(header.displaySize, for: url)
+            return remember(header.displaySize, for: url)
+        }
+        if url.isFileURL {
+            let path = url.path
+            guard let header = Self.readHeader(from: { FileHandle.prefix(ofFileAtPath: path, maxLength: $0) }) else {
+                return nil
+            }
+            return remember(header.displaySize, for: url)
+        }
+        return nil
+    }
+
+    private func remember(_ size: PixelSize, for url: URL) -> PixelSize {
+        count { $0.sizesFromHeader += 1 }
+        sizeMemo.insert(size, forKey: url, cost: 0)
+        return size
+    }
+
+    /// Parses a header from growing prefixes of a file: 16 KiB first, doubling while the header
+    /// runs past the prefix (a JPEG's EXIF block can be large), up to 16 MiB.
+    static func readHeader(from prefix: (Int) -> Data?) -> ImageHeader? {
+        var length = 16 * 1024
+        while length <= 16 * 1024 * 1024 {
+            guard let data = prefix(length) else { return nil }
+            do {
+                return try ImageHeader.parse(data)
+            } catch where error.reason == .truncated && data.count == length {
+                length *= 2
+            } catch {
+                return nil
+            }
+        }
+        return nil
+    }
+}
+
+extension FileHandle {
+    /// Up to `maxLength` bytes from the start of the file at `path`; `nil` if it cannot be opened.
+    static func prefix(ofFileAtPath path: String, maxLength: Int) -> Data? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        return try? handle.read(upToCount: maxLength) ?? Data()
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+
+extension ImageStore {
+    /// Everything that shapes a store: its name and budgets, and the parts it is built from.
+    ///
+    /// ```swift
+    /// var configuration = ImageStore.Configuration(name: "avatars")
+    /// configuration.memoryCountLimit = 500
+    /// configuration.dataLoader = DataLoader(maximumResponseBytes: 8 << 20)
+    /// let store = try ImageStore(configuration: configuration)
+    /// ```
+    public struct Configuration: Sendable {
+        /// The store's name: its folder under ``rootDirectory``. Letters, digits, `-`, `_` and `.`;
+        /// not `.` or `..`. `"default"` by default.
+        public var name: String
+        /// The most entries in each memory tier (variants, originals); 150 by default.
+        public var memoryCountLimit = 150
+        /// The most bytes in each memory tier; ``ImageStore/recommendedMemoryByteLimit()`` by default.
+        /// A variant costs `width * height * 4`, an original its byte count.
+        public var memoryByteLimit = ImageStore.recommendedMemoryByteLimit()
+        /// The disk tier's byte budget, enforced after writes; 200 MiB by default.
+        public var diskByteLimit = 200 * 1024 * 1024
+        /// The folder that holds one folder per store name; `nil` (the default) means
+        /// `AsyncImageCache` in the user's cache folder (`$XDG_CACHE_HOME`, else `~/.cache`, on
+        /// Linux; `Library/Caches` on Apple platforms).
+        public var rootDirectory: URL?
+        /// Fetches bytes for every scheme; ``DataLoader`` by default.
+        public var dataLoader: any DataLoading = DataLoader()
+        /// Turns bytes into pixels; ``ImageDecoders/Default`` by default.
+        public var decoder: any ImageDecoding = ImageDecoders.Default()
+        /// The most pixels one decoded bitmap may have; 64 megapixels by default.
+        public var pixelBudget = ImageDecodingContext.defaultPixelBudget
+        /// Called at the start of every pipeline stage, on the thread that runs it (for
+        /// instrumentation and tests); `nil` by default. Must be fast and must not block.
+        public var stageObserver: (@Sendable (Stage) -> Void)?
+
+        /// Reads and writes the pixel-size attribute; tests replace it to simulate file systems
+        /// without extended attributes.
+        var extendedAttributes: any ExtendedAttributeStoring = FileExtendedAttributes()
+
+        /// Creates a configuration with default budgets and parts.
+        public init(name: String = "default") {
+            self.name = name
+        }
+
+        /// The store's own folder: `rootDirectory/name`.
+        var directory: URL {
+            (rootDirectory ?? Self.defaultRootDirectory).appendingPathComponent(name, isDirectory: true)
+        }
+
+        static var defaultRootDirectory: URL {
+            #if canImport(Darwin)
+            let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0]
+            #else
+            let environment = ProcessInfo.processInfo.environment
+            let caches =
+                environment["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0, isDirectory: true) : nil }
+                ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache", isDirectory: true)
+            #endif
+            return caches.appendingPathComponent("AsyncImageCache", isDirectory: true)
+        }
+    }
+
+    /// A step of the pipeline, as reported to ``Configuration/stageObserver``.
+    public enum Stage: String, Sendable, CaseIterable {
+        /// Fetching bytes from the source (network, file or `data:` URL).
+        case fetch
+        /// Decoding bytes into pixels.
+        case decode
+        /// Turning the pixels upright according to EXIF orientation.
+        case orient
+        /// Resampling to the requested width.
+        case resize
+        /// Rounding the corners.
+        case roundCorners
+    }
+
+    /// Why a configuration was refused.
+    public enum ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The name is empty, `.` or `..`, or has a character other than letters, digits, `-`, `_`, `.`.
+        case invalidName(String)
+
+        /// One line saying what is wrong.
+        public var description: String {
+            switch self {
+            case .invalidName(let name):
+                "invalid store name \"\(name)\": use letters, digits, '-', '_' and '.', not a path"
+            }
+        }
+    }
+
+    static func validate(name: String) throws(ConfigurationError) {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+        guard !name.isEmpty, name != ".", name != "..", !name.contains(".."), name.allSatisfy(allowed.contains) else {
+            throw .invalidName(name)
+        }
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+
+/// A load started with ``ImageStore/load(_:completion:)``, which you can cancel.
+public final class ImageLoadTask: Sendable {
+    private let task: Task<Void, Never>
+
+    init(_ task: Task<Void, Never>) {
+        self.task = task
+    }
+
+    /// Stops waiting for the image. The completion handler still runs once, with `nil`. The
+    /// download and decode stop too unless another load is waiting for the same image.
+    public func cancel() {
+        task.cancel()
+    }
+}
+
+extension ImageStore {
+    /// Loads the image for `request` and calls `completion` once, on the main thread, with the
+    /// image or with `nil` when the load failed or was cancelled.
+    ///
+    /// Concurrent loads of the same request share one fetch and one decode; loads of the same URL
+    /// at different widths share one fetch. For the reason of a failure use ``image(for:)``.
+    ///
+    /// On Linux the completion runs through the main actor: the main run loop must be running
+    /// (`RunLoop.main.run()`) for it to run on the main thread.
+    ///
+    /// - Returns: A task that cancels the load; ignoring it is fine.
+    @discardableResult
+    public func load(
+        _ request: ImageRequest, completion: @escaping @MainActor (PlatformImage?) -> Void
+    ) -> ImageLoadTask {
+        let task = Task { [self] in
+            let image = try? await prepared(request).get().image
+            await MainActor.run { completion(image?.value) }
+        }
+        return ImageLoadTask(task)
+    }
+
+    /// Loads the image for `request`.
+    ///
+    /// Cancelling the calling task stops waiting at once, and stops the download and decode when
+    /// no other load waits for them.
+    ///
+    /// - Throws: ``ImageLoadingError`` saying what failed; ``ImageLoadingError/cancelled`` when the
+    ///   task was cancelled.
+    public func image(for request: ImageRequest) async throws(ImageLoadingError) -> PlatformImage {
+        try await prepared(request).get().image.value
+    }
+
+    func prepared(_ request: ImageRequest) async -> Result<PreparedImage, ImageLoadingError> {
+        if let hit = variants.value(forKey: request) {
+            count { $0.variantHits += 1 }
+            return .success(hit)
+        }
+        let outcome = await variantRuns.value(for: request) { [self] in await prepare(request) }
+        if case .failure(let error) = outcome, error != .cancelled { count { $0.failures += 1 } }
+        return outcome
+    }
+
+    /// One run of the pipeline for `request`, shared by every waiter for it.
+    private func prepare(_ request: ImageRequest) async -> Result<PreparedImage, ImageLoadingError> {
+        let fetched: FetchedOriginal
+        switch await original(for: request.url) {
+        case .success(let value): fetched = value
+        case .failure(let error): return .failure(error)
+        }
+        guard !Task.isCancelled else { return .failure(.cancelled) }
+        let bitmap: Bitmap
+        do {
+            bitmap = try render(fetched.original, for: request)
+        } catch {
+            if fetched.origin == .disk { disk?.remove(request.url) }  // a corrupt cached file: fetch afresh next time
+            return .failure(.decodingFailed(error))
+        }
+        if fetched.claimStoring() { store(fetched, for: request.url) }
+        let prepared = PreparedImage(bitmap)
+        variants.insert(prepared, forKey: request, cost: prepared.cost)
+        return .success(prepared)
+    }
+
+    /// Decodes at the smallest size that covers the request, then orients, resizes and rounds.
+    func render(_ original: OriginalImage, for request: ImageRequest) throws(ImageDecodingError) -> Bitmap {
+        let header = original.header
+        let natural = header.displaySize
+        var target: PixelSize?
+        if let width = request.targetPixelWidth, width < natural.width {
+            let height = (Double(natural.height) * Double(width) / Double(natural.width)).rounded()
+            target = PixelSize(width: width, height: max(1, Int(height)))
+        }
+        let minimumStored = target.map { header.orientation.swapsWidthAndHeight ? $0.transposed : $0 }
+        report(.decode)
+        count { $0.decodes += 1 }
+        let context = ImageDecodingContext(header: header, minimumSize: minimumStored, pixelBudget: configuration.pixelBudget)
+        var bitmap = try configuration.decoder.decode(original.data, context: context)
+        if header.orientation != .up {
+            report(.orient)
+            bitmap = bitmap.oriented(header.orientation)
+        }
+        if let target, bitmap.pixelSize != target {
+            report(.resize)
+            bitmap = bitmap.resized(to: target)
+        }
+        if request.cornerPixelRadius > 0 {
+            report(.roundCorners)
+            bitmap = bitmap.roundingCorners(radius: request.cornerPixelRadius)
+        }
+        return bitmap
+    }
+
+    /// The original bytes for `url`: from memory, else one shared fetch from disk or the source.
+    private func original(for url: URL) async -> Result<FetchedOriginal, ImageLoadingError> {
+        if let original = originals.value(forKey: url), isCurrent(original, for: url) {
+            count { $0.originalMemoryHits += 1 }
+            return .success(FetchedOriginal(original, origin: .memory))
+        }
+        return await fetchRuns.value(for: url) { [self] in await fetchOriginal(url) }
+    }
+
+    private func fetchOriginal(_ url: URL) async -> Result<FetchedOriginal, ImageLoadingError> {
+        if url.isRemote, let disk, let data = disk.data(for: url) {
+            if let header = try? ImageHeader.parse(data) {
+                count { $0.diskHits += 1 }
+                if disk.pixelSize(for: url) != header.displaySize { disk.setPixelSize(header.displaySize, for: url) }
+                return .success(FetchedOriginal(OriginalImage(data: data, header: header, fileStamp: nil), origin: .disk))
+            }
+            disk.remove(url)  // not an image any more: fall through to the source
+        }
+        guard !Task.isCancelled else { return .failure(.cancelled) }
+        report(.fetch)
+        let stamp = url.isFileURL ? FileStamp(path: url.path) : nil
+        let data: Data
+        do {
+            data = try await configuration.dataLoader.loadData(for: url)
+        } catch {
+            return .failure(error)
+        }
+        count {
+            $0.sourceFetches += 1
+            $0.bytesFetched += data.count
+        }
+        do {
+            let header = try ImageHeader.parse(data)
+            return .success(FetchedOriginal(OriginalImage(data: data, header: header, fileStamp: stamp), origin: .source))
+        } catch {
+            return .failure(.decodingFailed(error))
+        }
+    }
+
+    /// Keeps a decoded original: in memory, in the size memo and, when remote and new, on disk.
+    private func store(_ fetched: FetchedOriginal, for url: URL) {
+        let original = fetched.original
+        if fetched.origin != .memory {
+            originals.insert(original, forKey: url, cost: original.data.count)
+        }
+        sizeMemo.insert(original.pixelSize, forKey: url, cost: 0)
+        if fetched.origin == .source, url.isRemote, let disk {
+            // A full or read-only disk costs the next launch a download, never this load.
+            try? disk.store(original.data, pixelSize: original.pixelSize, for: url)
+        }
+    }
+
+    /// Whether a memory original still matches its source (for files: same date and size).
+    private func isCurrent(_ original: OriginalImage, for url: URL) -> Bool {
+        guard url.isFileURL else { return true }
+        return original.fileStamp != nil && original.fileStamp == FileStamp(path: url.path)
+    }
+}
+
+extension URL {
+    /// Whether the URL is fetched over the network (and so kept in the disk tier).
+    var isRemote: Bool {
+        let scheme = self.scheme?.lowercased()
+        return scheme == "http" || scheme == "https"
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+
+extension ImageStore {
+    /// Empties both memory tiers and the size memo. The disk tier is kept, so sizes and bytes of
+    /// remote images are still found there.
+    public func clearMemory() {
+        variants.removeAll()
+        originals.removeAll()
+        sizeMemo.removeAll()
+    }
+
+    /// Empties memory and deletes every file of the disk tier.
+    public func removeAll() {
+        clearMemory()
+        disk?.removeAll()
+    }
+
+    /// Deletes disk-tier files not used (read or written) for longer than `maxAge` seconds.
+    ///
+    /// - Parameter maxAge: The age in seconds past which a file goes; 7 days by default.
+    /// - Returns: The number of files deleted.
+    @discardableResult
+    public func evictExpired(maxAge: TimeInterval = 7 * 24 * 60 * 60) -> Int {
+        disk?.removeEntries(unusedFor: maxAge) ?? 0
+    }
+
+    /// The number of files and their total size in bytes in the disk tier.
+    public func diskUsage() -> (fileCount: Int, byteCount: Int) {
+        let entries = disk?.entries() ?? []
+        return (entries.count, entries.reduce(0) { $0 + $1.byteCount })
+    }
+
+    /// Blocks until the disk trims scheduled by earlier writes have run (for tools and tests).
+    public func waitForDiskMaintenance() {
+        disk?.waitForPendingTrims()
+    }
+}

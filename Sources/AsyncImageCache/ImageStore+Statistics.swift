@@ -1,0 +1,40 @@
+extension ImageStore {
+    /// Counts of what each tier did since the store was made (or since ``resetStatistics()``).
+    public struct Statistics: Sendable, Equatable {
+        /// Loads answered by a ready-to-draw variant in memory.
+        public var variantHits = 0
+        /// Loads whose bytes came from the memory tier of originals.
+        public var originalMemoryHits = 0
+        /// Loads whose bytes came from the disk tier.
+        public var diskHits = 0
+        /// Fetches from the source (network, file or `data:` URL).
+        public var sourceFetches = 0
+        /// Bytes received from sources.
+        public var bytesFetched = 0
+        /// Decodes started.
+        public var decodes = 0
+        /// Loads that failed (cancellations excluded).
+        public var failures = 0
+        /// Size lookups answered from memory (originals or the size memo).
+        public var sizesFromMemory = 0
+        /// Size lookups answered by the extended attribute on the cached file.
+        public var sizesFromAttribute = 0
+        /// Size lookups answered by parsing the header (and repairing the attribute).
+        public var sizesFromHeader = 0
+
+        /// Creates zeroed statistics.
+        public init() {}
+    }
+
+    /// A snapshot of the counters.
+    public var statistics: Statistics { counters.withLock { $0 } }
+
+    /// Sets every counter back to zero.
+    public func resetStatistics() {
+        counters.withLock { $0 = Statistics() }
+    }
+
+    func count(_ update: (inout Statistics) -> Void) {
+        counters.withLock(update)
+    }
+}

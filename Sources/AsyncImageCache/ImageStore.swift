@@ -1,0 +1,121 @@
+import Foundation
+
+/// The image store: a two-tier cache that loads, decodes at display size and hands out images
+/// without blocking the caller.
+///
+/// ```swift
+/// let store = ImageStore.shared
+/// // During layout: reserve the box now, even on the first frame after a relaunch.
+/// let size = store.cachedPixelSize(for: url)
+/// // Then hydrate; the completion runs on the main thread.
+/// store.load(ImageRequest(url: url, targetWidth: 840, cornerRadius: 10)) { image in
+///     imageView.image = image
+/// }
+/// // Or from async code, with a typed error:
+/// let image = try await store.image(for: ImageRequest(url: url, targetWidth: 320))
+/// ```
+///
+/// ## The flow of one request
+/// ```
+/// load(request)
+///   -> memory variants [ImageRequest -> image]            hit: done
+///   -> in-flight table: one run per request, one fetch per URL; a run is cancelled when its
+///      last waiter leaves
+///   -> original bytes: memory originals [URL -> bytes + header]
+///                      -> disk (remote URLs: hashed file + pixel-size attribute)
+///                      -> source (data:, file:, http(s))
+///   -> decode at the smallest scale that covers the target, off the main thread
+///   -> orient (EXIF), resize to the quantized width, round the corners
+///   -> store: the variant in memory; the original in memory and, for remote URLs, on disk
+///   -> deliver to every waiter (completion handlers on the main thread)
+/// ```
+/// ``cachedPixelSize(for:)`` takes its own short path and never decodes pixels: memory originals
+/// -> size memo -> the file's extended attribute -> the file's header (which repairs the attribute).
+///
+/// Nothing is written to either tier until the bytes have decoded, so a failed load leaves no
+/// trace. Synchronous reads take a lock for a dictionary lookup and never wait for a load.
+///
+/// On Linux, ``load(_:completion:)`` delivers through the main actor, which runs on the main
+/// thread only while the main run loop runs: a command-line program calls `RunLoop.main.run()`
+/// (or awaits ``image(for:)`` instead). `dispatchMain()` also drains the main queue, but on
+/// another thread.
+public final class ImageStore: Sendable {
+    /// The store most apps use: named `"default"`, with default budgets.
+    public static let shared = ImageStore()
+
+    /// The store's configuration, as given at creation.
+    public let configuration: Configuration
+
+    let variants: MemoryCache<ImageRequest, PreparedImage>
+    let originals: MemoryCache<URL, OriginalImage>
+    let sizeMemo: MemoryCache<URL, PixelSize>
+    /// `nil` when the store's folder could not be created: the store then works from memory and
+    /// sources alone.
+    let disk: DiskStore?
+    let variantRuns = InFlightTable<ImageRequest, PreparedImage>()
+    let fetchRuns = InFlightTable<URL, FetchedOriginal>()
+    let counters = LockedBox(Statistics())
+
+    /// Creates a store with the given name and budgets and the default parts.
+    ///
+    /// - Parameters:
+    ///   - name: The store's folder name under the user's cache folder; `"default"` by default.
+    ///     It must be a plain name, not a path: see ``Configuration/name``. An invalid name stops the
+    ///     program; use ``init(configuration:)`` to get an error instead.
+    ///   - memoryCountLimit: The most entries in each memory tier; 150 by default.
+    ///   - memoryByteLimit: The most bytes in each memory tier; scaled to the device's RAM by default.
+    ///   - diskByteLimit: The disk tier's budget in bytes; 200 MiB by default.
+    public convenience init(
+        name: String = "default", memoryCountLimit: Int = 150,
+        memoryByteLimit: Int = ImageStore.recommendedMemoryByteLimit(), diskByteLimit: Int = 200 * 1024 * 1024
+    ) {
+        var configuration = Configuration(name: name)
+        configuration.memoryCountLimit = memoryCountLimit
+        configuration.memoryByteLimit = memoryByteLimit
+        configuration.diskByteLimit = diskByteLimit
+        do {
+            try Self.validate(name: name)
+        } catch {
+            preconditionFailure(error.description)
+        }
+        try! self.init(configuration: configuration)  // the only error, a bad name, was ruled out above
+    }
+
+    /// Creates a store from a configuration.
+    ///
+    /// - Throws: ``ConfigurationError/invalidName(_:)`` when the name is not a plain folder name.
+    ///   A cache folder that cannot be created is not an error: the store then keeps no disk tier.
+    public init(configuration: Configuration) throws(ConfigurationError) {
+        try Self.validate(name: configuration.name)
+        self.configuration = configuration
+        variants = MemoryCache(countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryByteLimit)
+        originals = MemoryCache(countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryByteLimit)
+        sizeMemo = MemoryCache(countLimit: 10_000, costLimit: .max)
+        disk = try? DiskStore(
+            directory: configuration.directory, byteLimit: configuration.diskByteLimit,
+            attributes: configuration.extendedAttributes)
+    }
+
+    /// The store's name.
+    public var name: String { configuration.name }
+
+    /// The folder that holds the disk tier's files.
+    public var directory: URL { configuration.directory }
+
+    /// A per-tier memory budget in bytes scaled to the machine's physical memory: a sixteenth of
+    /// it, clamped to 32...192 MiB on iOS, tvOS and visionOS (where the system also purges memory
+    /// under pressure) and to 64...512 MiB on macOS and Linux.
+    public static func recommendedMemoryByteLimit() -> Int {
+        let share = Int(clamping: ProcessInfo.processInfo.physicalMemory / 16)
+        let mebibyte = 1024 * 1024
+        #if os(iOS) || os(tvOS) || os(visionOS) || os(watchOS)
+        return min(max(share, 32 * mebibyte), 192 * mebibyte)
+        #else
+        return min(max(share, 64 * mebibyte), 512 * mebibyte)
+        #endif
+    }
+
+    func report(_ stage: Stage) {
+        configuration.stageObserver?(stage)
+    }
+}

@@ -1,0 +1,91 @@
+/// One keyed table of in-flight work: callers asking for the same key while its work runs wait for
+/// that one run instead of starting another.
+///
+/// A run is cancelled as soon as its last waiter leaves (its task is cancelled), so a fast fling
+/// does not leave work running for rows already gone. A waiter that leaves gets
+/// ``ImageLoadingError/cancelled`` at once; the others keep waiting. A finished run is removed from
+/// the table, so a later call starts fresh (results are cached elsewhere, errors are not cached).
+final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    typealias Outcome = Result<Value, ImageLoadingError>
+    typealias Work = @Sendable () async -> Outcome
+
+    private final class Run: @unchecked Sendable {
+        // Both properties are only touched while holding the table's lock.
+        var waiters: [UInt64: CheckedContinuation<Outcome, Never>] = [:]
+        var task: Task<Void, Never>?
+    }
+
+    private struct State {
+        var runs: [Key: Run] = [:]
+        var nextWaiterID: UInt64 = 0
+    }
+
+    private let state = LockedBox(State())
+
+    /// The number of runs in flight (for tests and diagnostics).
+    var count: Int { state.withLock { $0.runs.count } }
+
+    /// Waits for the run for `key`, starting one with `work` when none is in flight.
+    ///
+    /// - Parameter priority: The priority of a run this call starts.
+    func value(for key: Key, priority: TaskPriority? = nil, work: @escaping Work) async -> Outcome {
+        let waiterID = state.withLock { state in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                join(key, waiterID: waiterID, continuation: continuation, priority: priority, work: work)
+            }
+        } onCancel: {
+            leave(key, waiterID: waiterID)
+        }
+    }
+
+    private func join(
+        _ key: Key, waiterID: UInt64, continuation: CheckedContinuation<Outcome, Never>,
+        priority: TaskPriority?, work: @escaping Work
+    ) {
+        // Checked under the lock: cancellation sets the flag before `leave` takes the lock, so a
+        // waiter is either refused here or found by `leave`, never lost between the two.
+        let joined = state.withLock { state -> Bool in
+            if Task.isCancelled { return false }
+            if let run = state.runs[key] {
+                run.waiters[waiterID] = continuation
+                return true
+            }
+            let run = Run()
+            run.waiters[waiterID] = continuation
+            state.runs[key] = run
+            run.task = Task(priority: priority) { [self] in
+                let outcome = await work()
+                finish(key, run: run, outcome: outcome)
+            }
+            return true
+        }
+        if !joined { continuation.resume(returning: .failure(.cancelled)) }
+    }
+
+    private func leave(_ key: Key, waiterID: UInt64) {
+        let continuation = state.withLock { state -> CheckedContinuation<Outcome, Never>? in
+            guard let run = state.runs[key], let continuation = run.waiters.removeValue(forKey: waiterID) else {
+                return nil
+            }
+            if run.waiters.isEmpty {
+                state.runs[key] = nil
+                run.task?.cancel()
+            }
+            return continuation
+        }
+        continuation?.resume(returning: .failure(.cancelled))
+    }
+
+    private func finish(_ key: Key, run: Run, outcome: Outcome) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Outcome, Never>] in
+            if state.runs[key] === run { state.runs[key] = nil }
+            defer { run.waiters = [:] }
+            return Array(run.waiters.values)
+        }
+        for waiter in waiters { waiter.resume(returning: outcome) }
+    }
+}

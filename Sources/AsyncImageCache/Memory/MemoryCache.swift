@@ -1,0 +1,93 @@
+import Foundation
+
+/// A thread-safe least-recently-used cache bounded by entry count and by total cost.
+///
+/// Every operation is O(1). When an insert takes the cache past either limit, the least recently
+/// used entries are evicted until it is back within both; a read counts as a use. Eviction order is
+/// deterministic. The store uses one for ready-to-draw variants (cost: `width * height * 4`) and
+/// one for original bytes (cost: their byte count).
+///
+/// ```swift
+/// let cache = MemoryCache<String, Data>(countLimit: 100, costLimit: 10 << 20)
+/// cache.insert(data, forKey: "a", cost: data.count)
+/// let hit = cache.value(forKey: "a")
+/// ```
+public final class MemoryCache<Key: Hashable, Value>: @unchecked Sendable {
+    // `storage` is only touched inside `lock`.
+    private let lock = NSLock()
+    private var storage: LRUStorage<Key, Value>
+
+    /// Creates an empty cache.
+    ///
+    /// - Parameters:
+    ///   - countLimit: The most entries kept; at least 0.
+    ///   - costLimit: The most total cost kept, in whatever unit inserts use (the store uses bytes).
+    public init(countLimit: Int, costLimit: Int) {
+        storage = LRUStorage(countLimit: max(0, countLimit), costLimit: max(0, costLimit))
+    }
+
+    /// The value for `key`, marking it most recently used; `nil` on a miss.
+    public func value(forKey key: Key) -> Value? {
+        lock.lock()
+        defer { lock.unlock() }
+        return storage.value(forKey: key, markingUsed: true)
+    }
+
+    /// Whether `key` has a value, without marking it used.
+    public func contains(_ key: Key) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return storage.value(forKey: key, markingUsed: false) != nil
+    }
+
+    /// Stores `value` for `key` as the most recently used entry, then evicts past the limits.
+    ///
+    /// A value whose cost alone exceeds the cost limit is not kept, and any older value for `key`
+    /// is removed all the same: the cache never answers with a value that was replaced.
+    /// - Returns: The values evicted to make room, least recently used first.
+    @discardableResult
+    public func insert(_ value: Value, forKey key: Key, cost: Int) -> [Value] {
+        lock.lock()
+        let evicted = storage.insert(value, forKey: key, cost: max(0, cost))
+        lock.unlock()
+        return evicted  // released outside the lock: a value's deinit is arbitrary code
+    }
+
+    /// Removes the value for `key`, returning it.
+    @discardableResult
+    public func removeValue(forKey key: Key) -> Value? {
+        lock.lock()
+        defer { lock.unlock() }
+        return storage.removeValue(forKey: key)
+    }
+
+    /// Removes every entry.
+    public func removeAll() {
+        lock.lock()
+        let old = storage
+        storage = LRUStorage(countLimit: old.countLimit, costLimit: old.costLimit)
+        lock.unlock()
+        _ = old  // released outside the lock
+    }
+
+    /// The number of entries.
+    public var count: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return storage.count
+    }
+
+    /// The sum of the costs of all entries.
+    public var totalCost: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return storage.totalCost
+    }
+
+    /// The keys from least to most recently used (O(n); for tests and diagnostics).
+    public var keysByRecency: [Key] {
+        lock.lock()
+        defer { lock.unlock() }
+        return storage.keysFromLeastRecent()
+    }
+}

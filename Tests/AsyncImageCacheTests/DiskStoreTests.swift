@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+@Suite struct DiskStoreTests {
+    let url = URL(string: "https://images.example.com/photo.jpg?size=large")!
+
+    @Test func filesAreNamedByTheSHA256OfTheURLString() throws {
+        let folder = TemporaryDirectory("disk")
+        let disk = try DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        #expect(disk.fileURL(for: url).lastPathComponent == SHA256.hexDigest(of: url.absoluteString))
+        #expect(disk.fileURL(for: URL(string: "abc")!).lastPathComponent
+            == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+
+    @Test func storedBytesComeBackWithTheirPixelSizeAttribute() throws {
+        let folder = TemporaryDirectory("disk")
+        let disk = try DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let bytes = Data((0..<1000).map { UInt8($0 % 251) })
+        try disk.store(bytes, pixelSize: PixelSize(width: 1024, height: 768), for: url)
+        #expect(disk.data(for: url) == bytes)
+        #expect(disk.pixelSize(for: url) == PixelSize(width: 1024, height: 768))
+        let raw = FileExtendedAttributes().value(named: PixelSizeAttribute.name, atPath: disk.fileURL(for: url).path)
+        #expect(raw == [0x00, 0x04, 0, 0, 0x00, 0x03, 0, 0])  // two little-endian Int32
+        // Only the final file is left: the temporary was renamed into place.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path) == [disk.fileURL(for: url).lastPathComponent])
+    }
+
+    @Test func aFileSystemThatRefusesAttributesStillGetsTheBytes() throws {
+        let folder = TemporaryDirectory("disk")
+        let disk = try DiskStore(directory: folder.url, byteLimit: 1 << 20, attributes: RefusingAttributes())
+        try disk.store(Data([1, 2, 3]), pixelSize: PixelSize(width: 2, height: 2), for: url)
+        #expect(disk.data(for: url) == Data([1, 2, 3]))
+        #expect(disk.pixelSize(for: url) == nil)
+        #expect(!disk.setPixelSize(PixelSize(width: 2, height: 2), for: url))
+    }
+
+    @Test func malformedAttributesReadAsMissing() {
+        #expect(PixelSizeAttribute.decode([1, 2, 3]) == nil)
+        #expect(PixelSizeAttribute.decode(PixelSizeAttribute.encode(PixelSize(width: 0, height: 5))) == nil)
+        #expect(PixelSizeAttribute.decode(PixelSizeAttribute.encode(PixelSize(width: 6000, height: 4000)))
+            == PixelSize(width: 6000, height: 4000))
+    }
+
+    @Test func trimRemovesTheLeastRecentlyReadFilesFirst() throws {
+        let folder = TemporaryDirectory("disk")
+        let writer = try DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let urls = (0..<3).map { URL(string: "https://example.com/\($0).jpg")! }
+        for (offset, url) in urls.enumerated() {
+            try writer.store(Data(repeating: UInt8(offset), count: 1000), pixelSize: PixelSize(width: 1, height: 1), for: url)
+            try setLastUsed(of: writer.fileURL(for: url), secondsAgo: Double(100 - offset * 10))
+        }
+        writer.waitForPendingTrims()
+        // The same folder with a 2500-byte budget: 3000 bytes are over it. Reading the oldest
+        // file makes it the most recently used, so the second oldest goes.
+        let disk = try DiskStore(directory: folder.url, byteLimit: 2500)
+        #expect(disk.data(for: urls[0]) != nil)
+        disk.trim()
+        #expect(disk.contains(urls[0]))
+        #expect(!disk.contains(urls[1]))
+        #expect(disk.contains(urls[2]))
+        #expect(disk.totalByteCount <= 2500)
+    }
+
+    @Test func writesTrimInTheBackgroundToTheBudget() throws {
+        let folder = TemporaryDirectory("disk")
+        let disk = try DiskStore(directory: folder.url, byteLimit: 10_000)
+        for index in 0..<30 {
+            try disk.store(Data(repeating: 7, count: 1000), pixelSize: PixelSize(width: 1, height: 1),
+                           for: URL(string: "https://example.com/\(index).png")!)
+        }
+        disk.waitForPendingTrims()
+        #expect(disk.totalByteCount <= 10_000)
+        #expect(disk.totalByteCount >= 9_000)
+    }
+
+    @Test func evictExpiredRemovesOnlyFilesUnusedForLongerThanMaxAge() throws {
+        let folder = TemporaryDirectory("disk")
+        let disk = try DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let old = URL(string: "https://example.com/old.jpg")!
+        let recent = URL(string: "https://example.com/recent.jpg")!
+        try disk.store(Data([1]), pixelSize: PixelSize(width: 1, height: 1), for: old)
+        try disk.store(Data([2]), pixelSize: PixelSize(width: 1, height: 1), for: recent)
+        try setLastUsed(of: disk.fileURL(for: old), secondsAgo: 8 * 24 * 3600)
+        #expect(disk.removeEntries(unusedFor: 7 * 24 * 3600) == 1)
+        #expect(!disk.contains(old))
+        #expect(disk.contains(recent))
+    }
+
+    @Test func leftoverTemporaryFilesAreRemovedWhenTheStoreOpens() throws {
+        let folder = TemporaryDirectory("disk")
+        let leftover = folder.url.appendingPathComponent(".tmp-interrupted")
+        try Data([1, 2, 3]).write(to: leftover)
+        _ = try DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        #expect(!FileManager.default.fileExists(atPath: leftover.path))
+    }
+
+    @Test func aDeletedDirectoryIsMadeAgainOnTheNextWrite() throws {
+        let folder = TemporaryDirectory("disk")
+        let directory = folder.url.appendingPathComponent("store")
+        let disk = try DiskStore(directory: directory, byteLimit: 1 << 20)
+        try FileManager.default.removeItem(at: directory)
+        try disk.store(Data([9]), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        #expect(disk.data(for: url) == Data([9]))
+    }
+
+    private func setLastUsed(of file: URL, secondsAgo: TimeInterval) throws {
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-secondsAgo)], ofItemAtPath: file.path)
+    }
+}
+
+/// A file system without extended attributes: every write is refused, nothing is ever there.
+struct RefusingAttributes: ExtendedAttributeStoring {
+    func value(named name: String, atPath path: String) -> [UInt8]? { nil }
+    func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
+        throw POSIXError(.EOPNOTSUPP)
+    }
+    func removeValue(named name: String, atPath path: String) {}
+}
