@@ -50,7 +50,7 @@ extension ImageStore {
         }
         if url.isFileURL {
             let path = url.path
-            guard let header = Self.readHeader(from: { FileHandle.prefix(ofFileAtPath: path, maxLength: $0) }) else {
+            guard let header = Self.readHeader(from: { DiskStore.prefix(ofFileAtPath: path, maxLength: $0) }) else {
                 return nil
             }
             return remember(header.displaySize, for: url)
@@ -79,14 +79,5 @@ extension ImageStore {
             }
         }
         return nil
-    }
-}
-
-extension FileHandle {
-    /// Up to `maxLength` bytes from the start of the file at `path`; `nil` if it cannot be opened.
-    static func prefix(ofFileAtPath path: String, maxLength: Int) -> Data? {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
-        return try? handle.read(upToCount: maxLength) ?? Data()
     }
 }

@@ -15,6 +15,9 @@ import Darwin
 /// background queue removes the least recently used files first.
 final class DiskStore: Sendable {
     let directory: URL
+    /// `directory.path` with a trailing slash, kept as a string: building paths through `URL` costs
+    /// more than the `getxattr` it leads to.
+    private let directoryPath: String
     let byteLimit: Int
     let attributes: any ExtendedAttributeStoring
 
@@ -31,6 +34,7 @@ final class DiskStore: Sendable {
     /// interrupted write left behind.
     init(directory: URL, byteLimit: Int, attributes: any ExtendedAttributeStoring = FileExtendedAttributes()) throws {
         self.directory = directory
+        self.directoryPath = directory.path.hasSuffix("/") ? directory.path : directory.path + "/"
         self.byteLimit = max(0, byteLimit)
         self.attributes = attributes
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -42,12 +46,17 @@ final class DiskStore: Sendable {
 
     /// The file that holds `url`'s bytes.
     func fileURL(for url: URL) -> URL {
-        directory.appendingPathComponent(SHA256.hexDigest(of: url.absoluteString), isDirectory: false)
+        URL(fileURLWithPath: filePath(for: url), isDirectory: false)
+    }
+
+    /// The path of the file that holds `url`'s bytes.
+    func filePath(for url: URL) -> String {
+        directoryPath + SHA256.hexDigest(of: url.absoluteString)
     }
 
     /// The bytes stored for `url`, marking the file used; `nil` when there are none.
     func data(for url: URL) -> Data? {
-        let path = fileURL(for: url).path
+        let path = filePath(for: url)
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         _ = utimes(path, nil)  // recency for the trim; failure only makes the file look older
         return data
@@ -55,25 +64,45 @@ final class DiskStore: Sendable {
 
     /// Up to `maxLength` bytes from the start of `url`'s file, for reading a header.
     func prefix(for url: URL, maxLength: Int) -> Data? {
-        guard let handle = FileHandle(forReadingAtPath: fileURL(for: url).path) else { return nil }
-        defer { try? handle.close() }
-        return try? handle.read(upToCount: maxLength) ?? Data()
+        Self.prefix(ofFileAtPath: filePath(for: url), maxLength: maxLength)
+    }
+
+    /// Up to `maxLength` bytes from the start of the file at `path`; `nil` if it cannot be read.
+    static func prefix(ofFileAtPath path: String, maxLength: Int) -> Data? {
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var data = Data(count: maxLength)
+        var filled = 0
+        let failed = data.withUnsafeMutableBytes { buffer -> Bool in
+            while filled < maxLength {
+                let count = read(descriptor, buffer.baseAddress! + filled, maxLength - filled)
+                if count < 0, errno == EINTR { continue }
+                guard count >= 0 else { return true }
+                if count == 0 { break }
+                filled += count
+            }
+            return false
+        }
+        guard !failed else { return nil }
+        data.count = filled
+        return data
     }
 
     /// Whether a file is stored for `url`.
     func contains(_ url: URL) -> Bool {
-        FileManager.default.fileExists(atPath: fileURL(for: url).path)
+        FileManager.default.fileExists(atPath: filePath(for: url))
     }
 
     /// The pixel size attribute of `url`'s file, if it has a valid one.
     func pixelSize(for url: URL) -> PixelSize? {
-        attributes.value(named: PixelSizeAttribute.name, atPath: fileURL(for: url).path).flatMap(PixelSizeAttribute.decode)
+        attributes.value(named: PixelSizeAttribute.name, atPath: filePath(for: url)).flatMap(PixelSizeAttribute.decode)
     }
 
     /// Writes the pixel size attribute onto `url`'s existing file. Returns whether it was written.
     @discardableResult
     func setPixelSize(_ size: PixelSize, for url: URL) -> Bool {
-        let path = fileURL(for: url).path
+        let path = filePath(for: url)
         guard FileManager.default.fileExists(atPath: path) else { return false }
         return (try? attributes.setValue(PixelSizeAttribute.encode(size), named: PixelSizeAttribute.name, atPath: path)) != nil
     }
@@ -92,7 +121,7 @@ final class DiskStore: Sendable {
         // A file system without extended attributes still gets the bytes; sizes then come from
         // the header.
         try? attributes.setValue(PixelSizeAttribute.encode(pixelSize), named: PixelSizeAttribute.name, atPath: temporary.path)
-        guard rename(temporary.path, fileURL(for: url).path) == 0 else {
+        guard rename(temporary.path, filePath(for: url)) == 0 else {
             let code = POSIXErrorCode(rawValue: errno) ?? .EIO
             try? FileManager.default.removeItem(at: temporary)
             throw POSIXError(code)

@@ -16,52 +16,72 @@ enum SHA256 {
 
     /// The 32-byte digest of `bytes`.
     static func digest(_ bytes: some Collection<UInt8>) -> [UInt8] {
-        var state: [UInt32] = [
-            0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19,
-        ]
+        var state: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (
+            0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19
+        )
         var message = Array(bytes)
         let bitLength = UInt64(message.count) &* 8
         message.append(0x80)
-        while message.count % 64 != 56 { message.append(0) }
+        message.append(contentsOf: repeatElement(0, count: (120 - message.count % 64) % 64))
         for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
 
-        var schedule = [UInt32](repeating: 0, count: 64)
-        for blockStart in stride(from: 0, to: message.count, by: 64) {
-            for word in 0..<16 {
-                let offset = blockStart + word * 4
-                schedule[word] = UInt32(message[offset]) << 24 | UInt32(message[offset + 1]) << 16
-                    | UInt32(message[offset + 2]) << 8 | UInt32(message[offset + 3])
+        // File names are hashed on the size-lookup path, so the rounds work in a stack buffer.
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { schedule in
+            message.withUnsafeBufferPointer { message in
+                for blockStart in stride(from: 0, to: message.count, by: 64) {
+                    compress(message, blockStart: blockStart, schedule: schedule, state: &state)
+                }
             }
-            for word in 16..<64 {
-                let s0 = rotateRight(schedule[word - 15], 7) ^ rotateRight(schedule[word - 15], 18) ^ (schedule[word - 15] >> 3)
-                let s1 = rotateRight(schedule[word - 2], 17) ^ rotateRight(schedule[word - 2], 19) ^ (schedule[word - 2] >> 10)
-                schedule[word] = schedule[word - 16] &+ s0 &+ schedule[word - 7] &+ s1
-            }
-            var (a, b, c, d, e, f, g, h) = (state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7])
+        }
+        var result = [UInt8]()
+        result.reserveCapacity(32)
+        for word in [state.0, state.1, state.2, state.3, state.4, state.5, state.6, state.7] {
+            result.append(UInt8(truncatingIfNeeded: word >> 24))
+            result.append(UInt8(truncatingIfNeeded: word >> 16))
+            result.append(UInt8(truncatingIfNeeded: word >> 8))
+            result.append(UInt8(truncatingIfNeeded: word))
+        }
+        return result
+    }
+
+    private static func compress(
+        _ message: UnsafeBufferPointer<UInt8>, blockStart: Int, schedule: UnsafeMutableBufferPointer<UInt32>,
+        state: inout (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32)
+    ) {
+        for word in 0..<16 {
+            let offset = blockStart + word * 4
+            schedule[word] = UInt32(message[offset]) << 24 | UInt32(message[offset + 1]) << 16
+                | UInt32(message[offset + 2]) << 8 | UInt32(message[offset + 3])
+        }
+        for word in 16..<64 {
+            let s0 = rotateRight(schedule[word - 15], 7) ^ rotateRight(schedule[word - 15], 18) ^ (schedule[word - 15] >> 3)
+            let s1 = rotateRight(schedule[word - 2], 17) ^ rotateRight(schedule[word - 2], 19) ^ (schedule[word - 2] >> 10)
+            schedule[word] = schedule[word - 16] &+ s0 &+ schedule[word - 7] &+ s1
+        }
+        var (a, b, c, d, e, f, g, h) = state
+        roundConstants.withUnsafeBufferPointer { constants in
             for round in 0..<64 {
                 let sum1 = rotateRight(e, 6) ^ rotateRight(e, 11) ^ rotateRight(e, 25)
                 let choice = (e & f) ^ (~e & g)
-                let temp1 = h &+ sum1 &+ choice &+ roundConstants[round] &+ schedule[round]
+                let temp1 = h &+ sum1 &+ choice &+ constants[round] &+ schedule[round]
                 let sum0 = rotateRight(a, 2) ^ rotateRight(a, 13) ^ rotateRight(a, 22)
                 let majority = (a & b) ^ (a & c) ^ (b & c)
-                let temp2 = sum0 &+ majority
-                (h, g, f, e, d, c, b, a) = (g, f, e, d &+ temp1, c, b, a, temp1 &+ temp2)
+                (h, g, f, e, d, c, b, a) = (g, f, e, d &+ temp1, c, b, a, temp1 &+ sum0 &+ majority)
             }
-            for (i, value) in [a, b, c, d, e, f, g, h].enumerated() { state[i] = state[i] &+ value }
         }
-        return state.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - $0 * 8)) } }
+        state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d, state.4 &+ e, state.5 &+ f, state.6 &+ g, state.7 &+ h)
     }
 
     /// The digest of `text`'s UTF-8 bytes as 64 lowercase hex digits.
     static func hexDigest(of text: String) -> String {
-        let hexDigits = Array("0123456789abcdef")
-        var result = ""
-        result.reserveCapacity(64)
-        for byte in digest(Array(text.utf8)) {
-            result.append(hexDigits[Int(byte >> 4)])
-            result.append(hexDigits[Int(byte & 0x0f)])
+        let hexDigits = Array("0123456789abcdef".utf8)
+        var ascii = [UInt8]()
+        ascii.reserveCapacity(64)
+        for byte in digest(text.utf8) {
+            ascii.append(hexDigits[Int(byte >> 4)])
+            ascii.append(hexDigits[Int(byte & 0x0f)])
         }
-        return result
+        return String(decoding: ascii, as: UTF8.self)
     }
 
     private static func rotateRight(_ value: UInt32, _ count: UInt32) -> UInt32 {
