@@ -38,15 +38,14 @@ extension ImageStore {
             return size
         }
         if url.isRemote {
-            guard let disk else { return nil }
-            if let size = disk.pixelSize(for: url) {
+            if let size = sizeFromAttribute(for: url) {
                 count { $0.sizesFromAttribute += 1 }
                 sizeMemo.insert(size, forKey: url, cost: 0)
                 return size
             }
-            guard let header = Self.readHeader(from: { disk.prefix(for: url, maxLength: $0) }) else { return nil }
-            disk.setPixelSize(header.displaySize, for: url)
-            return remember(header.displaySize, for: url)
+            guard let size = sizeFromHeader(for: url) else { return nil }
+            disk?.setPixelSize(size, for: url)
+            return remember(size, for: url)
         }
         if url.isFileURL {
             let path = url.path
@@ -56,6 +55,17 @@ extension ImageStore {
             return remember(header.displaySize, for: url)
         }
         return nil
+    }
+
+    /// The size in the disk-tier file's extended attribute: one `getxattr`, no file read.
+    func sizeFromAttribute(for url: URL) -> PixelSize? {
+        disk?.pixelSize(for: url)
+    }
+
+    /// The size parsed from the disk-tier file's header, reading only the first kilobytes.
+    func sizeFromHeader(for url: URL) -> PixelSize? {
+        guard let disk else { return nil }
+        return Self.readHeader(from: { disk.prefix(for: url, maxLength: $0) })?.displaySize
     }
 
     private func remember(_ size: PixelSize, for url: URL) -> PixelSize {

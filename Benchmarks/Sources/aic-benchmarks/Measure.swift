@@ -1,0 +1,42 @@
+import Foundation
+
+/// Runs `body` over every item `rounds` times and returns the median per-item time in microseconds.
+/// Rounds interleave with the other contenders of a table, so machine noise hits all of them alike.
+func perItemMicroseconds<T>(_ items: [T], _ body: (T) -> Void) -> Double {
+    let clock = ContinuousClock()
+    let start = clock.now
+    for item in items { body(item) }
+    let elapsed = clock.now - start
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    return seconds * 1e6 / Double(items.count)
+}
+
+/// Collects one sample per round for each named contender and reports medians.
+struct Contest {
+    private(set) var samples: [String: [Double]] = [:]
+    private(set) var order: [String] = []
+
+    mutating func record(_ name: String, _ value: Double) {
+        if samples[name] == nil { order.append(name) }
+        samples[name, default: []].append(value)
+    }
+
+    func median(_ name: String) -> Double {
+        let sorted = (samples[name] ?? [.nan]).sorted()
+        return sorted[sorted.count / 2]
+    }
+}
+
+func format(_ value: Double, digits: Int = 2) -> String {
+    String(format: "%.\(digits)f", value)
+}
+
+func column(_ text: String, _ width: Int) -> String {
+    text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
+}
+
+/// Keeps a value alive and opaque so the optimizer cannot drop the work that made it.
+@inline(never)
+func blackHole<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}

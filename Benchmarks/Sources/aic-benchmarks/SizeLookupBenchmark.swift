@@ -1,0 +1,85 @@
+@_spi(Benchmarks) import AsyncImageCache
+import Foundation
+
+#if canImport(CBenchmarkSupport)
+import CBenchmarkSupport
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Seed 000's table on Linux: the natural size of 100 cached ~1024x768 JPEGs by each path, beside
+/// the bare system calls each path is built on.
+enum SizeLookupBenchmark {
+    static func run(rounds: Int) throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("aic-bench-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: root) }
+        var configuration = ImageStore.Configuration(name: "bench")
+        configuration.rootDirectory = root
+        let store = try ImageStore(configuration: configuration)
+
+        print("Making 100 gradient JPEGs of about 1024x768...")
+        var urls: [URL] = []
+        var files: [(path: String, data: Data)] = []
+        for index in 0..<100 {
+            let width = 1024 - index % 5
+            let height = 768 - index % 3
+            var pixels = [UInt8](repeating: 255, count: width * height * 4)
+            for y in 0..<height {
+                for x in 0..<width {
+                    let offset = (y * width + x) * 4
+                    pixels[offset] = UInt8((x * 255) / width)
+                    pixels[offset + 1] = UInt8((y * 255) / height)
+                    pixels[offset + 2] = UInt8((index * 7 + x / 4) & 0xff)
+                }
+            }
+            let data = try ImageEncoders.JPEG(quality: 85).encode(Bitmap(width: width, height: height, pixels: pixels))
+            let url = URL(string: "https://images.example.com/gallery/\(index).jpg")!
+            try store.benchmarkStoreOriginal(data, for: url)
+            urls.append(url)
+            files.append((store.benchmarkDiskFilePath(for: url)!, data))
+        }
+        for url in urls { _ = store.cachedPixelSize(for: url) }  // fills the memo
+
+        let attributeName = "user.asyncimagecache.pixelsize"
+        let decoder = ImageDecoders.Default()
+        var contest = Contest()
+        for _ in 0..<rounds {
+            contest.record("memo hit", perItemMicroseconds(urls) { blackHole(store.cachedPixelSize(for: $0)) })
+            contest.record("xattr path", perItemMicroseconds(urls) { blackHole(store.benchmarkSizeFromAttribute(for: $0)) })
+            contest.record("bare getxattr", perItemMicroseconds(files) { file in
+                var buffer = (UInt64(0))
+                blackHole(withUnsafeMutableBytes(of: &buffer) { getxattr(file.path, attributeName, $0.baseAddress, 8) })
+            })
+            contest.record("header path", perItemMicroseconds(urls) { blackHole(store.benchmarkSizeFromHeader(for: $0)) })
+            contest.record("bare open+read+close", perItemMicroseconds(files) { file in
+                let descriptor = open(file.path, O_RDONLY)
+                var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+                blackHole(read(descriptor, &buffer, buffer.count))
+                close(descriptor)
+            })
+            contest.record("read file + full decode", perItemMicroseconds(files) { file in
+                guard let data = FileManager.default.contents(atPath: file.path), let header = try? ImageHeader.parse(data) else {
+                    return
+                }
+                blackHole(try? decoder.decode(data, context: ImageDecodingContext(header: header)))
+            })
+        }
+
+        print("\nNatural size of 100 cached ~1024x768 JPEGs, per file, median of \(rounds) rounds")
+        print(column("path", 26) + column("per file (us)", 15) + "per 100 (ms)")
+        for name in contest.order {
+            let value = contest.median(name)
+            print(column(name, 26) + column(format(value), 15) + format(value / 10, digits: 3))
+        }
+        let xattrRatio = contest.median("xattr path") / contest.median("bare getxattr")
+        let headerRatio = contest.median("header path") / contest.median("bare open+read+close")
+        let memoRatio = contest.median("memo hit") / contest.median("xattr path")
+        print("\nratio                         measured  goal")
+        print(column("xattr path / bare getxattr", 30) + column(format(xattrRatio), 10) + "<= 1.5  " + verdict(xattrRatio <= 1.5))
+        print(column("header path / bare read", 30) + column(format(headerRatio), 10) + "<= 2.0  " + verdict(headerRatio <= 2.0))
+        print(column("memo hit / xattr path", 30) + column(format(memoRatio, digits: 3), 10) + "<  0.1  " + verdict(memoRatio < 0.1))
+    }
+
+    static func verdict(_ met: Bool) -> String { met ? "met" : "NOT MET" }
+}

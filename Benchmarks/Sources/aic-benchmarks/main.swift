@@ -1,0 +1,18 @@
+import Foundation
+
+// aic-benchmarks [sizes|memory|all] [--rounds N]
+var arguments = Array(CommandLine.arguments.dropFirst())
+var rounds = 10
+if let index = arguments.firstIndex(of: "--rounds"), index + 1 < arguments.count, let value = Int(arguments[index + 1]) {
+    rounds = max(1, value)
+    arguments.removeSubrange(index...(index + 1))
+}
+let which = arguments.first ?? "all"
+print("command: swift run -c release --package-path Benchmarks aic-benchmarks \(which) --rounds \(rounds)")
+do {
+    if which == "sizes" || which == "all" { try SizeLookupBenchmark.run(rounds: rounds) }
+    if which == "memory" || which == "all" { MemoryCacheBenchmark.run(rounds: rounds) }
+} catch {
+    FileHandle.standardError.write(Data("aic-benchmarks: \(error)\n".utf8))
+    exit(1)
+}
