@@ -88,25 +88,22 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
         let failure: ImageLoadingError? = lock.withLock {
-            guard var entry = entries[dataTask.taskIdentifier] else { return nil }
+            // Mutated in place through the index so the reserved body buffer is not copied later.
+            guard let index = entries.index(forKey: dataTask.taskIdentifier) else { return nil }
+            let (url, byteLimit) = (entries.values[index].url, entries.values[index].byteLimit)
             guard let http = response as? HTTPURLResponse else {
-                return .network(url: entry.url, description: "not an HTTP response")
+                return .network(url: url, description: "not an HTTP response")
             }
-            guard (200...299).contains(http.statusCode) else {
-                return .httpStatus(code: http.statusCode, url: entry.url)
-            }
+            guard (200...299).contains(http.statusCode) else { return .httpStatus(code: http.statusCode, url: url) }
             let length = http.expectedContentLength
             // Content-Length counts the encoded bytes; URLSession may hand over decoded ones.
             let encoding = http.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
             if length >= 0, encoding == "identity" {
-                guard length <= Int64(entry.byteLimit) else {
-                    return .responseTooLarge(url: entry.url, byteLimit: entry.byteLimit)
-                }
-                entry.expectedBytes = Int(length)
-                entry.body.reserveCapacity(Int(length))
+                guard length <= Int64(byteLimit) else { return .responseTooLarge(url: url, byteLimit: byteLimit) }
+                entries.values[index].expectedBytes = Int(length)
+                entries.values[index].body.reserveCapacity(Int(length))
             }
-            entry.response = http
-            entries[dataTask.taskIdentifier] = entry
+            entries.values[index].response = http
             return nil
         }
         if let failure {
@@ -147,7 +144,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         if error != nil, code == NSURLErrorTimedOut { return .failure(.timedOut(entry.url)) }
         // Checked before the error: a closed connection may be reported as success or as "connection lost".
         if let expected = entry.expectedBytes, entry.body.count < expected {
-            return .failure(.truncatedResponse(url: entry.url, expectedBytes: expected, receivedBytes: entry.body.count))
+            let received = entry.body.count
+            return .failure(.truncatedResponse(url: entry.url, expectedBytes: expected, receivedBytes: received))
         }
         if let error {
             if code == NSURLErrorCancelled { return .failure(.cancelled) }
