@@ -1,11 +1,60 @@
 import Foundation
 
-/// PLACEHOLDER until the loaders land: the default loader dispatching on the URL's scheme.
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The default ``DataLoading``: picks the source by the URL's scheme.
+///
+/// - `data:` URLs are decoded in place (``DataURL``).
+/// - `file:` URLs are read in place, never copied (``FileDataLoader``).
+/// - `http:` and `https:` URLs are downloaded (``HTTPDataLoader``).
+/// - Any other scheme fails with ``ImageLoadingError/unsupportedURL(_:)``.
+///
+/// ```swift
+/// let loader = DataLoader(timeout: 15)
+/// let bytes = try await loader.loadData(for: url)
+/// ```
 public struct DataLoader: DataLoading {
-    /// Creates the default loader.
-    public init() {}
-    /// Fetches the bytes behind `url`.
+    /// The loader for `http:` and `https:` URLs.
+    public let http: HTTPDataLoader
+    /// The loader for `file:` URLs.
+    public let file: FileDataLoader
+
+    /// Creates a loader.
+    ///
+    /// - Parameters:
+    ///   - timeout: How long, in seconds, an HTTP request may wait for its response or for more of its
+    ///     body; 30 by default.
+    ///   - maximumResponseBytes: The largest HTTP body to accept, in bytes; 64 MiB by default. Local files
+    ///     and `data:` URLs are not capped: their size is already known to the app.
+    ///   - sessionConfiguration: The `URLSession` configuration for HTTP, copied; `nil`, the default,
+    ///     means an ephemeral configuration without a `URLCache`.
+    public init(
+        timeout: TimeInterval = HTTPDataLoader.defaultTimeout,
+        maximumResponseBytes: Int = HTTPDataLoader.defaultMaximumResponseBytes,
+        sessionConfiguration: URLSessionConfiguration? = nil
+    ) {
+        http = HTTPDataLoader(
+            timeout: timeout, maximumResponseBytes: maximumResponseBytes, sessionConfiguration: sessionConfiguration)
+        file = FileDataLoader()
+    }
+
+    /// Fetches the complete bytes behind `url` from the source its scheme names.
+    ///
+    /// - Throws: ``ImageLoadingError/unsupportedURL(_:)`` for a scheme other than `data`, `file`, `http`
+    ///   and `https`, or the error of the loader the scheme selects.
     public func loadData(for url: URL) async throws(ImageLoadingError) -> Data {
-        throw .unsupportedURL(url)
+        switch url.scheme?.lowercased() {
+        case "data":
+            guard !Task.isCancelled else { throw .cancelled }
+            return try DataURL(url: url).data
+        case "file":
+            return try await file.loadData(for: url)
+        case "http", "https":
+            return try await http.loadData(for: url)
+        default:
+            throw .unsupportedURL(url)
+        }
     }
 }

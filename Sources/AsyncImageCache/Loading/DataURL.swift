@@ -1,0 +1,118 @@
+import Foundation
+
+/// A parsed RFC 2397 `data:` URL: `data:[<media type>][;<parameter>=<value>]*[;base64],<payload>`.
+///
+/// Both payload forms are accepted: base64 (`;base64`, percent escapes and whitespace allowed inside,
+/// padding optional) and percent-encoded bytes. Parsing is linear in the length of the URL.
+///
+/// ```swift
+/// let parsed = try DataURL(string: "data:image/png;base64,iVBORw0KGgo=")
+/// parsed.mediaType  // "image/png"
+/// ```
+public struct DataURL: Sendable, Equatable {
+    /// The media type with its parameters as written, e.g. `image/png` or `text/plain;charset=utf-8`;
+    /// `text/plain;charset=US-ASCII` when the URL names none, as RFC 2397 specifies.
+    public let mediaType: String
+    /// Whether the payload was base64-encoded.
+    public let isBase64: Bool
+    /// The decoded payload.
+    public let data: Data
+
+    /// Parses `url.absoluteString`.
+    ///
+    /// - Throws: ``ImageLoadingError/invalidDataURL(reason:)`` when the URL is not a well-formed
+    ///   `data:` URL.
+    public init(url: URL) throws(ImageLoadingError) {
+        // The absolute string is the URL as written: no component accessor re-encodes or drops any of it.
+        try self.init(string: url.absoluteString)
+    }
+
+    /// Parses the text of a `data:` URL.
+    ///
+    /// - Throws: ``ImageLoadingError/invalidDataURL(reason:)`` when the text is not a well-formed
+    ///   `data:` URL.
+    public init(string: String) throws(ImageLoadingError) {
+        let bytes = Array(string.utf8)
+        let scheme = Array("data:".utf8)
+        guard bytes.count >= scheme.count, zip(bytes, scheme).allSatisfy({ $0 | 0x20 == $1 | 0x20 }) else {
+            throw .invalidDataURL(reason: "the scheme is not data:")
+        }
+        guard let comma = bytes[scheme.count...].firstIndex(of: UInt8(ascii: ",")) else {
+            throw .invalidDataURL(reason: "no comma separates the header from the payload")
+        }
+        let header = try Self.percentDecoded(bytes[scheme.count..<comma], what: "header")
+        var parameters = String(decoding: header, as: UTF8.self)
+            .split(separator: ";", omittingEmptySubsequences: false)
+        isBase64 = parameters.count > 1 && parameters.last!.lowercased() == "base64"
+        if isBase64 { parameters.removeLast() }
+        mediaType = try Self.mediaType(parameters)
+        let payload = bytes[(comma + 1)...]
+        data = isBase64 ? try Self.base64Decoded(payload) : Data(try Self.percentDecoded(payload, what: "payload"))
+    }
+
+    private static func mediaType(_ parameters: [Substring]) throws(ImageLoadingError) -> String {
+        let type = parameters[0].trimmingCharacters(in: .whitespaces)
+        if !type.isEmpty {
+            let halves = type.split(separator: "/", omittingEmptySubsequences: false)
+            guard halves.count == 2, !halves[0].isEmpty, !halves[1].isEmpty else {
+                throw .invalidDataURL(reason: "the media type \"\(type.prefix(40))\" is not type/subtype")
+            }
+        }
+        for parameter in parameters.dropFirst() where !parameter.contains("=") {
+            throw .invalidDataURL(reason: "the parameter \"\(parameter.prefix(40))\" is not attribute=value")
+        }
+        if type.isEmpty {
+            // RFC 2397: "data:;charset=utf-8,..." keeps its charset but implies text/plain.
+            return (["text/plain"] + parameters.dropFirst().map(String.init)).joined(separator: ";")
+                + (parameters.count == 1 ? ";charset=US-ASCII" : "")
+        }
+        return parameters.joined(separator: ";")
+    }
+
+    /// Replaces every `%XX` with its byte, in one pass; anything else is kept as its UTF-8 bytes.
+    static func percentDecoded(_ bytes: ArraySlice<UInt8>, what: String) throws(ImageLoadingError) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            guard byte == UInt8(ascii: "%") else {
+                output.append(byte)
+                index += 1
+                continue
+            }
+            guard bytes.endIndex - index > 2, let high = hexValue(bytes[index + 1]),
+                let low = hexValue(bytes[index + 2])
+            else {
+                throw .invalidDataURL(reason: "a \"%\" in the \(what) is not followed by two hex digits")
+            }
+            output.append(high << 4 | low)
+            index += 3
+        }
+        return output
+    }
+
+    private static func base64Decoded(_ payload: ArraySlice<UInt8>) throws(ImageLoadingError) -> Data {
+        // Percent escapes (e.g. %2B for "+") and line breaks are common in hand-written data: URLs.
+        var text = try percentDecoded(payload, what: "payload")
+        text.removeAll { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
+        let unpadded = text.count % 4
+        guard unpadded != 1 else {
+            throw .invalidDataURL(reason: "the base64 payload has an impossible length (\(text.count) characters)")
+        }
+        if unpadded != 0 { text.append(contentsOf: repeatElement(UInt8(ascii: "="), count: 4 - unpadded)) }
+        guard let data = Data(base64Encoded: Data(text)) else {
+            throw .invalidDataURL(reason: "the payload is not valid base64")
+        }
+        return data
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads the bytes of a local `file:` URL in place: the file is never copied anywhere.
+///
+/// The read is synchronous inside an `async` function, so callers run it off the main thread and
+/// off any coordinating actor. Cancellation is checked before the read and between chunks of it.
+///
+/// ```swift
+/// let bytes = try await FileDataLoader().loadData(for: URL(fileURLWithPath: "/tmp/photo.jpg"))
+/// ```
+public struct FileDataLoader: DataLoading {
+    /// The largest file the loader reads, in bytes, or `nil` (the default) for no limit.
+    public var maximumBytes: Int?
+
+    /// Creates a loader.
+    ///
+    /// - Parameter maximumBytes: The largest file to read, in bytes; `nil`, the default, reads any size.
+    ///   A larger file fails with ``ImageLoadingError/responseTooLarge(url:byteLimit:)``.
+    public init(maximumBytes: Int? = nil) {
+        self.maximumBytes = maximumBytes
+    }
+
+    /// Reads the whole file at `url`.
+    ///
+    /// - Throws: ``ImageLoadingError/unsupportedURL(_:)`` for a URL that is not a `file:` URL;
+    ///   ``ImageLoadingError/fileUnavailable(path:reason:)`` when the file is missing, unreadable or not a
+    ///   regular file (a directory, a device); ``ImageLoadingError/responseTooLarge(url:byteLimit:)`` when
+    ///   it is larger than ``maximumBytes``; ``ImageLoadingError/cancelled`` when the task is cancelled.
+    public func loadData(for url: URL) async throws(ImageLoadingError) -> Data {
+        guard url.isFileURL else { throw .unsupportedURL(url) }
+        guard !Task.isCancelled else { throw .cancelled }
+        let data = try readFile(url)
+        // The bytes may be stale for a task cancelled during a long read: nobody wants them now.
+        guard !Task.isCancelled else { throw .cancelled }
+        return data
+    }
+
+    /// The size of a chunk between cancellation checks.
+    private static let chunkBytes = 4 << 20
+
+    private func readFile(_ url: URL) throws(ImageLoadingError) -> Data {
+        let path = url.path
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw Self.unavailable(path, errno: errno) }
+        defer { close(descriptor) }
+
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw Self.unavailable(path, errno: errno) }
+        // Reading a directory fails, and a FIFO or device may block or never end: only regular files.
+        switch status.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw .fileUnavailable(path: path, reason: "is a directory")
+        default: throw .fileUnavailable(path: path, reason: "is not a regular file")
+        }
+        let announced = Int(status.st_size)
+        if let maximumBytes, announced > maximumBytes {
+            throw .responseTooLarge(url: url, byteLimit: maximumBytes)
+        }
+
+        // The file may grow between fstat and read, so the loop reads until end-of-file, within the cap.
+        var data = Data(count: announced)
+        var received = 0
+        while true {
+            if received == data.count { data.count += max(Self.chunkBytes / 16, data.count / 2) }
+            let wanted = min(Self.chunkBytes, data.count - received)
+            let count = data.withUnsafeMutableBytes { buffer in
+                read(descriptor, buffer.baseAddress! + received, wanted)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Self.unavailable(path, errno: errno)
+            }
+            if count == 0 { break }
+            received += count
+            if let maximumBytes, received > maximumBytes {
+                throw .responseTooLarge(url: url, byteLimit: maximumBytes)
+            }
+            if Task.isCancelled { throw .cancelled }
+        }
+        data.count = received
+        return data
+    }
+
+    private static func unavailable(_ path: String, errno code: Int32) -> ImageLoadingError {
+        .fileUnavailable(path: path, reason: String(cString: strerror(code)))
+    }
+}

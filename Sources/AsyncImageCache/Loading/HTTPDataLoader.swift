@@ -1,0 +1,123 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Downloads the bytes behind `http:` and `https:` URLs with `URLSession`.
+///
+/// The loader keeps the failures apart so the store can report them: a status other than 2xx, a
+/// timeout, a body cut short of its `Content-Length`, a body over ``maximumResponseBytes`` (stopped as
+/// soon as it crosses the cap, or before the body when `Content-Length` already says so), and other
+/// transport errors. Cancelling the Swift task cancels the download and throws
+/// ``ImageLoadingError/cancelled`` at once.
+///
+/// By default it uses an ephemeral session without a `URLCache`: the store keeps its own memory and
+/// disk tiers, and a second copy of every response would only cost memory and disk.
+///
+/// ```swift
+/// let loader = HTTPDataLoader(timeout: 10, maximumResponseBytes: 8 << 20)
+/// let bytes = try await loader.loadData(for: URL(string: "https://example.com/photo.jpg")!)
+/// ```
+public final class HTTPDataLoader: DataLoading {
+    /// The default ``timeout``: 30 seconds.
+    public static let defaultTimeout: TimeInterval = 30
+    /// The default ``maximumResponseBytes``: 64 MiB.
+    public static let defaultMaximumResponseBytes = 64 << 20
+
+    /// How long, in seconds, a request may wait for its response or for more of its body.
+    public let timeout: TimeInterval
+    /// The largest body, in bytes, the loader accepts.
+    public let maximumResponseBytes: Int
+
+    private let session: URLSession
+    private let tasks: HTTPTaskTable
+
+    /// Creates a loader with its own `URLSession`.
+    ///
+    /// - Parameters:
+    ///   - timeout: How long, in seconds, a request may wait for its response or for more of its body;
+    ///     30 by default. It overrides the session configuration's `timeoutIntervalForRequest`.
+    ///   - maximumResponseBytes: The largest body to accept, in bytes; 64 MiB by default.
+    ///   - sessionConfiguration: The configuration of the session, copied; `nil`, the default, means
+    ///     an ephemeral configuration with no `URLCache`.
+    public init(
+        timeout: TimeInterval = HTTPDataLoader.defaultTimeout,
+        maximumResponseBytes: Int = HTTPDataLoader.defaultMaximumResponseBytes,
+        sessionConfiguration: URLSessionConfiguration? = nil
+    ) {
+        self.timeout = timeout
+        self.maximumResponseBytes = maximumResponseBytes
+        let configuration: URLSessionConfiguration
+        if let sessionConfiguration {
+            // A copy, so that setting the timeout does not change the caller's object.
+            configuration = sessionConfiguration.copy() as! URLSessionConfiguration
+        } else {
+            configuration = .ephemeral
+            configuration.urlCache = nil
+            configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        }
+        configuration.timeoutIntervalForRequest = timeout
+        tasks = HTTPTaskTable()
+        // The delegate queue is only the place where callbacks run; the table has its own lock.
+        session = URLSession(configuration: configuration, delegate: tasks, delegateQueue: nil)
+    }
+
+    deinit {
+        // The session retains its delegate until it is invalidated. A load in progress holds the
+        // loader, so any task still running here belongs to a load that has already failed; on Linux,
+        // finishTasksAndInvalidate() was seen to let such a task run on to the end of its body.
+        session.invalidateAndCancel()
+    }
+
+    /// Downloads the complete body behind `url`.
+    ///
+    /// - Throws: ``ImageLoadingError/unsupportedURL(_:)`` for a scheme other than `http`/`https`;
+    ///   ``ImageLoadingError/httpStatus(code:url:)``, ``ImageLoadingError/timedOut(_:)``,
+    ///   ``ImageLoadingError/truncatedResponse(url:expectedBytes:receivedBytes:)``,
+    ///   ``ImageLoadingError/responseTooLarge(url:byteLimit:)``, ``ImageLoadingError/network(url:description:)``
+    ///   or ``ImageLoadingError/cancelled`` when the download fails.
+    public func loadData(for url: URL) async throws(ImageLoadingError) -> Data {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw .unsupportedURL(url)
+        }
+        return try await response(for: URLRequest(url: url)).body
+    }
+
+    /// Performs `request` and returns the 2xx response with its body, status and headers.
+    ///
+    /// The status and headers are what HTTP caching needs (validators, freshness); ``loadData(for:)``
+    /// keeps only the body.
+    func response(for request: URLRequest) async throws(ImageLoadingError) -> HTTPLoadedResponse {
+        guard let url = request.url else { preconditionFailure("an HTTP request without a URL") }
+        guard !Task.isCancelled else { throw .cancelled }
+        var request = request
+        request.timeoutInterval = timeout
+        let task = session.dataTask(with: request)
+        let tasks = self.tasks
+        tasks.insert(task, url: url, byteLimit: maximumResponseBytes)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                tasks.start(task, continuation: continuation)
+            }
+        } onCancel: {
+            tasks.cancel(task)
+        }
+        return try result.get()
+    }
+}
+
+/// A finished HTTP download: the body and the response it came with.
+struct HTTPLoadedResponse: Sendable {
+    /// The complete body.
+    var body: Data
+    /// The status code, always 2xx.
+    var statusCode: Int
+    /// The response headers; names as the server sent them.
+    var headers: [String: String]
+
+    /// The value of the header named `name`, compared case-insensitively.
+    func header(_ name: String) -> String? {
+        headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The session delegate of an ``HTTPDataLoader``: one entry per running data task, keyed by task id,
+/// holding the continuation to resume and the bytes received so far.
+///
+/// Each entry is removed exactly once, by whichever comes first: completion, a failure detected in a
+/// callback (status, size cap), or cancellation of the Swift task. Whoever removes it resumes its
+/// continuation, outside the lock, so every load resumes exactly once; callbacks that arrive for a
+/// removed entry find nothing and do nothing.
+final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // Unchecked: `entries` is only read or written while holding `lock`; `lock` itself is a `let`.
+    private let lock = NSLock()
+    private var entries: [Int: Entry] = [:]
+
+    typealias Continuation = CheckedContinuation<Result<HTTPLoadedResponse, ImageLoadingError>, Never>
+
+    private struct Entry {
+        let url: URL
+        let byteLimit: Int
+        var continuation: Continuation?
+        /// Set when the Swift task was cancelled before ``HTTPTaskTable/start(_:continuation:)`` ran.
+        var cancelledBeforeStart = false
+        var response: HTTPURLResponse?
+        /// The announced length of an unencoded body, used to detect truncation.
+        var expectedBytes: Int?
+        var body = Data()
+    }
+
+    /// Registers `task` before it starts, so a cancellation that comes first has an entry to mark.
+    func insert(_ task: URLSessionTask, url: URL, byteLimit: Int) {
+        lock.withLock { entries[task.taskIdentifier] = Entry(url: url, byteLimit: byteLimit) }
+    }
+
+    /// Stores the continuation and resumes `task`, or resumes the continuation with `.cancelled`
+    /// when the Swift task was cancelled in the meantime.
+    func start(_ task: URLSessionTask, continuation: Continuation) {
+        let cancelled = lock.withLock {
+            guard let entry = entries[task.taskIdentifier], !entry.cancelledBeforeStart else {
+                entries[task.taskIdentifier] = nil
+                return true
+            }
+            entries[task.taskIdentifier]?.continuation = continuation
+            return false
+        }
+        if cancelled {
+            task.cancel()
+            continuation.resume(returning: .failure(.cancelled))
+        } else {
+            task.resume()
+        }
+    }
+
+    /// Cancels `task` for a cancelled Swift task and resumes its load with `.cancelled`.
+    func cancel(_ task: URLSessionTask) {
+        let continuation: Continuation? = lock.withLock {
+            guard let entry = entries[task.taskIdentifier] else { return nil }
+            guard let continuation = entry.continuation else {
+                entries[task.taskIdentifier]?.cancelledBeforeStart = true
+                return nil
+            }
+            entries[task.taskIdentifier] = nil
+            return continuation
+        }
+        task.cancel()
+        continuation?.resume(returning: .failure(.cancelled))
+    }
+
+    /// Removes the entry of `task` and resumes its load with the result `finish` computes from it.
+    private func complete(_ task: URLSessionTask, _ finish: (Entry) -> Result<HTTPLoadedResponse, ImageLoadingError>) {
+        let resumption: (Continuation, Result<HTTPLoadedResponse, ImageLoadingError>)? = lock.withLock {
+            guard let entry = entries.removeValue(forKey: task.taskIdentifier) else { return nil }
+            guard let continuation = entry.continuation else { return nil }
+            return (continuation, finish(entry))
+        }
+        if let (continuation, result) = resumption { continuation.resume(returning: result) }
+    }
+
+    // MARK: URLSessionDataDelegate
+
+    func urlSession(
+        _ session: URLSession,
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        let failure: ImageLoadingError? = lock.withLock {
+            // Mutated in place through the index so the reserved body buffer is not copied later.
+            guard let index = entries.index(forKey: dataTask.taskIdentifier) else { return nil }
+            let (url, byteLimit) = (entries.values[index].url, entries.values[index].byteLimit)
+            guard let http = response as? HTTPURLResponse else {
+                return .network(url: url, description: "not an HTTP response")
+            }
+            guard (200...299).contains(http.statusCode) else { return .httpStatus(code: http.statusCode, url: url) }
+            let length = http.expectedContentLength
+            // Content-Length counts the encoded bytes; URLSession may hand over decoded ones.
+            let encoding = http.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
+            if length >= 0, encoding == "identity" {
+                guard length <= Int64(byteLimit) else { return .responseTooLarge(url: url, byteLimit: byteLimit) }
+                entries.values[index].expectedBytes = Int(length)
+                entries.values[index].body.reserveCapacity(Int(length))
+            }
+            entries.values[index].response = http
+            return nil
+        }
+        if let failure {
+            complete(dataTask) { _ in .failure(failure) }
+            // swift-corelibs-foundation ignores the disposition, so cancel the task itself as well.
+            completionHandler(.cancel)
+            dataTask.cancel()
+        } else {
+            completionHandler(.allow)
+        }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let failure: ImageLoadingError? = lock.withLock {
+            // Appends in place through the index: a copy of the entry alive during the append would
+            // make every append copy the whole body.
+            guard let index = entries.index(forKey: dataTask.taskIdentifier) else { return nil }
+            let (url, byteLimit) = (entries.values[index].url, entries.values[index].byteLimit)
+            guard entries.values[index].body.count + data.count <= byteLimit else {
+                return .responseTooLarge(url: url, byteLimit: byteLimit)
+            }
+            entries.values[index].body.append(data)
+            return nil
+        }
+        if let failure {
+            // Stop the download now rather than after the server has sent everything.
+            complete(dataTask) { _ in .failure(failure) }
+            dataTask.cancel()
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        complete(task) { entry in Self.result(of: entry, error: error) }
+    }
+
+    private static func result(of entry: Entry, error: (any Error)?) -> Result<HTTPLoadedResponse, ImageLoadingError> {
+        let code = (error as? URLError)?.code.rawValue ?? (error as NSError?)?.code
+        if error != nil, code == NSURLErrorTimedOut { return .failure(.timedOut(entry.url)) }
+        // Checked before the error: a closed connection may be reported as success or as "connection lost".
+        if let expected = entry.expectedBytes, entry.body.count < expected {
+            let received = entry.body.count
+            return .failure(.truncatedResponse(url: entry.url, expectedBytes: expected, receivedBytes: received))
+        }
+        if let error {
+            if code == NSURLErrorCancelled { return .failure(.cancelled) }
+            return .failure(.network(url: entry.url, description: error.localizedDescription))
+        }
+        guard let response = entry.response else {
+            return .failure(.network(url: entry.url, description: "no response"))
+        }
+        var headers: [String: String] = [:]
+        for (name, value) in response.allHeaderFields {
+            if let name = name as? String { headers[name] = value as? String ?? "\(value)" }
+        }
+        return .success(HTTPLoadedResponse(body: entry.body, statusCode: response.statusCode, headers: headers))
+    }
+}

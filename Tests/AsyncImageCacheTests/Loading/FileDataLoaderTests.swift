@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+@Suite struct FileDataLoaderTests {
+    let directory = TemporaryDirectory("file-loader")
+
+    private func write(_ data: Data, to name: String) throws -> URL {
+        let url = directory.url.appendingPathComponent(name)
+        try data.write(to: url)
+        return url
+    }
+
+    @Test func readsTheFileBytesExactly() async throws {
+        let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let url = try write(bytes, to: "photo.jpg")
+        #expect(try await FileDataLoader().loadData(for: url) == bytes)
+    }
+
+    @Test func readsAnEmptyFileAsEmptyData() async throws {
+        let url = try write(Data(), to: "empty.png")
+        #expect(try await FileDataLoader().loadData(for: url).isEmpty)
+    }
+
+    @Test func readsAPathWithSpacesAndNonASCIICharacters() async throws {
+        let url = try write(Data("bytes".utf8), to: "a photo é.jpg")
+        #expect(url.absoluteString.contains("%20"))
+        #expect(try await FileDataLoader().loadData(for: url) == Data("bytes".utf8))
+    }
+
+    @Test func aMissingFileIsUnavailable() async {
+        let url = directory.url.appendingPathComponent("missing.jpg")
+        await #expect(throws: ImageLoadingError.fileUnavailable(path: url.path, reason: "No such file or directory")) {
+            try await FileDataLoader().loadData(for: url)
+        }
+    }
+
+    @Test func aDirectoryIsUnavailable() async {
+        await #expect(throws: ImageLoadingError.fileUnavailable(path: directory.url.path, reason: "is a directory")) {
+            try await FileDataLoader().loadData(for: directory.url)
+        }
+    }
+
+    @Test func aDeviceIsUnavailableRatherThanReadForever() async {
+        let url = URL(fileURLWithPath: "/dev/zero")
+        await #expect(throws: ImageLoadingError.fileUnavailable(path: "/dev/zero", reason: "is not a regular file")) {
+            try await FileDataLoader().loadData(for: url)
+        }
+    }
+
+    @Test(.enabled(if: getuid() != 0, "root reads any file regardless of its permissions"))
+    func anUnreadableFileIsUnavailable() async throws {
+        let url = try write(Data("secret".utf8), to: "locked.jpg")
+        try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: url.path)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: url.path) }
+        await #expect(throws: ImageLoadingError.fileUnavailable(path: url.path, reason: "Permission denied")) {
+            try await FileDataLoader().loadData(for: url)
+        }
+    }
+
+    @Test func aFileOverTheByteCapIsTooLarge() async throws {
+        let url = try write(Data(count: 2_000), to: "big.jpg")
+        await #expect(throws: ImageLoadingError.responseTooLarge(url: url, byteLimit: 1_000)) {
+            try await FileDataLoader(maximumBytes: 1_000).loadData(for: url)
+        }
+        #expect(try await FileDataLoader(maximumBytes: 2_000).loadData(for: url).count == 2_000)
+    }
+
+    @Test func aCancelledTaskDoesNotRead() async throws {
+        let url = try write(Data("bytes".utf8), to: "a.jpg")
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await FileDataLoader().loadData(for: url)
+        }
+        await #expect(throws: ImageLoadingError.cancelled) { try await task.value }
+    }
+
+    @Test func aURLThatIsNotAFileURLIsUnsupported() async {
+        let url = URL(string: "https://example.com/a.jpg")!
+        await #expect(throws: ImageLoadingError.unsupportedURL(url)) { try await FileDataLoader().loadData(for: url) }
+    }
+}

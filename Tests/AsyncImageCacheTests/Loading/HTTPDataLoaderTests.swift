@@ -1,0 +1,163 @@
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@testable import AsyncImageCache
+
+/// The HTTP loader against a real server on 127.0.0.1 (`Tests/Server/image_server.py`), one per test.
+@Suite struct HTTPDataLoaderTests {
+    let directory = TemporaryDirectory("http-loader")
+    let server: TestHTTPServer
+    /// Bytes that stand in for an image: the loader does not look at them.
+    let imageBytes = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) })
+
+    init() throws {
+        try imageBytes.write(to: directory.url.appendingPathComponent("photo.jpg"))
+        server = try TestHTTPServer(serving: directory.url)
+    }
+
+    @Test func okResponseReturnsTheExactBytes() async throws {
+        let data = try await HTTPDataLoader().loadData(for: server.url("/images/photo.jpg"))
+        #expect(data == imageBytes)
+        #expect(try await server.hits(for: "/images/photo.jpg") == 1)
+    }
+
+    @Test func responseKeepsStatusAndHeadersForHTTPCaching() async throws {
+        let request = URLRequest(url: server.url("/etag/images/photo.jpg"))
+        let response = try await HTTPDataLoader().response(for: request)
+        #expect(response.body == imageBytes)
+        #expect(response.statusCode == 200)
+        #expect(response.header("etag")?.hasPrefix("\"") == true)
+        #expect(response.header("Cache-Control") == "max-age=60")
+    }
+
+    @Test func redirectsAreFollowed() async throws {
+        #expect(try await HTTPDataLoader().loadData(for: server.url("/redirect/images/photo.jpg")) == imageBytes)
+    }
+
+    @Test(arguments: [404, 500, 503])
+    func nonSuccessStatusFailsWithTheCode(code: Int) async throws {
+        let url = server.url("/status/\(code)")
+        await #expect(throws: ImageLoadingError.httpStatus(code: code, url: url)) {
+            try await HTTPDataLoader().loadData(for: url)
+        }
+    }
+
+    @Test func aMissingImageIsA404() async throws {
+        let url = server.url("/images/missing.jpg")
+        await #expect(throws: ImageLoadingError.httpStatus(code: 404, url: url)) {
+            try await HTTPDataLoader().loadData(for: url)
+        }
+    }
+
+    @Test func aResponseSlowerThanTheTimeoutTimesOut() async throws {
+        let url = server.url("/slow/3000/images/photo.jpg")
+        await #expect(throws: ImageLoadingError.timedOut(url)) {
+            try await HTTPDataLoader(timeout: 0.5).loadData(for: url)
+        }
+    }
+
+    @Test func aSlowResponseWithinTheTimeoutSucceeds() async throws {
+        let data = try await HTTPDataLoader(timeout: 5).loadData(for: server.url("/slow/200/images/photo.jpg"))
+        #expect(data == imageBytes)
+    }
+
+    @Test func aBodyCutShortOfItsContentLengthIsTruncated() async throws {
+        let url = server.url("/truncated/images/photo.jpg")
+        let expected = imageBytes.count
+        await #expect(
+            throws: ImageLoadingError.truncatedResponse(url: url, expectedBytes: expected, receivedBytes: expected / 2)
+        ) {
+            try await HTTPDataLoader().loadData(for: url)
+        }
+    }
+
+    @Test func anAnnouncedLengthOverTheCapFailsWithoutDownloadingTheBody() async throws {
+        let path = "/oversized/\(64 << 20)"
+        let url = server.url(path)
+        await #expect(throws: ImageLoadingError.responseTooLarge(url: url, byteLimit: 1 << 20)) {
+            try await HTTPDataLoader(maximumResponseBytes: 1 << 20).loadData(for: url)
+        }
+        let sent = try await settledBytesSent(for: path)
+        #expect(sent < 16 << 20)
+    }
+
+    @Test func aStreamedBodyIsStoppedSoonAfterCrossingTheCap() async throws {
+        let path = "/oversized-stream/\(64 << 20)"
+        let url = server.url(path)
+        await #expect(throws: ImageLoadingError.responseTooLarge(url: url, byteLimit: 1 << 20)) {
+            try await HTTPDataLoader(maximumResponseBytes: 1 << 20).loadData(for: url)
+        }
+        let sent = try await settledBytesSent(for: path)
+        #expect(sent > 1 << 20)
+        #expect(sent < 16 << 20)
+    }
+
+    @Test func aBodyExactlyAtTheCapIsAccepted() async throws {
+        let streamed = try await HTTPDataLoader(maximumResponseBytes: 1 << 20)
+            .loadData(for: server.url("/oversized-stream/\(1 << 20)"))
+        #expect(streamed.count == 1 << 20)
+        let announced = try await HTTPDataLoader(maximumResponseBytes: 1 << 20)
+            .loadData(for: server.url("/oversized/\(1 << 20)"))
+        #expect(announced.count == 1 << 20)
+    }
+
+    @Test func htmlLabelledAsJPEGIsReturnedAsIs() async throws {
+        let data = try await HTTPDataLoader().loadData(for: server.url("/html-as-jpeg"))
+        #expect(String(decoding: data, as: UTF8.self).contains("<html>"))
+    }
+
+    @Test func cancellingTheTaskMidDownloadThrowsCancelledAndStopsTheDownload() async throws {
+        let path = "/oversized-stream/\(64 << 20)"
+        let loader = HTTPDataLoader(maximumResponseBytes: 128 << 20)
+        let download = Task { try await loader.loadData(for: server.url(path)) }
+        // Wait until the body is flowing, so the cancellation lands mid-download.
+        while try await server.bytesSent(for: path) ?? 0 < 256 << 10 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        download.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await download.value }
+        #expect(try await settledBytesSent(for: path) < 32 << 20)
+    }
+
+    @Test func aTaskCancelledBeforeTheRequestNeverReachesTheServer() async throws {
+        let loader = HTTPDataLoader()
+        let url = server.url("/images/photo.jpg")
+        let download = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await loader.loadData(for: url)
+        }
+        await #expect(throws: ImageLoadingError.cancelled) { try await download.value }
+        #expect(try await server.hits().isEmpty)
+    }
+
+    @Test func aRefusedConnectionIsANetworkError() async throws {
+        let closed = TestHTTPServer.closedPortURL
+        await #expect {
+            try await HTTPDataLoader().loadData(for: closed)
+        } throws: { error in
+            guard case .network(let url, _) = error as? ImageLoadingError else { return false }
+            return url == closed
+        }
+    }
+
+    @Test func aSchemeOtherThanHTTPIsUnsupported() async throws {
+        let url = URL(fileURLWithPath: "/tmp/a.jpg")
+        await #expect(throws: ImageLoadingError.unsupportedURL(url)) { try await HTTPDataLoader().loadData(for: url) }
+    }
+
+    /// The server's byte count for `path` once it stops changing: it keeps writing into socket buffers
+    /// for a moment after the client hangs up.
+    private func settledBytesSent(for path: String) async throws -> Int {
+        var previous = -1
+        while true {
+            let sent = try await server.bytesSent(for: path) ?? 0
+            if sent == previous { return sent }
+            previous = sent
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+}

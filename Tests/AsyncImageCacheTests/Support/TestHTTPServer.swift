@@ -1,0 +1,118 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A real HTTP server on 127.0.0.1 for one test or suite: `Tests/Server/image_server.py` run by `python3`.
+///
+/// It serves the files of a directory at `/images/<name>` and misbehaves on purpose at the routes the
+/// script's header lists (`/status/<code>`, `/slow/<ms>/...`, `/truncated/...`, `/oversized/...`, ...).
+/// Each instance is its own process on its own ephemeral port, so tests running in parallel do not see
+/// each other's counters. The server stops on ``stop()``, when the instance is released, and, through
+/// its stdin pipe and a parent watchdog, when the test process dies.
+///
+/// ```swift
+/// let server = try TestHTTPServer(serving: directory.url)
+/// let bytes = try await loader.loadData(for: server.url("/images/a.jpg"))
+/// #expect(try await server.hits(for: "/images/a.jpg") == 1)
+/// ```
+final class TestHTTPServer: @unchecked Sendable {
+    // Unchecked: `process`, `input` and `port` are constants, and `stopped` is only touched under `lock`.
+    /// The port the server listens on.
+    let port: Int
+    private let process: Process
+    private let input: Pipe
+    private let lock = NSLock()
+    private var stopped = false
+
+    /// `Tests/Server/image_server.py`, found from this file's location in the source tree.
+    static let script = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent()  // Support
+        .deletingLastPathComponent()  // AsyncImageCacheTests
+        .deletingLastPathComponent()  // Tests
+        .appendingPathComponent("Server/image_server.py")
+
+    struct ServerError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Starts a server for the files in `directory` and waits until it listens.
+    init(serving directory: URL) throws {
+        process = Process()
+        input = Pipe()
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Self.script.path, directory.path]
+        process.standardInput = input
+        process.standardOutput = output
+        // stderr stays the test's own, so a server that fails to start says why.
+        try process.run()
+
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let port = Int(text) else {
+            process.terminate()
+            process.waitUntilExit()
+            throw ServerError(description: "image_server.py did not print its port (got \"\(text)\")")
+        }
+        self.port = port
+    }
+
+    deinit { stop() }
+
+    /// A loopback URL on which nothing listens: port 9 (discard) is closed on these machines.
+    static let closedPortURL = URL(string: "http://127.0.0.1:9/images/a.jpg")!
+
+    /// The URL of `path` (starting with `/`) on this server.
+    func url(_ path: String) -> URL {
+        URL(string: "http://127.0.0.1:\(port)\(path)")!
+    }
+
+    /// How many times each path was requested, query strings removed, control routes not counted.
+    func hits() async throws -> [String: Int] {
+        try JSONDecoder().decode([String: Int].self, from: await get("/__hits"))
+    }
+
+    /// How many times `path` was requested.
+    func hits(for path: String) async throws -> Int {
+        try await hits()[path] ?? 0
+    }
+
+    /// The body bytes the server handed to the socket for `path`, an `/oversized` route, or `nil`
+    /// when it did not serve that path.
+    func bytesSent(for path: String) async throws -> Int? {
+        try JSONDecoder().decode([String: Int].self, from: await get("/__sent"))[path]
+    }
+
+    /// Clears the hit and byte counters.
+    func reset() async throws {
+        _ = try await get("/__reset")
+    }
+
+    /// Terminates the server and waits for it to exit; later calls do nothing.
+    func stop() {
+        let alreadyStopped = lock.withLock {
+            defer { stopped = true }
+            return stopped
+        }
+        guard !alreadyStopped else { return }
+        try? input.fileHandleForWriting.close()
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    private func get(_ path: String) async throws -> Data {
+        // URLSession.shared, not the loader under test, so counters stay trustworthy.
+        let (data, response) = try await URLSession.shared.data(from: url(path))
+        guard (response as? HTTPURLResponse)?.statusCode == 200 else {
+            throw ServerError(description: "\(path) answered \(response)")
+        }
+        return data
+    }
+}

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""A loopback HTTP server for the AsyncImageCache tests, which misbehaves on purpose at special paths.
+
+Usage: python3 image_server.py <directory>
+
+It listens on 127.0.0.1 on an ephemeral port, prints that port as the first line of stdout, and serves
+until stdin reaches end-of-file, its parent process goes away, or it is killed. It never logs requests.
+Python 3 standard library only.
+
+Routes (<name> is a file name inside <directory>; no subfolders, no "..")
+  GET /images/<name>                 the file, Content-Type from its extension, Content-Length.
+  GET /status/<code>                 status <code> with a small HTML body.
+  GET /slow/<ms>/<route>             sleeps <ms> milliseconds before sending anything, then serves
+                                     /<route>, e.g. /slow/3000/images/a.jpg.
+  GET /truncated/images/<name>       announces the file's full Content-Length, sends the first half,
+                                     closes the connection.
+  GET /html-as-jpeg                  an HTML page labelled Content-Type: image/jpeg.
+  GET /oversized/<bytes>             <bytes> bytes with Content-Length.
+  GET /oversized-stream/<bytes>      <bytes> bytes without Content-Length (chunked transfer encoding).
+                                     Both write 16 KiB chunks with a 1 ms sleep between them.
+                                     Both oversized routes stop when the client disconnects and record
+                                     how many body bytes they handed to the socket (see /__sent).
+  GET /etag/images/<name>            the file with an ETag and Cache-Control: max-age=60; answers
+                                     304 Not Modified to a matching If-None-Match.
+  GET /redirect/<route>              302 Found to /<route>.
+
+Control routes (not counted as hits)
+  GET /__hits                        JSON {path: count} of every request so far, query strings removed.
+  GET /__sent                        JSON {path: bytes} of body bytes sent by the oversized routes.
+  GET /__reset                       clears both tables.
+"""
+
+import hashlib
+import http.server
+import json
+import mimetypes
+import os
+import sys
+import threading
+import time
+
+# The oversized routes write 16 KiB per millisecond at most (~16 MB/s), so a client that hangs up
+# a moment late still shows in /__sent as having stopped far short of the whole body.
+CHUNK = 16 * 1024
+CONTENT_TYPES = {
+    ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png", ".gif": "image/gif",
+    ".webp": "image/webp", ".bmp": "image/bmp", ".svg": "image/svg+xml", ".txt": "text/plain",
+}
+
+
+class State:
+    """The counters the control routes report, shared by every handler thread."""
+
+    def __init__(self, root):
+        self.root = os.path.realpath(root)
+        self.lock = threading.Lock()
+        self.hits = {}
+        self.sent = {}
+
+    def record_hit(self, path):
+        with self.lock:
+            self.hits[path] = self.hits.get(path, 0) + 1
+
+    def record_sent(self, path, count):
+        with self.lock:
+            self.sent[path] = count
+
+    def snapshot(self, table):
+        with self.lock:
+            return dict(getattr(self, table))
+
+    def reset(self):
+        with self.lock:
+            self.hits.clear()
+            self.sent.clear()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "AsyncImageCacheTestServer/1"
+
+    def log_message(self, format, *args):
+        pass  # Quiet: the test output is for the tests.
+
+    @property
+    def state(self):
+        return self.server.state
+
+    def do_GET(self):
+        path = self.path.split("?", 1)[0]
+        if path.startswith("/__"):
+            self.control(path)
+            return
+        self.state.record_hit(path)
+        try:
+            self.route(path)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def control(self, path):
+        if path == "/__hits":
+            self.send_json(self.state.snapshot("hits"))
+        elif path == "/__sent":
+            self.send_json(self.state.snapshot("sent"))
+        elif path == "/__reset":
+            self.state.reset()
+            self.send_json({})
+        else:
+            self.send_status(404)
+
+    def route(self, path):
+        parts = path.strip("/").split("/")
+        head, rest = parts[0], parts[1:]
+        if head == "images" and len(rest) == 1:
+            self.send_file(rest[0])
+        elif head == "status" and len(rest) == 1 and rest[0].isdigit():
+            self.send_status(int(rest[0]))
+        elif head == "slow" and len(rest) >= 2 and rest[0].isdigit():
+            time.sleep(int(rest[0]) / 1000)
+            self.route("/" + "/".join(rest[1:]))
+        elif head == "truncated" and rest[:1] == ["images"] and len(rest) == 2:
+            self.send_file(rest[1], truncate=True)
+        elif head == "html-as-jpeg" and not rest:
+            self.send_body(200, b"<!doctype html><html><body>Not an image</body></html>\n", "image/jpeg")
+        elif head == "oversized" and len(rest) == 1 and rest[0].isdigit():
+            self.send_generated(path, int(rest[0]), streamed=False)
+        elif head == "oversized-stream" and len(rest) == 1 and rest[0].isdigit():
+            self.send_generated(path, int(rest[0]), streamed=True)
+        elif head == "etag" and rest[:1] == ["images"] and len(rest) == 2:
+            self.send_file(rest[1], etag=True)
+        elif head == "redirect" and rest:
+            self.send_response(302)
+            self.send_header("Location", "/" + "/".join(rest))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:
+            self.send_status(404)
+
+    def send_file(self, name, truncate=False, etag=False):
+        file_path = os.path.realpath(os.path.join(self.state.root, name))
+        if os.path.dirname(file_path) != self.state.root or not os.path.isfile(file_path):
+            self.send_status(404)
+            return
+        with open(file_path, "rb") as file:
+            body = file.read()
+        extension = os.path.splitext(name)[1].lower()
+        content_type = CONTENT_TYPES.get(extension) or mimetypes.guess_type(name)[0] or "application/octet-stream"
+        if truncate:
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        headers = {}
+        if etag:
+            tag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+            headers = {"ETag": tag, "Cache-Control": "max-age=60"}
+            if self.headers.get("If-None-Match") == tag:
+                self.send_body(304, b"", None, headers)
+                return
+        self.send_body(200, body, content_type, headers)
+
+    def send_status(self, code):
+        body = f"<!doctype html><html><body><h1>{code}</h1></body></html>\n".encode()
+        self.send_body(code, body, "text/html; charset=utf-8")
+
+    def send_json(self, value):
+        self.send_body(200, json.dumps(value, sort_keys=True).encode(), "application/json")
+
+    def send_body(self, code, body, content_type, headers=None):
+        self.send_response(code)
+        if content_type:
+            self.send_header("Content-Type", content_type)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        if code != 304:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def send_generated(self, path, total, streamed):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        if streamed:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(total))
+        self.end_headers()
+        chunk = bytes(range(256)) * (CHUNK // 256)
+        sent = 0
+        self.state.record_sent(path, 0)
+        try:
+            while sent < total:
+                piece = chunk[: min(CHUNK, total - sent)]
+                if streamed:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                else:
+                    self.wfile.write(piece)
+                time.sleep(0.001)
+                self.wfile.flush()
+                sent += len(piece)
+                self.state.record_sent(path, sent)
+            if streamed:
+                self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def handle_error(self, request, client_address):
+        # Clients that hang up early are part of the tests, not errors worth a traceback.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+def exit_when_orphaned():
+    """Ends the process when stdin closes or the parent process dies, whichever comes first."""
+    parent = os.getppid()
+
+    def watch_stdin():
+        try:
+            while sys.stdin.buffer.read1(4096):
+                pass
+        except (OSError, ValueError):
+            pass
+        os._exit(0)
+
+    def watch_parent():
+        # A pipe's write end can leak into a sibling process, so stdin alone may never close.
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    threading.Thread(target=watch_parent, daemon=True).start()
+
+
+def main():
+    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
+        print("usage: image_server.py <directory>", file=sys.stderr)
+        sys.exit(2)
+    server = Server(("127.0.0.1", 0), Handler)
+    server.state = State(sys.argv[1])
+    exit_when_orphaned()
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
