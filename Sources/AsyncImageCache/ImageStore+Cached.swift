@@ -54,6 +54,11 @@ extension ImageStore {
             }
             return remember(header.displaySize, for: url)
         }
+        if url.scheme?.lowercased() == "data", let data = try? DataURL(url: url).data,
+            let header = try? ImageHeader.parse(data)
+        {
+            return remember(header.displaySize, for: url)
+        }
         return nil
     }
 

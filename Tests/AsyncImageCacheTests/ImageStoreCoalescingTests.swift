@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// One fetch per URL, one decode per request, and cancellation that reaches the download.
+@Suite struct ImageStoreCoalescingTests {
+    @Test func fiftyConcurrentLoadsOfOneRequestFetchAndDecodeOnce() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 800, height: 600)], into: folder.url)
+        let server = try TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let decoder = CountingDecoder()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) { $0.decoder = decoder }
+        let path = "/slow/300/images/0.jpg"
+        let request = ImageRequest(url: server.url(path), targetWidth: 200)
+        let completions = LockedBox([Int: Int]())
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<50 {
+                group.addTask {
+                    let image = try? await store.image(for: request)
+                    if image?.pixelSize == PixelSize(width: 200, height: 150) {
+                        completions.withLock { $0[index, default: 0] += 1 }
+                    }
+                }
+            }
+        }
+        #expect(try await server.hits(for: path) == 1)
+        #expect(decoder.count == 1)
+        #expect(completions.withLock { $0 }.count == 50)
+        #expect(completions.withLock { $0 }.values.allSatisfy { $0 == 1 })
+    }
+
+    @Test func eightWidthsOfOneURLFetchItOnce() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 1000, height: 500)], into: folder.url)
+        let server = try TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        let path = "/slow/200/images/0.jpg"
+        let widths = [40, 80, 120, 160, 240, 320, 480, 640]
+        let sizes = try await withThrowingTaskGroup(of: PixelSize.self) { group in
+            for width in widths {
+                group.addTask { try await store.image(for: ImageRequest(url: server.url(path), targetWidth: CGFloat(width))).pixelSize }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(try await server.hits(for: path) == 1)
+        #expect(Set(sizes) == Set(widths.map { PixelSize(width: $0, height: $0 / 2) }))
+        #expect(store.statistics.decodes == widths.count)
+    }
+
+    @Test func cancellingEveryWaiterCancelsTheDownloadAndTheDecode() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
+        let server = try TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let loader = RecordingLoader()
+        let decoder = CountingDecoder()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+            $0.decoder = decoder
+        }
+        let path = "/slow/5000/images/0.jpg"
+        let request = ImageRequest(url: server.url(path), targetWidth: 100)
+        let waiters = (0..<3).map { _ in Task { try await store.image(for: request) } }
+        try await waitUntil { try await server.hits(for: path) == 1 }
+        let started = ContinuousClock.now
+        waiters.forEach { $0.cancel() }
+        for waiter in waiters {
+            await #expect(throws: ImageLoadingError.cancelled) { try await waiter.value }
+        }
+        #expect(ContinuousClock.now - started < .seconds(4))  // not waiting for the 5 s response
+        try await waitUntil { loader.results.count == 1 }
+        #expect(loader.results.first.map { if case .failure(.cancelled) = $0 { true } else { false } } == true)
+        #expect(decoder.count == 0)
+        #expect(store.variantRuns.count == 0 && store.fetchRuns.count == 0)
+        #expect(store.statistics.failures == 0)
+    }
+
+    @Test func aWaiterThatStaysGetsItsImageWhenAnotherLeaves() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
+        let server = try TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        let path = "/slow/500/images/0.jpg"
+        let request = ImageRequest(url: server.url(path), targetWidth: 150)
+        let leaving = Task { try await store.image(for: request) }
+        let staying = Task { try await store.image(for: request) }
+        try await waitUntil { try await server.hits(for: path) == 1 }
+        leaving.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await leaving.value }
+        #expect(try await staying.value.pixelSize == PixelSize(width: 150, height: 100))
+        #expect(try await server.hits(for: path) == 1)
+    }
+
+    @Test func aCancelledLoadTaskStillCallsItsCompletionOnceWithNil() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
+        let server = try TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        let calls = LockedBox([Bool]())
+        let task = store.load(ImageRequest(url: server.url("/slow/3000/images/0.jpg"))) { image in
+            calls.withLock { $0.append(image != nil) }
+        }
+        task.cancel()
+        try await waitUntil { !calls.withLock { $0 }.isEmpty }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(calls.withLock { $0 } == [false])
+    }
+}
+
+/// Polls `condition` every 10 ms for up to 10 s; fails the test if it never holds.
+func waitUntil(
+    _ condition: @Sendable () async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+    for _ in 0..<1000 {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    Issue.record("condition never held", sourceLocation: sourceLocation)
+}

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// The store's memory tiers and maintenance calls.
+@Suite struct ImageStoreMemoryTests {
+    @Test func bothTiersEvictByCountInLeastRecentlyUsedOrder() async throws {
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs(Array(repeating: PixelSize(width: 64, height: 48), count: 3), into: folder.url)
+        let urls = names.map { folder.url.appendingPathComponent($0) }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) { $0.memoryCountLimit = 2 }
+        for url in urls.prefix(2) { _ = try await store.image(for: ImageRequest(url: url)) }
+        #expect(store.cachedImage(for: ImageRequest(url: urls[0])) != nil)  // urls[0] is now most recent
+        _ = store.cachedOriginalBytes(for: urls[0])
+        _ = try await store.image(for: ImageRequest(url: urls[2]))
+        #expect(store.variants.keysByRecency == [ImageRequest(url: urls[0]), ImageRequest(url: urls[2])])
+        #expect(store.originals.keysByRecency == [urls[0], urls[2]])
+    }
+
+    @Test func bothTiersEvictByBytes() async throws {
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs(Array(repeating: PixelSize(width: 100, height: 100), count: 3), into: folder.url)
+        let urls = names.map { folder.url.appendingPathComponent($0) }
+        let fileBytes = try urls.map { try Data(contentsOf: $0).count }
+        // Room for two decoded 100x100 variants (40,000 bytes each) but not three.
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.memoryByteLimit = 2 * 40_000 + 100
+        }
+        for url in urls { _ = try await store.image(for: ImageRequest(url: url)) }
+        #expect(store.variants.count == 2)
+        #expect(store.variants.totalCost == 80_000)
+        #expect(store.cachedImage(for: ImageRequest(url: urls[0])) == nil)
+        #expect(store.originals.totalCost == fileBytes.reduce(0, +))  // compressed originals are small
+    }
+
+    @Test func clearMemoryKeepsTheDiskAndRemoveAllEmptiesBoth() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 120, height: 90)], into: folder.url)
+        let server = try TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        let request = ImageRequest(url: server.url("/images/0.jpg"))
+        _ = try await store.image(for: request)
+        store.clearMemory()
+        #expect(store.cachedImage(for: request) == nil)
+        #expect(store.cachedPixelSize(for: request.url) == CGSize(width: 120, height: 90))  // from the disk tier
+        _ = try await store.image(for: request)
+        #expect(store.statistics.diskHits == 1)
+        #expect(try await server.hits(for: "/images/0.jpg") == 1)
+        store.removeAll()
+        #expect(store.diskFileNames.isEmpty)
+        #expect(store.cachedPixelSize(for: request.url) == nil)
+    }
+
+    @Test func evictExpiredRemovesOldDiskEntries() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 20, height: 20)], into: folder.url)
+        let server = try TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        let url = server.url("/images/0.jpg")
+        _ = try await store.image(for: ImageRequest(url: url))
+        #expect(store.evictExpired(maxAge: 3600) == 0)
+        let file = try #require(store.disk).fileURL(for: url)
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-7200)], ofItemAtPath: file.path)
+        #expect(store.evictExpired(maxAge: 3600) == 1)
+        #expect(store.diskFileNames.isEmpty)
+    }
+
+    @Test(arguments: ["a/b", "..", "../escape", "", ".", "a\\b", "name with space"])
+    func aStoreNameThatIsNotAPlainFolderNameIsRejected(name: String) {
+        #expect(throws: ImageStore.ConfigurationError.invalidName(name)) {
+            try ImageStore(configuration: ImageStore.Configuration(name: name))
+        }
+    }
+
+    @Test func theDefaultFolderFollowsXDGCacheHome() {
+        let configuration = ImageStore.Configuration(name: "thumbs")
+        let expectedRoot =
+            ProcessInfo.processInfo.environment["XDG_CACHE_HOME"].map { URL(fileURLWithPath: $0).path }
+            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache").path
+        #expect(configuration.directory.path == expectedRoot + "/AsyncImageCache/thumbs")
+    }
+
+    @Test func theRecommendedBudgetScalesWithMemoryWithinItsClamp() {
+        let limit = ImageStore.recommendedMemoryByteLimit()
+        let expected = min(max(Int(ProcessInfo.processInfo.physicalMemory / 16), 64 << 20), 512 << 20)
+        #expect(limit == expected)
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// Sizes before pixels: the natural size is known synchronously, across relaunch, without decoding.
+@Suite struct ImageStoreSizeTests {
+    let sizes = [PixelSize(width: 1024, height: 768), PixelSize(width: 300, height: 500), PixelSize(width: 64, height: 64)]
+
+    /// Loads every sample through a store over a real server, then stops the server.
+    private func warmCache(root: URL, attributes: (any ExtendedAttributeStoring)? = nil) async throws -> [URL] {
+        let images = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs(sizes, into: images.url)
+        let server = try TestHTTPServer(serving: images.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: root) { configuration in
+            if let attributes { configuration.extendedAttributes = attributes }
+        }
+        var urls: [URL] = []
+        for name in names {
+            let url = server.url("/images/\(name)")
+            _ = try await store.image(for: ImageRequest(url: url, targetWidth: 50))
+            urls.append(url)
+        }
+        return urls
+    }
+
+    @Test func aRelaunchedStoreAnswersEverySizeFromTheAttributeWithTheServerDown() async throws {
+        let root = TemporaryDirectory("root")
+        let urls = try await warmCache(root: root.url)
+        let relaunched = try ImageStore.makeForTesting(root: root.url)
+        #expect(urls.map { relaunched.cachedPixelSize(for: $0) } == sizes.map(\.cgSize))
+        #expect(relaunched.statistics.sizesFromAttribute == sizes.count)
+        #expect(relaunched.statistics.sizesFromHeader == 0)
+        #expect(relaunched.statistics.decodes == 0)
+        // A second read is a memory hit.
+        _ = relaunched.cachedPixelSize(for: urls[0])
+        #expect(relaunched.statistics.sizesFromMemory == 1)
+    }
+
+    @Test func strippedAttributesAreRecoveredFromTheHeaderAndRewritten() async throws {
+        let root = TemporaryDirectory("root")
+        let urls = try await warmCache(root: root.url)
+        let relaunched = try ImageStore.makeForTesting(root: root.url)
+        let disk = try #require(relaunched.disk)
+        for url in urls {
+            FileExtendedAttributes().removeValue(named: PixelSizeAttribute.name, atPath: disk.fileURL(for: url).path)
+            #expect(disk.pixelSize(for: url) == nil)
+        }
+        #expect(urls.map { relaunched.cachedPixelSize(for: $0) } == sizes.map(\.cgSize))
+        #expect(relaunched.statistics.sizesFromHeader == sizes.count)
+        #expect(relaunched.statistics.decodes == 0)
+        #expect(urls.map { disk.pixelSize(for: $0) } == sizes)  // repaired
+    }
+
+    @Test func aFileSystemWithoutAttributesStillAnswersCorrectSizes() async throws {
+        let root = TemporaryDirectory("root")
+        let urls = try await warmCache(root: root.url, attributes: RefusingAttributes())
+        let relaunched = try ImageStore.makeForTesting(root: root.url) { $0.extendedAttributes = RefusingAttributes() }
+        #expect(urls.map { relaunched.cachedPixelSize(for: $0) } == sizes.map(\.cgSize))
+        #expect(relaunched.statistics.sizesFromAttribute == 0)
+        #expect(relaunched.statistics.sizesFromHeader == sizes.count)
+    }
+
+    @Test func sizesAreReportedAsDisplayedWithEXIFOrientationApplied() async throws {
+        let root = TemporaryDirectory("root")
+        let server = try TestHTTPServer(serving: Fixtures.root.appendingPathComponent("exif-orientation"))
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: root.url)
+        let url = server.url("/images/Landscape_6.jpg")  // stored 1200x1800, rotated to display
+        let image = try await store.image(for: ImageRequest(url: url, targetWidth: 180))
+        #expect(image.pixelSize == PixelSize(width: 180, height: 120))
+        #expect(store.cachedPixelSize(for: url) == CGSize(width: 1800, height: 1200))
+        let relaunched = try ImageStore.makeForTesting(root: root.url)
+        #expect(relaunched.cachedPixelSize(for: url) == CGSize(width: 1800, height: 1200))
+        #expect(try #require(relaunched.disk).pixelSize(for: url) == PixelSize(width: 1800, height: 1200))
+    }
+
+    @Test func anUnknownURLHasNoSize() throws {
+        let root = TemporaryDirectory("root")
+        let store = try ImageStore.makeForTesting(root: root.url)
+        #expect(store.cachedPixelSize(for: URL(string: "https://127.0.0.1:9/never.jpg")!) == nil)
+        #expect(store.cachedPixelSize(for: URL(fileURLWithPath: "/nonexistent/a.jpg")) == nil)
+    }
+
+    @Test func aLocalFileSizeComesFromItsHeader() throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 640, height: 480)], into: folder.url)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        #expect(store.cachedPixelSize(for: folder.url.appendingPathComponent("0.jpg")) == CGSize(width: 640, height: 480))
+        #expect(store.statistics.decodes == 0)
+    }
+}
