@@ -23,13 +23,34 @@ extension ImageDecoders {
 
         /// Decodes `data` at full size; `context.minimumSize` is ignored.
         public func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
-            guard !data.isEmpty else { throw ImageDecodingError(format: .png, reason: .truncated) }
-            return try data.withUnsafeBytes { bytes in Self.decode(bytes, context: context) }.get()
+            try decode(data, context: context, sixteenBitPath: .automatic)
         }
 
-        private static func decode(_ bytes: UnsafeRawBufferPointer, context: ImageDecodingContext)
-            -> Result<Bitmap, ImageDecodingError>
+        /// How 16-bit files are reduced to 8 bits.
+        enum SixteenBitPath {
+            /// libpng's own 8-bit output, except for interlaced 16-bit files (see ``linear``).
+            case automatic
+            /// Through libpng's 16-bit linear output, converted here. libpng 1.6.39 as Debian ships it gets
+            /// Adam7 16-bit to 8-bit wrong in `png_image_finish_read` (up to 255 off in half the samples:
+            /// pnggroup/libpng#853), while its 16-bit linear output is right.
+            case linear
+        }
+
+        /// Decodes `data`, choosing how 16-bit samples are reduced (tests compare the two paths).
+        func decode(_ data: Data, context: ImageDecodingContext, sixteenBitPath: SixteenBitPath)
+            throws(ImageDecodingError) -> Bitmap
         {
+            guard !data.isEmpty else { throw ImageDecodingError(format: .png, reason: .truncated) }
+            return try data.withUnsafeBytes { bytes in
+                Self.decode(bytes, context: context, sixteenBitPath: sixteenBitPath)
+            }.get()
+        }
+
+        private static func decode(
+            _ bytes: UnsafeRawBufferPointer,
+            context: ImageDecodingContext,
+            sixteenBitPath: SixteenBitPath
+        ) -> Result<Bitmap, ImageDecodingError> {
             var image = png_image()
             image.version = UInt32(PNG_IMAGE_VERSION)
             // Safe on every path, also after libpng freed the state itself on an error.
@@ -38,6 +59,10 @@ extension ImageDecoders {
             guard png_image_begin_read_from_memory(&image, bytes.baseAddress, bytes.count) != 0 else {
                 return .failure(error(from: &image))
             }
+            // IHDR is the first chunk of any file begin_read accepts; its last byte is the interlace method.
+            let isInterlaced = bytes.count > 28 && bytes[28] != 0
+            let isSixteenBit = image.format & UInt32(PNG_FORMAT_FLAG_LINEAR) != 0
+            let readsLinear = isSixteenBit && (isInterlaced || sixteenBitPath == .linear)
             image.format = png_image.rgbaFormat
             let size = PixelSize(width: Int(image.width), height: Int(image.height))
             guard size.pixelCount <= context.pixelBudget else {
@@ -48,6 +73,7 @@ extension ImageDecoders {
                 return .failure(ImageDecodingError(format: .png, reason: reason))
             }
 
+            if readsLinear { return readLinear(&image, size: size) }
             let byteCount = size.pixelCount * 4
             var succeeded = false
             let pixels = [UInt8](unsafeUninitializedCapacity: byteCount) { buffer, initializedCount in
@@ -57,6 +83,33 @@ extension ImageDecoders {
             }
             guard succeeded else { return .failure(error(from: &image)) }
             return .success(Bitmap(width: size.width, height: size.height, pixels: pixels))
+        }
+
+        /// Reads 16-bit linear, premultiplied RGBA and converts it to 8-bit sRGB with straight alpha.
+        private static func readLinear(_ image: inout png_image, size: PixelSize) -> Result<
+            Bitmap, ImageDecodingError
+        > {
+            image.format = UInt32(PNG_FORMAT_FLAG_LINEAR | PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA)
+            var linear = [UInt16](repeating: 0, count: size.pixelCount * 4)
+            guard png_image_finish_read(&image, nil, &linear, 0, nil) != 0 else {
+                return .failure(error(from: &image))
+            }
+            var pixels = [UInt8](repeating: 0, count: linear.count)
+            for offset in stride(from: 0, to: linear.count, by: 4) {
+                let alpha = Double(linear[offset + 3])
+                guard alpha > 0 else { continue }  // fully transparent: libpng's 8-bit output is 0, 0, 0, 0 too
+                for channel in 0..<3 {
+                    pixels[offset + channel] = encodedSRGB(min(Double(linear[offset + channel]) / alpha, 1))
+                }
+                pixels[offset + 3] = UInt8((alpha * 255 / 65535).rounded())
+            }
+            return .success(Bitmap(width: size.width, height: size.height, pixels: pixels))
+        }
+
+        /// The 8-bit sRGB encoding of a linear intensity from 0 to 1 (IEC 61966-2-1).
+        private static func encodedSRGB(_ linear: Double) -> UInt8 {
+            let encoded = linear <= 0.0031308 ? linear * 12.92 : 1.055 * pow(linear, 1 / 2.4) - 0.055
+            return UInt8((encoded * 255).rounded())
         }
 
         private static func error(from image: inout png_image) -> ImageDecodingError {
