@@ -17,7 +17,13 @@ let package = Package(
         .systemLibrary(name: "CXattr", path: "Sources/CXattr"),
         // libjpeg reports errors through a callback that must not return; this C target wraps
         // every libjpeg call in setjmp so that a corrupt file becomes an error code, never exit().
-        .target(name: "CJPEGSupport", dependencies: [.target(name: "CJPEG", condition: linux)]),
+        // A C target gets the headers of CJPEG but not its `link "jpeg"` (only a module import autolinks),
+        // so it names the library itself.
+        .target(
+            name: "CJPEGSupport",
+            dependencies: [.target(name: "CJPEG", condition: linux)],
+            linkerSettings: [.linkedLibrary("jpeg", .when(platforms: [.linux]))]
+        ),
         .target(
             name: "AsyncImageCache",
             dependencies: [

@@ -1,2 +1,381 @@
 #include "CJPEGSupport.h"
-int cjpeg_support_version(void) { return 1; }
+
+#include <limits.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+#include <jerror.h>
+
+/* ---------------------------------------------------------------------------------------------
+ * The error manager: fatal errors longjmp back to the wrapper call, warnings are recorded, and
+ * nothing is ever printed or exit()ed.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    struct jpeg_error_mgr pub;
+    jmp_buf jump;
+    cjpeg_status failure;
+    int saw_premature_end;
+    int has_message;
+    char message[JMSG_LENGTH_MAX];
+} guarded_error;
+
+static cjpeg_status status_for_error(guarded_error *error) {
+    switch (error->pub.msg_code) {
+    case JERR_BAD_PRECISION:
+        // The brief, stable name callers match on ("12-bit"), rather than libjpeg's sentence.
+        snprintf(error->message, sizeof error->message, "%d-bit", error->pub.msg_parm.i[0]);
+        return CJPEG_STATUS_UNSUPPORTED;
+    case JERR_CONVERSION_NOTIMPL:
+    case JERR_NOT_COMPILED:
+    case JERR_ARITH_NOTIMPL:
+    case JERR_SOF_UNSUPPORTED:
+        return CJPEG_STATUS_UNSUPPORTED;
+    case JERR_NO_BACKING_STORE:
+    case JERR_OUT_OF_MEMORY:
+        return CJPEG_STATUS_MEMORY_LIMIT;
+    case JERR_INPUT_EMPTY:
+        return CJPEG_STATUS_TRUNCATED;
+    default:
+        // Running out of data makes libjpeg invent an EOI marker; whatever error follows is a
+        // consequence of the missing bytes, not of bad ones.
+        return error->saw_premature_end ? CJPEG_STATUS_TRUNCATED : CJPEG_STATUS_CORRUPT;
+    }
+}
+
+static void guarded_error_exit(j_common_ptr cinfo) {
+    guarded_error *error = (guarded_error *)cinfo->err;
+    (*cinfo->err->format_message)(cinfo, error->message);
+    error->has_message = 1;
+    error->failure = status_for_error(error);
+    longjmp(error->jump, 1);
+}
+
+static void guarded_emit_message(j_common_ptr cinfo, int message_level) {
+    guarded_error *error = (guarded_error *)cinfo->err;
+    if (message_level >= 0) {
+        return;  // trace messages
+    }
+    error->pub.num_warnings++;
+    if (error->pub.msg_code == JWRN_JPEG_EOF) {
+        error->saw_premature_end = 1;
+    }
+    if (!error->has_message) {
+        (*cinfo->err->format_message)(cinfo, error->message);
+        error->has_message = 1;
+    }
+}
+
+static void guarded_output_message(j_common_ptr cinfo) {
+    (void)cinfo;  // the default writes to stderr; the caller gets the message instead
+}
+
+static void guarded_error_install(guarded_error *error, j_common_ptr cinfo) {
+    memset(error, 0, sizeof *error);
+    cinfo->err = jpeg_std_error(&error->pub);
+    error->pub.error_exit = guarded_error_exit;
+    error->pub.emit_message = guarded_emit_message;
+    error->pub.output_message = guarded_output_message;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Decoding
+ * ------------------------------------------------------------------------------------------- */
+
+struct cjpeg_decoder {
+    struct jpeg_decompress_struct cinfo;
+    guarded_error error;
+    int has_header;
+    int has_decoded;
+};
+
+cjpeg_decoder *cjpeg_decoder_create(const unsigned char *bytes, size_t count, long max_memory_bytes) {
+    cjpeg_decoder *decoder = calloc(1, sizeof *decoder);
+    if (decoder == NULL) {
+        return NULL;
+    }
+    guarded_error_install(&decoder->error, (j_common_ptr)&decoder->cinfo);
+    if (setjmp(decoder->error.jump)) {
+        // Only an allocation failure inside jpeg_create_decompress gets here.
+        jpeg_destroy_decompress(&decoder->cinfo);
+        free(decoder);
+        return NULL;
+    }
+    jpeg_create_decompress(&decoder->cinfo);
+    // jpeg_mem_src takes an unsigned long count; refuse nothing here, the source stops at `count`.
+    jpeg_mem_src(&decoder->cinfo, bytes, (unsigned long)count);
+    if (max_memory_bytes > 0) {
+        // Bounds the whole-image coefficient buffer of progressive files: past it, libjpeg asks for a
+        // backing store, which this build does not have, and fails instead of allocating.
+        decoder->cinfo.mem->max_memory_to_use = max_memory_bytes;
+    }
+    return decoder;
+}
+
+static cjpeg_color_space color_space_of(J_COLOR_SPACE space) {
+    switch (space) {
+    case JCS_GRAYSCALE: return CJPEG_COLOR_GRAYSCALE;
+    case JCS_RGB: return CJPEG_COLOR_RGB;
+    case JCS_YCbCr: return CJPEG_COLOR_YCBCR;
+    case JCS_CMYK: return CJPEG_COLOR_CMYK;
+    case JCS_YCCK: return CJPEG_COLOR_YCCK;
+    default: return CJPEG_COLOR_UNKNOWN;
+    }
+}
+
+static int is_four_component(const struct jpeg_decompress_struct *cinfo) {
+    return cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK;
+}
+
+static size_t whole_image_buffer_bytes(const struct jpeg_decompress_struct *cinfo) {
+    // Mirrors the coefficient controller's request: each component padded to whole iMCUs.
+    size_t total = 0;
+    for (int index = 0; index < cinfo->num_components; index++) {
+        const jpeg_component_info *component = &cinfo->comp_info[index];
+        size_t columns = component->width_in_blocks;
+        size_t rows = component->height_in_blocks;
+        size_t horizontal = (size_t)component->h_samp_factor;
+        size_t vertical = (size_t)component->v_samp_factor;
+        columns = (columns + horizontal - 1) / horizontal * horizontal;
+        rows = (rows + vertical - 1) / vertical * vertical;
+        total += columns * rows * sizeof(JBLOCK);
+    }
+    return total;
+}
+
+cjpeg_status cjpeg_decoder_read_header(cjpeg_decoder *decoder, cjpeg_header *header) {
+    if (decoder == NULL || header == NULL || decoder->has_header) {
+        return CJPEG_STATUS_INVALID_ARGUMENT;
+    }
+    if (setjmp(decoder->error.jump)) {
+        return decoder->error.failure;
+    }
+    jpeg_read_header(&decoder->cinfo, TRUE);
+    decoder->has_header = 1;
+    if (decoder->error.saw_premature_end) {
+        return CJPEG_STATUS_TRUNCATED;
+    }
+
+    struct jpeg_decompress_struct *cinfo = &decoder->cinfo;
+    memset(header, 0, sizeof *header);
+    header->width = (int)cinfo->image_width;
+    header->height = (int)cinfo->image_height;
+    header->components = cinfo->num_components;
+    header->color_space = color_space_of(cinfo->jpeg_color_space);
+    header->data_precision = cinfo->data_precision;
+    header->is_progressive = cinfo->progressive_mode ? 1 : 0;
+    header->is_arithmetic = cinfo->arith_code ? 1 : 0;
+    header->needs_whole_image_buffer = jpeg_has_multiple_scans(cinfo) ? 1 : 0;
+    header->whole_image_buffer_bytes = header->needs_whole_image_buffer ? whole_image_buffer_bytes(cinfo) : 0;
+    header->has_adobe_marker = cinfo->saw_Adobe_marker ? 1 : 0;
+
+    // libjpeg-turbo converts every three-component space and grayscale straight to RGBA; CMYK and
+    // YCCK come out as CMYK and are converted below, four bytes per pixel either way.
+    cinfo->out_color_space = is_four_component(cinfo) ? JCS_CMYK : JCS_EXT_RGBA;
+    return CJPEG_STATUS_OK;
+}
+
+cjpeg_status cjpeg_decoder_set_scale(cjpeg_decoder *decoder, int scale_numerator, int *output_width,
+                                     int *output_height) {
+    if (decoder == NULL || !decoder->has_header || decoder->has_decoded || scale_numerator < 1 ||
+        scale_numerator > 8 || output_width == NULL || output_height == NULL) {
+        return CJPEG_STATUS_INVALID_ARGUMENT;
+    }
+    if (setjmp(decoder->error.jump)) {
+        return decoder->error.failure;
+    }
+    decoder->cinfo.scale_num = (unsigned int)scale_numerator;
+    decoder->cinfo.scale_denom = 8;
+    jpeg_calc_output_dimensions(&decoder->cinfo);
+    *output_width = (int)decoder->cinfo.output_width;
+    *output_height = (int)decoder->cinfo.output_height;
+    return CJPEG_STATUS_OK;
+}
+
+static unsigned char multiply_255(unsigned int a, unsigned int b) {
+    return (unsigned char)((a * b + 127) / 255);
+}
+
+// CMYK to RGB in place, four bytes per pixel. Adobe applications store the samples inverted
+// (0 means full ink), which is what the APP14 marker announces.
+static void convert_cmyk_row(unsigned char *row, size_t width, int inverted) {
+    for (size_t x = 0; x < width; x++) {
+        unsigned char *pixel = row + x * 4;
+        unsigned int cyan = pixel[0], magenta = pixel[1], yellow = pixel[2], black = pixel[3];
+        if (!inverted) {
+            cyan = 255 - cyan;
+            magenta = 255 - magenta;
+            yellow = 255 - yellow;
+            black = 255 - black;
+        }
+        pixel[0] = multiply_255(cyan, black);
+        pixel[1] = multiply_255(magenta, black);
+        pixel[2] = multiply_255(yellow, black);
+        pixel[3] = 255;
+    }
+}
+
+cjpeg_status cjpeg_decoder_decode_rgba(cjpeg_decoder *decoder, unsigned char *rgba, size_t bytes_per_row,
+                                       size_t rgba_byte_count) {
+    if (decoder == NULL || !decoder->has_header || decoder->has_decoded || rgba == NULL) {
+        return CJPEG_STATUS_INVALID_ARGUMENT;
+    }
+    decoder->has_decoded = 1;
+    if (setjmp(decoder->error.jump)) {
+        return decoder->error.failure;
+    }
+    struct jpeg_decompress_struct *cinfo = &decoder->cinfo;
+    jpeg_calc_output_dimensions(cinfo);
+    size_t width = cinfo->output_width;
+    size_t height = cinfo->output_height;
+    if (cinfo->output_components != 4 || width == 0 || height == 0 || bytes_per_row < width * 4 ||
+        rgba_byte_count < bytes_per_row * (height - 1) + width * 4) {
+        return CJPEG_STATUS_INVALID_ARGUMENT;
+    }
+
+    jpeg_start_decompress(cinfo);
+    int converts_cmyk = is_four_component(cinfo);
+    int inverted = cinfo->saw_Adobe_marker;
+    while (cinfo->output_scanline < cinfo->output_height) {
+        unsigned char *row = rgba + (size_t)cinfo->output_scanline * bytes_per_row;
+        JSAMPROW rows[1] = { row };
+        if (jpeg_read_scanlines(cinfo, rows, 1) != 1) {
+            // A memory source never suspends, so no progress means libjpeg gave up.
+            jpeg_abort_decompress(cinfo);
+            return CJPEG_STATUS_CORRUPT;
+        }
+        if (converts_cmyk) {
+            convert_cmyk_row(row, width, inverted);
+        }
+    }
+    jpeg_finish_decompress(cinfo);
+    // libjpeg pads missing data with gray and only warns; a half image is not the image.
+    return decoder->error.saw_premature_end ? CJPEG_STATUS_TRUNCATED : CJPEG_STATUS_OK;
+}
+
+const char *cjpeg_decoder_message(const cjpeg_decoder *decoder) {
+    if (decoder == NULL || !decoder->error.has_message) {
+        return "";
+    }
+    return decoder->error.message;
+}
+
+void cjpeg_decoder_destroy(cjpeg_decoder *decoder) {
+    if (decoder == NULL) {
+        return;
+    }
+    jpeg_destroy_decompress(&decoder->cinfo);
+    free(decoder);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Encoding
+ * ------------------------------------------------------------------------------------------- */
+
+// A destination that grows one malloc'ed buffer, so the wrapper (not libjpeg) owns it and can free
+// it when an error longjmps out of the middle of a write.
+typedef struct {
+    struct jpeg_destination_mgr pub;
+    unsigned char *buffer;
+    size_t capacity;
+} growing_destination;
+
+static void destination_init(j_compress_ptr cinfo) {
+    growing_destination *destination = (growing_destination *)cinfo->dest;
+    destination->pub.next_output_byte = destination->buffer;
+    destination->pub.free_in_buffer = destination->capacity;
+}
+
+static boolean destination_empty(j_compress_ptr cinfo) {
+    growing_destination *destination = (growing_destination *)cinfo->dest;
+    size_t grown_capacity = destination->capacity * 2;
+    unsigned char *grown = realloc(destination->buffer, grown_capacity);
+    if (grown == NULL) {
+        ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 0);
+    }
+    // libjpeg calls this only when the buffer is full, so everything up to `capacity` is written.
+    destination->pub.next_output_byte = grown + destination->capacity;
+    destination->pub.free_in_buffer = grown_capacity - destination->capacity;
+    destination->buffer = grown;
+    destination->capacity = grown_capacity;
+    return TRUE;
+}
+
+static void destination_term(j_compress_ptr cinfo) {
+    (void)cinfo;  // the byte count is read from free_in_buffer after jpeg_finish_compress
+}
+
+// Everything the encoder touches after setjmp lives on the heap, so a longjmp cannot leave it in
+// an indeterminate register copy.
+typedef struct {
+    struct jpeg_compress_struct cinfo;
+    guarded_error error;
+    growing_destination destination;
+} encoder_state;
+
+cjpeg_status cjpeg_encode_rgba(const unsigned char *rgba, int width, int height, size_t bytes_per_row, int quality,
+                               cjpeg_encoded *result) {
+    if (result == NULL) {
+        return CJPEG_STATUS_INVALID_ARGUMENT;
+    }
+    memset(result, 0, sizeof *result);
+    if (rgba == NULL || width < 1 || height < 1 || width > JPEG_MAX_DIMENSION || height > JPEG_MAX_DIMENSION ||
+        bytes_per_row < (size_t)width * 4 || quality < 1 || quality > 100) {
+        snprintf(result->message, sizeof result->message, "invalid arguments");
+        return CJPEG_STATUS_INVALID_ARGUMENT;
+    }
+    encoder_state *state = calloc(1, sizeof *state);
+    if (state == NULL) {
+        snprintf(result->message, sizeof result->message, "out of memory");
+        return CJPEG_STATUS_MEMORY_LIMIT;
+    }
+    state->destination.capacity = 64 * 1024;
+    state->destination.buffer = malloc(state->destination.capacity);
+    if (state->destination.buffer == NULL) {
+        free(state);
+        snprintf(result->message, sizeof result->message, "out of memory");
+        return CJPEG_STATUS_MEMORY_LIMIT;
+    }
+
+    guarded_error_install(&state->error, (j_common_ptr)&state->cinfo);
+    if (setjmp(state->error.jump)) {
+        cjpeg_status failure = state->error.failure;
+        snprintf(result->message, sizeof result->message, "%s", state->error.message);
+        jpeg_destroy_compress(&state->cinfo);
+        free(state->destination.buffer);
+        free(state);
+        return failure == CJPEG_STATUS_OK ? CJPEG_STATUS_CORRUPT : failure;
+    }
+    jpeg_create_compress(&state->cinfo);
+    state->destination.pub.init_destination = destination_init;
+    state->destination.pub.empty_output_buffer = destination_empty;
+    state->destination.pub.term_destination = destination_term;
+    state->cinfo.dest = &state->destination.pub;
+
+    state->cinfo.image_width = (JDIMENSION)width;
+    state->cinfo.image_height = (JDIMENSION)height;
+    state->cinfo.input_components = 4;
+    // libjpeg-turbo reads RGBA directly and ignores the fourth byte, which drops alpha for free.
+    state->cinfo.in_color_space = JCS_EXT_RGBA;
+    jpeg_set_defaults(&state->cinfo);
+    jpeg_set_quality(&state->cinfo, quality, TRUE);
+    jpeg_start_compress(&state->cinfo, TRUE);
+    while (state->cinfo.next_scanline < state->cinfo.image_height) {
+        JSAMPROW rows[1] = { (JSAMPROW)(rgba + (size_t)state->cinfo.next_scanline * bytes_per_row) };
+        jpeg_write_scanlines(&state->cinfo, rows, 1);
+    }
+    jpeg_finish_compress(&state->cinfo);
+
+    result->count = state->destination.capacity - state->destination.pub.free_in_buffer;
+    result->bytes = state->destination.buffer;
+    jpeg_destroy_compress(&state->cinfo);
+    free(state);
+    return CJPEG_STATUS_OK;
+}
+
+void cjpeg_free(void *pointer) {
+    free(pointer);
+}

@@ -3,14 +3,27 @@ import Foundation
 /// The decoders that ship with the package.
 public enum ImageDecoders {
     /// The default decoder: picks the codec for the header's format.
+    ///
+    /// On Linux, JPEG goes to ``ImageDecoders/JPEG`` and PNG to ``ImageDecoders/PNG``; every other format
+    /// throws ``ImageDecodingError/Reason/unsupportedFormat`` for now.
     public struct Default: ImageDecoding {
         /// Creates the default decoder.
         public init() {}
 
         /// Decodes `data` with the codec for `context.header.format`.
         public func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
-            // PLACEHOLDER: the codecs are being written.
-            throw ImageDecodingError(format: context.header.format, reason: .unsupportedFormat)
+            switch context.header.format {
+            #if canImport(CJPEGSupport)
+            case .jpeg:
+                return try JPEG().decode(data, context: context)
+            #endif
+            #if canImport(CPNG)
+            case .png:
+                return try PNG().decode(data, context: context)
+            #endif
+            default:
+                throw ImageDecodingError(format: context.header.format, reason: .unsupportedFormat)
+            }
         }
     }
 }

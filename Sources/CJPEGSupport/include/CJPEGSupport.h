@@ -1,5 +1,99 @@
 #ifndef CJPEGSUPPORT_H
 #define CJPEGSUPPORT_H
-/* Placeholder header; the setjmp-guarded libjpeg wrapper lands with the JPEG decoder. */
-int cjpeg_support_version(void);
+
+/*
+ * A small, setjmp-guarded wrapper around libjpeg.
+ *
+ * libjpeg reports a fatal error by calling error_exit(), whose default implementation prints the
+ * message and calls exit(). Swift cannot setjmp, so every libjpeg call that may fail goes through a
+ * function here that installs a setjmp point and an error manager that longjmps back to it. A
+ * corrupt, truncated or unsupported file therefore becomes a status code plus libjpeg's message.
+ *
+ * No libjpeg type appears in this header: the decoder is an opaque handle.
+ */
+
+#include <stddef.h>
+
+/* What a wrapper call reports. */
+typedef enum {
+    CJPEG_STATUS_OK = 0,
+    /* The data is malformed; the message is libjpeg's. */
+    CJPEG_STATUS_CORRUPT = 1,
+    /* The data ends before the image does (libjpeg warned about a premature end of data). */
+    CJPEG_STATUS_TRUNCATED = 2,
+    /* A valid file that this build cannot decode, such as 12-bit precision. */
+    CJPEG_STATUS_UNSUPPORTED = 3,
+    /* libjpeg needed more memory than the limit given at creation allows. */
+    CJPEG_STATUS_MEMORY_LIMIT = 4,
+    /* The arguments of the call are invalid (a bug in the caller, not in the data). */
+    CJPEG_STATUS_INVALID_ARGUMENT = 5,
+} cjpeg_status;
+
+/* The colour model of the stored components. */
+typedef enum {
+    CJPEG_COLOR_UNKNOWN = 0,
+    CJPEG_COLOR_GRAYSCALE = 1,
+    CJPEG_COLOR_RGB = 2,
+    CJPEG_COLOR_YCBCR = 3,
+    CJPEG_COLOR_CMYK = 4,
+    CJPEG_COLOR_YCCK = 5,
+} cjpeg_color_space;
+
+/* What the header says, read without decoding any pixels. */
+typedef struct {
+    int width;
+    int height;
+    int components;
+    cjpeg_color_space color_space;
+    int data_precision;
+    int is_progressive;
+    int is_arithmetic;
+    /* Whether libjpeg must hold every coefficient of the full image in memory while decoding
+       (progressive or multi-scan files), whatever the output scale. */
+    int needs_whole_image_buffer;
+    /* The bytes of that buffer when it is needed, 0 otherwise. */
+    size_t whole_image_buffer_bytes;
+    /* Whether an Adobe APP14 marker was present (its CMYK samples are stored inverted). */
+    int has_adobe_marker;
+} cjpeg_header;
+
+typedef struct cjpeg_decoder cjpeg_decoder;
+
+/* Creates a decoder over `bytes` (not copied: they must outlive the decoder). `max_memory_bytes`
+   caps libjpeg's own large buffers (0 means no cap). Returns NULL when out of memory. */
+cjpeg_decoder *cjpeg_decoder_create(const unsigned char *bytes, size_t count, long max_memory_bytes);
+
+/* Reads the markers up to the first scan and fills `header`. */
+cjpeg_status cjpeg_decoder_read_header(cjpeg_decoder *decoder, cjpeg_header *header);
+
+/* Asks for a DCT-domain scale of `scale_numerator`/8 (1...8) and reports the output size. */
+cjpeg_status cjpeg_decoder_set_scale(cjpeg_decoder *decoder, int scale_numerator, int *output_width,
+                                     int *output_height);
+
+/* Decodes the whole image into `rgba`: output_height rows of `bytes_per_row` bytes (at least
+   output_width * 4), 8-bit straight RGBA with opaque alpha. `rgba_byte_count` is the buffer size. */
+cjpeg_status cjpeg_decoder_decode_rgba(cjpeg_decoder *decoder, unsigned char *rgba, size_t bytes_per_row,
+                                       size_t rgba_byte_count);
+
+/* The message of the last failed call, or of the first warning; never NULL. Owned by the decoder. */
+const char *cjpeg_decoder_message(const cjpeg_decoder *decoder);
+
+/* Releases the decoder and everything libjpeg allocated for it. Accepts NULL. */
+void cjpeg_decoder_destroy(cjpeg_decoder *decoder);
+
+/* The result of an encode: the bytes (malloc'ed, release with cjpeg_free) and a message on failure. */
+typedef struct {
+    unsigned char *bytes;
+    size_t count;
+    char message[200];
+} cjpeg_encoded;
+
+/* Encodes `height` rows of `bytes_per_row` bytes of RGBA as a baseline JPEG of `quality` (1...100),
+   dropping alpha. On failure `result->bytes` is NULL and `result->message` says why. */
+cjpeg_status cjpeg_encode_rgba(const unsigned char *rgba, int width, int height, size_t bytes_per_row, int quality,
+                               cjpeg_encoded *result);
+
+/* Releases memory returned by this wrapper. Accepts NULL. */
+void cjpeg_free(void *pointer);
+
 #endif

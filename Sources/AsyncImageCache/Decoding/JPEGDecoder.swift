@@ -1,0 +1,137 @@
+#if canImport(CJPEGSupport)
+import CJPEGSupport
+import Foundation
+
+extension ImageDecoders {
+    /// Decodes 8-bit JPEG with libjpeg-turbo, at the smallest DCT scale that covers the size asked for.
+    ///
+    /// Baseline, extended, progressive and arithmetic-coded files decode, with any chroma subsampling
+    /// and restart markers, from grayscale, YCbCr, RGB, CMYK and YCCK (Adobe's inverted CMYK included).
+    /// The result is 8-bit RGBA with opaque alpha, in stored orientation.
+    ///
+    /// libjpeg scales in the DCT domain by `n/8` for `n` in 1...8, so a 4000x3000 photo shown 300 pixels
+    /// wide decodes as 500x375 and the full bitmap never exists:
+    ///
+    /// ```swift
+    /// let context = ImageDecodingContext(header: header, minimumSize: PixelSize(width: 300, height: 225))
+    /// let bitmap = try ImageDecoders.JPEG().decode(data, context: context)   // 500x375
+    /// ```
+    ///
+    /// Errors: data that ends early throws ``ImageDecodingError/Reason/truncated`` (libjpeg would pad it
+    /// with gray); 12-bit files throw `.unsupportedFeature("12-bit")`; anything malformed throws
+    /// `.corrupt` with libjpeg's message. A bitmap past ``ImageDecodingContext/pixelBudget`` is refused
+    /// before it is allocated. Progressive and multi-scan files keep the coefficients of the *full* image in
+    /// memory whatever the scale, so for them the full pixel count is checked against the budget too.
+    public struct JPEG: ImageDecoding {
+        /// Creates a JPEG decoder.
+        public init() {}
+
+        /// Decodes `data` at the smallest scale that covers `context.minimumSize`.
+        public func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
+            try decode(data, context: context, memoryLimit: Self.memoryLimit(forPixelBudget: context.pixelBudget))
+        }
+
+        /// Decodes with an explicit cap on libjpeg's own memory, in bytes (tests lower it).
+        func decode(_ data: Data, context: ImageDecodingContext, memoryLimit: Int) throws(ImageDecodingError)
+            -> Bitmap
+        {
+            guard !data.isEmpty else { throw ImageDecodingError(format: .jpeg, reason: .truncated) }
+            return try data.withUnsafeBytes { bytes in
+                Self.decode(bytes, context: context, memoryLimit: memoryLimit)
+            }.get()
+        }
+
+        /// The numerator `n` of the smallest scale `n/8` at which an image of `imageSize` still covers
+        /// `minimumSize` in both dimensions; 8 (full size) when `minimumSize` is `nil` or larger than the image.
+        static func scaleNumerator(imageSize: PixelSize, covering minimumSize: PixelSize?) -> Int {
+            guard let minimumSize else { return 8 }
+            for numerator in 1..<8 {
+                let scaled = scaledSize(imageSize, numerator: numerator)
+                if scaled.width >= minimumSize.width && scaled.height >= minimumSize.height {
+                    return numerator
+                }
+            }
+            return 8
+        }
+
+        /// The output size libjpeg produces at scale `numerator/8`: each dimension rounded up.
+        static func scaledSize(_ size: PixelSize, numerator: Int) -> PixelSize {
+            PixelSize(width: (size.width * numerator + 7) / 8, height: (size.height * numerator + 7) / 8)
+        }
+
+        /// The cap on libjpeg's own memory for `pixelBudget`: room for the whole-image coefficients of a
+        /// four-component image at the budget (8 bytes a pixel) plus 32 MiB of working buffers.
+        static func memoryLimit(forPixelBudget pixelBudget: Int) -> Int {
+            let (coefficients, overflow) = max(pixelBudget, 0).multipliedReportingOverflow(by: 8)
+            let (limit, overflowAgain) = coefficients.addingReportingOverflow(32 << 20)
+            return overflow || overflowAgain ? Int.max : limit
+        }
+
+        private static func decode(_ bytes: UnsafeRawBufferPointer, context: ImageDecodingContext, memoryLimit: Int)
+            -> Result<Bitmap, ImageDecodingError>
+        {
+            guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                let decoder = cjpeg_decoder_create(base, bytes.count, memoryLimit)
+            else {
+                return .failure(ImageDecodingError(format: .jpeg, reason: .corrupt("cannot create a libjpeg decoder")))
+            }
+            defer { cjpeg_decoder_destroy(decoder) }
+
+            var header = cjpeg_header()
+            var status = cjpeg_decoder_read_header(decoder, &header)
+            guard status == CJPEG_STATUS_OK else { return .failure(error(status, decoder, context, nil)) }
+            let imageSize = PixelSize(width: Int(header.width), height: Int(header.height))
+            // libjpeg allocates this buffer in jpeg_start_decompress, before any output scale applies.
+            if header.needs_whole_image_buffer != 0 && imageSize.pixelCount > context.pixelBudget {
+                return .failure(budgetError(pixels: imageSize.pixelCount, context))
+            }
+
+            let numerator = scaleNumerator(imageSize: imageSize, covering: context.minimumSize)
+            var outputWidth: Int32 = 0
+            var outputHeight: Int32 = 0
+            status = cjpeg_decoder_set_scale(decoder, Int32(numerator), &outputWidth, &outputHeight)
+            guard status == CJPEG_STATUS_OK else { return .failure(error(status, decoder, context, imageSize)) }
+            let outputSize = PixelSize(width: Int(outputWidth), height: Int(outputHeight))
+            guard outputSize.pixelCount <= context.pixelBudget else {
+                return .failure(budgetError(pixels: outputSize.pixelCount, context))
+            }
+
+            let byteCount = outputSize.pixelCount * 4
+            let bytesPerRow = outputSize.width * 4
+            let pixels = [UInt8](unsafeUninitializedCapacity: byteCount) { buffer, initializedCount in
+                status = cjpeg_decoder_decode_rgba(decoder, buffer.baseAddress, bytesPerRow, byteCount)
+                // On failure the pixels are discarded; UInt8 needs no deinitialization either way.
+                initializedCount = status == CJPEG_STATUS_OK ? byteCount : 0
+            }
+            guard status == CJPEG_STATUS_OK else { return .failure(error(status, decoder, context, imageSize)) }
+            return .success(Bitmap(width: outputSize.width, height: outputSize.height, pixels: pixels))
+        }
+
+        private static func budgetError(pixels: Int, _ context: ImageDecodingContext) -> ImageDecodingError {
+            ImageDecodingError(format: .jpeg, reason: .pixelBudgetExceeded(pixels: pixels, budget: context.pixelBudget))
+        }
+
+        private static func error(
+            _ status: cjpeg_status,
+            _ decoder: OpaquePointer,
+            _ context: ImageDecodingContext,
+            _ imageSize: PixelSize?
+        ) -> ImageDecodingError {
+            let message = String(cString: cjpeg_decoder_message(decoder))
+            switch status {
+            case CJPEG_STATUS_TRUNCATED:
+                return ImageDecodingError(format: .jpeg, reason: .truncated)
+            case CJPEG_STATUS_UNSUPPORTED:
+                return ImageDecodingError(format: .jpeg, reason: .unsupportedFeature(message))
+            case CJPEG_STATUS_MEMORY_LIMIT:
+                // The memory cap is derived from the pixel budget, so running into it is running past the budget.
+                return budgetError(pixels: imageSize?.pixelCount ?? Int.max, context)
+            case CJPEG_STATUS_INVALID_ARGUMENT:
+                return ImageDecodingError(format: .jpeg, reason: .corrupt("libjpeg wrapper refused the call"))
+            default:
+                return ImageDecodingError(format: .jpeg, reason: .corrupt(message.isEmpty ? "libjpeg failed" : message))
+            }
+        }
+    }
+}
+#endif

@@ -1,0 +1,137 @@
+#if canImport(CPNG)
+import CPNG
+import Foundation
+
+extension ImageDecoders {
+    /// Decodes PNG with libpng's simplified API into 8-bit straight RGBA.
+    ///
+    /// Every PNG colour type and bit depth decodes, interlaced or not: 16-bit samples are reduced to 8 bits,
+    /// palettes expanded (with `tRNS` transparency), grayscale widened to RGB. PNG has no reduced-size
+    /// decode, so the bitmap is always full size and the caller resizes; the pixel budget is checked on
+    /// the header's size before the bitmap is allocated.
+    ///
+    /// ```swift
+    /// let bitmap = try ImageDecoders.PNG().decode(data, context: ImageDecodingContext(header: header))
+    /// ```
+    ///
+    /// libpng's simplified API catches its own errors and reports them in `png_image.message`, so no
+    /// `setjmp` is needed here. Malformed data throws `.corrupt` with that message, data that ends early
+    /// throws `.truncated`.
+    public struct PNG: ImageDecoding {
+        /// Creates a PNG decoder.
+        public init() {}
+
+        /// Decodes `data` at full size; `context.minimumSize` is ignored.
+        public func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
+            try decode(data, context: context, sixteenBitPath: .automatic)
+        }
+
+        /// How 16-bit files are reduced to 8 bits.
+        enum SixteenBitPath {
+            /// libpng's own 8-bit output, except for interlaced 16-bit files (see ``linear``).
+            case automatic
+            /// Through libpng's 16-bit linear output, converted here. libpng 1.6.39 as Debian ships it gets
+            /// Adam7 16-bit to 8-bit wrong in `png_image_finish_read` (up to 255 off in half the samples:
+            /// pnggroup/libpng#853), while its 16-bit linear output is right.
+            case linear
+        }
+
+        /// Decodes `data`, choosing how 16-bit samples are reduced (tests compare the two paths).
+        func decode(_ data: Data, context: ImageDecodingContext, sixteenBitPath: SixteenBitPath)
+            throws(ImageDecodingError) -> Bitmap
+        {
+            guard !data.isEmpty else { throw ImageDecodingError(format: .png, reason: .truncated) }
+            return try data.withUnsafeBytes { bytes in
+                Self.decode(bytes, context: context, sixteenBitPath: sixteenBitPath)
+            }.get()
+        }
+
+        private static func decode(
+            _ bytes: UnsafeRawBufferPointer,
+            context: ImageDecodingContext,
+            sixteenBitPath: SixteenBitPath
+        ) -> Result<Bitmap, ImageDecodingError> {
+            var image = png_image()
+            image.version = UInt32(PNG_IMAGE_VERSION)
+            // Safe on every path, also after libpng freed the state itself on an error.
+            defer { png_image_free(&image) }
+
+            guard png_image_begin_read_from_memory(&image, bytes.baseAddress, bytes.count) != 0 else {
+                return .failure(error(from: &image))
+            }
+            // IHDR is the first chunk of any file begin_read accepts; its last byte is the interlace method.
+            let isInterlaced = bytes.count > 28 && bytes[28] != 0
+            let isSixteenBit = image.format & UInt32(PNG_FORMAT_FLAG_LINEAR) != 0
+            let readsLinear = isSixteenBit && (isInterlaced || sixteenBitPath == .linear)
+            image.format = png_image.rgbaFormat
+            let size = PixelSize(width: Int(image.width), height: Int(image.height))
+            guard size.pixelCount <= context.pixelBudget else {
+                let reason = ImageDecodingError.Reason.pixelBudgetExceeded(
+                    pixels: size.pixelCount,
+                    budget: context.pixelBudget
+                )
+                return .failure(ImageDecodingError(format: .png, reason: reason))
+            }
+
+            if readsLinear { return readLinear(&image, size: size) }
+            let byteCount = size.pixelCount * 4
+            var succeeded = false
+            let pixels = [UInt8](unsafeUninitializedCapacity: byteCount) { buffer, initializedCount in
+                // A row stride of 0 lets libpng use width * 4, which is the Bitmap's layout.
+                succeeded = png_image_finish_read(&image, nil, buffer.baseAddress, 0, nil) != 0
+                initializedCount = succeeded ? byteCount : 0
+            }
+            guard succeeded else { return .failure(error(from: &image)) }
+            return .success(Bitmap(width: size.width, height: size.height, pixels: pixels))
+        }
+
+        /// Reads 16-bit linear, premultiplied RGBA and converts it to 8-bit sRGB with straight alpha.
+        private static func readLinear(_ image: inout png_image, size: PixelSize) -> Result<
+            Bitmap, ImageDecodingError
+        > {
+            image.format = UInt32(PNG_FORMAT_FLAG_LINEAR | PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA)
+            var linear = [UInt16](repeating: 0, count: size.pixelCount * 4)
+            guard png_image_finish_read(&image, nil, &linear, 0, nil) != 0 else {
+                return .failure(error(from: &image))
+            }
+            var pixels = [UInt8](repeating: 0, count: linear.count)
+            for offset in stride(from: 0, to: linear.count, by: 4) {
+                let alpha = Double(linear[offset + 3])
+                guard alpha > 0 else { continue }  // fully transparent: libpng's 8-bit output is 0, 0, 0, 0 too
+                for channel in 0..<3 {
+                    pixels[offset + channel] = encodedSRGB(min(Double(linear[offset + channel]) / alpha, 1))
+                }
+                pixels[offset + 3] = UInt8((alpha * 255 / 65535).rounded())
+            }
+            return .success(Bitmap(width: size.width, height: size.height, pixels: pixels))
+        }
+
+        /// The 8-bit sRGB encoding of a linear intensity from 0 to 1 (IEC 61966-2-1).
+        private static func encodedSRGB(_ linear: Double) -> UInt8 {
+            let encoded = linear <= 0.0031308 ? linear * 12.92 : 1.055 * pow(linear, 1 / 2.4) - 0.055
+            return UInt8((encoded * 255).rounded())
+        }
+
+        private static func error(from image: inout png_image) -> ImageDecodingError {
+            let message = image.messageText
+            // The simplified reader words a short stream as "read beyond end of data"; libpng's row reader
+            // as "Not enough image data" or "... too short".
+            let truncationPhrases = ["end of data", "not enough image data", "too short"]
+            if truncationPhrases.contains(where: { message.lowercased().contains($0) }) {
+                return ImageDecodingError(format: .png, reason: .truncated)
+            }
+            return ImageDecodingError(format: .png, reason: .corrupt(message.isEmpty ? "libpng failed" : message))
+        }
+    }
+}
+
+extension png_image {
+    /// `PNG_FORMAT_RGBA`, which Swift cannot import because the macro is built from other macros.
+    static let rgbaFormat = UInt32(PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA)
+
+    /// The error or warning libpng left in `message`.
+    var messageText: String {
+        withUnsafeBytes(of: message) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+    }
+}
+#endif
