@@ -39,8 +39,10 @@ extension Bitmap {
         for y in 0..<radius {
             for x in 0..<radius {
                 // The pixel's nearest and farthest points from the centre decide the easy cases.
-                let nearX = center - Float(x + 1), nearY = center - Float(y + 1)
-                let farX = center - Float(x), farY = center - Float(y)
+                let nearX = center - Float(x + 1)
+                let nearY = center - Float(y + 1)
+                let farX = center - Float(x)
+                let farY = center - Float(y)
                 if farX * farX + farY * farY <= radiusSquared { continue }
                 if nearX * nearX + nearY * nearY >= radiusSquared {
                     coverage[y * radius + x] = 0

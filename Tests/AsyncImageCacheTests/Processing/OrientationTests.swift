@@ -40,7 +40,8 @@ import Testing
     @Test(arguments: ImageOrientation.allCases)
     func applyingTheInverseRestoresTheBitmap(orientation: ImageOrientation) {
         var random = SeededGenerator(seed: UInt64(orientation.rawValue))
-        let bitmap = Bitmap(width: 5, height: 3, pixels: (0..<60).map { _ in UInt8.random(in: 0...255, using: &random) })
+        let bitmap = Bitmap(
+            width: 5, height: 3, pixels: (0..<60).map { _ in UInt8.random(in: 0...255, using: &random) })
         let inverse: ImageOrientation = orientation == .right ? .left : orientation == .left ? .right : orientation
         #expect(bitmap.oriented(orientation).oriented(inverse) == bitmap)
     }

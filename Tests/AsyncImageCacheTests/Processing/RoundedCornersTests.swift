@@ -31,7 +31,9 @@ import Testing
     @Test func coveredAreaMatchesTheRoundedRectangle() {
         // A rounded rectangle loses (4 - pi) r^2 to its corners; anti-aliasing keeps the total right.
         let rounded = Self.opaque(width: 40, height: 20).roundingCorners(radius: 10)
-        let area = stride(from: 3, to: rounded.pixels.count, by: 4).reduce(0.0) { $0 + Double(rounded.pixels[$1]) / 255 }
+        let area = stride(from: 3, to: rounded.pixels.count, by: 4).reduce(0.0) {
+            $0 + Double(rounded.pixels[$1]) / 255
+        }
         #expect(abs(area - (800 - (4 - Double.pi) * 100)) < 1)
     }
 
