@@ -48,10 +48,10 @@ public struct ImageHeader: Hashable, Sendable {
         guard width <= maximumDimension, height <= maximumDimension else {
             throw bytes.corrupt("implausible size \(width)x\(height)")
         }
-        // `claiming` always set the format before a parser runs.
+        // Every reader runs on bytes that `claiming` gave a format; nil would mean no reader matched.
+        guard let format = bytes.format else { throw ImageDecodingError(format: nil, reason: .unrecognizedFormat) }
         return ImageHeader(
-            format: bytes.format ?? .jpeg, storedSize: PixelSize(width: width, height: height),
-            orientation: orientation)
+            format: format, storedSize: PixelSize(width: width, height: height), orientation: orientation)
     }
 }
 

@@ -22,6 +22,14 @@ import Testing
         #expect(Self.opaque(width: 40, height: 20).roundingCorners(radius: radius).pixel(x: 0, y: 0).alpha == 0)
     }
 
+    @Test func atRadiusTwoTheCornerPixelKeepsOnlyItsCoveredFraction() {
+        // The circle of radius 2 around (2, 2) still covers 31.5% of pixel (0, 0) (integrated
+        // numerically outside the project), so that pixel is faint rather than fully transparent;
+        // 4x4 sampling resolves coverage to 1/16.
+        let alpha = Double(Self.opaque(width: 40, height: 20).roundingCorners(radius: 2).pixel(x: 0, y: 0).alpha)
+        #expect(abs(alpha / 255 - 0.315) <= 0.07)
+    }
+
     @Test func pixelOnTheArcIsPartlyTransparent() {
         // The arc of radius 8 around (8, 8) crosses pixel (2, 2) at 45 degrees: (2.34, 2.34).
         let alpha = Self.opaque(width: 40, height: 20).roundingCorners(radius: 8).pixel(x: 2, y: 2).alpha
