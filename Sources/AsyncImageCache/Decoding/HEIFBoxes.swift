@@ -1,0 +1,143 @@
+/// The ISO-BMFF box walking behind ``ImageHeader/parseHEIF(_:)``.
+struct HEIFBoxes {
+    /// A box's type and where its content lies.
+    struct Box {
+        var type: String
+        var contentStart: Int
+        var end: Int
+    }
+
+    let bytes: HeaderBytes
+
+    /// The box whose header starts at `offset` inside a parent that ends at `parentEnd`.
+    func box(at offset: Int, parentEnd: Int) throws(ImageDecodingError) -> Box {
+        let size32 = try bytes.uint32BE(at: offset)
+        let type = try bytes.fourCC(at: offset + 4)
+        var headerSize = 8
+        var size = size32
+        if size32 == 0 {
+            size = parentEnd - offset  // the box runs to the end of its parent
+        } else if size32 == 1 {
+            let large = try bytes.unsigned(at: offset + 8, length: 8, bigEndian: true)
+            guard large <= UInt64(Int32.max) * 1024 else { throw bytes.corrupt("box '\(type)' of \(large) bytes") }
+            size = Int(large)
+            headerSize = 16
+        }
+        guard size >= headerSize, size <= parentEnd - offset else {
+            throw bytes.corrupt("box '\(type)' of \(size) bytes at byte \(offset)")
+        }
+        return Box(type: type, contentStart: offset + headerSize, end: offset + size)
+    }
+
+    /// The first box of `type` between `start` and `end`, reading only box headers on the way.
+    func child(_ type: String, from start: Int, to end: Int) throws(ImageDecodingError) -> Box? {
+        var offset = start
+        // Every box is at least 8 bytes long, so the walk always moves on and ends.
+        while offset < end {
+            let box = try box(at: offset, parentEnd: end)
+            if box.type == type { return box }
+            offset = box.end
+        }
+        return nil
+    }
+
+    /// Every box between `start` and `end`; at most one per 8 bytes actually present.
+    func children(from start: Int, to end: Int) throws(ImageDecodingError) -> [Box] {
+        var boxes: [Box] = []
+        var offset = start
+        while offset < end {
+            let box = try box(at: offset, parentEnd: end)
+            boxes.append(box)
+            offset = box.end
+        }
+        return boxes
+    }
+
+    /// Runs `body` over boxes that must be complete: a read past their end means a wrong length
+    /// inside the file, not missing data, so `.truncated` becomes `.corrupt`.
+    func completeBoxes<T>(_ body: () throws(ImageDecodingError) -> T) throws(ImageDecodingError) -> T {
+        do {
+            return try body()
+        } catch  where error.reason == .truncated {
+            throw bytes.corrupt("a box's content is shorter than its fields")
+        }
+    }
+
+    /// The item ID in a `pitm` FullBox: 16 bits in version 0, 32 bits after.
+    func primaryItemID(_ pitm: Box) throws(ImageDecodingError) -> Int {
+        let version = try bytes.byte(at: pitm.contentStart)
+        return version == 0
+            ? try bytes.uint16BE(at: pitm.contentStart + 4) : try bytes.uint32BE(at: pitm.contentStart + 4)
+    }
+
+    /// The 1-based `ipco` indices associated with `item` by the `ipma` boxes between `start` and `end`, in order.
+    func associations(of item: Int, from start: Int, to end: Int) throws(ImageDecodingError) -> [Int] {
+        for ipma in try children(from: start, to: end) where ipma.type == "ipma" {
+            let version = try bytes.byte(at: ipma.contentStart)
+            let wideIndices = try bytes.byte(at: ipma.contentStart + 3) & 1 == 1
+            let entryCount = try bytes.uint32BE(at: ipma.contentStart + 4)
+            var offset = ipma.contentStart + 8
+            // Each entry takes at least three bytes, so a lying count runs out of box quickly.
+            var remaining = entryCount
+            while remaining > 0 && offset < ipma.end {
+                remaining -= 1
+                let itemID = version == 0 ? try bytes.uint16BE(at: offset) : try bytes.uint32BE(at: offset)
+                offset += version == 0 ? 2 : 4
+                let count = Int(try bytes.byte(at: offset))
+                offset += 1
+                var indices: [Int] = []
+                for _ in 0..<count {
+                    // The top bit marks the property as essential; the rest is the index.
+                    if wideIndices {
+                        indices.append(try bytes.uint16BE(at: offset) & 0x7FFF)
+                        offset += 2
+                    } else {
+                        indices.append(Int(try bytes.byte(at: offset) & 0x7F))
+                        offset += 1
+                    }
+                }
+                guard offset <= ipma.end else { throw bytes.corrupt("ipma entry runs past its box") }
+                if itemID == item { return indices }
+            }
+        }
+        return []
+    }
+
+    /// The width and height in an `ispe` FullBox.
+    func spatialExtent(_ ispe: Box) throws(ImageDecodingError) -> PixelSize {
+        guard ispe.end - ispe.contentStart >= 12 else { throw bytes.corrupt("ispe of the wrong length") }
+        return PixelSize(
+            width: try bytes.uint32BE(at: ispe.contentStart + 4),
+            height: try bytes.uint32BE(at: ispe.contentStart + 8))
+    }
+
+    /// The largest `ispe` extent among `properties`, if any.
+    func largestExtent(among properties: [Box]) throws(ImageDecodingError) -> PixelSize? {
+        var largest: PixelSize?
+        for property in properties where property.type == "ispe" {
+            let size = try spatialExtent(property)
+            if size.pixelCount > largest?.pixelCount ?? -1 { largest = size }
+        }
+        return largest
+    }
+
+    /// The EXIF orientation equal to the `irot` (quarter turns anticlockwise) followed by the
+    /// `imir` (axis 0: top and bottom exchanged; 1: left and right, per ISO/IEC 23008-12:2022)
+    /// among `properties`. HEIF requires this order, so the order of the boxes themselves is not consulted.
+    func orientation(from properties: [Box]) throws(ImageDecodingError) -> ImageOrientation {
+        var quarterTurns = 0
+        var mirrorAxis: Int?
+        for property in properties {
+            if property.type == "irot" { quarterTurns = Int(try bytes.byte(at: property.contentStart) & 0x03) }
+            if property.type == "imir" { mirrorAxis = Int(try bytes.byte(at: property.contentStart) & 0x01) }
+        }
+        // Rows: quarter turns anticlockwise. Columns: no mirror, axis 0 (flip vertically), axis 1 (horizontally).
+        let table: [[ImageOrientation]] = [
+            [.up, .downMirrored, .upMirrored],
+            [.left, .leftMirrored, .rightMirrored],
+            [.down, .upMirrored, .downMirrored],
+            [.right, .rightMirrored, .leftMirrored],
+        ]
+        return table[quarterTurns][mirrorAxis.map { $0 + 1 } ?? 0]
+    }
+}

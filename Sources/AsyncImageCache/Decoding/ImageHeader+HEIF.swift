@@ -1,0 +1,63 @@
+extension ImageHeader {
+    private static let avifBrands: Set<String> = ["avif", "avis"]
+    private static let heifBrands: Set<String> = ["heic", "heix", "heim", "heis", "hevc", "hevx", "mif1", "msf1"]
+
+    /// The format an ISO-BMFF `ftyp` box announces: its major brand, or for the generic brands
+    /// (`mif1`, `msf1`, ...) the first AVIF or HEIF brand among the compatible ones.
+    static func isobmffFormat(_ bytes: HeaderBytes) throws(ImageDecodingError) -> ImageFormat {
+        let major = try bytes.fourCC(at: 8)
+        if avifBrands.contains(major) { return .avif }
+        if heifBrands.contains(major) && !major.hasPrefix("m") { return .heif }
+        // Errors from here on name HEIF when the major brand already says it is one.
+        let reader = heifBrands.contains(major) ? bytes.claiming(.heif) : bytes
+        let size = try reader.uint32BE(at: 0)
+        guard size >= 16 else { throw reader.corrupt("ftyp box of \(size) bytes") }
+        var isHEIF = heifBrands.contains(major)
+        for offset in stride(from: 16, to: size - 3, by: 4) {
+            let brand = try reader.fourCC(at: offset)
+            if avifBrands.contains(brand) { return .avif }
+            isHEIF = isHEIF || heifBrands.contains(brand)
+        }
+        guard isHEIF else { throw ImageDecodingError(format: nil, reason: .unrecognizedFormat) }
+        return .heif
+    }
+
+    /// Reads an HEIF or AVIF file's size from the `ispe` property of its primary item, and its
+    /// orientation from that item's `irot` and `imir` properties, found in `meta` / `iprp`.
+    ///
+    /// When the primary item cannot be matched to its properties, the largest `ispe` is taken, upright.
+    static func parseHEIF(_ bytes: HeaderBytes) throws(ImageDecodingError) -> ImageHeader {
+        let file = HEIFBoxes(bytes: bytes)
+        // The file's length is unknown while reading a prefix, so top-level boxes have no end.
+        guard let meta = try file.child("meta", from: 0, to: Int.max) else { throw bytes.corrupt("no meta box") }
+        let metaContent = meta.contentStart + 4  // FullBox version and flags
+        guard let properties = try file.child("iprp", from: metaContent, to: meta.end) else {
+            throw bytes.corrupt("no item properties")
+        }
+        // Everything below reads inside iprp, so wait for all of it before trusting its lengths.
+        try bytes.require(properties.contentStart, length: properties.end - properties.contentStart)
+        var primaryItem: Int?
+        if let pitm = try file.child("pitm", from: metaContent, to: meta.end) {
+            primaryItem = try file.primaryItemID(pitm)
+        }
+        return try file.completeBoxes { () throws(ImageDecodingError) -> ImageHeader in
+            guard let container = try file.child("ipco", from: properties.contentStart, to: properties.end) else {
+                throw bytes.corrupt("no item property container")
+            }
+            let all = try file.children(from: container.contentStart, to: container.end)
+            var chosen: [HEIFBoxes.Box] = []
+            if let primaryItem {
+                let indices = try file.associations(of: primaryItem, from: properties.contentStart, to: properties.end)
+                chosen = indices.compactMap { $0 >= 1 && $0 <= all.count ? all[$0 - 1] : nil }
+            }
+            var size = try file.largestExtent(among: chosen)
+            if size == nil {
+                chosen = []
+                size = try file.largestExtent(among: all)
+            }
+            guard let size else { throw bytes.corrupt("no ispe property") }
+            let orientation = try file.orientation(from: chosen)
+            return try validated(bytes, width: size.width, height: size.height, orientation: orientation)
+        }
+    }
+}

@@ -1,0 +1,59 @@
+extension ImageHeader {
+    /// Reads a JPEG's size from its first frame header (SOFn) and its orientation from an EXIF APP1
+    /// segment, walking the marker segments that come before the first scan.
+    static func parseJPEG(_ bytes: HeaderBytes) throws(ImageDecodingError) -> ImageHeader {
+        var orientation: ImageOrientation?
+        var offset = 2  // after SOI
+        while true {
+            guard try bytes.byte(at: offset) == 0xFF else {
+                throw bytes.corrupt("expected a marker at byte \(offset)")
+            }
+            // Any number of 0xFF fill bytes may precede a marker code.
+            while try bytes.byte(at: offset) == 0xFF { offset += 1 }
+            let marker = try bytes.byte(at: offset)
+            offset += 1
+            switch marker {
+            case 0x01, 0xD0...0xD8:
+                continue  // TEM, RSTn and SOI stand alone, without a length
+            case 0xD9:
+                throw bytes.corrupt("end of image before a frame header")
+            case 0xDA:
+                throw bytes.corrupt("scan before a frame header")
+            default:
+                break
+            }
+            let length = try bytes.uint16BE(at: offset)
+            guard length >= 2 else { throw bytes.corrupt("segment length \(length) at byte \(offset)") }
+            if isStartOfFrame(marker) {
+                return try frameHeader(bytes, at: offset, length: length, orientation: orientation ?? .up)
+            }
+            if marker == 0xE1, orientation == nil {
+                let segment = try bytes.window(at: offset + 2, length: length - 2)
+                if segment.matches(Array("Exif".utf8) + [0, 0], at: 0) {
+                    orientation = exifOrientation(in: segment)
+                }
+            }
+            // Each pass moves forward by at least three bytes, so the walk always ends.
+            offset += length
+        }
+    }
+
+    /// SOF0-SOF15, except DHT (C4), JPG (C8) and DAC (CC), which share the range.
+    private static func isStartOfFrame(_ marker: UInt8) -> Bool {
+        (0xC0...0xCF).contains(marker) && marker != 0xC4 && marker != 0xC8 && marker != 0xCC
+    }
+
+    /// Precision (1 byte), height and width (2 bytes each) follow the segment length.
+    private static func frameHeader(
+        _ bytes: HeaderBytes, at offset: Int, length: Int, orientation: ImageOrientation
+    ) throws(ImageDecodingError) -> ImageHeader {
+        guard length >= 8 else { throw bytes.corrupt("frame header of \(length) bytes") }
+        let height = try bytes.uint16BE(at: offset + 3)
+        let width = try bytes.uint16BE(at: offset + 5)
+        if height == 0 {
+            // Legal but rare: the height then comes in a DNL marker after the first scan.
+            throw ImageDecodingError(format: .jpeg, reason: .unsupportedFeature("height defined by a DNL marker"))
+        }
+        return try validated(bytes, width: width, height: height, orientation: orientation)
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+
+/// The Lanczos-3 weights that resample one axis from `sourceCount` to `targetCount` samples.
+///
+/// Every target sample gets the same number of taps, ``tapCount``, starting at its own ``starts``
+/// entry; taps beyond the filter's reach carry weight zero. The fixed count keeps the inner loops of
+/// ``Bitmap/resized(to:)`` free of per-pixel bounds and branches.
+struct ResamplingWeights {
+    /// The number of source samples each target sample reads.
+    let tapCount: Int
+    /// The first source sample of each target sample.
+    private(set) var starts: [Int]
+    /// `tapCount` weights per target sample, each group summing to 1.
+    private(set) var weights: [Float]
+
+    /// The Lanczos kernel with three lobes: `sinc(x) * sinc(x / 3)` for `|x| < 3`.
+    static func lanczos3(_ x: Double) -> Double {
+        if x == 0 { return 1 }
+        guard abs(x) < 3 else { return 0 }
+        let piX = Double.pi * x
+        return 3 * sin(piX) * sin(piX / 3) / (piX * piX)
+    }
+
+    init(sourceCount: Int, targetCount: Int) {
+        let scale = Double(targetCount) / Double(sourceCount)
+        // When shrinking, widen the kernel by the reduction factor so that every source sample
+        // contributes (a low-pass filter); when enlarging, interpolate with the kernel as it is.
+        let filterScale = max(1, 1 / scale)
+        let support = 3 * filterScale
+        tapCount = min(sourceCount, Int((2 * support).rounded(.up)) + 2)
+        starts = [Int](repeating: 0, count: targetCount)
+        weights = [Float](repeating: 0, count: targetCount * tapCount)
+        var kernel = [Double](repeating: 0, count: tapCount)
+        for target in 0..<targetCount {
+            // Sample centres sit at half-integer positions on both axes.
+            let center = (Double(target) + 0.5) / scale
+            let first = max(0, Int((center - support).rounded(.down)))
+            let start = min(first, sourceCount - tapCount)
+            var sum = 0.0
+            for tap in 0..<tapCount {
+                let distance = (Double(start + tap) + 0.5 - center) / filterScale
+                kernel[tap] = Self.lanczos3(distance)
+                sum += kernel[tap]
+            }
+            starts[target] = start
+            if sum == 0 {
+                // Not reachable with Lanczos-3, whose nearest tap always weighs most; guard anyway.
+                let nearest = min(sourceCount - 1, max(0, Int(center))) - start
+                weights[target * tapCount + nearest] = 1
+                continue
+            }
+            for tap in 0..<tapCount {
+                weights[target * tapCount + tap] = Float(kernel[tap] / sum)
+            }
+        }
+    }
+
+    /// Resamples one row (or any run of samples) of `source` into `target`, one value per target sample.
+    func resample(_ source: UnsafeBufferPointer<SIMD4<Float>>, into target: UnsafeMutableBufferPointer<SIMD4<Float>>) {
+        let taps = tapCount
+        starts.withUnsafeBufferPointer { starts in
+            weights.withUnsafeBufferPointer { kernel in
+                for index in 0..<target.count {
+                    let start = starts[index]
+                    let first = index * taps
+                    // Four running sums, so each addition need not wait for the one before it.
+                    var sums = (SIMD4<Float>.zero, SIMD4<Float>.zero, SIMD4<Float>.zero, SIMD4<Float>.zero)
+                    var tap = 0
+                    while tap + 4 <= taps {
+                        sums.0 += source[start + tap] * kernel[first + tap]
+                        sums.1 += source[start + tap + 1] * kernel[first + tap + 1]
+                        sums.2 += source[start + tap + 2] * kernel[first + tap + 2]
+                        sums.3 += source[start + tap + 3] * kernel[first + tap + 3]
+                        tap += 4
+                    }
+                    while tap < taps {
+                        sums.0 += source[start + tap] * kernel[first + tap]
+                        tap += 1
+                    }
+                    target[index] = (sums.0 + sums.1) + (sums.2 + sums.3)
+                }
+            }
+        }
+    }
+}

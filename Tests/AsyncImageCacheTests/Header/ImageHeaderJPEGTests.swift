@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+@Suite struct ImageHeaderJPEGTests {
+    /// The table in Fixtures/exif-orientation/README.txt: Landscape_0...4 and Portrait_5...8 store
+    /// 1800x1200 pixels, the others 1200x1800; the digit is the EXIF orientation, 0 meaning upright.
+    static let exifSamples: [String] = (0...8).map { "Landscape_\($0).jpg" } + (0...8).map { "Portrait_\($0).jpg" }
+
+    @Test(arguments: exifSamples)
+    func exifSampleReportsItsStoredSizeAndOrientation(name: String) throws {
+        let digit = Int(String(name.dropLast(4).last!))!
+        let landscape = name.hasPrefix("Landscape")
+        let storedLandscape = landscape == (digit <= 4)
+        let header = try ImageHeader.parse(Fixtures.data("exif-orientation", name))
+        #expect(header.format == .jpeg)
+        #expect(
+            header.storedSize
+                == (storedLandscape ? PixelSize(width: 1800, height: 1200) : PixelSize(width: 1200, height: 1800)))
+        #expect(header.orientation == (digit == 0 ? .up : ImageOrientation(rawValue: digit)!))
+        // Every Landscape sample displays as a landscape, every Portrait as a portrait.
+        #expect(
+            header.displaySize
+                == (landscape ? PixelSize(width: 1800, height: 1200) : PixelSize(width: 1200, height: 1800)))
+    }
+
+    @Test(arguments: ImageOrientation.allCases, [true, false])
+    func orientationIsReadInEitherByteOrder(orientation: ImageOrientation, bigEndian: Bool) throws {
+        let exif = SyntheticHeaders.tiff(orientation: orientation.rawValue, bigEndian: bigEndian)
+        let header = try ImageHeader.parse(SyntheticHeaders.jpeg(width: 640, height: 480, exif: exif))
+        #expect(
+            header
+                == ImageHeader(format: .jpeg, storedSize: PixelSize(width: 640, height: 480), orientation: orientation))
+    }
+
+    @Test(arguments: [0, 9, 255, 0xFFFF])
+    func orientationOutsideOneToEightMeansUpright(value: Int) throws {
+        let exif = SyntheticHeaders.tiff(orientation: value, bigEndian: true)
+        #expect(try ImageHeader.parse(SyntheticHeaders.jpeg(width: 8, height: 8, exif: exif)).orientation == .up)
+    }
+
+    @Test func orientationOfTheWrongFieldTypeIsIgnored() throws {
+        let exif = SyntheticHeaders.tiff(orientation: 6, bigEndian: false, fieldType: 4)
+        #expect(try ImageHeader.parse(SyntheticHeaders.jpeg(width: 8, height: 8, exif: exif)).orientation == .up)
+    }
+
+    @Test func malformedExifStillGivesTheSize() throws {
+        let broken: [UInt8] = Array("MM".utf8) + [0, 42, 0xFF, 0xFF, 0xFF, 0xF0]  // IFD0 far outside
+        let header = try ImageHeader.parse(SyntheticHeaders.jpeg(width: 30, height: 20, exif: broken))
+        #expect(header == ImageHeader(format: .jpeg, storedSize: PixelSize(width: 30, height: 20)))
+    }
+
+    @Test func fillBytesBeforeAMarkerAreSkipped() throws {
+        let header = try ImageHeader.parse(SyntheticHeaders.jpeg(width: 33, height: 17, fillBytes: 5))
+        #expect(header.storedSize == PixelSize(width: 33, height: 17))
+    }
+
+    @Test(arguments: [UInt8(0xC1), 0xC2, 0xC3, 0xC9, 0xCF])
+    func everyKindOfFrameHeaderGivesTheSize(marker: UInt8) throws {
+        let header = try ImageHeader.parse(SyntheticHeaders.jpeg(width: 1024, height: 768, frameMarker: marker))
+        #expect(header.storedSize == PixelSize(width: 1024, height: 768))
+    }
+
+    @Test func tablesBeforeTheFrameAreNotMistakenForIt() throws {
+        // DHT (C4) is in the SOF range but is not a frame header: it must be skipped, not read as a size.
+        var bytes = [UInt8](SyntheticHeaders.jpeg(width: 50, height: 40))
+        bytes.insert(contentsOf: [0xFF, 0xC4, 0x00, 0x06, 0x00, 0x01, 0x02, 0x03], at: 2)
+        #expect(try ImageHeader.parse(Data(bytes)).storedSize == PixelSize(width: 50, height: 40))
+    }
+
+    @Test func scanBeforeAnyFrameIsCorrupt() {
+        let bytes = Data([0xFF, 0xD8, 0xFF, 0xDA, 0x00, 0x02, 0xFF, 0xD9])
+        #expect(throws: ImageDecodingError(format: .jpeg, reason: .corrupt("scan before a frame header"))) {
+            try ImageHeader.parse(bytes)
+        }
+    }
+
+    @Test func zeroWidthIsCorrupt() {
+        #expect { try ImageHeader.parse(SyntheticHeaders.jpeg(width: 0, height: 10)) } throws: { error in
+            guard let error = error as? ImageDecodingError, case .corrupt = error.reason else { return false }
+            return error.format == .jpeg
+        }
+    }
+
+    @Test func headerInsideADataSliceIsRead() throws {
+        // Callers may hand in a slice whose indices do not start at zero.
+        let padded = Data([1, 2, 3]) + SyntheticHeaders.jpeg(width: 12, height: 34)
+        #expect(try ImageHeader.parse(padded[3...]).storedSize == PixelSize(width: 12, height: 34))
+    }
+}
