@@ -23,7 +23,7 @@ protocol Subcommand: Sendable {
 @main
 enum AIC {
     static var subcommands: [any Subcommand.Type] {
-        [Demo.self, InfoCommand.self, ThumbnailCommand.self, SheetCommand.self]
+        [Demo.self, InfoCommand.self, ThumbnailCommand.self, SheetCommand.self, CacheCommand.self]
     }
 
     static let exitCodes = """
