@@ -12,8 +12,8 @@ enum SheetCommand: Subcommand {
     static let details = """
         Each INPUT is an image file, a folder or an http:, https:, file: or data: URL; a folder is
         searched recursively for \(extensionList) files. The images load through one
-        store, \(concurrency) at a time, at the cell width, and are laid out in a grid on a white
-        background; each row is as tall as its tallest thumbnail.
+        store, \(concurrency) at a time, at the cell width, and are laid out in a grid \(gap) px apart
+        on a white background; each row is as tall as its tallest thumbnail.
 
         Progress goes to stderr: a bar on a terminal, a line per image ([3/20] photo.jpg) otherwise.
         Images that fail are listed at the end and left out; a summary line follows on stdout.
