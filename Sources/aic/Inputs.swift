@@ -37,7 +37,8 @@ enum Inputs {
         arguments.flatMap { argument -> [URL] in
             let url = url(for: argument)
             var isFolder: ObjCBool = false
-            guard url.isFileURL, FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue
+            guard url.isFileURL, FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder),
+                isFolder.boolValue
             else { return [url] }
             return images(inFolder: url)
         }
@@ -45,7 +46,11 @@ enum Inputs {
 
     private static func images(inFolder folder: URL) -> [URL] {
         let keys: [URLResourceKey] = [.isRegularFileKey]
-        guard let walker = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: keys) else { return [] }
+        // Hidden files and folders are other programs' caches and metadata (.thumbnails, ._photo.jpg).
+        guard
+            let walker = FileManager.default.enumerator(
+                at: folder, includingPropertiesForKeys: keys, options: .skipsHiddenFiles)
+        else { return [] }
         var found: [URL] = []
         for case let url as URL in walker
         where imageExtensions.contains(url.pathExtension.lowercased())
