@@ -34,7 +34,9 @@ enum AIC {
         """
 
     static var usage: String {
-        let commands = subcommands.map { "  " + $0.name.padding(toLength: 11, withPad: " ", startingAt: 0) + $0.summary }
+        let commands = subcommands.map {
+            "  " + $0.name.padding(toLength: 11, withPad: " ", startingAt: 0) + $0.summary
+        }
         return """
             aic: load, cache and prepare images with AsyncImageCache.
 
@@ -92,7 +94,8 @@ enum AIC {
 
     /// `aic NAME --help`.
     static func help(for command: any Subcommand.Type) -> String {
-        "aic \(command.name): \(command.summary)\n\nUSAGE\n\(indented(command.synopsis))\n\n\(command.details)\n\n\(exitCodes)"
+        let sections = ["USAGE\n" + indented(command.synopsis), command.details, exitCodes]
+        return (["aic \(command.name): \(command.summary)"] + sections).joined(separator: "\n\n")
     }
 
     private static func exitWithUsageError(_ error: UsageError, synopsis: String, helpCommand: String) -> Never {

@@ -66,13 +66,16 @@ struct Arguments {
     }
 
     /// The whole number given for `name`, or `defaultValue` when it was not given.
-    func integer(_ name: String, default defaultValue: Int? = nil, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+    func integer(
+        _ name: String, default defaultValue: Int? = nil, in range: ClosedRange<Int>
+    ) throws(UsageError) -> Int {
         guard let text = values[name] else {
             guard let defaultValue else { throw UsageError("\(name) is required") }
             return defaultValue
         }
         guard let number = Int(text), range.contains(number) else {
-            throw UsageError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \"\(text)\"")
+            let bounds = "\(range.lowerBound) to \(range.upperBound)"
+            throw UsageError("\(name) must be a whole number from \(bounds), not \"\(text)\"")
         }
         return number
     }
@@ -85,7 +88,7 @@ struct Arguments {
         let unit = text.last.flatMap { units[$0] }
         let number = Double(unit == nil ? Substring(text) : text.dropLast())
         guard let number, number.isFinite, number >= 0 else {
-            throw UsageError("\(name) must be a number of seconds, or one ending in s, m, h or d (e.g. 7d), not \"\(text)\"")
+            throw UsageError("\(name) must be seconds, or a number ending in s, m, h or d (e.g. 7d), not \"\(text)\"")
         }
         return number * (unit ?? 1)
     }

@@ -77,7 +77,8 @@ enum CacheCommand: Subcommand {
             Console.out(object.text)
         } else {
             let entries = "\(removed) \(removed == 1 ? "entry" : "entries") (\(Formatted.bytes(freed)))"
-            Console.out("\(what(entries)) from \"\(store.name)\"; \(after.fileCount) left (\(Formatted.bytes(after.byteCount)))")
+            let left = "\(after.fileCount) left (\(Formatted.bytes(after.byteCount)))"
+            Console.out("\(what(entries)) from \"\(store.name)\"; \(left)")
         }
     }
 
@@ -98,18 +99,19 @@ enum CacheCommand: Subcommand {
         private static func oldestUse(in folder: URL) -> Date? {
             let files = try? FileManager.default.contentsOfDirectory(
                 at: folder, includingPropertiesForKeys: [.contentModificationDateKey], options: .skipsHiddenFiles)
-            return files?.compactMap { try? $0.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate }
-                .min()
+            return files?.compactMap {
+                try? $0.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate
+            }.min()
         }
 
         func text(_ store: ImageStore) -> String {
-            let oldestText = oldest.map { "\(Formatted.date($0)) (\(Formatted.age(-$0.timeIntervalSinceNow)) ago)" } ?? "-"
+            let oldestText = oldest.map { "\(Formatted.date($0)) (\(Formatted.age(-$0.timeIntervalSinceNow)) ago)" }
             return """
                 store    \(store.name)
                 folder   \(store.directory.path)
                 entries  \(fileCount)
                 bytes    \(byteCount) (\(Formatted.bytes(byteCount)))
-                oldest   \(oldestText)
+                oldest   \(oldestText ?? "-")
                 """
         }
 

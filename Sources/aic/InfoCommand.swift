@@ -112,8 +112,7 @@ enum LocalFile {
             } catch where error.reason == .truncated && prefix.count < byteCount && length < maximumPrefix {
                 length *= 2
             } catch {
-                let name = URL(fileURLWithPath: path).lastPathComponent
-                throw CommandFailure("\(name): \(ImageLoadingError.decodingFailed(error).description)")
+                throw CommandFailure(Inputs.describe(.decodingFailed(error), loading: URL(fileURLWithPath: path)))
             }
         }
     }
@@ -122,7 +121,9 @@ enum LocalFile {
         var data = Data(count: length)
         var filled = 0
         while filled < length {
-            let count = data.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + filled, length - filled, off_t(filled)) }
+            let count = data.withUnsafeMutableBytes {
+                pread(descriptor, $0.baseAddress! + filled, length - filled, off_t(filled))
+            }
             if count < 0, errno == EINTR { continue }
             if count < 0 { throw unavailable(path, String(cString: strerror(errno))) }
             if count == 0 { break }  // the file shrank since fstat

@@ -52,7 +52,9 @@ enum SheetCommand: Subcommand {
         let store = try Inputs.store()
 
         let urls = Inputs.expandingFolders(arguments.positionals)
-        guard !urls.isEmpty else { throw CommandFailure("no images found in \(arguments.positionals.joined(separator: " "))") }
+        guard !urls.isEmpty else {
+            throw CommandFailure("no images found in \(arguments.positionals.joined(separator: " "))")
+        }
         let clock = ContinuousClock()
         let start = clock.now
         let requests = urls.map { ImageRequest(url: $0, targetWidth: CGFloat(width), cornerRadius: CGFloat(radius)) }
@@ -72,13 +74,16 @@ enum SheetCommand: Subcommand {
         let layout = SheetLayout(sizes: thumbnails.map(\.pixelSize), cellWidth: width, columns: columns, gap: gap)
         let sheet = layout.composite(thumbnails)
         try output.write(sheet)
-        Console.out(summary(of: store.statistics, images: thumbnails.count, of: urls.count, sheet: sheet,
-                            output: output, elapsed: clock.now - start))
+        let counts = "\(thumbnails.count) of \(urls.count) images, \(sheet.pixelSize) px"
+        let elapsed = Formatted.seconds(clock.now - start)
+        Console.out("\(output.url.path): \(counts); \(describe(store.statistics)); \(elapsed)")
     }
 
     /// Loads every request through `store`, at most ``concurrency`` at a time, reporting progress;
     /// the results come back in the order of `requests`.
-    static func load(_ requests: [ImageRequest], through store: ImageStore) async -> [Result<Bitmap, ImageLoadingError>] {
+    static func load(
+        _ requests: [ImageRequest], through store: ImageStore
+    ) async -> [Result<Bitmap, ImageLoadingError>] {
         var results = [Result<Bitmap, ImageLoadingError>](repeating: .failure(.cancelled), count: requests.count)
         var progress = Progress(total: requests.count)
         await withTaskGroup(of: (Int, Result<Bitmap, ImageLoadingError>).self) { group in
@@ -104,16 +109,10 @@ enum SheetCommand: Subcommand {
         return results
     }
 
-    /// `sheet.png: 19 of 20 images, 1000x812 px; fetched 12.3 MB; hits: memory 0, ...; 1.42 s`.
-    private static func summary(
-        of statistics: ImageStore.Statistics, images: Int, of total: Int, sheet: Bitmap, output: PNGOutput, elapsed: Duration
-    ) -> String {
-        let tiers = [
-            "memory \(statistics.variantHits + statistics.originalMemoryHits)", "disk \(statistics.diskHits)",
-            "source \(statistics.sourceFetches)",
-        ]
-        return "\(output.url.path): \(images) of \(total) images, \(sheet.pixelSize) px; "
-            + "fetched \(Formatted.bytes(statistics.bytesFetched)); hits: \(tiers.joined(separator: ", ")); "
-            + Formatted.seconds(elapsed)
+    /// `fetched 12.3 MB; hits: memory 0, disk 3, source 17`.
+    private static func describe(_ statistics: ImageStore.Statistics) -> String {
+        let memory = statistics.variantHits + statistics.originalMemoryHits
+        let hits = "memory \(memory), disk \(statistics.diskHits), source \(statistics.sourceFetches)"
+        return "fetched \(Formatted.bytes(statistics.bytesFetched)); hits: \(hits)"
     }
 }

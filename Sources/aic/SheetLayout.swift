@@ -54,8 +54,9 @@ struct SheetLayout {
                         for _ in 0..<visibleWidth {
                             let alpha = Int(source[from + 3])
                             for channel in 0..<3 {
-                                let blended = Int(source[from + channel]) * alpha + Int(destination[to + channel]) * (255 - alpha)
-                                destination[to + channel] = UInt8((blended + 127) / 255)
+                                let over = Int(source[from + channel]) * alpha
+                                let under = Int(destination[to + channel]) * (255 - alpha)
+                                destination[to + channel] = UInt8((over + under + 127) / 255)
                             }
                             from += 4
                             to += 4

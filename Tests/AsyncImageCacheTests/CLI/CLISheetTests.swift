@@ -8,7 +8,8 @@ import Testing
     @Test func aFolderWithACorruptFileMakesASheetOfTheRestAndListsTheFailure() async throws {
         let aic = CommandLineRunner()
         let album = aic.file("album")
-        try FileManager.default.createDirectory(at: album.appendingPathComponent("sub"), withIntermediateDirectories: true)
+        let subfolder = album.appendingPathComponent("sub")
+        try FileManager.default.createDirectory(at: subfolder, withIntermediateDirectories: true)
         try SampleImages.jpeg(width: 200, height: 100).write(to: album.appendingPathComponent("a.jpg"))
         try SampleImages.jpeg(width: 300, height: 300).write(to: album.appendingPathComponent("c.jpg"))
         try SampleImages.png(width: 100, height: 200).write(to: album.appendingPathComponent("sub/b.png"))
@@ -37,7 +38,7 @@ import Testing
         // stderr is a file here, not a terminal: one progress line per image, then the failures.
         let lines = result.stderrLines
         #expect(lines.filter { $0.hasPrefix("[") && $0.contains("/5] ") }.count == 5, "\(result)")
-        #expect(lines.contains("[\(try #require(lines.firstIndex { $0.contains("corrupt.jpg") }) + 1)/5] corrupt.jpg (failed)"))
+        #expect(lines.contains { $0.hasPrefix("[") && $0.hasSuffix("/5] corrupt.jpg (failed)") }, "\(result)")
         #expect(lines.contains("1 of 5 failed:"), "\(result)")
         #expect(lines.last == "  corrupt.jpg: not a recognised image format", "\(result)")
     }

@@ -21,7 +21,9 @@ final class CommandLineRunner: Sendable {
         let stderr: String
 
         /// The lines of stderr, without the final newline.
-        var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
+        var stderrLines: [String] {
+            stderr.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+        }
 
         var description: String { "exit \(status)\n--- stdout\n\(stdout)--- stderr\n\(stderr)" }
     }
@@ -73,7 +75,7 @@ final class CommandLineRunner: Sendable {
         process.standardError = try FileHandle(forWritingTo: stderrFile)
         // Awaited, not waitUntilExit(): blocking a thread of the test pool on a child would starve
         // the other tests on a two-core machine.
-        let status = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int32, any Error>) in
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
             process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
             do {
                 try process.run()
