@@ -49,6 +49,15 @@ struct Arguments {
         }
     }
 
+    /// The one positional argument `command` takes, called `what` in the message when there is
+    /// none or more than one.
+    func single(_ what: String, of command: String) throws(UsageError) -> String {
+        guard positionals.count == 1 else {
+            throw UsageError(positionals.isEmpty ? "\(command) needs an \(what)" : "\(command) takes one \(what)")
+        }
+        return positionals[0]
+    }
+
     /// Whether the flag `name` was given.
     func flag(_ name: String) -> Bool {
         flags.contains(name)

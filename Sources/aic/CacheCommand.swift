@@ -36,9 +36,7 @@ enum CacheCommand: Subcommand {
     static let defaultMaxAge: Double = 7 * 24 * 60 * 60
 
     static func run(_ arguments: Arguments) async throws {
-        guard arguments.positionals.count == 1, let action = arguments.positionals.first else {
-            throw UsageError("cache needs one action: stats, clear or trim")
-        }
+        let action = try arguments.single("action (stats, clear or trim)", of: name)
         guard ["stats", "clear", "trim"].contains(action) else {
             throw UsageError("unknown cache action \(action): use stats, clear or trim")
         }

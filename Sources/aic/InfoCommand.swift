@@ -36,10 +36,7 @@ enum InfoCommand: Subcommand {
     static let flags: Set<String> = ["--json"]
 
     static func run(_ arguments: Arguments) async throws {
-        guard arguments.positionals.count == 1 else {
-            throw UsageError(arguments.positionals.isEmpty ? "info needs an INPUT" : "info takes one INPUT")
-        }
-        let url = Inputs.url(for: arguments.positionals[0])
+        let url = Inputs.url(for: try arguments.single("INPUT", of: name))
         let (header, byteCount) = try await read(url)
         if arguments.flag("--json") {
             let object = JSONObject([

@@ -35,13 +35,11 @@ enum ThumbnailCommand: Subcommand {
     static let maximumWidth = 16_384
 
     static func run(_ arguments: Arguments) async throws {
-        guard arguments.positionals.count == 1 else {
-            throw UsageError(arguments.positionals.isEmpty ? "thumbnail needs an INPUT" : "thumbnail takes one INPUT")
-        }
+        let input = try arguments.single("INPUT", of: name)
         let width = try arguments.integer("--width", in: 1...maximumWidth)
         let radius = try arguments.integer("--radius", default: 0, in: 0...maximumWidth)
         let output = try PNGOutput(path: try arguments.required("--output"))
-        let url = Inputs.url(for: arguments.positionals[0])
+        let url = Inputs.url(for: input)
 
         let store = try Inputs.store()
         let image: Bitmap
@@ -56,7 +54,6 @@ enum ThumbnailCommand: Subcommand {
         try output.write(image)
         Console.out("\(output.url.path): \(image.pixelSize) PNG")
     }
-
 }
 
 /// The PNG file a command writes, checked before any image loads so that a mistyped path fails at
