@@ -32,6 +32,9 @@ final class CommandLineRunner: Sendable {
     /// runs, next to the test bundle's resources.
     static let executable = Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("aic")
 
+    /// How long one run may take before it is killed; the slowest takes well under a second alone.
+    static let timeLimit = Duration.seconds(120)
+
     /// The folder the child processes see as `XDG_CACHE_HOME`.
     let cacheHome = TemporaryDirectory("cli-cache")
     /// A folder for inputs and outputs, and the children's working directory.
@@ -74,18 +77,22 @@ final class CommandLineRunner: Sendable {
         process.standardOutput = try FileHandle(forWritingTo: stdoutFile)
         process.standardError = try FileHandle(forWritingTo: stderrFile)
         // Awaited, not waitUntilExit(): blocking a thread of the test pool on a child would starve
-        // the other tests on a two-core machine.
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
+        // the other tests on a two-core machine. The stream keeps the status if aic exits first.
+        let (exits, exited) = AsyncStream<Int32>.makeStream()
+        process.terminationHandler = { exited.yield($0.terminationStatus) }
+        try process.run()
+        // A hung aic must fail its test, not stall the whole suite.
+        let pid = process.processIdentifier
+        let watchdog = Task {
+            try await Task.sleep(for: Self.timeLimit)
+            kill(pid, SIGKILL)
         }
+        var iterator = exits.makeAsyncIterator()
+        let status = await iterator.next()
+        watchdog.cancel()
+        #expect(process.terminationReason == .exit, "aic was killed by a signal: \(arguments)")
         return Result(
-            status: status,
+            status: try #require(status),
             stdout: try String(contentsOf: stdoutFile, encoding: .utf8),
             stderr: try String(contentsOf: stderrFile, encoding: .utf8))
     }
