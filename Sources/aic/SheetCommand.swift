@@ -86,27 +86,34 @@ enum SheetCommand: Subcommand {
     ) async -> [Result<Bitmap, ImageLoadingError>] {
         var results = [Result<Bitmap, ImageLoadingError>](repeating: .failure(.cancelled), count: requests.count)
         var progress = Progress(total: requests.count)
+        func record(_ index: Int, _ result: Result<Bitmap, ImageLoadingError>) {
+            results[index] = result
+            progress.advance(Inputs.displayName(of: requests[index].url), failed: (try? result.get()) == nil)
+        }
         await withTaskGroup(of: (Int, Result<Bitmap, ImageLoadingError>).self) { group in
-            var pending = requests.enumerated().makeIterator()
-            func startNext() {
-                guard let (index, request) = pending.next() else { return }
-                group.addTask {
-                    do throws(ImageLoadingError) {
-                        return (index, .success(try await store.image(for: request)))
-                    } catch {
-                        return (index, .failure(error))
-                    }
-                }
+            for (index, request) in requests.enumerated() {
+                // Past the first few, each new load waits for one to finish.
+                if index >= concurrency, let (done, result) = await group.next() { record(done, result) }
+                group.addTask { (index, await outcome(of: request, through: store)) }
             }
-            for _ in 0..<concurrency { startNext() }
-            while let (index, result) = await group.next() {
-                results[index] = result
-                progress.advance(Inputs.displayName(of: requests[index].url), failed: (try? result.get()) == nil)
-                startNext()
-            }
+            for await (done, result) in group { record(done, result) }
         }
         progress.finish()
         return results
+    }
+
+    /// The image for `request`, or why there is none.
+    ///
+    /// A function of its own rather than a `do throws(ImageLoadingError)` block in the child task:
+    /// with Swift 6.3.1 at -O, such a block in an async closure corrupted the captured index.
+    private static func outcome(
+        of request: ImageRequest, through store: ImageStore
+    ) async -> Result<Bitmap, ImageLoadingError> {
+        do {
+            return .success(try await store.image(for: request))
+        } catch {
+            return .failure(error)
+        }
     }
 
     /// `fetched 12.3 MB; hits: memory 0, disk 3, source 17`.
