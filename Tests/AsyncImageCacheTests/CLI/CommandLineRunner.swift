@@ -29,8 +29,12 @@ final class CommandLineRunner: Sendable {
     }
 
     /// `aic` in the products folder: SwiftPM builds every product of the package before `swift test`
-    /// runs, next to the test bundle's resources.
-    static let executable = Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("aic")
+    /// runs, next to the test bundle's resources. `AIC_EXECUTABLE` names another build instead, so the
+    /// same tests can check a release binary (`AIC_EXECUTABLE=.build/release/aic swift test --filter CLI`),
+    /// where the optimizer has bitten before.
+    static let executable =
+        ProcessInfo.processInfo.environment["AIC_EXECUTABLE"].map { URL(fileURLWithPath: $0) }
+        ?? Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("aic")
 
     /// How long one run may take before it is killed; the slowest takes well under a second alone.
     static let timeLimit = Duration.seconds(120)
