@@ -1,11 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Where `aic` writes: results to stdout, progress and diagnostics to stderr.
 enum Console {
     /// Writes `line` and a newline to stdout.

@@ -1,12 +1,6 @@
 import AsyncImageCache
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// `aic info INPUT [--json]`: an image's displayed size and format, read from its header.
 ///
 /// A local file is never read past its header. A URL goes through the store: the disk tier

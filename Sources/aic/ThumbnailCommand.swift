@@ -1,12 +1,6 @@
 import AsyncImageCache
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// `aic thumbnail INPUT --width W [--radius R] --output OUT.png`: one image through the store, as
 /// an app would ask for it, written as an RGBA PNG.
 enum ThumbnailCommand: Subcommand {
