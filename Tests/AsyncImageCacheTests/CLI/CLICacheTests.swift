@@ -5,21 +5,18 @@ import Testing
 
 /// `aic cache stats|clear|trim` on stores inside a temporary `XDG_CACHE_HOME`.
 @Suite struct CLICacheTests {
-    /// A runner whose default store holds the given remote images, fetched by `aic thumbnail`.
+    /// A runner whose default store holds `count` remote JPEGs, fetched by `aic thumbnail`, and their sizes in bytes.
     private func runnerWithCachedImages(_ count: Int) async throws -> (CommandLineRunner, [Int]) {
         let aic = CommandLineRunner()
-        let served = TemporaryDirectory("cli-served")
-        let sizes = (0..<count).map { PixelSize(width: 100 + 20 * $0, height: 80) }
-        let names = try SampleImages.writeJPEGs(sizes, into: served.url)
-        let server = try TestHTTPServer(serving: served.url)
+        let files = try (0..<count).map { ("\($0).jpg", try SampleImages.jpeg(width: 100 + 20 * $0, height: 80)) }
+        let server = try aic.serve(Dictionary(uniqueKeysWithValues: files))
         defer { server.stop() }
-        for name in names {
+        for (name, _) in files {
             let result = try await aic.run(
                 "thumbnail", server.url("/images/\(name)").absoluteString, "--width", "10", "--output", "t.png")
             #expect(result.status == 0, "\(result)")
         }
-        let byteCounts = try names.map { try Data(contentsOf: served.url.appendingPathComponent($0)).count }
-        return (aic, byteCounts)
+        return (aic, files.map(\.1.count))
     }
 
     private func json(_ result: CommandLineRunner.Result) throws -> [String: Any] {
@@ -89,9 +86,7 @@ import Testing
 
     @Test func nameSelectsAnotherStoreUnderTheSameCacheFolder() async throws {
         let aic = CommandLineRunner()
-        let served = TemporaryDirectory("cli-served")
-        try SampleImages.writeJPEGs([PixelSize(width: 64, height: 64)], into: served.url)
-        let server = try TestHTTPServer(serving: served.url)
+        let server = try aic.serve(["0.jpg": try SampleImages.jpeg(width: 64, height: 64)])
         defer { server.stop() }
         // The library fills a store named "avatars" where the child process will look for it.
         let root = aic.cacheHome.url.appendingPathComponent("AsyncImageCache")

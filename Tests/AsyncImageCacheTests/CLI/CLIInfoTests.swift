@@ -26,15 +26,13 @@ import Testing
 
     @Test func aURLIsReadThroughTheStoreAndAFileURLLikeAPath() async throws {
         let aic = CommandLineRunner()
-        let images = TemporaryDirectory("cli-served")
-        try SampleImages.jpeg(width: 120, height: 90).write(to: images.url.appendingPathComponent("a.jpg"))
-        let server = try TestHTTPServer(serving: images.url)
+        let server = try aic.serve(["a.jpg": try SampleImages.jpeg(width: 120, height: 90)])
         defer { server.stop() }
 
         let remote = try await aic.run("info", server.url("/images/a.jpg").absoluteString)
         #expect(remote.status == 0, "\(remote)")
         #expect(remote.stdout == "120x90 JPEG\n")
-        let fileURL = try await aic.run("info", images.url.appendingPathComponent("a.jpg").absoluteString)
+        let fileURL = try await aic.run("info", aic.servedFolder.appendingPathComponent("a.jpg").absoluteString)
         #expect(fileURL.stdout == "120x90 JPEG\n")
     }
 
@@ -49,11 +47,9 @@ import Testing
     @Test func jsonIsOneObjectWithEveryField() async throws {
         let aic = CommandLineRunner()
         let fixture = Fixtures.url("exif-orientation", "Landscape_6.jpg")
-        let images = TemporaryDirectory("cli-served")
-        try FileManager.default.copyItem(at: fixture, to: images.url.appendingPathComponent("rotated.jpg"))
-        let server = try TestHTTPServer(serving: images.url)
-        defer { server.stop() }
         let byteCount = try Data(contentsOf: fixture).count
+        let server = try aic.serve(["rotated.jpg": try Data(contentsOf: fixture)])
+        defer { server.stop() }
 
         for input in [fixture.path, server.url("/images/rotated.jpg").absoluteString] {
             let result = try await aic.run("info", input, "--json")
@@ -73,9 +69,7 @@ import Testing
 
     @Test func aRemoteImageTheDiskTierHoldsNeedsNoServer() async throws {
         let aic = CommandLineRunner()
-        let images = TemporaryDirectory("cli-served")
-        try SampleImages.jpeg(width: 200, height: 100).write(to: images.url.appendingPathComponent("a.jpg"))
-        let server = try TestHTTPServer(serving: images.url)
+        let server = try aic.serve(["a.jpg": try SampleImages.jpeg(width: 200, height: 100)])
         let url = server.url("/images/a.jpg").absoluteString
         // A thumbnail puts the original in the default store's disk tier; info then reads it there.
         #expect(try await aic.run("thumbnail", url, "--width", "20", "--output", "t.png").status == 0)

@@ -35,9 +35,7 @@ import Testing
 
     @Test func aURLLoadsThroughTheDefaultStoreAndLandsInItsDiskTier() async throws {
         let aic = CommandLineRunner()
-        let images = TemporaryDirectory("cli-served")
-        try SampleImages.writeJPEGs([PixelSize(width: 300, height: 600)], into: images.url)
-        let server = try TestHTTPServer(serving: images.url)
+        let server = try aic.serve(["0.jpg": try SampleImages.jpeg(width: 300, height: 600)])
         defer { server.stop() }
 
         let result = try await aic.run(

@@ -49,6 +49,21 @@ final class CommandLineRunner: Sendable {
         cacheHome.url.appendingPathComponent("AsyncImageCache/\(name)", isDirectory: true)
     }
 
+    /// The folder ``serve(_:)`` serves, inside ``workspace``.
+    var servedFolder: URL {
+        workspace.url.appendingPathComponent("served", isDirectory: true)
+    }
+
+    /// Writes `files` (name -> bytes) into ``servedFolder`` and starts a loopback server for them at
+    /// `/images/<name>`.
+    func serve(_ files: [String: Data]) throws -> TestHTTPServer {
+        try FileManager.default.createDirectory(at: servedFolder, withIntermediateDirectories: true)
+        for (name, data) in files {
+            try data.write(to: servedFolder.appendingPathComponent(name))
+        }
+        return try TestHTTPServer(serving: servedFolder)
+    }
+
     /// A file URL in ``workspace``.
     func file(_ name: String) -> URL {
         workspace.url.appendingPathComponent(name)
