@@ -51,7 +51,10 @@ enum CacheCommand: Subcommand {
             Console.out(json ? before.json(store).text : before.text(store))
         case "clear":
             store.removeAll()
-            report(removed: before.fileCount, before: before, after: Usage(store), store: store, json: json) {
+            let after = Usage(store)
+            // Counted, not assumed: a file the user may not delete stays.
+            let removed = before.fileCount - after.fileCount
+            report(removed: removed, before: before, after: after, store: store, json: json) {
                 "cleared \($0)"
             }
         default:
