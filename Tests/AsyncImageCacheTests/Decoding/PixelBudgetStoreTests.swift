@@ -21,8 +21,17 @@ struct PixelBudgetStoreTests {
         }
     }
 
-    /// An 8000x6000 baseline JPEG (48 megapixels), written into `folder`.
+    /// An 8000x6000 baseline JPEG (48 megapixels), encoded once for the whole run.
+    static let largeJPEG = Result { try makeLargeJPEG() }
+
+    /// Writes ``largeJPEG`` into `folder`.
     static func writeLargeJPEG(into folder: URL) throws -> URL {
+        let url = folder.appendingPathComponent("large.jpg")
+        try largeJPEG.get().write(to: url)
+        return url
+    }
+
+    private static func makeLargeJPEG() throws -> Data {
         let (width, height) = (8000, 6000)
         // One row of colour bands, copied into every row: cheap to make even in a debug build.
         var row = [UInt8](repeating: 255, count: width * 4)
@@ -39,9 +48,7 @@ struct PixelBudgetStoreTests {
             }
             initialized = rowBytes * height
         }
-        let url = folder.appendingPathComponent("large.jpg")
-        try ImageEncoders.JPEG(quality: 80).encode(Bitmap(width: width, height: height, pixels: pixels)).write(to: url)
-        return url
+        return try ImageEncoders.JPEG(quality: 80).encode(Bitmap(width: width, height: height, pixels: pixels))
     }
 
     @Test func an8000By6000JPEGLoadsAsAThumbnailWithTheDefaultBudgetAndWithTwoMegapixels() async throws {

@@ -62,10 +62,10 @@ struct ResizeQualityTests {
 
     /// The resize kernel alone, from a full decode: what is left of the gap is rounding, so it is much
     /// smaller than the whole pipeline's (which may decode a JPEG at a reduced DCT scale first). Measured
-    /// here: 56-60 dB on the JPEG photos. The PNG cut-out measures about 42 dB at 100 pixels: Pillow clips
+    /// here: 56-60 dB on the JPEG photos (only the small ones run, to keep the suite light). The PNG cut-out measures about 42 dB at 100 pixels: Pillow clips
     /// premultiplied samples to 8 bits after each pass, so where Lanczos overshoots at an alpha edge its
     /// colour comes out brighter; the opaque interior still agrees to about 57 dB.
-    @Test(arguments: [cases[1], cases[5], cases[7]])
+    @Test(arguments: [cases[5], cases[7]])
     func theResizeAloneFromAFullDecodeIsCloserStill(_ test: Case) throws {
         let data = try Fixtures.data(test.folder, test.name)
         let header = try ImageHeader.parse(data)
