@@ -28,6 +28,11 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         /// The announced length of an unencoded body, used to detect truncation.
         var expectedBytes: Int?
         var body = Data()
+        /// Set once the load has failed on its status: the (small) error body is read and dropped
+        /// instead of cancelling mid-callback, which races inside swift-corelibs-foundation and can
+        /// trap ("Trying to access a behaviour for a task that in not in the registry").
+        var isDraining = false
+        var drainedBytes = 0
     }
 
     /// Registers `task` before it starts, so a cancellation that comes first has an entry to mark.
@@ -87,32 +92,46 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         didReceive response: URLResponse,
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
-        let failure: ImageLoadingError? = lock.withLock {
+        enum Outcome {
+            case proceed
+            case drain(Continuation?, ImageLoadingError)
+            case stop(ImageLoadingError)
+        }
+        let outcome: Outcome = lock.withLock {
             // Mutated in place through the index so the reserved body buffer is not copied later.
-            guard let index = entries.index(forKey: dataTask.taskIdentifier) else { return nil }
+            guard let index = entries.index(forKey: dataTask.taskIdentifier) else { return .proceed }
             let (url, byteLimit) = (entries.values[index].url, entries.values[index].byteLimit)
             guard let http = response as? HTTPURLResponse else {
-                return .network(url: url, description: "not an HTTP response")
+                return .stop(.network(url: url, description: "not an HTTP response"))
             }
-            guard (200...299).contains(http.statusCode) else { return .httpStatus(code: http.statusCode, url: url) }
+            guard (200...299).contains(http.statusCode) else {
+                let continuation = entries.values[index].continuation
+                entries.values[index].continuation = nil
+                entries.values[index].isDraining = true
+                return .drain(continuation, .httpStatus(code: http.statusCode, url: url))
+            }
             let length = http.expectedContentLength
             // Content-Length counts the encoded bytes; URLSession may hand over decoded ones.
             let encoding = http.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
             if length >= 0, encoding == "identity" {
-                guard length <= Int64(byteLimit) else { return .responseTooLarge(url: url, byteLimit: byteLimit) }
+                guard length <= Int64(byteLimit) else { return .stop(.responseTooLarge(url: url, byteLimit: byteLimit)) }
                 entries.values[index].expectedBytes = Int(length)
                 entries.values[index].body.reserveCapacity(Int(length))
             }
             entries.values[index].response = http
-            return nil
+            return .proceed
         }
-        if let failure {
+        switch outcome {
+        case .proceed:
+            completionHandler(.allow)
+        case .drain(let continuation, let failure):
+            completionHandler(.allow)
+            continuation?.resume(returning: .failure(failure))
+        case .stop(let failure):
             complete(dataTask) { _ in .failure(failure) }
             // swift-corelibs-foundation ignores the disposition, so cancel the task itself as well.
             completionHandler(.cancel)
             dataTask.cancel()
-        } else {
-            completionHandler(.allow)
         }
     }
 
@@ -122,6 +141,11 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             // make every append copy the whole body.
             guard let index = entries.index(forKey: dataTask.taskIdentifier) else { return nil }
             let (url, byteLimit) = (entries.values[index].url, entries.values[index].byteLimit)
+            if entries.values[index].isDraining {
+                entries.values[index].drainedBytes += data.count
+                // An error page past the cap is stopped like any other oversized body.
+                return entries.values[index].drainedBytes > byteLimit ? .responseTooLarge(url: url, byteLimit: byteLimit) : nil
+            }
             guard entries.values[index].body.count + data.count <= byteLimit else {
                 return .responseTooLarge(url: url, byteLimit: byteLimit)
             }
