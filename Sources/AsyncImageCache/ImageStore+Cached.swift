@@ -1,11 +1,14 @@
 import Foundation
 
 extension ImageStore {
-    /// The ready-to-draw image for `request` if it is in memory; `nil` otherwise.
+    /// The ready-to-draw image for `request` if memory has one; `nil` otherwise.
     ///
-    /// A dictionary lookup under a lock: no file system access, safe to call during layout.
+    /// A lookup under a lock: no file system access (not even for `file:` URLs, whose freshness
+    /// the next ``load(_:completion:)`` checks), safe to call during layout. When the exact
+    /// variant is missing, a larger decode of the same URL that looks the same at this width
+    /// (same corners in proportion, or none) is returned: draw it scaled to the frame.
     public func cachedImage(for request: ImageRequest) -> PlatformImage? {
-        variants.value(forKey: request)?.image.value
+        variants.value(for: request)?.image.value
     }
 
     /// The natural pixel size of the image at `url` as displayed (EXIF orientation applied),

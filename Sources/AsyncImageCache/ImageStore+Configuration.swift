@@ -30,13 +30,18 @@ extension ImageStore {
         public var decoder: any ImageDecoding = ImageDecoders.Default()
         /// The most pixels one decoded bitmap may have; 64 megapixels by default.
         public var pixelBudget = ImageDecodingContext.defaultPixelBudget
-        /// Called at the start of every pipeline stage, on the thread that runs it (for
-        /// instrumentation and tests); `nil` by default. Must be fast and must not block.
-        public var stageObserver: (@Sendable (Stage) -> Void)?
+        /// The most decodes run at once; the active processor count by default. Loads beyond it
+        /// wait for a slot, visible loads before prefetches.
+        public var decodeConcurrency = ProcessInfo.processInfo.activeProcessorCount
+        /// Called at the start of every pipeline stage with the URL it works on, on the thread that
+        /// runs it (for instrumentation and tests); `nil` by default. Must be fast and not block.
+        public var stageObserver: (@Sendable (Stage, URL) -> Void)?
 
         /// Reads and writes the pixel-size attribute; tests replace it to simulate file systems
         /// without extended attributes.
         var extendedAttributes: any ExtendedAttributeStoring = FileExtendedAttributes()
+        /// Looks at local files' versions; tests replace it with a spy that counts calls.
+        var fileInspector: any FileInspecting = SystemFileInspector()
 
         /// Creates a configuration with default budgets and parts.
         public init(name: String = "default") {

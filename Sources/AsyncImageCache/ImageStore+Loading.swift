@@ -48,34 +48,50 @@ extension ImageStore {
         try await prepared(request).get().image.value
     }
 
-    func prepared(_ request: ImageRequest) async -> Result<PreparedImage, ImageLoadingError> {
-        if let hit = variants.value(forKey: request) {
-            count { $0.variantHits += 1 }
-            return .success(hit)
+    func prepared(
+        _ request: ImageRequest, priority: ImageLoadPriority = .normal
+    ) async -> Result<PreparedImage, ImageLoadingError> {
+        if let hit = variants.value(for: request) {
+            // A local file may have changed since it was decoded: one stat, here off the caller's
+            // thread (``cachedImage(for:)`` never looks).
+            if !request.url.isFileURL || hit.fileStamp == fileStamp(of: request.url) {
+                count { $0.variantHits += 1 }
+                return .success(hit)
+            }
+            variants.removeVariants(of: request.url)
         }
-        let outcome = await variantRuns.value(for: request) { [self] in await prepare(request) }
+        let outcome = await variantRuns.value(for: request, priority: priority) { [self] priority in
+            await prepare(request, priority: priority)
+        }
         if case .failure(let error) = outcome, error != .cancelled { count { $0.failures += 1 } }
         return outcome
     }
 
     /// One run of the pipeline for `request`, shared by every waiter for it.
-    private func prepare(_ request: ImageRequest) async -> Result<PreparedImage, ImageLoadingError> {
+    private func prepare(_ request: ImageRequest, priority: RunPriority) async -> Result<PreparedImage, ImageLoadingError> {
         let fetched: FetchedOriginal
         switch await original(for: request.url) {
         case .success(let value): fetched = value
         case .failure(let error): return .failure(error)
         }
-        guard !Task.isCancelled else { return .failure(.cancelled) }
+        // Waits for a decode slot; a run cancelled meanwhile never decodes.
+        let rendered = await decodeSlots.run(priority: priority) { () -> Result<Bitmap, ImageDecodingError>? in
+            guard !Task.isCancelled else { return nil }
+            return Result { () throws(ImageDecodingError) in try render(fetched.original, for: request) }
+        } ?? nil
         let bitmap: Bitmap
-        do {
-            bitmap = try render(fetched.original, for: request)
-        } catch {
+        switch rendered {
+        case nil:
+            return .failure(.cancelled)
+        case .failure(let error)?:
             if fetched.origin == .disk { disk?.remove(request.url) }  // a corrupt cached file: fetch afresh next time
             return .failure(.decodingFailed(error))
+        case .success(let value)?:
+            bitmap = value
         }
         if fetched.claimStoring() { store(fetched, for: request.url) }
-        let prepared = PreparedImage(bitmap)
-        variants.insert(prepared, forKey: request, cost: prepared.cost)
+        let prepared = PreparedImage(bitmap, request: request, fileStamp: fetched.original.fileStamp)
+        variants.insert(prepared, for: request)
         return .success(prepared)
     }
 
@@ -89,20 +105,20 @@ extension ImageStore {
             target = PixelSize(width: width, height: max(1, Int(height)))
         }
         let minimumStored = target.map { header.orientation.swapsWidthAndHeight ? $0.transposed : $0 }
-        report(.decode)
+        report(.decode, request.url)
         count { $0.decodes += 1 }
         let context = ImageDecodingContext(header: header, minimumSize: minimumStored, pixelBudget: configuration.pixelBudget)
         var bitmap = try configuration.decoder.decode(original.data, context: context)
         if header.orientation != .up {
-            report(.orient)
+            report(.orient, request.url)
             bitmap = bitmap.oriented(header.orientation)
         }
         if let target, bitmap.pixelSize != target {
-            report(.resize)
+            report(.resize, request.url)
             bitmap = bitmap.resized(to: target)
         }
         if request.cornerPixelRadius > 0 {
-            report(.roundCorners)
+            report(.roundCorners, request.url)
             bitmap = bitmap.roundingCorners(radius: request.cornerPixelRadius)
         }
         return bitmap
@@ -114,7 +130,7 @@ extension ImageStore {
             count { $0.originalMemoryHits += 1 }
             return .success(FetchedOriginal(original, origin: .memory))
         }
-        return await fetchRuns.value(for: url.cacheKey) { [self] in await fetchOriginal(url) }
+        return await fetchRuns.value(for: url.cacheKey) { [self] _ in await fetchOriginal(url) }
     }
 
     private func fetchOriginal(_ url: URL) async -> Result<FetchedOriginal, ImageLoadingError> {
@@ -127,8 +143,8 @@ extension ImageStore {
             disk.remove(url)  // not an image any more: fall through to the source
         }
         guard !Task.isCancelled else { return .failure(.cancelled) }
-        report(.fetch)
-        let stamp = url.isFileURL ? FileStamp(path: url.path) : nil
+        report(.fetch, url)
+        let stamp = url.isFileURL ? fileStamp(of: url) : nil
         let data: Data
         do {
             data = try await configuration.dataLoader.loadData(for: url)
@@ -163,7 +179,11 @@ extension ImageStore {
     /// Whether a memory original still matches its source (for files: same date and size).
     private func isCurrent(_ original: OriginalImage, for url: URL) -> Bool {
         guard url.isFileURL else { return true }
-        return original.fileStamp != nil && original.fileStamp == FileStamp(path: url.path)
+        return original.fileStamp != nil && original.fileStamp == fileStamp(of: url)
+    }
+
+    func fileStamp(of url: URL) -> FileStamp? {
+        configuration.fileInspector.stamp(ofFileAtPath: url.path)
     }
 }
 

@@ -46,7 +46,7 @@ public final class ImageStore: Sendable {
     /// The store's configuration, as given at creation.
     public let configuration: Configuration
 
-    let variants: MemoryCache<ImageRequest, PreparedImage>
+    let variants: VariantCache
     // Originals, sizes and fetches are keyed by `URL.cacheKey`, the absolute string: hashing and
     // comparing `URL` values costs several times more, and the string is what names the disk file.
     let originals: MemoryCache<String, OriginalImage>
@@ -57,6 +57,8 @@ public final class ImageStore: Sendable {
     let variantRuns = InFlightTable<ImageRequest, PreparedImage>()
     let fetchRuns = InFlightTable<String, FetchedOriginal>()
     let counters = LockedBox(Statistics())
+    let decodeSlots: DecodeSlots
+    let prefetches = LockedBox([ImageRequest: Task<Void, Never>]())
 
     /// Creates a store with the given name and budgets and the default parts.
     ///
@@ -90,7 +92,8 @@ public final class ImageStore: Sendable {
     public init(configuration: Configuration) throws(ConfigurationError) {
         try Self.validate(name: configuration.name)
         self.configuration = configuration
-        variants = MemoryCache(countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryByteLimit)
+        variants = VariantCache(countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryByteLimit)
+        decodeSlots = DecodeSlots(limit: configuration.decodeConcurrency)
         originals = MemoryCache(countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryByteLimit)
         sizeMemo = MemoryCache(countLimit: 10_000, costLimit: .max)
         disk = try? DiskStore(
@@ -117,7 +120,7 @@ public final class ImageStore: Sendable {
         #endif
     }
 
-    func report(_ stage: Stage) {
-        configuration.stageObserver?(stage)
+    func report(_ stage: Stage, _ url: URL) {
+        configuration.stageObserver?(stage, url)
     }
 }

@@ -1,5 +1,11 @@
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Original bytes with what their header says, as kept in the memory tier of originals.
 struct OriginalImage: Sendable {
     let data: Data
@@ -12,17 +18,45 @@ struct OriginalImage: Sendable {
     var pixelSize: PixelSize { header.displaySize }
 }
 
-/// Identifies one version of a local file without reading it.
+/// Identifies one version of a local file without reading it: its modification time and size.
 struct FileStamp: Hashable, Sendable {
-    let modificationDate: Date
+    let modificationTime: timespec
     let byteCount: Int
 
-    init?(path: String) {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-            let date = attributes[.modificationDate] as? Date, let size = attributes[.size] as? NSNumber
-        else { return nil }
-        modificationDate = date
-        byteCount = size.intValue
+    init(modificationTime: timespec, byteCount: Int) {
+        self.modificationTime = modificationTime
+        self.byteCount = byteCount
+    }
+
+    static func == (lhs: FileStamp, rhs: FileStamp) -> Bool {
+        lhs.byteCount == rhs.byteCount && lhs.modificationTime.tv_sec == rhs.modificationTime.tv_sec
+            && lhs.modificationTime.tv_nsec == rhs.modificationTime.tv_nsec
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(byteCount)
+        hasher.combine(modificationTime.tv_sec)
+        hasher.combine(modificationTime.tv_nsec)
+    }
+}
+
+/// How the store looks at local files before reading them: one `stat` for their version. Tests
+/// replace it with a spy that counts calls.
+protocol FileInspecting: Sendable {
+    /// The version of the file at `path`, or `nil` when there is no regular file there.
+    func stamp(ofFileAtPath path: String) -> FileStamp?
+}
+
+/// The real file system.
+struct SystemFileInspector: FileInspecting {
+    func stamp(ofFileAtPath path: String) -> FileStamp? {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        #if canImport(Darwin)
+        return FileStamp(modificationTime: info.st_mtimespec, byteCount: Int(info.st_size))
+        #else
+        return FileStamp(modificationTime: info.st_mtim, byteCount: Int(info.st_size))
+        #endif
     }
 }
 
@@ -50,15 +84,23 @@ final class FetchedOriginal: Sendable {
     }
 }
 
-/// A ready-to-draw image with its memory cost.
+/// A ready-to-draw image with what it was made for.
 struct PreparedImage: Sendable {
     let image: SendableImage
     /// `width * height * 4`.
     let cost: Int
+    let pixelSize: PixelSize
+    /// The request it was prepared for.
+    let request: ImageRequest
+    /// For `file:` URLs, the version of the file it was decoded from.
+    let fileStamp: FileStamp?
 
-    init(_ bitmap: Bitmap) {
+    init(_ bitmap: Bitmap, request: ImageRequest, fileStamp: FileStamp?) {
         image = SendableImage(PlatformImage.make(from: bitmap))
         cost = bitmap.byteCount
+        pixelSize = bitmap.pixelSize
+        self.request = request
+        self.fileStamp = fileStamp
     }
 }
 

@@ -43,7 +43,7 @@ final class ImageStoreMainThreadTests: XCTestCase {
         defer { server.stop() }
         let stages = LockedBox([(ImageStore.Stage, Bool)]())
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.stageObserver = { stage in stages.withLock { $0.append((stage, Thread.isMainThread)) } }
+            $0.stageObserver = { stage, _ in stages.withLock { $0.append((stage, Thread.isMainThread)) } }
         }
         var expectations: [XCTestExpectation] = []
         let urls = [server.url("/images/0.jpg"), server.url("/images/1.jpg"), folder.url.appendingPathComponent("0.jpg")]

@@ -7,12 +7,18 @@
 /// the table, so a later call starts fresh (results are cached elsewhere, errors are not cached).
 final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     typealias Outcome = Result<Value, ImageLoadingError>
-    typealias Work = @Sendable () async -> Outcome
+    /// The work of a run; it reads the run's priority, which rises when a more urgent waiter joins.
+    typealias Work = @Sendable (RunPriority) async -> Outcome
 
     private final class Run: @unchecked Sendable {
-        // Both properties are only touched while holding the table's lock.
+        // `waiters` and `task` are only touched while holding the table's lock.
         var waiters: [UInt64: CheckedContinuation<Outcome, Never>] = [:]
         var task: Task<Void, Never>?
+        let priority: RunPriority
+
+        init(priority: ImageLoadPriority) {
+            self.priority = RunPriority(priority)
+        }
     }
 
     private struct State {
@@ -27,8 +33,9 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Waits for the run for `key`, starting one with `work` when none is in flight.
     ///
-    /// - Parameter priority: The priority of a run this call starts.
-    func value(for key: Key, priority: TaskPriority? = nil, work: @escaping Work) async -> Outcome {
+    /// - Parameter priority: How urgently this caller wants the value; a run takes the highest
+    ///   priority of its waiters.
+    func value(for key: Key, priority: ImageLoadPriority = .normal, work: @escaping Work) async -> Outcome {
         let waiterID = state.withLock { state in
             state.nextWaiterID += 1
             return state.nextWaiterID
@@ -44,7 +51,7 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     private func join(
         _ key: Key, waiterID: UInt64, continuation: CheckedContinuation<Outcome, Never>,
-        priority: TaskPriority?, work: @escaping Work
+        priority: ImageLoadPriority, work: @escaping Work
     ) {
         // Checked under the lock: cancellation sets the flag before `leave` takes the lock, so a
         // waiter is either refused here or found by `leave`, never lost between the two.
@@ -52,13 +59,14 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             if Task.isCancelled { return false }
             if let run = state.runs[key] {
                 run.waiters[waiterID] = continuation
+                run.priority.raise(to: priority)
                 return true
             }
-            let run = Run()
+            let run = Run(priority: priority)
             run.waiters[waiterID] = continuation
             state.runs[key] = run
-            run.task = Task(priority: priority) { [self] in
-                let outcome = await work()
+            run.task = Task(priority: priority == .low ? .utility : nil) { [self] in
+                let outcome = await work(run.priority)
                 finish(key, run: run, outcome: outcome)
             }
             return true

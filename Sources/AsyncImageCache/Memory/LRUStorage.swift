@@ -51,12 +51,15 @@ struct LRUStorage<Key: Hashable, Value> {
         return values[Int(slot)]
     }
 
+    /// Inserts `value` as the most recently used entry and evicts past the limits; returns what
+    /// left the cache: a replaced value under `key`, the evicted entries, or `value` itself when
+    /// it cannot fit at all.
     @inlinable
-    mutating func insert(_ value: Value, forKey key: Key, cost: Int) -> [Value] {
-        var evicted: [Value] = []
-        if let old = removeValue(forKey: key) { evicted.append(old) }
+    mutating func insert(_ value: Value, forKey key: Key, cost: Int) -> [(key: Key, value: Value)] {
+        var evicted: [(key: Key, value: Value)] = []
+        if let old = removeValue(forKey: key) { evicted.append((key, old)) }
         guard cost <= costLimit, countLimit > 0 else {
-            evicted.append(value)
+            evicted.append((key, value))
             return evicted
         }
         let slot: Int32
@@ -76,7 +79,8 @@ struct LRUStorage<Key: Hashable, Value> {
         totalCost += cost
         linkAsMostRecent(slot)
         while index.count > countLimit || totalCost > costLimit, leastRecent != -1 {
-            if let value = removeValue(forKey: keys[Int(leastRecent)]!) { evicted.append(value) }
+            let victim = keys[Int(leastRecent)]!
+            if let value = removeValue(forKey: victim) { evicted.append((victim, value)) }
         }
         return evicted
     }

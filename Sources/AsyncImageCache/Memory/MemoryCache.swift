@@ -60,7 +60,7 @@ public final class MemoryCache<Key: Hashable, Value>: @unchecked Sendable {
         lock.lock()
         let evicted = storage.pointee.insert(value, forKey: key, cost: max(0, cost))
         lock.unlock()
-        return evicted  // released outside the lock: a value's deinit is arbitrary code
+        return evicted.map(\.value)  // released outside the lock: a value's deinit is arbitrary code
     }
 
     /// Removes the value for `key`, returning it.

@@ -1,0 +1,113 @@
+/// How urgently a load is wanted: visible loads go before prefetches.
+public enum ImageLoadPriority: Int, Sendable, Comparable {
+    /// A prefetch: runs when no visible load is waiting for a decode slot.
+    case low = 0
+    /// A load for something on screen; the default.
+    case normal = 1
+
+    public static func < (lhs: ImageLoadPriority, rhs: ImageLoadPriority) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// The priority of one in-flight run, raised when a more urgent waiter joins it.
+final class RunPriority: Sendable {
+    private let value: LockedBox<ImageLoadPriority>
+
+    init(_ priority: ImageLoadPriority) {
+        value = LockedBox(priority)
+    }
+
+    var current: ImageLoadPriority { value.withLock { $0 } }
+
+    func raise(to priority: ImageLoadPriority) {
+        value.withLock { $0 = max($0, priority) }
+    }
+}
+
+/// A bounded number of decode slots, handed out by priority.
+///
+/// Decoding is the heavy step, so the store never runs more decodes at once than it has slots
+/// (by default one per active processor): a fast fling or a large prefetch cannot start a thread
+/// per image. Waiting runs queue; when a slot frees it goes to the most urgent waiter, first come
+/// first served within a priority, so a visible load overtakes queued prefetches. A waiter whose
+/// task is cancelled leaves the queue at once and never decodes.
+final class DecodeSlots: Sendable {
+    private struct Waiter {
+        let id: UInt64
+        let priority: RunPriority
+        let continuation: CheckedContinuation<Bool, Never>
+    }
+
+    private struct State {
+        var busy = 0
+        var waiters: [Waiter] = []
+        var nextID: UInt64 = 0
+    }
+
+    let limit: Int
+    private let state = LockedBox(State())
+
+    init(limit: Int) {
+        self.limit = max(1, limit)
+    }
+
+    /// Runs `body` in a slot, waiting for one first. Returns `nil` without running `body` when the
+    /// task is cancelled before it gets a slot.
+    func run<Result>(priority: RunPriority, _ body: () -> Result) async -> Result? {
+        guard await acquire(priority) else { return nil }
+        defer { release() }
+        return body()
+    }
+
+    /// The decodes running now (for tests and diagnostics).
+    var busyCount: Int { state.withLock { $0.busy } }
+
+    private func acquire(_ priority: RunPriority) async -> Bool {
+        let id = state.withLock { state -> UInt64 in
+            state.nextID += 1
+            return state.nextID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let granted = state.withLock { state -> Bool? in
+                    // Checked under the lock: `leave` runs after the flag is set and takes the lock,
+                    // so a cancelled waiter is either refused here or removed there.
+                    if Task.isCancelled { return false }
+                    if state.busy < limit {
+                        state.busy += 1
+                        return true
+                    }
+                    state.waiters.append(Waiter(id: id, priority: priority, continuation: continuation))
+                    return nil
+                }
+                if let granted { continuation.resume(returning: granted) }
+            }
+        } onCancel: {
+            leave(id)
+        }
+    }
+
+    private func leave(_ id: UInt64) {
+        let waiter = state.withLock { state -> Waiter? in
+            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.waiters.remove(at: index)
+        }
+        waiter?.continuation.resume(returning: false)
+    }
+
+    private func release() {
+        let next = state.withLock { state -> Waiter? in
+            guard !state.waiters.isEmpty else {
+                state.busy -= 1
+                return nil
+            }
+            // The slot passes straight to the most urgent waiter; `busy` stays the same.
+            var best = 0
+            for index in state.waiters.indices.dropFirst()
+            where state.waiters[index].priority.current > state.waiters[best].priority.current {
+                best = index
+            }
+            return state.waiters.remove(at: best)
+        }
+        next?.continuation.resume(returning: true)
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+
+/// The memory tier of ready-to-draw variants: an LRU bounded by count and bytes, plus an index of
+/// the variants of each URL so that one decode can serve smaller frames.
+///
+/// A cached variant serves a request for the same URL when it is at least as wide and looks the
+/// same once drawn at the requested width: no rounded corners on either, or corners whose radius
+/// scales to the requested one (a 640 px image with 20 px corners, drawn at 320 px, has 10 px
+/// corners). A smaller variant never serves a larger request. When a variant lands, the smaller
+/// ones it can serve are dropped: one decode per look and URL, the largest.
+final class VariantCache: @unchecked Sendable {
+    // `storage` and `variantsByURL` are only touched while holding `lock`, and change together.
+    private let lock = NSLock()
+    private var storage: LRUStorage<ImageRequest, PreparedImage>
+    private var variantsByURL: [String: Set<ImageRequest>] = [:]
+
+    init(countLimit: Int, costLimit: Int) {
+        storage = LRUStorage(countLimit: max(0, countLimit), costLimit: max(0, costLimit))
+    }
+
+    /// The exact variant for `request`, else the smallest cached one that serves it.
+    func value(for request: ImageRequest) -> PreparedImage? {
+        lock.withLock {
+            if let exact = storage.value(forKey: request, markingUsed: true) { return exact }
+            guard let candidates = variantsByURL[request.url.cacheKey] else { return nil }
+            var best: (request: ImageRequest, image: PreparedImage)?
+            for candidate in candidates {
+                guard let image = storage.value(forKey: candidate, markingUsed: false), image.serves(request) else { continue }
+                if best == nil || image.pixelSize.width < best!.image.pixelSize.width { best = (candidate, image) }
+            }
+            guard let best else { return nil }
+            _ = storage.value(forKey: best.request, markingUsed: true)
+            return best.image
+        }
+    }
+
+    /// Stores `image` for `request`, dropping the smaller variants of the URL that it serves.
+    func insert(_ image: PreparedImage, for request: ImageRequest) {
+        var released: [PreparedImage] = []
+        lock.withLock {
+            let key = request.url.cacheKey
+            for other in variantsByURL[key] ?? [] where other != request {
+                guard let existing = storage.value(forKey: other, markingUsed: false),
+                    image.pixelSize.width >= existing.pixelSize.width, image.serves(other)
+                else { continue }
+                if let value = storage.removeValue(forKey: other) { released.append(value) }
+                variantsByURL[key]?.remove(other)
+            }
+            variantsByURL[key, default: []].insert(request)
+            for (gone, value) in storage.insert(image, forKey: request, cost: image.cost) {
+                released.append(value)
+                guard gone != request || storage.value(forKey: request, markingUsed: false) == nil else { continue }
+                let goneKey = gone.url.cacheKey
+                variantsByURL[goneKey]?.remove(gone)
+                if variantsByURL[goneKey]?.isEmpty == true { variantsByURL[goneKey] = nil }
+            }
+        }
+        _ = released  // images are released outside the lock
+    }
+
+    /// Removes every variant of `url`.
+    func removeVariants(of url: URL) {
+        var released: [PreparedImage] = []
+        lock.withLock {
+            for request in variantsByURL.removeValue(forKey: url.cacheKey) ?? [] {
+                if let value = storage.removeValue(forKey: request) { released.append(value) }
+            }
+        }
+        _ = released
+    }
+
+    /// Removes every variant.
+    func removeAll() {
+        let old = lock.withLock {
+            defer {
+                storage = LRUStorage(countLimit: storage.countLimit, costLimit: storage.costLimit)
+                variantsByURL = [:]
+            }
+            return storage
+        }
+        _ = old
+    }
+
+    var count: Int { lock.withLock { storage.count } }
+    var totalCost: Int { lock.withLock { storage.totalCost } }
+    var keysByRecency: [ImageRequest] { lock.withLock { storage.keysFromLeastRecent() } }
+}
+
+extension PreparedImage {
+    /// Whether this image, drawn at `request`'s width, looks like what `request` asks for.
+    func serves(_ request: ImageRequest) -> Bool {
+        if request == self.request { return true }
+        // A request for the natural size is served only by the natural size.
+        guard let width = request.targetPixelWidth, width <= pixelSize.width else { return false }
+        if request.cornerPixelRadius == 0 || self.request.cornerPixelRadius == 0 {
+            return request.cornerPixelRadius == self.request.cornerPixelRadius
+        }
+        let scaledRadius = Double(self.request.cornerPixelRadius) * Double(width) / Double(pixelSize.width)
+        return abs(scaledRadius - Double(request.cornerPixelRadius)) <= 0.5
+    }
+}
