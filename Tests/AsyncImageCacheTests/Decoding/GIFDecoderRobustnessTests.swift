@@ -66,6 +66,22 @@ struct GIFDecoderRobustnessTests {
         #expect(failures > 250)
     }
 
+    @Test(arguments: ["any-disposal.gif", "interlaced-32x32.gif", "triangle-001.gif"])
+    func flippedBytesInARealFileGiveAGIFErrorOrABitmapOfTheScreenTheHeaderDeclares(name: String) throws {
+        let original = try Fixtures.data("gif", name)
+        var generator = SeededGenerator(seed: UInt64(original.count))
+        for _ in 0..<150 {
+            var data = original
+            for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                data[Int.random(in: 6..<data.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+            }
+            switch decode(data, pixelBudget: 1 << 20) {
+            case .success(let bitmap): #expect(bitmap.pixelSize == (try? ImageHeader.parse(data))?.storedSize)
+            case .failure(let error): #expect(error.format == .gif)
+            }
+        }
+    }
+
     @Test func aScreenOf30000By30000IsRefusedBeforeAnythingIsAllocated() throws {
         // Bytes 6...9 are the logical screen's width and height, little-endian; 30000 is 0x7530. The canvas
         // would take 3.6 GB.
