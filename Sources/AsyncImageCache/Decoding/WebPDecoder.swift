@@ -70,7 +70,7 @@ extension ImageDecoders {
             var status = VP8_STATUS_OK
             let pixels = [UInt8](unsafeUninitializedCapacity: byteCount) { buffer, initializedCount in
                 status = decode(
-                    UnsafeRawBufferPointer(bytes), size: canvas, scaledTo: output, into: buffer.baseAddress!,
+                    bytes, size: canvas, scaledTo: output, into: buffer.baseAddress!,
                     bytesPerRow: output.width * 4, byteCount: byteCount)
                 // On failure the pixels are discarded; UInt8 needs no deinitialization either way.
                 initializedCount = status == VP8_STATUS_OK ? byteCount : 0
