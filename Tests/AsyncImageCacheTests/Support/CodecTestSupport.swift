@@ -98,6 +98,17 @@ struct SeededGenerator: RandomNumberGenerator {
     mutating func bytes(_ count: Int) -> [UInt8] {
         (0..<count).map { _ in UInt8.random(in: 0...255, using: &self) }
     }
+
+    /// `count` copies of `data`, each with one to four of its bytes from `offset` on replaced by random ones.
+    mutating func mutations(of data: Data, count: Int, from offset: Int) -> [Data] {
+        (0..<count).map { _ in
+            var copy = data
+            for _ in 0..<Int.random(in: 1...4, using: &self) {
+                copy[Int.random(in: offset..<data.count, using: &self)] = UInt8.random(in: 0...255, using: &self)
+            }
+            return copy
+        }
+    }
 }
 
 extension Bitmap {
