@@ -13,6 +13,9 @@ import Foundation
 public struct ImageRequest: Hashable, Sendable, CustomStringConvertible {
     /// The image's location: `http(s):`, `file:` or `data:`.
     public let url: URL
+    /// The URL's absolute string: requests compare and hash by it, which is several times cheaper
+    /// than comparing `URL` values and keeps `cachedImage(for:)` fast during layout.
+    private let urlKey: String
     /// The width in pixels to scale the image to, keeping its aspect ratio; `nil` keeps the natural
     /// size. Rounded to the nearest whole pixel; a value that rounds below 1 (or is not finite)
     /// means `nil`.
@@ -30,6 +33,7 @@ public struct ImageRequest: Hashable, Sendable, CustomStringConvertible {
     ///   - cornerRadius: The radius in pixels of anti-aliased rounded corners; `0` by default.
     public init(url: URL, targetWidth: CGFloat? = nil, cornerRadius: CGFloat = 0) {
         self.url = url
+        self.urlKey = url.absoluteString
         self.targetPixelWidth = targetWidth.flatMap(Self.wholePixels).flatMap { $0 >= 1 ? $0 : nil }
         self.cornerPixelRadius = max(0, Self.wholePixels(cornerRadius) ?? 0)
     }
@@ -43,6 +47,20 @@ public struct ImageRequest: Hashable, Sendable, CustomStringConvertible {
         if let targetPixelWidth { text += " w=\(targetPixelWidth)" }
         if cornerPixelRadius > 0 { text += " r=\(cornerPixelRadius)" }
         return text
+    }
+
+    /// Two requests are equal when their URLs have the same absolute string and their quantized
+    /// width and radius match.
+    public static func == (lhs: ImageRequest, rhs: ImageRequest) -> Bool {
+        lhs.targetPixelWidth == rhs.targetPixelWidth && lhs.cornerPixelRadius == rhs.cornerPixelRadius
+            && lhs.urlKey == rhs.urlKey
+    }
+
+    /// Hashes the URL's absolute string and the quantized width and radius.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(urlKey)
+        hasher.combine(targetPixelWidth)
+        hasher.combine(cornerPixelRadius)
     }
 
     private static func wholePixels(_ value: CGFloat) -> Int? {

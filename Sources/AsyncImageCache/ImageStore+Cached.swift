@@ -23,24 +23,27 @@ extension ImageStore {
     /// disk tier; `nil` when neither has them. The bytes are exactly what the source sent (the
     /// store never transcodes), for copying or sharing.
     public func cachedOriginalBytes(for url: URL) -> (data: Data, pixelSize: CGSize)? {
-        if let original = originals.value(forKey: url) { return (original.data, original.pixelSize.cgSize) }
+        if let original = originals.value(forKey: url.cacheKey) { return (original.data, original.pixelSize.cgSize) }
         guard url.isRemote, let disk, let data = disk.data(for: url), let header = try? ImageHeader.parse(data) else {
             return nil
         }
         let original = OriginalImage(data: data, header: header, fileStamp: nil)
-        originals.insert(original, forKey: url, cost: data.count)
+        originals.insert(original, forKey: url.cacheKey, cost: data.count)
+        sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
         return (data, original.pixelSize.cgSize)
     }
 
     func pixelSize(for url: URL) -> PixelSize? {
-        if let size = originals.value(forKey: url)?.pixelSize ?? sizeMemo.value(forKey: url) {
+        let key = url.cacheKey
+        // Every original kept in memory also has its size in the memo, so one lookup answers both.
+        if let size = sizeMemo.value(forKey: key) ?? originals.value(forKey: key)?.pixelSize {
             count { $0.sizesFromMemory += 1 }
             return size
         }
         if url.isRemote {
             if let size = sizeFromAttribute(for: url) {
                 count { $0.sizesFromAttribute += 1 }
-                sizeMemo.insert(size, forKey: url, cost: 0)
+                sizeMemo.insert(size, forKey: key, cost: 0)
                 return size
             }
             guard let size = sizeFromHeader(for: url) else { return nil }
@@ -75,7 +78,7 @@ extension ImageStore {
 
     private func remember(_ size: PixelSize, for url: URL) -> PixelSize {
         count { $0.sizesFromHeader += 1 }
-        sizeMemo.insert(size, forKey: url, cost: 0)
+        sizeMemo.insert(size, forKey: url.cacheKey, cost: 0)
         return size
     }
 

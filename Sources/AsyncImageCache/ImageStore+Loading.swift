@@ -110,11 +110,11 @@ extension ImageStore {
 
     /// The original bytes for `url`: from memory, else one shared fetch from disk or the source.
     private func original(for url: URL) async -> Result<FetchedOriginal, ImageLoadingError> {
-        if let original = originals.value(forKey: url), isCurrent(original, for: url) {
+        if let original = originals.value(forKey: url.cacheKey), isCurrent(original, for: url) {
             count { $0.originalMemoryHits += 1 }
             return .success(FetchedOriginal(original, origin: .memory))
         }
-        return await fetchRuns.value(for: url) { [self] in await fetchOriginal(url) }
+        return await fetchRuns.value(for: url.cacheKey) { [self] in await fetchOriginal(url) }
     }
 
     private func fetchOriginal(_ url: URL) async -> Result<FetchedOriginal, ImageLoadingError> {
@@ -151,9 +151,9 @@ extension ImageStore {
     private func store(_ fetched: FetchedOriginal, for url: URL) {
         let original = fetched.original
         if fetched.origin != .memory {
-            originals.insert(original, forKey: url, cost: original.data.count)
+            originals.insert(original, forKey: url.cacheKey, cost: original.data.count)
         }
-        sizeMemo.insert(original.pixelSize, forKey: url, cost: 0)
+        sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
         if fetched.origin == .source, url.isRemote, let disk {
             // A full or read-only disk costs the next launch a download, never this load.
             try? disk.store(original.data, pixelSize: original.pixelSize, for: url)
@@ -168,6 +168,10 @@ extension ImageStore {
 }
 
 extension URL {
+    /// The key of this URL in the memory tiers and the in-flight table: its absolute string, the
+    /// same string whose SHA-256 names the disk file.
+    var cacheKey: String { absoluteString }
+
     /// Whether the URL is fetched over the network (and so kept in the disk tier).
     var isRemote: Bool {
         let scheme = self.scheme?.lowercased()

@@ -47,13 +47,15 @@ public final class ImageStore: Sendable {
     public let configuration: Configuration
 
     let variants: MemoryCache<ImageRequest, PreparedImage>
-    let originals: MemoryCache<URL, OriginalImage>
-    let sizeMemo: MemoryCache<URL, PixelSize>
+    // Originals, sizes and fetches are keyed by `URL.cacheKey`, the absolute string: hashing and
+    // comparing `URL` values costs several times more, and the string is what names the disk file.
+    let originals: MemoryCache<String, OriginalImage>
+    let sizeMemo: MemoryCache<String, PixelSize>
     /// `nil` when the store's folder could not be created: the store then works from memory and
     /// sources alone.
     let disk: DiskStore?
     let variantRuns = InFlightTable<ImageRequest, PreparedImage>()
-    let fetchRuns = InFlightTable<URL, FetchedOriginal>()
+    let fetchRuns = InFlightTable<String, FetchedOriginal>()
     let counters = LockedBox(Statistics())
 
     /// Creates a store with the given name and budgets and the default parts.

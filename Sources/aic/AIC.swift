@@ -1,42 +1,119 @@
 import AsyncImageCache
 import Foundation
 
+/// One `aic` subcommand: its help and options, and the work it does.
+protocol Subcommand: Sendable {
+    /// The word that selects it, e.g. `info`.
+    static var name: String { get }
+    /// One line for the command list in `aic --help`.
+    static var summary: String { get }
+    /// The usage lines, shown with a usage error and at the top of the help.
+    static var synopsis: String { get }
+    /// The rest of `aic NAME --help`: options with defaults, examples.
+    static var details: String { get }
+    /// Options that take a value.
+    static var options: Set<String> { get }
+    /// Options that take none.
+    static var flags: Set<String> { get }
+    /// Runs the command; throws ``UsageError`` or ``CommandFailure`` (or a library error) to fail.
+    static func run(_ arguments: Arguments) async throws
+}
+
 /// The `aic` command line: with no arguments it runs the demo.
 @main
 enum AIC {
-    static let usage = """
-        aic: load, cache and prepare images with AsyncImageCache.
+    static var subcommands: [any Subcommand.Type] {
+        [Demo.self, InfoCommand.self, ThumbnailCommand.self, SheetCommand.self, CacheCommand.self]
+    }
 
-        USAGE
-          aic [demo [--keep]]   push the built-in sample set through the store (the default)
-          aic --help            show this help
-
+    static let exitCodes = """
         EXIT CODES
-          0 success, 1 the command failed, 2 bad usage
+          0  success
+          1  the command failed; one line on stderr, starting with "aic: ", says why
+          2  bad usage: an unknown command or option, a missing or invalid value
         """
 
+    static var usage: String {
+        let commands = subcommands.map {
+            "  " + $0.name.padding(toLength: 11, withPad: " ", startingAt: 0) + $0.summary
+        }
+        return """
+            aic: load, cache and prepare images with AsyncImageCache.
+
+            USAGE
+              aic [COMMAND] [ARGUMENTS]     with no command, aic runs the demo
+              aic COMMAND --help            a command's options and examples
+
+            COMMANDS
+            \(commands.joined(separator: "\n"))
+
+            INPUT is a file path or an http:, https:, file: or data: URL. Images load through the
+            store named "default" in $XDG_CACHE_HOME/AsyncImageCache (~/.cache/AsyncImageCache when
+            XDG_CACHE_HOME is unset), whose disk tier keeps remote images between runs.
+
+            EXAMPLES
+              aic info photo.jpg
+              aic thumbnail https://example.com/photo.jpg --width 320 --radius 12 --output thumb.png
+              aic sheet ~/Pictures --width 200 --output sheet.png
+              aic cache stats
+
+            \(exitCodes)
+            """
+    }
+
     static func main() async {
-        var arguments = Array(CommandLine.arguments.dropFirst())
-        let command = arguments.isEmpty ? "demo" : arguments.removeFirst()
-        do {
-            switch command {
-            case "demo":
-                let keep = arguments.contains("--keep")
-                guard arguments.allSatisfy({ $0 == "--keep" }) else { fail(usage: "unknown option for demo: \(arguments)") }
-                try await Demo.run(keepFiles: keep)
-            case "--help", "-h", "help":
-                print(usage)
-            default:
-                fail(usage: "unknown command: \(command)")
+        var words = Array(CommandLine.arguments.dropFirst())
+        let name = words.first ?? "demo"
+        if !words.isEmpty { words.removeFirst() }
+        if ["--help", "-h", "help"].contains(name) {
+            if let topic = words.first, let command = subcommands.first(where: { $0.name == topic }) {
+                Console.out(help(for: command))
+            } else {
+                Console.out(usage)
             }
+            return
+        }
+        guard let command = subcommands.first(where: { $0.name == name }) else {
+            let hint = name.hasPrefix("-") ? "unknown option \(name)" : "unknown command \(name)"
+            exitWithUsageError(UsageError(hint), synopsis: "aic [COMMAND] [ARGUMENTS]", helpCommand: "aic --help")
+        }
+        do {
+            let arguments = try Arguments(words, options: command.options, flags: command.flags)
+            if arguments.wantsHelp {
+                Console.out(help(for: command))
+                return
+            }
+            try await command.run(arguments)
+        } catch let error as UsageError {
+            exitWithUsageError(error, synopsis: command.synopsis, helpCommand: "aic \(command.name) --help")
         } catch {
-            FileHandle.standardError.write(Data("aic: \(error)\n".utf8))
+            Console.error("aic: \(Console.oneLine(message(for: error)))\n")
             exit(1)
         }
     }
 
-    static func fail(usage message: String) -> Never {
-        FileHandle.standardError.write(Data("aic: \(message)\n\(usage)\n".utf8))
+    /// `aic NAME --help`.
+    static func help(for command: any Subcommand.Type) -> String {
+        let sections = ["USAGE\n" + indented(command.synopsis), command.details, exitCodes]
+        return (["aic \(command.name): \(command.summary)"] + sections).joined(separator: "\n\n")
+    }
+
+    private static func exitWithUsageError(_ error: UsageError, synopsis: String, helpCommand: String) -> Never {
+        Console.error("aic: \(error.message)\nusage:\n\(indented(synopsis))\nSee `\(helpCommand)`.\n")
         exit(2)
+    }
+
+    private static func indented(_ text: String) -> String {
+        text.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n")
+    }
+
+    /// What a failure says, in the library's own words where it has them.
+    private static func message(for error: any Error) -> String {
+        switch error {
+        case let failure as CommandFailure: failure.message
+        // The library's errors (ImageLoadingError, ImageDecodingError, ...) describe themselves in one line.
+        case let error as any CustomStringConvertible: error.description
+        default: error.localizedDescription
+        }
     }
 }

@@ -3,9 +3,32 @@ import Foundation
 
 /// `aic demo`: the sample set through the store three times (cold, warm, after a relaunch with the
 /// server gone), with what each tier did.
-enum Demo {
+enum Demo: Subcommand {
     static let width = 320
     static let radius = 16
+
+    static let name = "demo"
+    static let summary = "push the built-in sample set through the store and show what each tier did"
+    static let synopsis = "aic [demo] [--keep]"
+    static let details = """
+        The demo serves a generated sample set from a loopback HTTP server and loads it three times at
+        \(width) px with \(radius) px corners: cold, warm (memory hits), and after a relaunch with the server
+        stopped (disk hits). It uses its own store in a temporary folder, never the user's cache.
+
+        OPTIONS
+          --keep    keep the temporary folder with the thumbnails and the cache (default: remove it)
+
+        EXAMPLES
+          aic
+          aic demo --keep
+        """
+    static let options: Set<String> = []
+    static let flags: Set<String> = ["--keep"]
+
+    static func run(_ arguments: Arguments) async throws {
+        guard arguments.positionals.isEmpty else { throw UsageError("demo takes no arguments") }
+        try await run(keepFiles: arguments.flag("--keep"))
+    }
 
     static func run(keepFiles: Bool) async throws {
         let workspace = FileManager.default.temporaryDirectory.appendingPathComponent("aic-demo-\(getpid())")

@@ -112,7 +112,9 @@ import Testing
 
 /// A file system without extended attributes: every write is refused, nothing is ever there.
 struct RefusingAttributes: ExtendedAttributeStoring {
-    func value(named name: String, atPath path: String) -> [UInt8]? { nil }
+    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int? {
+        nil
+    }
     func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
         throw POSIXError(.EOPNOTSUPP)
     }

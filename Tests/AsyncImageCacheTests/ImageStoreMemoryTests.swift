@@ -15,7 +15,7 @@ import Testing
         _ = store.cachedOriginalBytes(for: urls[0])
         _ = try await store.image(for: ImageRequest(url: urls[2]))
         #expect(store.variants.keysByRecency == [ImageRequest(url: urls[0]), ImageRequest(url: urls[2])])
-        #expect(store.originals.keysByRecency == [urls[0], urls[2]])
+        #expect(store.originals.keysByRecency == [urls[0].cacheKey, urls[2].cacheKey])
     }
 
     @Test func bothTiersEvictByBytes() async throws {

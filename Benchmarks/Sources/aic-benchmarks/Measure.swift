@@ -1,14 +1,17 @@
 import Foundation
 
-/// Runs `body` over every item `rounds` times and returns the median per-item time in microseconds.
-/// Rounds interleave with the other contenders of a table, so machine noise hits all of them alike.
-func perItemMicroseconds<T>(_ items: [T], _ body: (T) -> Void) -> Double {
+/// Runs `body` over every item, `passes` times, and returns the mean time per call in microseconds.
+/// Callers take one such sample per round and interleave the contenders of a table round by
+/// round, so machine noise hits all of them alike; the table reports the median round.
+func perItemMicroseconds<T>(_ items: [T], passes: Int = 1, _ body: (T) -> Void) -> Double {
     let clock = ContinuousClock()
     let start = clock.now
-    for item in items { body(item) }
+    for _ in 0..<passes {
+        for item in items { body(item) }
+    }
     let elapsed = clock.now - start
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    return seconds * 1e6 / Double(items.count)
+    return seconds * 1e6 / Double(items.count * passes)
 }
 
 /// Collects one sample per round for each named contender and reports medians.

@@ -45,14 +45,14 @@ enum SizeLookupBenchmark {
         let decoder = ImageDecoders.Default()
         var contest = Contest()
         for _ in 0..<rounds {
-            contest.record("memo hit", perItemMicroseconds(urls) { blackHole(store.cachedPixelSize(for: $0)) })
-            contest.record("xattr path", perItemMicroseconds(urls) { blackHole(store.benchmarkSizeFromAttribute(for: $0)) })
-            contest.record("bare getxattr", perItemMicroseconds(files) { file in
+            contest.record("memo hit", perItemMicroseconds(urls, passes: 20) { blackHole(store.cachedPixelSize(for: $0)) })
+            contest.record("xattr path", perItemMicroseconds(urls, passes: 20) { blackHole(store.benchmarkSizeFromAttribute(for: $0)) })
+            contest.record("bare getxattr", perItemMicroseconds(files, passes: 20) { file in
                 var buffer = (UInt64(0))
                 blackHole(withUnsafeMutableBytes(of: &buffer) { getxattr(file.path, attributeName, $0.baseAddress, 8) })
             })
-            contest.record("header path", perItemMicroseconds(urls) { blackHole(store.benchmarkSizeFromHeader(for: $0)) })
-            contest.record("bare open+read+close", perItemMicroseconds(files) { file in
+            contest.record("header path", perItemMicroseconds(urls, passes: 20) { blackHole(store.benchmarkSizeFromHeader(for: $0)) })
+            contest.record("bare open+read+close", perItemMicroseconds(files, passes: 20) { file in
                 let descriptor = open(file.path, O_RDONLY)
                 var buffer = [UInt8](repeating: 0, count: 16 * 1024)
                 blackHole(read(descriptor, &buffer, buffer.count))

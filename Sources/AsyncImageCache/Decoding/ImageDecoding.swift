@@ -33,3 +33,24 @@ public protocol ImageDecoding: Sendable {
     /// Decodes `data` as asked by `context`.
     func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap
 }
+
+extension ImageDecodingContext {
+    /// The size a decoder that scales freely while decoding (ImageIO's thumbnails) should produce: the
+    /// header's stored size scaled down, aspect ratio kept, to the smallest size that still covers
+    /// ``minimumSize`` in both dimensions, each side rounded up. The stored size itself when `minimumSize`
+    /// is `nil` or not smaller than the image in both dimensions.
+    ///
+    /// A 1800x1200 image asked to cover 320x200 gives 320x214: the width binds, the height follows.
+    var coveringSize: PixelSize {
+        let stored = header.storedSize
+        guard let minimumSize, minimumSize.width < stored.width, minimumSize.height < stored.height else {
+            return stored
+        }
+        let (width, height) = (max(1, minimumSize.width), max(1, minimumSize.height))
+        // Integer arithmetic, so a side that binds comes out exact rather than one over after rounding up.
+        if width * stored.height >= height * stored.width {
+            return PixelSize(width: width, height: (stored.height * width + stored.width - 1) / stored.width)
+        }
+        return PixelSize(width: (stored.width * height + stored.height - 1) / stored.height, height: height)
+    }
+}

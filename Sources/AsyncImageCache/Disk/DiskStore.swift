@@ -18,6 +18,7 @@ final class DiskStore: Sendable {
     /// `directory.path` with a trailing slash, kept as a string: building paths through `URL` costs
     /// more than the `getxattr` it leads to.
     private let directoryPath: String
+    private let directoryPathBytes: [UInt8]
     let byteLimit: Int
     let attributes: any ExtendedAttributeStoring
 
@@ -35,6 +36,7 @@ final class DiskStore: Sendable {
     init(directory: URL, byteLimit: Int, attributes: any ExtendedAttributeStoring = FileExtendedAttributes()) throws {
         self.directory = directory
         self.directoryPath = directory.path.hasSuffix("/") ? directory.path : directory.path + "/"
+        self.directoryPathBytes = Array(directoryPath.utf8)
         self.byteLimit = max(0, byteLimit)
         self.attributes = attributes
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -95,8 +97,29 @@ final class DiskStore: Sendable {
     }
 
     /// The pixel size attribute of `url`'s file, if it has a valid one.
+    ///
+    /// This is the size lookup after a relaunch, so the path and the value stay on the stack: the
+    /// work around the one `getxattr` is a hash and two small copies.
     func pixelSize(for url: URL) -> PixelSize? {
-        attributes.value(named: PixelSizeAttribute.name, atPath: filePath(for: url)).flatMap(PixelSizeAttribute.decode)
+        withFilePath(for: url) { path in
+            withUnsafeTemporaryAllocation(byteCount: 16, alignment: 8) { buffer in
+                guard let length = attributes.read(named: PixelSizeAttribute.name, atPath: path, into: buffer) else {
+                    return nil
+                }
+                return PixelSizeAttribute.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
+            }
+        }
+    }
+
+    /// Calls `body` with the NUL-terminated path of `url`'s file, built in a stack buffer.
+    private func withFilePath<Result>(for url: URL, _ body: (UnsafePointer<CChar>) -> Result) -> Result {
+        let directoryLength = directoryPathBytes.count
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: directoryLength + 65) { buffer in
+            _ = buffer.initialize(from: directoryPathBytes)
+            SHA256.writeHexDigest(of: url.absoluteString, into: UnsafeMutableBufferPointer(rebasing: buffer[directoryLength..<(directoryLength + 64)]))
+            buffer[directoryLength + 64] = 0
+            return buffer.withMemoryRebound(to: CChar.self) { body($0.baseAddress!) }
+        }
     }
 
     /// Writes the pixel size attribute onto `url`'s existing file. Returns whether it was written.

@@ -7,29 +7,33 @@ import CXattr
 /// Reads and writes extended attributes on files. The disk tier keeps each image's pixel size in
 /// one; tests swap in an implementation that fails the way a file system without them does.
 protocol ExtendedAttributeStoring: Sendable {
-    /// The attribute's bytes, or `nil` when the file has no such attribute (or the file system
-    /// does not support them).
-    func value(named name: String, atPath path: String) -> [UInt8]?
+    /// Reads the attribute into `buffer` and returns its length; `nil` when the file has no such
+    /// attribute, the file system does not support them, or the value is larger than `buffer`.
+    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
     /// Sets the attribute; throws when the file system refuses.
     func setValue(_ value: [UInt8], named name: String, atPath path: String) throws
     /// Removes the attribute if present.
     func removeValue(named name: String, atPath path: String)
 }
 
+extension ExtendedAttributeStoring {
+    /// The attribute's bytes (up to 64), or `nil` when there is none.
+    func value(named name: String, atPath path: String) -> [UInt8]? {
+        withUnsafeTemporaryAllocation(byteCount: 64, alignment: 8) { buffer in
+            path.withCString { read(named: name, atPath: $0, into: buffer) }.map { Array(buffer[0..<$0]) }
+        }
+    }
+}
+
 /// The operating system's extended attributes (`getxattr`/`setxattr`).
 struct FileExtendedAttributes: ExtendedAttributeStoring {
-    func value(named name: String, atPath path: String) -> [UInt8]? {
-        // Every value the store writes is small; 64 bytes leaves room to detect a foreign one.
-        var buffer = [UInt8](repeating: 0, count: 64)
-        let length = buffer.withUnsafeMutableBytes { raw in
-            #if canImport(Darwin)
-            getxattr(path, name, raw.baseAddress, raw.count, 0, 0)
-            #else
-            getxattr(path, name, raw.baseAddress, raw.count)
-            #endif
-        }
-        guard length >= 0 else { return nil }
-        return Array(buffer[0..<length])
+    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int? {
+        #if canImport(Darwin)
+        let length = getxattr(path, name, buffer.baseAddress, buffer.count, 0, 0)
+        #else
+        let length = getxattr(path, name, buffer.baseAddress, buffer.count)
+        #endif
+        return length >= 0 ? length : nil
     }
 
     func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
@@ -69,10 +73,13 @@ enum PixelSizeAttribute {
     }
 
     /// The size in `bytes`, or `nil` unless they are exactly 8 bytes holding two positive values.
-    static func decode(_ bytes: [UInt8]) -> PixelSize? {
+    static func decode(_ bytes: some RandomAccessCollection<UInt8>) -> PixelSize? {
         guard bytes.count == 8 else { return nil }
         func int32(at offset: Int) -> Int {
-            Int(Int32(bitPattern: (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[offset + $1]) << UInt32($1 * 8) }))
+            let start = bytes.index(bytes.startIndex, offsetBy: offset)
+            var value: UInt32 = 0
+            for (shift, byte) in bytes[start...].prefix(4).enumerated() { value |= UInt32(byte) << UInt32(shift * 8) }
+            return Int(Int32(bitPattern: value))
         }
         let size = PixelSize(width: int32(at: 0), height: int32(at: 4))
         return size.width > 0 && size.height > 0 ? size : nil

@@ -14,44 +14,50 @@ enum SHA256 {
         0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
     ]
 
+    typealias State = (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32)
+
     /// The 32-byte digest of `bytes`.
     static func digest(_ bytes: some Collection<UInt8>) -> [UInt8] {
-        var state: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (
-            0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19
-        )
-        var message = Array(bytes)
-        let bitLength = UInt64(message.count) &* 8
-        message.append(0x80)
-        message.append(contentsOf: repeatElement(0, count: (120 - message.count % 64) % 64))
-        for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
-
-        // File names are hashed on the size-lookup path, so the rounds work in a stack buffer.
-        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { schedule in
-            message.withUnsafeBufferPointer { message in
-                for blockStart in stride(from: 0, to: message.count, by: 64) {
-                    compress(message, blockStart: blockStart, schedule: schedule, state: &state)
-                }
-            }
-        }
+        let state = Array(bytes).withUnsafeBufferPointer(hash)
         var result = [UInt8]()
         result.reserveCapacity(32)
         for word in [state.0, state.1, state.2, state.3, state.4, state.5, state.6, state.7] {
-            result.append(UInt8(truncatingIfNeeded: word >> 24))
-            result.append(UInt8(truncatingIfNeeded: word >> 16))
-            result.append(UInt8(truncatingIfNeeded: word >> 8))
-            result.append(UInt8(truncatingIfNeeded: word))
+            for shift in stride(from: 24, through: 0, by: -8) { result.append(UInt8(truncatingIfNeeded: word >> UInt32(shift))) }
         }
         return result
     }
 
-    private static func compress(
-        _ message: UnsafeBufferPointer<UInt8>, blockStart: Int, schedule: UnsafeMutableBufferPointer<UInt32>,
-        state: inout (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32)
-    ) {
+    /// Hashes `message`: whole blocks straight from the buffer, the padded tail from the stack.
+    /// Cache file names are hashed on the size-lookup path, so this avoids every heap allocation.
+    private static func hash(_ message: UnsafeBufferPointer<UInt8>) -> State {
+        var state: State = (0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19)
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { schedule in
+            let wholeBlocks = message.count / 64
+            for block in 0..<wholeBlocks {
+                compress(UnsafeBufferPointer(rebasing: message[(block * 64)..<(block * 64 + 64)]), schedule: schedule, state: &state)
+            }
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 128) { tail in
+                let remainder = message.count - wholeBlocks * 64
+                let tailLength = remainder < 56 ? 64 : 128
+                tail.initialize(repeating: 0)
+                for index in 0..<remainder { tail[index] = message[wholeBlocks * 64 + index] }
+                tail[remainder] = 0x80
+                let bitLength = UInt64(message.count) &* 8
+                for index in 0..<8 { tail[tailLength - 1 - index] = UInt8(truncatingIfNeeded: bitLength >> UInt64(index * 8)) }
+                let tailBytes = UnsafeBufferPointer(tail)
+                compress(UnsafeBufferPointer(rebasing: tailBytes[0..<64]), schedule: schedule, state: &state)
+                if tailLength == 128 { compress(UnsafeBufferPointer(rebasing: tailBytes[64..<128]), schedule: schedule, state: &state) }
+            }
+        }
+        return state
+    }
+
+    /// Mixes one 64-byte block into `state`.
+    private static func compress(_ block: UnsafeBufferPointer<UInt8>, schedule: UnsafeMutableBufferPointer<UInt32>, state: inout State) {
         for word in 0..<16 {
-            let offset = blockStart + word * 4
-            schedule[word] = UInt32(message[offset]) << 24 | UInt32(message[offset + 1]) << 16
-                | UInt32(message[offset + 2]) << 8 | UInt32(message[offset + 3])
+            let offset = block.startIndex + word * 4
+            schedule[word] = UInt32(block[offset]) << 24 | UInt32(block[offset + 1]) << 16
+                | UInt32(block[offset + 2]) << 8 | UInt32(block[offset + 3])
         }
         for word in 16..<64 {
             let s0 = rotateRight(schedule[word - 15], 7) ^ rotateRight(schedule[word - 15], 18) ^ (schedule[word - 15] >> 3)
@@ -74,14 +80,31 @@ enum SHA256 {
 
     /// The digest of `text`'s UTF-8 bytes as 64 lowercase hex digits.
     static func hexDigest(of text: String) -> String {
-        let hexDigits = Array("0123456789abcdef".utf8)
-        var ascii = [UInt8]()
-        ascii.reserveCapacity(64)
-        for byte in digest(text.utf8) {
-            ascii.append(hexDigits[Int(byte >> 4)])
-            ascii.append(hexDigits[Int(byte & 0x0f)])
+        String(unsafeUninitializedCapacity: 64) { output in
+            writeHexDigest(of: text, into: output)
+            return 64
         }
-        return String(decoding: ascii, as: UTF8.self)
+    }
+
+    /// Writes the 64 lowercase hex digits of the digest of `text`'s UTF-8 bytes into `output`.
+    static func writeHexDigest(of text: String, into output: UnsafeMutableBufferPointer<UInt8>) {
+        precondition(output.count >= 64)
+        var text = text
+        let state = text.withUTF8(hash)
+        func write(_ word: UInt32, at wordIndex: Int) {
+            for nibble in 0..<8 {
+                let value = UInt8(truncatingIfNeeded: word >> UInt32(28 - nibble * 4)) & 0x0f
+                output[output.startIndex + wordIndex * 8 + nibble] = value < 10 ? 0x30 + value : 0x57 + value
+            }
+        }
+        write(state.0, at: 0)
+        write(state.1, at: 1)
+        write(state.2, at: 2)
+        write(state.3, at: 3)
+        write(state.4, at: 4)
+        write(state.5, at: 5)
+        write(state.6, at: 6)
+        write(state.7, at: 7)
     }
 
     private static func rotateRight(_ value: UInt32, _ count: UInt32) -> UInt32 {

@@ -1,39 +1,57 @@
-/// The unsynchronised LRU behind ``MemoryCache``: a hash map into a doubly linked list kept in an
-/// array, with freed slots reused, so no operation allocates a node or walks the list.
+/// The unsynchronised LRU behind ``MemoryCache``: a hash map into a doubly linked list kept in
+/// arrays, with freed slots reused, so no operation allocates a node or walks the list.
+///
+/// The links live in their own compact array (two `Int32` per entry) apart from keys and values,
+/// so moving an entry to the front touches little memory even with tens of thousands of entries.
+/// It is `@usableFromInline` so that `MemoryCache`'s generic code specialises in client modules.
+@usableFromInline
 struct LRUStorage<Key: Hashable, Value> {
-    private struct Node {
-        var key: Key?
-        var value: Value?
-        var cost: Int
-        var previous: Int  // towards the least recently used end; -1 at the end
-        var next: Int  // towards the most recently used end; -1 at the end
+    @usableFromInline
+    struct Link {
+        /// Towards the least recently used end; -1 at the end.
+        @usableFromInline var previous: Int32
+        /// Towards the most recently used end; -1 at the end.
+        @usableFromInline var next: Int32
+
+        @inlinable init(previous: Int32, next: Int32) {
+            self.previous = previous
+            self.next = next
+        }
     }
 
-    let countLimit: Int
-    let costLimit: Int
-    private(set) var totalCost = 0
-    private var nodes: [Node] = []
-    private var index: [Key: Int] = [:]
-    private var freeSlots: [Int] = []
-    private var leastRecent = -1
-    private var mostRecent = -1
+    @usableFromInline let countLimit: Int
+    @usableFromInline let costLimit: Int
+    @usableFromInline var totalCost = 0
+    @usableFromInline var index: [Key: Int32] = [:]
+    @usableFromInline var keys: [Key?] = []
+    @usableFromInline var values: [Value?] = []
+    @usableFromInline var costs: [Int] = []
+    @usableFromInline var links: [Link] = []
+    @usableFromInline var freeSlots: [Int32] = []
+    @usableFromInline var leastRecent: Int32 = -1
+    @usableFromInline var mostRecent: Int32 = -1
 
+    @inlinable
     init(countLimit: Int, costLimit: Int) {
-        self.countLimit = countLimit
+        // Slots are Int32; no memory tier holds two billion entries.
+        self.countLimit = min(countLimit, Int(Int32.max))
         self.costLimit = costLimit
     }
 
+    @inlinable
     var count: Int { index.count }
 
+    @inlinable
     mutating func value(forKey key: Key, markingUsed: Bool) -> Value? {
         guard let slot = index[key] else { return nil }
-        if markingUsed {
+        if markingUsed, slot != mostRecent {
             unlink(slot)
             linkAsMostRecent(slot)
         }
-        return nodes[slot].value
+        return values[Int(slot)]
     }
 
+    @inlinable
     mutating func insert(_ value: Value, forKey key: Key, cost: Int) -> [Value] {
         var evicted: [Value] = []
         if let old = removeValue(forKey: key) { evicted.append(old) }
@@ -41,58 +59,64 @@ struct LRUStorage<Key: Hashable, Value> {
             evicted.append(value)
             return evicted
         }
-        let node = Node(key: key, value: value, cost: cost, previous: -1, next: -1)
-        let slot: Int
+        let slot: Int32
         if let free = freeSlots.popLast() {
             slot = free
-            nodes[slot] = node
+            keys[Int(slot)] = key
+            values[Int(slot)] = value
+            costs[Int(slot)] = cost
         } else {
-            slot = nodes.count
-            nodes.append(node)
+            slot = Int32(keys.count)
+            keys.append(key)
+            values.append(value)
+            costs.append(cost)
+            links.append(Link(previous: -1, next: -1))
         }
         index[key] = slot
         totalCost += cost
         linkAsMostRecent(slot)
         while index.count > countLimit || totalCost > costLimit, leastRecent != -1 {
-            let victim = nodes[leastRecent].key!
-            if let value = removeValue(forKey: victim) { evicted.append(value) }
+            if let value = removeValue(forKey: keys[Int(leastRecent)]!) { evicted.append(value) }
         }
         return evicted
     }
 
+    @inlinable
     mutating func removeValue(forKey key: Key) -> Value? {
         guard let slot = index.removeValue(forKey: key) else { return nil }
         unlink(slot)
-        let value = nodes[slot].value
-        totalCost -= nodes[slot].cost
-        nodes[slot] = Node(key: nil, value: nil, cost: 0, previous: -1, next: -1)
+        let position = Int(slot)
+        let value = values[position]
+        totalCost -= costs[position]
+        keys[position] = nil
+        values[position] = nil
+        costs[position] = 0
         freeSlots.append(slot)
         return value
     }
 
     func keysFromLeastRecent() -> [Key] {
-        var keys: [Key] = []
+        var result: [Key] = []
         var slot = leastRecent
         while slot != -1 {
-            keys.append(nodes[slot].key!)
-            slot = nodes[slot].next
+            result.append(keys[Int(slot)]!)
+            slot = links[Int(slot)].next
         }
-        return keys
+        return result
     }
 
-    private mutating func unlink(_ slot: Int) {
-        let previous = nodes[slot].previous
-        let next = nodes[slot].next
-        if previous != -1 { nodes[previous].next = next } else { leastRecent = next }
-        if next != -1 { nodes[next].previous = previous } else { mostRecent = previous }
-        nodes[slot].previous = -1
-        nodes[slot].next = -1
+    @inlinable
+    mutating func unlink(_ slot: Int32) {
+        let link = links[Int(slot)]
+        if link.previous != -1 { links[Int(link.previous)].next = link.next } else { leastRecent = link.next }
+        if link.next != -1 { links[Int(link.next)].previous = link.previous } else { mostRecent = link.previous }
+        links[Int(slot)] = Link(previous: -1, next: -1)
     }
 
-    private mutating func linkAsMostRecent(_ slot: Int) {
-        nodes[slot].previous = mostRecent
-        nodes[slot].next = -1
-        if mostRecent != -1 { nodes[mostRecent].next = slot } else { leastRecent = slot }
+    @inlinable
+    mutating func linkAsMostRecent(_ slot: Int32) {
+        links[Int(slot)] = Link(previous: mostRecent, next: -1)
+        if mostRecent != -1 { links[Int(mostRecent)].next = slot } else { leastRecent = slot }
         mostRecent = slot
     }
 }

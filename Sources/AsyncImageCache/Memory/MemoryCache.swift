@@ -13,9 +13,12 @@ import Foundation
 /// let hit = cache.value(forKey: "a")
 /// ```
 public final class MemoryCache<Key: Hashable, Value>: @unchecked Sendable {
-    // `storage` is only touched inside `lock`.
-    private let lock = NSLock()
-    private var storage: LRUStorage<Key, Value>
+    // `storage` is only touched inside `lock`. Both are `@usableFromInline` so the hot methods can
+    // be inlined and specialised in client modules. The storage sits behind a pointer: the lock
+    // already makes access exclusive, and a stored `var` would add a dynamic exclusivity check to
+    // every lookup.
+    @usableFromInline let lock = NSLock()
+    @usableFromInline let storage: UnsafeMutablePointer<LRUStorage<Key, Value>>
 
     /// Creates an empty cache.
     ///
@@ -23,21 +26,28 @@ public final class MemoryCache<Key: Hashable, Value>: @unchecked Sendable {
     ///   - countLimit: The most entries kept; at least 0.
     ///   - costLimit: The most total cost kept, in whatever unit inserts use (the store uses bytes).
     public init(countLimit: Int, costLimit: Int) {
-        storage = LRUStorage(countLimit: max(0, countLimit), costLimit: max(0, costLimit))
+        storage = .allocate(capacity: 1)
+        storage.initialize(to: LRUStorage(countLimit: max(0, countLimit), costLimit: max(0, costLimit)))
+    }
+
+    deinit {
+        storage.deinitialize(count: 1)
+        storage.deallocate()
     }
 
     /// The value for `key`, marking it most recently used; `nil` on a miss.
+    @inlinable
     public func value(forKey key: Key) -> Value? {
         lock.lock()
         defer { lock.unlock() }
-        return storage.value(forKey: key, markingUsed: true)
+        return storage.pointee.value(forKey: key, markingUsed: true)
     }
 
     /// Whether `key` has a value, without marking it used.
     public func contains(_ key: Key) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        return storage.value(forKey: key, markingUsed: false) != nil
+        return storage.pointee.value(forKey: key, markingUsed: false) != nil
     }
 
     /// Stores `value` for `key` as the most recently used entry, then evicts past the limits.
@@ -45,10 +55,10 @@ public final class MemoryCache<Key: Hashable, Value>: @unchecked Sendable {
     /// A value whose cost alone exceeds the cost limit is not kept, and any older value for `key`
     /// is removed all the same: the cache never answers with a value that was replaced.
     /// - Returns: The values evicted to make room, least recently used first.
-    @discardableResult
+    @inlinable @discardableResult
     public func insert(_ value: Value, forKey key: Key, cost: Int) -> [Value] {
         lock.lock()
-        let evicted = storage.insert(value, forKey: key, cost: max(0, cost))
+        let evicted = storage.pointee.insert(value, forKey: key, cost: max(0, cost))
         lock.unlock()
         return evicted  // released outside the lock: a value's deinit is arbitrary code
     }
@@ -58,14 +68,14 @@ public final class MemoryCache<Key: Hashable, Value>: @unchecked Sendable {
     public func removeValue(forKey key: Key) -> Value? {
         lock.lock()
         defer { lock.unlock() }
-        return storage.removeValue(forKey: key)
+        return storage.pointee.removeValue(forKey: key)
     }
 
     /// Removes every entry.
     public func removeAll() {
         lock.lock()
-        let old = storage
-        storage = LRUStorage(countLimit: old.countLimit, costLimit: old.costLimit)
+        let old = storage.move()
+        storage.initialize(to: LRUStorage(countLimit: old.countLimit, costLimit: old.costLimit))
         lock.unlock()
         _ = old  // released outside the lock
     }
@@ -74,20 +84,20 @@ public final class MemoryCache<Key: Hashable, Value>: @unchecked Sendable {
     public var count: Int {
         lock.lock()
         defer { lock.unlock() }
-        return storage.count
+        return storage.pointee.count
     }
 
     /// The sum of the costs of all entries.
     public var totalCost: Int {
         lock.lock()
         defer { lock.unlock() }
-        return storage.totalCost
+        return storage.pointee.totalCost
     }
 
     /// The keys from least to most recently used (O(n); for tests and diagnostics).
     public var keysByRecency: [Key] {
         lock.lock()
         defer { lock.unlock() }
-        return storage.keysFromLeastRecent()
+        return storage.pointee.keysFromLeastRecent()
     }
 }

@@ -49,17 +49,18 @@ enum SyntheticHeaders {
             })
     }
 
-    /// A PNG chunk with a zero CRC (the header reader does not check CRCs).
+    /// A PNG chunk with its CRC, so that libpng reads it too (the header reader does not check CRCs).
     static func pngChunk(_ type: String, _ content: [UInt8]) -> [UInt8] {
         ByteWriter.build { chunk in
             chunk.uint32(content.count, bigEndian: true)
             chunk.ascii(type)
             chunk.append(content)
-            chunk.uint32(0, bigEndian: true)
+            chunk.uint32(Int(CRC32.checksum(Array(type.utf8) + content)), bigEndian: true)
         }
     }
 
-    /// Signature, IHDR, a text chunk, an optional eXIf chunk, then IDAT.
+    /// Signature, IHDR (8-bit RGBA), a text chunk, an optional eXIf chunk, then an IDAT with an empty
+    /// zlib stream, far too short for the declared size.
     static func png(width: Int, height: Int, exif: [UInt8]? = nil) -> Data {
         var ihdr = ByteWriter()
         ihdr.uint32(width, bigEndian: true)
@@ -68,7 +69,7 @@ enum SyntheticHeaders {
         var bytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + pngChunk("IHDR", ihdr.bytes)
         bytes += pngChunk("tEXt", Array("Comment\0made by a test".utf8))
         if let exif { bytes += pngChunk("eXIf", exif) }
-        return Data(bytes + pngChunk("IDAT", [0x78, 0x9C, 0x03, 0x00]) + pngChunk("IEND", []))
+        return Data(bytes + pngChunk("IDAT", [0x78, 0x9C, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]) + pngChunk("IEND", []))
     }
 
     /// A BMP file header and a BITMAPCOREHEADER (12 bytes) or BITMAPINFOHEADER (40 bytes).

@@ -1,0 +1,104 @@
+import Foundation
+
+/// Where `aic` writes: results to stdout, progress and diagnostics to stderr.
+enum Console {
+    /// Writes `line` and a newline to stdout.
+    static func out(_ line: String) {
+        print(line)
+    }
+
+    /// Writes `text` to stderr as it is, unbuffered, so progress shows at once.
+    static func error(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    /// Whether stderr is a terminal, so that progress can redraw one line instead of adding many.
+    static var stderrIsTerminal: Bool {
+        isatty(STDERR_FILENO) == 1
+    }
+
+    /// `text` on one line: a failure is reported as exactly one line, whatever the error said.
+    static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+    }
+}
+
+/// Human-readable numbers for summaries.
+enum Formatted {
+    /// A byte count in decimal units: `812 B`, `45.3 KB`, `12.1 MB`, `1.4 GB`.
+    static func bytes(_ count: Int) -> String {
+        let units = ["B", "KB", "MB", "GB", "TB"]
+        var value = Double(count)
+        var unit = 0
+        while value >= 1000, unit < units.count - 1 {
+            value /= 1000
+            unit += 1
+        }
+        return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
+    }
+
+    /// A duration in seconds with two decimals, e.g. `1.42 s`.
+    static func seconds(_ duration: Duration) -> String {
+        let components = duration.components
+        return String(format: "%.2f s", Double(components.seconds) + Double(components.attoseconds) / 1e18)
+    }
+
+    /// An age in the largest whole unit that fits: `45 seconds`, `12 minutes`, `3 hours`, `7 days`.
+    static func age(_ seconds: Double) -> String {
+        let units: [(String, Double)] = [("day", 86_400), ("hour", 3600), ("minute", 60)]
+        let (unit, length) = units.first { seconds >= $0.1 } ?? ("second", 1)
+        let count = Int((max(0, seconds) / length).rounded(.down))
+        return "\(count) \(unit)\(count == 1 ? "" : "s")"
+    }
+
+    /// A date in ISO 8601, UTC, to the second, e.g. `2025-11-30T08:22:00Z`.
+    static func date(_ date: Date) -> String {
+        ISO8601DateFormatter().string(from: date)
+    }
+}
+
+/// One JSON object on one line with its keys in the order given, for `--json` output that reads
+/// the same on every run.
+struct JSONObject {
+    /// A JSON value the commands print.
+    enum Value {
+        case int(Int)
+        case string(String)
+        case null
+    }
+
+    private var fields: [(String, Value)] = []
+
+    init(_ fields: KeyValuePairs<String, Value>) {
+        self.fields = fields.map { ($0.key, $0.value) }
+    }
+
+    /// `{"key":value,...}`.
+    var text: String {
+        "{" + fields.map { Self.quoted($0.0) + ":" + Self.encode($0.1) }.joined(separator: ",") + "}"
+    }
+
+    private static func encode(_ value: Value) -> String {
+        switch value {
+        case .int(let number): String(number)
+        case .string(let text): quoted(text)
+        case .null: "null"
+        }
+    }
+
+    private static func quoted(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\t": result += "\\t"
+            case "\r": result += "\\r"
+            case _ where scalar.value < 0x20: result += String(format: "\\u%04x", scalar.value)
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+}

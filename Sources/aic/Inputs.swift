@@ -1,0 +1,81 @@
+import AsyncImageCache
+import Foundation
+
+/// What the commands take as INPUT: a file path or a URL, and the store they load it through.
+enum Inputs {
+    /// The file extensions `aic sheet` picks up when it walks a folder.
+    static let imageExtensions: Set<String> = ["jpg", "jpeg", "png", "gif", "webp", "bmp"]
+
+    /// The URL for a command-line INPUT: `http(s)://`, `file://` and `data:` are URLs, so is anything
+    /// else of the form `scheme://` (the store then names the scheme it does not support); the
+    /// rest is a path, relative to the current folder.
+    static func url(for argument: String) -> URL {
+        let lowercased = argument.lowercased()
+        let looksLikeURL =
+            lowercased.hasPrefix("data:")
+            || (lowercased.range(of: "^[a-z][a-z0-9+.-]*://", options: .regularExpression) != nil)
+        if looksLikeURL, let url = URL(string: argument) { return url }
+        return URL(fileURLWithPath: argument).standardizedFileURL
+    }
+
+    /// A short name for progress lines and failure lists: the file name of a file or an http(s) URL,
+    /// the start of anything else.
+    static func displayName(of url: URL) -> String {
+        if url.isFileURL || url.scheme?.lowercased().hasPrefix("http") == true, !url.lastPathComponent.isEmpty,
+            url.lastPathComponent != "/"
+        {
+            return url.lastPathComponent
+        }
+        let text = url.absoluteString
+        return text.count > 40 ? text.prefix(40) + "..." : text
+    }
+
+    /// The URLs for `arguments`, with each folder replaced by the images inside it (recursively, by
+    /// extension, sorted by path so a sheet comes out the same on every run). Files named on the
+    /// command line are kept whatever their extension; a missing one fails later, when it loads.
+    static func expandingFolders(_ arguments: [String]) -> [URL] {
+        arguments.flatMap { argument -> [URL] in
+            let url = url(for: argument)
+            var isFolder: ObjCBool = false
+            guard url.isFileURL, FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder),
+                isFolder.boolValue
+            else { return [url] }
+            return images(inFolder: url)
+        }
+    }
+
+    private static func images(inFolder folder: URL) -> [URL] {
+        let keys: [URLResourceKey] = [.isRegularFileKey]
+        // Hidden files and folders are other programs' caches and metadata (.thumbnails, ._photo.jpg).
+        guard
+            let walker = FileManager.default.enumerator(
+                at: folder, includingPropertiesForKeys: keys, options: .skipsHiddenFiles)
+        else { return [] }
+        var found: [URL] = []
+        for case let url as URL in walker
+        where imageExtensions.contains(url.pathExtension.lowercased())
+            && (try? url.resourceValues(forKeys: Set(keys)).isRegularFile) == true
+        {
+            found.append(url.standardizedFileURL)
+        }
+        return found.sorted { $0.path < $1.path }
+    }
+
+    /// The store the commands load through: `name` under the user's cache folder, as
+    /// `ImageStore(name:)` would make it, but with a bad name reported instead of trapping.
+    static func store(named name: String = "default") throws(UsageError) -> ImageStore {
+        do {
+            return try ImageStore(configuration: ImageStore.Configuration(name: name))
+        } catch {
+            throw UsageError(error.description)
+        }
+    }
+
+    /// The one-line reason a load of `url` failed, naming the input when the error itself does not.
+    static func describe(_ error: ImageLoadingError, loading url: URL) -> String {
+        switch error {
+        case .decodingFailed, .invalidDataURL, .cancelled: "\(displayName(of: url)): \(error.description)"
+        default: error.description
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// `aic cache stats|clear|trim` on stores inside a temporary `XDG_CACHE_HOME`.
+@Suite struct CLICacheTests {
+    /// A runner whose default store holds `count` remote JPEGs, fetched by `aic thumbnail`, and their sizes in bytes.
+    private func runnerWithCachedImages(_ count: Int) async throws -> (CommandLineRunner, [Int]) {
+        let aic = CommandLineRunner()
+        let files = try (0..<count).map { ("\($0).jpg", try SampleImages.jpeg(width: 100 + 20 * $0, height: 80)) }
+        let server = try aic.serve(Dictionary(uniqueKeysWithValues: files))
+        defer { server.stop() }
+        for (name, _) in files {
+            let result = try await aic.run(
+                "thumbnail", server.url("/images/\(name)").absoluteString, "--width", "10", "--output", "t.png")
+            #expect(result.status == 0, "\(result)")
+        }
+        return (aic, files.map(\.1.count))
+    }
+
+    private func json(_ result: CommandLineRunner.Result) throws -> [String: Any] {
+        #expect(result.status == 0, "\(result)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+    }
+
+    @Test func statsReportsEntriesBytesTheOldestEntryAndTheFolder() async throws {
+        let (aic, byteCounts) = try await runnerWithCachedImages(2)
+        let folder = aic.storeFolder()
+
+        let stats = try json(try await aic.run("cache", "stats", "--json"))
+        #expect(stats["name"] as? String == "default")
+        #expect(stats["folder"] as? String == folder.path)
+        #expect(stats["entries"] as? Int == 2)
+        #expect(stats["bytes"] as? Int == byteCounts.reduce(0, +))
+        let oldest = try #require(stats["oldest"] as? String)
+        let oldestDate = try #require(ISO8601DateFormatter().date(from: oldest))
+        #expect(abs(oldestDate.timeIntervalSinceNow) < 3600, "written by this test: \(oldest)")
+
+        let text = try await aic.run("cache", "stats")
+        #expect(text.status == 0, "\(text)")
+        #expect(text.stdout.contains("folder   \(folder.path)\n"))
+        #expect(text.stdout.contains("entries  2\n"))
+        #expect(text.stdout.contains("bytes    \(byteCounts.reduce(0, +)) ("))
+        #expect(text.stdout.contains("oldest   \(oldest) ("))
+    }
+
+    @Test func clearRemovesEveryEntryAndSaysHowMany() async throws {
+        let (aic, byteCounts) = try await runnerWithCachedImages(2)
+
+        let cleared = try json(try await aic.run("cache", "clear", "--json"))
+        #expect(cleared["removed"] as? Int == 2)
+        #expect(cleared["removedBytes"] as? Int == byteCounts.reduce(0, +))
+        #expect(cleared["entries"] as? Int == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: aic.storeFolder().path).isEmpty)
+
+        let stats = try await aic.run("cache", "stats")
+        #expect(stats.stdout.contains("entries  0\n") && stats.stdout.contains("oldest   -\n"), "\(stats)")
+        let again = try await aic.run("cache", "clear")
+        #expect(again.stdout == "cleared 0 entries (0 B) from \"default\"; 0 left (0 B)\n")
+    }
+
+    @Test func trimRemovesOnlyTheEntriesUnusedForLongerThanTheMaxAge() async throws {
+        let (aic, byteCounts) = try await runnerWithCachedImages(3)
+        // Age two of the three entries by ten days: the store reads last use from the modification date.
+        let files = try FileManager.default.contentsOfDirectory(at: aic.storeFolder(), includingPropertiesForKeys: nil)
+        // Whole seconds, so the printed date (to the second) is exactly this one.
+        let aged = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 10 * 86_400).rounded(.down))
+        for file in files.prefix(2) {
+            try FileManager.default.setAttributes([.modificationDate: aged], ofItemAtPath: file.path)
+        }
+        let agedBytes = try files.prefix(2).map { try Data(contentsOf: $0).count }.reduce(0, +)
+
+        let sparing = try json(try await aic.run("cache", "trim", "--max-age", "11d", "--json"))
+        #expect(sparing["removed"] as? Int == 0)
+        let stats = try json(try await aic.run("cache", "stats", "--json"))
+        #expect(stats["oldest"] as? String == ISO8601DateFormatter().string(from: aged))
+
+        let trimmed = try json(try await aic.run("cache", "trim", "--json"))  // the default: 7 days
+        #expect(trimmed["removed"] as? Int == 2)
+        #expect(trimmed["removedBytes"] as? Int == agedBytes)
+        #expect(trimmed["entries"] as? Int == 1)
+        #expect(trimmed["bytes"] as? Int == byteCounts.reduce(0, +) - agedBytes)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: aic.storeFolder().path).count == 1)
+    }
+
+    @Test func nameSelectsAnotherStoreUnderTheSameCacheFolder() async throws {
+        let aic = CommandLineRunner()
+        let server = try aic.serve(["0.jpg": try SampleImages.jpeg(width: 64, height: 64)])
+        defer { server.stop() }
+        // The library fills a store named "avatars" where the child process will look for it.
+        let root = aic.cacheHome.url.appendingPathComponent("AsyncImageCache")
+        let store = try ImageStore.makeForTesting(root: root, name: "avatars")
+        _ = try await store.image(for: ImageRequest(url: server.url("/images/0.jpg")))
+        store.waitForDiskMaintenance()
+
+        let avatars = try json(try await aic.run("cache", "stats", "--name", "avatars", "--json"))
+        #expect(avatars["entries"] as? Int == 1)
+        #expect(avatars["folder"] as? String == aic.storeFolder("avatars").path)
+        #expect(try json(try await aic.run("cache", "stats", "--json"))["entries"] as? Int == 0)
+
+        let cleared = try await aic.run("cache", "clear", "--name=avatars")
+        #expect(cleared.stdout.hasPrefix("cleared 1 entry ("), "\(cleared)")
+        #expect(store.diskUsage().fileCount == 0)
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// How `aic` fails: exit 1 with exactly one `aic: ...` line on stderr when a command fails, exit 2
+/// with a usage hint when the command line is wrong, and help that documents both.
+@Suite struct CLIFailureTests {
+    /// One failing input per case, and words the one line must contain.
+    enum FailingInput: String, CaseIterable {
+        case missingFile, notFoundURL, corruptFile
+
+        var expectedWords: [String] {
+            switch self {
+            case .missingFile: ["cannot read", "missing.jpg", "No such file"]
+            case .notFoundURL: ["HTTP 404", "/status/404"]
+            case .corruptFile: ["corrupt.jpg", "not a recognised image format"]
+            }
+        }
+    }
+
+    @Test(arguments: FailingInput.allCases, ["info", "thumbnail"])
+    func aFailureExitsWithOneAndOneLineSayingWhat(input: FailingInput, command: String) async throws {
+        let aic = CommandLineRunner()
+        try Data("this is not an image\n".utf8).write(to: aic.file("corrupt.jpg"))
+        let server = try TestHTTPServer(serving: aic.workspace.url)
+        defer { server.stop() }
+        let argument =
+            switch input {
+            case .missingFile: "missing.jpg"
+            case .notFoundURL: server.url("/status/404").absoluteString
+            case .corruptFile: "corrupt.jpg"
+            }
+        let options = command == "thumbnail" ? ["--width", "10", "--output", "out.png"] : []
+
+        let result = try await aic.run([command, argument] + options)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderrLines.count == 1, "\(result)")
+        let line = try #require(result.stderrLines.first)
+        #expect(line.hasPrefix("aic: "))
+        for word in input.expectedWords {
+            #expect(line.contains(word), "\(line)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: aic.file("out.png").path), "nothing written")
+    }
+
+    @Test(arguments: [
+        ["frobnicate"],
+        ["--verbose"],
+        ["info"],
+        ["info", "a.jpg", "b.jpg"],
+        ["info", "a.jpg", "--jsn"],
+        ["thumbnail", "a.jpg", "--output", "t.png"],
+        ["thumbnail", "a.jpg", "--width", "wide", "--output", "t.png"],
+        ["thumbnail", "a.jpg", "--width", "0", "--output", "t.png"],
+        ["thumbnail", "a.jpg", "--width", "10"],
+        ["thumbnail", "a.jpg", "--width", "10", "--width", "20", "--output", "t.png"],
+        ["sheet", "--output", "s.png"],
+        ["sheet", "a.jpg", "--columns", "0", "--output", "s.png"],
+        ["cache"],
+        ["cache", "empty"],
+        ["cache", "stats", "--name", "../escape"],
+        ["cache", "trim", "--max-age", "soon"],
+        ["demo", "extra"],
+    ])
+    func badUsageExitsWithTwoAndAUsageHint(arguments: [String]) async throws {
+        let aic = CommandLineRunner()
+        let result = try await aic.run(arguments)
+        #expect(result.status == 2, "\(result)")
+        #expect(result.stdout.isEmpty)
+        let lines = result.stderrLines
+        #expect(lines.first?.hasPrefix("aic: ") == true, "\(result)")
+        #expect(lines.contains("usage:"), "\(result)")
+        #expect(lines.last?.contains("--help") == true, "\(result)")
+        #expect(lines.count <= 6, "a short hint, not the whole help")
+    }
+
+    @Test(arguments: [
+        ["--help"], ["-h"], ["help"], ["info", "--help"], ["thumbnail", "-h"], ["sheet", "--help"],
+        ["cache", "--help"], ["help", "cache"], ["demo", "--help"],
+    ])
+    func helpReadsWellAndDocumentsTheExitCodes(arguments: [String]) async throws {
+        let aic = CommandLineRunner()
+        let result = try await aic.run(arguments)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stderr.isEmpty)
+        for section in ["USAGE", "EXIT CODES", "0  success", "1  the command failed", "2  bad usage"] {
+            #expect(result.stdout.contains(section), "\(section) in \(arguments)")
+        }
+        if arguments.count > 1 {
+            #expect(result.stdout.contains("OPTIONS") && result.stdout.contains("EXAMPLES"))
+        }
+        #expect(result.stdout.split(separator: "\n").allSatisfy { $0.count <= 110 }, "fits a wide terminal")
+    }
+}

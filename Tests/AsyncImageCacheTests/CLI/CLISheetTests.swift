@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// `aic sheet`: folders and URLs through one store, laid out in a grid, failures listed.
+@Suite struct CLISheetTests {
+    @Test func aFolderWithACorruptFileMakesASheetOfTheRestAndListsTheFailure() async throws {
+        let aic = CommandLineRunner()
+        let album = aic.file("album")
+        let subfolder = album.appendingPathComponent("sub")
+        try FileManager.default.createDirectory(at: subfolder, withIntermediateDirectories: true)
+        try SampleImages.jpeg(width: 200, height: 100).write(to: album.appendingPathComponent("a.jpg"))
+        try SampleImages.jpeg(width: 300, height: 300).write(to: album.appendingPathComponent("c.jpg"))
+        try SampleImages.png(width: 100, height: 200).write(to: album.appendingPathComponent("sub/b.png"))
+        try Data("not an image".utf8).write(to: album.appendingPathComponent("corrupt.jpg"))
+        try Data("notes".utf8).write(to: album.appendingPathComponent("notes.txt"))
+        let server = try aic.serve(["remote.jpg": try SampleImages.jpeg(width: 400, height: 200)])
+        defer { server.stop() }
+
+        let result = try await aic.run(
+            "sheet", "album", server.url("/images/remote.jpg").absoluteString,
+            "--width", "50", "--columns", "3", "--output", "sheet.png")
+        #expect(result.status == 0, "\(result)")
+
+        // In path order: a 50x25, c 50x50, corrupt (left out), sub/b 50x100, then remote 50x25.
+        // Rows of 3 cells 50 wide, 8 px apart and from the edge: 8 + 3 * (50 + 8) = 182 wide;
+        // rows as tall as their tallest, 100 and 25: 8 + 100 + 8 + 25 + 8 = 149 high.
+        let sheet = try CommandLineRunner.decodePNG(at: aic.file("sheet.png"))
+        #expect(sheet.pixelSize == PixelSize(width: 182, height: 149))
+        #expect(sheet.pixel(x: 0, y: 0) == (255, 255, 255, 255), "white background")
+        #expect(sheet.pixel(x: 10, y: 8 + 100 / 2) != (255, 255, 255, 255), "a's thumbnail, centred in row 1")
+        #expect(result.stdout.contains("4 of 5 images, 182x149 px"), "\(result)")
+        #expect(result.stdout.contains("source 5"), "\(result)")
+
+        // stderr is a file here, not a terminal: one progress line per image, then the failures.
+        let lines = result.stderrLines
+        #expect(lines.filter { $0.hasPrefix("[") && $0.contains("/5] ") }.count == 5, "\(result)")
+        #expect(lines.contains { $0.hasPrefix("[") && $0.hasSuffix("/5] corrupt.jpg (failed)") }, "\(result)")
+        #expect(lines.contains("1 of 5 failed:"), "\(result)")
+        #expect(lines.last == "  corrupt.jpg: not a recognised image format", "\(result)")
+    }
+
+    @Test func whenNoImageMakesItNothingIsWrittenAndItExitsWithOne() async throws {
+        let aic = CommandLineRunner()
+        try Data("not an image".utf8).write(to: aic.file("corrupt.png"))
+
+        let result = try await aic.run("sheet", "corrupt.png", "missing.jpg", "--output", "sheet.png")
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderrLines.last == "aic: no image made it into the sheet; nothing written")
+        #expect(result.stderr.contains("missing.jpg: cannot read"))
+        #expect(!FileManager.default.fileExists(atPath: aic.file("sheet.png").path))
+    }
+
+    @Test func anEmptyFolderIsAFailureThatSaysSo() async throws {
+        let aic = CommandLineRunner()
+        try FileManager.default.createDirectory(at: aic.file("empty"), withIntermediateDirectories: true)
+
+        let result = try await aic.run("sheet", "empty", "--output", "sheet.png")
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderrLines == ["aic: no images found in empty"])
+    }
+
+    @Test func fewerImagesThanColumnsMakeANarrowerSheetWithRoundedCornersOnWhite() async throws {
+        let aic = CommandLineRunner()
+        try SampleImages.jpeg(width: 80, height: 40).write(to: aic.file("one.jpg"))
+
+        let result = try await aic.run("sheet", "one.jpg", "--radius", "10", "--output", "sheet.png")
+        #expect(result.status == 0, "\(result)")
+        // One 80x40 image in a 240-wide cell (the default): never scaled up, centred.
+        let sheet = try CommandLineRunner.decodePNG(at: aic.file("sheet.png"))
+        #expect(sheet.pixelSize == PixelSize(width: 8 + 240 + 8, height: 8 + 40 + 8))
+        let left = 8 + (240 - 80) / 2
+        #expect(sheet.pixel(x: left, y: 8) == (255, 255, 255, 255), "the rounded corner shows the background")
+        #expect(sheet.pixel(x: left + 40, y: 8 + 20).alpha == 255)
+        #expect(sheet.pixel(x: left + 40, y: 8 + 20) != (255, 255, 255, 255))
+    }
+}

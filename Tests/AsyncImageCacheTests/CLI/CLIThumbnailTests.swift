@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// `aic thumbnail`: the PNG it writes, from files and URLs.
+@Suite struct CLIThumbnailTests {
+    @Test func aFileBecomesAnRGBAPNGOfTheAskedWidth() async throws {
+        let aic = CommandLineRunner()
+        try SampleImages.jpeg(width: 400, height: 300).write(to: aic.file("photo.jpg"))
+
+        let result = try await aic.run("thumbnail", "photo.jpg", "--width", "100", "--output", "thumb.png")
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout == "\(aic.file("thumb.png").path): 100x75 PNG\n")
+        #expect(result.stderr.isEmpty)
+        let thumbnail = try CommandLineRunner.decodePNG(at: aic.file("thumb.png"))
+        #expect(thumbnail.pixelSize == PixelSize(width: 100, height: 75))
+        #expect(thumbnail.pixel(x: 0, y: 0).alpha == 255, "square corners without --radius")
+    }
+
+    @Test func aRadiusMakesTheCornersTransparentAndLeavesTheMiddleOpaque() async throws {
+        let aic = CommandLineRunner()
+        try SampleImages.jpeg(width: 400, height: 300).write(to: aic.file("photo.jpg"))
+
+        let result = try await aic.run("thumbnail", "photo.jpg", "--width=120", "--radius=20", "--output=round.png")
+        #expect(result.status == 0, "\(result)")
+        let thumbnail = try CommandLineRunner.decodePNG(at: aic.file("round.png"))
+        #expect(thumbnail.pixelSize == PixelSize(width: 120, height: 90))
+        for (x, y) in [(0, 0), (119, 0), (0, 89), (119, 89)] {
+            #expect(thumbnail.pixel(x: x, y: y).alpha == 0, "corner (\(x), \(y))")
+        }
+        #expect(thumbnail.pixel(x: 60, y: 45).alpha == 255)
+        #expect(thumbnail.pixel(x: 60, y: 0).alpha == 255, "the top edge between the corners is kept")
+    }
+
+    @Test func aURLLoadsThroughTheDefaultStoreAndLandsInItsDiskTier() async throws {
+        let aic = CommandLineRunner()
+        let server = try aic.serve(["0.jpg": try SampleImages.jpeg(width: 300, height: 600)])
+        defer { server.stop() }
+
+        let result = try await aic.run(
+            "thumbnail", server.url("/images/0.jpg").absoluteString, "--width", "50", "--output", "remote.png")
+        #expect(result.status == 0, "\(result)")
+        let thumbnail = try CommandLineRunner.decodePNG(at: aic.file("remote.png"))
+        #expect(thumbnail.pixelSize == PixelSize(width: 50, height: 100))
+        let cached = try FileManager.default.contentsOfDirectory(atPath: aic.storeFolder().path)
+        #expect(cached == [SHA256.hexDigest(of: server.url("/images/0.jpg").absoluteString)])
+    }
+
+    @Test func anEXIFRotatedPhotoComesOutUpright() async throws {
+        let aic = CommandLineRunner()
+        let fixture = Fixtures.url("exif-orientation", "Landscape_6.jpg").path
+        let result = try await aic.run("thumbnail", fixture, "--width", "180", "--output", "upright.png")
+        #expect(result.status == 0, "\(result)")
+        let thumbnail = try CommandLineRunner.decodePNG(at: aic.file("upright.png"))
+        #expect(thumbnail.pixelSize == PixelSize(width: 180, height: 120))
+    }
+}

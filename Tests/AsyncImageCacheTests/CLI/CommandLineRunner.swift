@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// Runs the built `aic` binary as a user does, in a process of its own, with its own cache folder.
+///
+/// Every run gets `XDG_CACHE_HOME` inside ``cacheHome``, so the tests never touch the user's real
+/// cache and each test sees only the stores it made.
+///
+/// ```swift
+/// let aic = CommandLineRunner()
+/// let result = try await aic.run("info", "photo.jpg")
+/// #expect(result.status == 0 && result.stdout == "640x480 JPEG\n")
+/// ```
+final class CommandLineRunner: Sendable {
+    /// What a run printed and how it ended.
+    struct Result: CustomStringConvertible {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+
+        /// The lines of stderr, without the final newline.
+        var stderrLines: [String] {
+            stderr.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+        }
+
+        var description: String { "exit \(status)\n--- stdout\n\(stdout)--- stderr\n\(stderr)" }
+    }
+
+    /// `aic` in the products folder: SwiftPM builds every product of the package before `swift test`
+    /// runs, next to the test bundle's resources. `AIC_EXECUTABLE` names another build instead, so the
+    /// same tests can check a release binary (`AIC_EXECUTABLE=.build/release/aic swift test --filter CLI`),
+    /// where the optimizer has bitten before.
+    static let executable =
+        ProcessInfo.processInfo.environment["AIC_EXECUTABLE"].map { URL(fileURLWithPath: $0) }
+        ?? Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("aic")
+
+    /// How long one run may take before it is killed; the slowest takes well under a second alone.
+    static let timeLimit = Duration.seconds(120)
+
+    /// The folder the child processes see as `XDG_CACHE_HOME`.
+    let cacheHome = TemporaryDirectory("cli-cache")
+    /// A folder for inputs and outputs, and the children's working directory.
+    let workspace = TemporaryDirectory("cli-work")
+
+    /// The disk-tier folder of the store `name` as the children see it.
+    func storeFolder(_ name: String = "default") -> URL {
+        cacheHome.url.appendingPathComponent("AsyncImageCache/\(name)", isDirectory: true)
+    }
+
+    /// The folder ``serve(_:)`` serves, inside ``workspace``.
+    var servedFolder: URL {
+        workspace.url.appendingPathComponent("served", isDirectory: true)
+    }
+
+    /// Writes `files` (name -> bytes) into ``servedFolder`` and starts a loopback server for them at
+    /// `/images/<name>`.
+    func serve(_ files: [String: Data]) throws -> TestHTTPServer {
+        try FileManager.default.createDirectory(at: servedFolder, withIntermediateDirectories: true)
+        for (name, data) in files {
+            try data.write(to: servedFolder.appendingPathComponent(name))
+        }
+        return try TestHTTPServer(serving: servedFolder)
+    }
+
+    /// A file URL in ``workspace``.
+    func file(_ name: String) -> URL {
+        workspace.url.appendingPathComponent(name)
+    }
+
+    /// Runs `aic arguments...` to the end; stdout and stderr go to files, so a chatty run cannot
+    /// fill a pipe and stall.
+    func run(_ arguments: String...) async throws -> Result {
+        try await run(arguments)
+    }
+
+    func run(_ arguments: [String]) async throws -> Result {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: Self.executable.path),
+            "aic is not built at \(Self.executable.path)")
+        let outputs = TemporaryDirectory("cli-output")
+        let stdoutFile = outputs.url.appendingPathComponent("stdout")
+        let stderrFile = outputs.url.appendingPathComponent("stderr")
+        try Data().write(to: stdoutFile)
+        try Data().write(to: stderrFile)
+
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = arguments
+        process.currentDirectoryURL = workspace.url
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CACHE_HOME"] = cacheHome.url.path
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: stdoutFile)
+        process.standardError = try FileHandle(forWritingTo: stderrFile)
+        // Awaited, not waitUntilExit(): blocking a thread of the test pool on a child would starve
+        // the other tests on a two-core machine. The stream keeps the status if aic exits first.
+        let (exits, exited) = AsyncStream<Int32>.makeStream()
+        process.terminationHandler = { exited.yield($0.terminationStatus) }
+        try process.run()
+        // A hung aic must fail its test, not stall the whole suite.
+        let pid = process.processIdentifier
+        let watchdog = Task {
+            try await Task.sleep(for: Self.timeLimit)
+            kill(pid, SIGKILL)
+        }
+        var iterator = exits.makeAsyncIterator()
+        let status = await iterator.next()
+        watchdog.cancel()
+        #expect(process.terminationReason == .exit, "aic was killed by a signal: \(arguments)")
+        return Result(
+            status: try #require(status),
+            stdout: try String(contentsOf: stdoutFile, encoding: .utf8),
+            stderr: try String(contentsOf: stderrFile, encoding: .utf8))
+    }
+
+    /// The bitmap in the PNG at `url`, decoded by the library's own decoder.
+    static func decodePNG(at url: URL) throws -> Bitmap {
+        let data = try Data(contentsOf: url)
+        let header = try ImageHeader.parse(data)
+        #expect(header.format == .png)
+        return try ImageDecoders.Default().decode(data, context: ImageDecodingContext(header: header))
+    }
+}

@@ -1,0 +1,72 @@
+import Testing
+
+@testable import AsyncImageCache
+
+/// The portable arithmetic behind the Apple adapters (ImageIO decoding, `UIImage`/`NSImage` bridging),
+/// tested here because no Apple machine runs these tests.
+@Suite struct AppleAdapterSupportTests {
+    static func context(stored: PixelSize, minimum: PixelSize?) -> ImageDecodingContext {
+        ImageDecodingContext(header: ImageHeader(format: .jpeg, storedSize: stored), minimumSize: minimum)
+    }
+
+    @Test func theCoveringSizeKeepsTheAspectRatioAndCoversTheMinimum() {
+        let photo = PixelSize(width: 1800, height: 1200)
+        #expect(Self.context(stored: photo, minimum: PixelSize(width: 320, height: 200)).coveringSize
+            == PixelSize(width: 320, height: 214))
+        #expect(Self.context(stored: photo, minimum: PixelSize(width: 300, height: 213)).coveringSize
+            == PixelSize(width: 320, height: 213))
+        // Exact ratios stay exact: the binding side is never rounded one over.
+        #expect(Self.context(stored: photo, minimum: PixelSize(width: 954, height: 636)).coveringSize
+            == PixelSize(width: 954, height: 636))
+        for width in 1..<1800 {
+            let minimum = PixelSize(width: width, height: max(1, width * 2 / 3))
+            let covering = Self.context(stored: photo, minimum: minimum).coveringSize
+            #expect(covering.width >= minimum.width && covering.height >= minimum.height, "\(minimum)")
+            #expect(covering.width <= width + 1 && covering.height <= minimum.height + 1, "\(minimum)")
+        }
+    }
+
+    @Test func noMinimumOrOneNotSmallerThanTheImageMeansTheFullSize() {
+        let stored = PixelSize(width: 640, height: 480)
+        #expect(Self.context(stored: stored, minimum: nil).coveringSize == stored)
+        #expect(Self.context(stored: stored, minimum: stored).coveringSize == stored)
+        #expect(Self.context(stored: stored, minimum: PixelSize(width: 100, height: 480)).coveringSize == stored)
+        #expect(Self.context(stored: stored, minimum: PixelSize(width: 5000, height: 10)).coveringSize == stored)
+    }
+
+    @Test func premultiplyingAndBackLosesNoMoreThanTheRoundingAllows() {
+        // Every colour value at every alpha: rounding twice costs at most 127.5 / alpha + 0.5.
+        var pixels: [UInt8] = []
+        for alpha in 0...255 {
+            for value in 0...255 { pixels += [UInt8(value), UInt8(255 - value), 128, UInt8(alpha)] }
+        }
+        let bitmap = Bitmap(width: 256, height: 256, pixels: pixels)
+        let back = Bitmap(width: 256, height: 256, premultipliedPixels: bitmap.premultipliedPixels)
+        var outOfTolerance: [String] = []
+        for offset in stride(from: 0, to: pixels.count, by: 4) {
+            let alpha = Double(pixels[offset + 3])
+            for channel in offset..<offset + 3 {
+                let expected = alpha == 0 ? 0 : Int(pixels[channel])
+                let tolerance = alpha == 0 ? 0 : 127.5 / alpha + 0.5
+                if Double(abs(Int(back.pixels[channel]) - expected)) > tolerance {
+                    outOfTolerance.append("\(pixels[channel]) at alpha \(alpha) came back \(back.pixels[channel])")
+                }
+            }
+        }
+        #expect(outOfTolerance.isEmpty, "\(outOfTolerance.prefix(5))")
+        #expect(back.alphaValues == bitmap.alphaValues)
+    }
+
+    @Test func premultipliedValuesAreExact() {
+        let bitmap = Bitmap(width: 3, height: 1, pixels: [255, 128, 0, 128, 200, 100, 50, 255, 9, 9, 9, 0])
+        #expect(bitmap.premultipliedPixels == [128, 64, 0, 128, 200, 100, 50, 255, 0, 0, 0, 0])
+        // Colour above alpha is not valid premultiplied data: it clamps to 255 rather than wrapping.
+        let clamped = Bitmap(width: 1, height: 1, premultipliedPixels: [200, 64, 0, 128])
+        #expect(clamped.pixels == [255, 128, 0, 128])
+    }
+
+    @Test func opaqueMeansEveryAlphaIs255() {
+        #expect(Bitmap(width: 2, height: 1, pixels: [1, 2, 3, 255, 4, 5, 6, 255]).isOpaque)
+        #expect(!Bitmap(width: 2, height: 1, pixels: [1, 2, 3, 255, 4, 5, 6, 254]).isOpaque)
+    }
+}
