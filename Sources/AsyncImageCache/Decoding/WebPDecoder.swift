@@ -32,22 +32,6 @@ extension ImageDecoders {
             }.get()
         }
 
-        /// The smallest size with the aspect ratio of `size` that covers `minimumSize` in both dimensions, each
-        /// side rounded up; `size` itself when `minimumSize` is `nil` or not smaller. Never larger than `size`.
-        static func scaledSize(_ size: PixelSize, covering minimumSize: PixelSize?) -> PixelSize {
-            guard let minimumSize else { return size }
-            let width = min(max(minimumSize.width, 1), size.width)
-            let height = min(max(minimumSize.height, 1), size.height)
-            // The larger of the two ratios wins: width / size.width >= height / size.height, without division.
-            // Sides are at most 2^24 (VP8X), so the products cannot overflow.
-            if width * size.height >= height * size.width {
-                return PixelSize(
-                    width: width, height: min(size.height, (size.height * width).divided(roundingUpBy: size.width)))
-            }
-            return PixelSize(
-                width: min(size.width, (size.width * height).divided(roundingUpBy: size.height)), height: height)
-        }
-
         private static func decode(_ bytes: UnsafeRawBufferPointer, context: ImageDecodingContext)
             throws(ImageDecodingError) -> Bitmap
         {
@@ -57,7 +41,7 @@ extension ImageDecoders {
             var features = WebPBitstreamFeatures()
             try check(WebPGetFeatures(base, bytes.count, &features))
             let canvas = PixelSize(width: Int(features.width), height: Int(features.height))
-            let output = scaledSize(canvas, covering: context.minimumSize)
+            let output = canvas.scaledDown(toCover: context.minimumSize)
             guard output.pixelCount <= context.pixelBudget else {
                 let reason = ImageDecodingError.Reason.pixelBudgetExceeded(
                     pixels: output.pixelCount, budget: context.pixelBudget)
@@ -131,10 +115,5 @@ extension ImageDecoders {
             }
         }
     }
-}
-
-extension Int {
-    /// The quotient rounded towards positive infinity, for non-negative values and a positive divisor.
-    func divided(roundingUpBy divisor: Int) -> Int { (self + divisor - 1) / divisor }
 }
 #endif

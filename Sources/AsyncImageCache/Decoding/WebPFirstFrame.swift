@@ -60,7 +60,7 @@ struct WebPFirstFrame {
     static func scaledSpan(start: Int, length: Int, of full: Int, scaledTo scaled: Int) -> (start: Int, length: Int) {
         guard scaled != full else { return (start, length) }
         let scaledStart = min(start * scaled / full, scaled - 1)
-        let scaledEnd = min(((start + length) * scaled).divided(roundingUpBy: full), scaled)
+        let scaledEnd = min(((start + length) * scaled + full - 1) / full, scaled)
         return (scaledStart, max(1, min(length, scaledEnd - scaledStart)))
     }
 

@@ -39,25 +39,11 @@ struct WebPDecoderTests {
         #expect(try decode("blue-purple-pink.lossless.webp").alphaValues.allSatisfy { $0 == 255 })
     }
 
-    @Test func theScaledSizeIsTheSmallestThatCoversTheMinimumWithTheImagesAspectRatio() {
-        let image = PixelSize(width: 400, height: 301)
-        let scaled = { (width: Int, height: Int) in
-            ImageDecoders.WebP.scaledSize(image, covering: PixelSize(width: width, height: height))
-        }
-        // Worked by hand: the wider ratio wins and the other side rounds up (301 * 100 / 400 = 75.25).
-        #expect(scaled(100, 50) == PixelSize(width: 100, height: 76))
-        #expect(scaled(100, 100) == PixelSize(width: 133, height: 100))  // 400 * 100 / 301 = 132.9
-        #expect(scaled(200, 150) == PixelSize(width: 200, height: 151))  // 150.5
-        #expect(scaled(400, 1) == image)
-        #expect(scaled(1000, 1000) == image)  // never larger than the image
-        #expect(scaled(0, 0) == PixelSize(width: 2, height: 1))
-        #expect(ImageDecoders.WebP.scaledSize(image, covering: nil) == image)
-    }
-
     @Test(arguments: ["yellow_rose.lossy.webp", "yellow_rose.lossless.webp", "yellow_rose.lossy-with-alpha.webp"])
     func aScaledDecodeCoversTheMinimumSizeAndLooksLikeTheFullPictureResized(name: String) throws {
         let minimum = PixelSize(width: 100, height: 50)
         let scaled = try decode(name, minimumSize: minimum)
+        // The width binds: 301 * 100 / 400 = 75.25, rounded up.
         #expect(scaled.pixelSize == PixelSize(width: 100, height: 76))
         #expect(scaled.width >= minimum.width && scaled.height >= minimum.height)
         let full = try decode(name)
