@@ -14,6 +14,8 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CJPEG", path: "Sources/CJPEG"),
         .systemLibrary(name: "CPNG", path: "Sources/CPNG"),
+        .systemLibrary(name: "CWebP", path: "Sources/CWebP"),
+        .systemLibrary(name: "CGIF", path: "Sources/CGIF"),
         .systemLibrary(name: "CXattr", path: "Sources/CXattr"),
         // libjpeg reports errors through a callback that must not return; this C target wraps
         // every libjpeg call in setjmp so that a corrupt file becomes an error code, never exit().
@@ -29,6 +31,8 @@ let package = Package(
             dependencies: [
                 .target(name: "CJPEGSupport", condition: linux),
                 .target(name: "CPNG", condition: linux),
+                .target(name: "CWebP", condition: linux),
+                .target(name: "CGIF", condition: linux),
                 .target(name: "CXattr", condition: linux),
             ]
         ),

@@ -4,8 +4,9 @@ import Foundation
 public enum ImageDecoders {
     /// The default decoder: picks the codec for the header's format.
     ///
-    /// On Linux, JPEG goes to ``ImageDecoders/JPEG`` and PNG to ``ImageDecoders/PNG``; every other format
-    /// throws ``ImageDecodingError/Reason/unsupportedFormat`` for now.
+    /// On Linux, JPEG goes to ``ImageDecoders/JPEG``, PNG to ``ImageDecoders/PNG``, WebP to
+    /// ``ImageDecoders/WebP`` and GIF to ``ImageDecoders/GIF``; every other format throws
+    /// ``ImageDecodingError/Reason/unsupportedFormat`` for now.
     public struct Default: ImageDecoding {
         /// Creates the default decoder.
         public init() {}
@@ -20,6 +21,14 @@ public enum ImageDecoders {
             #if canImport(CPNG)
             case .png:
                 return try PNG().decode(data, context: context)
+            #endif
+            #if canImport(CWebP)
+            case .webp:
+                return try WebP().decode(data, context: context)
+            #endif
+            #if canImport(CGIF)
+            case .gif:
+                return try GIF().decode(data, context: context)
             #endif
             default:
                 throw ImageDecodingError(format: context.header.format, reason: .unsupportedFormat)

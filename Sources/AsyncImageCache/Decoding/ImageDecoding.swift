@@ -41,16 +41,21 @@ extension ImageDecodingContext {
     /// is `nil` or not smaller than the image in both dimensions.
     ///
     /// A 1800x1200 image asked to cover 320x200 gives 320x214: the width binds, the height follows.
-    var coveringSize: PixelSize {
-        let stored = header.storedSize
-        guard let minimumSize, minimumSize.width < stored.width, minimumSize.height < stored.height else {
-            return stored
-        }
-        let (width, height) = (max(1, minimumSize.width), max(1, minimumSize.height))
+    var coveringSize: PixelSize { header.storedSize.scaledDown(toCover: minimumSize) }
+}
+
+extension PixelSize {
+    /// This size scaled down, aspect ratio kept, to the smallest size that still covers `minimumSize` in both
+    /// dimensions, each side rounded up; this size itself when `minimumSize` is `nil` or not smaller in both
+    /// dimensions. (The WebP decoder applies it to the size in the bitstream rather than the header's.)
+    func scaledDown(toCover minimumSize: PixelSize?) -> PixelSize {
+        guard let minimumSize, minimumSize.width < width, minimumSize.height < height else { return self }
+        let (coverWidth, coverHeight) = (max(1, minimumSize.width), max(1, minimumSize.height))
         // Integer arithmetic, so a side that binds comes out exact rather than one over after rounding up.
-        if width * stored.height >= height * stored.width {
-            return PixelSize(width: width, height: (stored.height * width + stored.width - 1) / stored.width)
+        // Sides are at most 2^24 (WebP's VP8X), so the products cannot overflow.
+        if coverWidth * height >= coverHeight * width {
+            return PixelSize(width: coverWidth, height: (height * coverWidth + width - 1) / width)
         }
-        return PixelSize(width: (stored.width * height + stored.height - 1) / stored.height, height: height)
+        return PixelSize(width: (width * coverHeight + height - 1) / height, height: coverHeight)
     }
 }

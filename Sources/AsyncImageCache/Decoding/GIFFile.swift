@@ -1,0 +1,106 @@
+#if canImport(CGIF)
+import CGIF
+import Foundation
+
+/// An open giflib decoder reading bytes in memory, through which every failing giflib call becomes an
+/// ``ImageDecodingError``.
+struct GIFFile {
+    /// giflib's state; valid only inside ``read(_:_:)``.
+    let handle: UnsafeMutablePointer<GifFileType>
+    private let source: UnsafeMutablePointer<GIFByteSource>
+
+    /// Opens `bytes` with giflib, which reads the header and the logical screen descriptor, runs `body` and
+    /// closes the file again, also when `body` throws.
+    static func read<Value>(
+        _ bytes: UnsafeRawBufferPointer, _ body: (GIFFile) throws(ImageDecodingError) -> Value
+    ) throws(ImageDecodingError) -> Value {
+        var source = GIFByteSource(bytes: bytes)
+        return try withUnsafeMutablePointer(to: &source) { source throws(ImageDecodingError) in
+            var openError: Int32 = D_GIF_SUCCEEDED
+            // giflib hands the pointer back to the callback as the file's UserData; the callback is a C function
+            // pointer and captures nothing. Neither outlives this call, and neither do the bytes they read.
+            let handle = DGifOpen(
+                source,
+                { file, buffer, count in
+                    guard let file, let buffer, let source = file.pointee.UserData else { return 0 }
+                    return source.assumingMemoryBound(to: GIFByteSource.self).pointee.read(
+                        into: buffer, count: count)
+                }, &openError)
+            guard let handle else { throw error(code: openError, ranOut: source.pointee.ranOut) }
+            defer { DGifCloseFile(handle, nil) }
+            return try body(GIFFile(handle: handle, source: source))
+        }
+    }
+
+    /// The logical screen's size from the header.
+    var screenSize: PixelSize { PixelSize(width: Int(handle.pointee.SWidth), height: Int(handle.pointee.SHeight)) }
+
+    /// The kind of the next record: an extension, an image descriptor or the trailer.
+    func nextRecordType() throws(ImageDecodingError) -> GifRecordType {
+        var record = UNDEFINED_RECORD_TYPE
+        try check(DGifGetRecordType(handle, &record))
+        return record
+    }
+
+    /// Reads one extension with all its sub-blocks and returns its function code and its first sub-block
+    /// (giflib's copy starts with the length byte; `nil` when the extension has no data).
+    func readExtension() throws(ImageDecodingError) -> (code: Int32, firstBlock: [UInt8]?) {
+        var code: Int32 = 0
+        var block: UnsafeMutablePointer<GifByteType>?
+        try check(DGifGetExtension(handle, &code, &block))
+        let firstBlock = block.map { Array(UnsafeBufferPointer(start: $0, count: Int($0[0]) + 1)) }
+        while block != nil {
+            try check(DGifGetExtensionNext(handle, &block))
+        }
+        return (code, firstBlock)
+    }
+
+    /// Reads the image descriptor after an image record; the descriptor is then in `handle.pointee.Image`.
+    func readImageDescriptor() throws(ImageDecodingError) -> GifImageDesc {
+        try check(DGifGetImageDesc(handle))
+        return handle.pointee.Image
+    }
+
+    /// Decodes the next row of the current image into `row`, whose count is the image's width.
+    func readRow(into row: UnsafeMutableBufferPointer<GifPixelType>) throws(ImageDecodingError) {
+        try check(DGifGetLine(handle, row.baseAddress, Int32(row.count)))
+    }
+
+    /// Throws the error giflib recorded when `status` is not `GIF_OK`.
+    private func check(_ status: Int32) throws(ImageDecodingError) {
+        guard status != GIF_OK else { return }
+        throw Self.error(code: handle.pointee.Error, ranOut: source.pointee.ranOut)
+    }
+
+    /// giflib words a short read as a failed read, a missing screen descriptor or a defect, depending on
+    /// where it happens; the source knows whether the data ran out.
+    private static func error(code: Int32, ranOut: Bool) -> ImageDecodingError {
+        if ranOut || code == D_GIF_ERR_EOF_TOO_SOON { return ImageDecodingError(format: .gif, reason: .truncated) }
+        let message = GifErrorString(code).map { String(cString: $0) } ?? "giflib error \(code)"
+        return ImageDecodingError(format: .gif, reason: .corrupt(message))
+    }
+}
+
+/// The bytes giflib reads through its callback, with the read position.
+struct GIFByteSource {
+    let bytes: UnsafeRawBufferPointer
+    private(set) var offset = 0
+    /// Whether a read asked for more bytes than were left: the data ended early.
+    private(set) var ranOut = false
+
+    init(bytes: UnsafeRawBufferPointer) {
+        self.bytes = bytes
+    }
+
+    /// Copies up to `count` bytes into `buffer` and returns how many; fewer than asked for means the end.
+    mutating func read(into buffer: UnsafeMutablePointer<GifByteType>, count: Int32) -> Int32 {
+        let wanted = max(0, Int(count))
+        let available = min(wanted, bytes.count - offset)
+        if available < wanted { ranOut = true }
+        guard available > 0, let base = bytes.baseAddress else { return 0 }
+        UnsafeMutableRawPointer(buffer).copyMemory(from: base + offset, byteCount: available)
+        offset += available
+        return Int32(available)
+    }
+}
+#endif

@@ -1,0 +1,91 @@
+#if canImport(CWebP)
+import CWebP
+import Foundation
+
+/// The first frame of an animated WebP, found with libwebp's demuxer and drawn on a transparent canvas.
+///
+/// libwebp's `WebPDecode` refuses animations, and its animation decoder composites every frame at full size.
+/// Here the demuxer only locates frame 1 (its bitstream, offset and size) and the frame alone is decoded,
+/// scaled with the canvas. Frame 1 is drawn on an empty canvas, where alpha blending leaves it as it is, so
+/// its pixels are copied in place; the ANIM chunk's background color is a hint that viewers ignore and so is
+/// it here.
+struct WebPFirstFrame {
+    private let bytes: UnsafeRawBufferPointer
+
+    /// The frame of the WebP file `bytes`, which must stay valid while this value is used.
+    init(_ bytes: UnsafeRawBufferPointer) {
+        self.bytes = bytes
+    }
+
+    /// Decodes frame 1 of a `canvas`-sized animation onto a transparent canvas of `output` size.
+    func decode(canvas: PixelSize, output: PixelSize) throws(ImageDecodingError) -> Bitmap {
+        var data = WebPData(bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), size: bytes.count)
+        var state = WEBP_DEMUX_PARSING_HEADER
+        // The partial demuxer reports how far it got, which tells data that ends early from malformed data.
+        guard let demuxer = WebPDemuxPartial(&data, &state) else {
+            throw state == WEBP_DEMUX_PARSE_ERROR ? Self.corrupt("WebPDemux: parse error") : Self.truncated
+        }
+        defer { WebPDemuxDelete(demuxer) }
+        var frame = WebPIterator()
+        guard WebPDemuxGetFrame(demuxer, 1, &frame) != 0 else {
+            throw state == WEBP_DEMUX_DONE ? Self.corrupt("WebPDemux: no frame 1") : Self.truncated
+        }
+        defer { WebPDemuxReleaseIterator(&frame) }
+        guard frame.complete != 0 else { throw Self.truncated }
+        let frameSize = PixelSize(width: Int(frame.width), height: Int(frame.height))
+        let bitstream = UnsafeRawBufferPointer(start: frame.fragment.bytes, count: frame.fragment.size)
+        try Self.checkBounds(frame, bitstream: bitstream, canvas: canvas)
+
+        let horizontal = Self.scaledSpan(
+            start: Int(frame.x_offset), length: Int(frame.width), of: canvas.width, scaledTo: output.width)
+        let vertical = Self.scaledSpan(
+            start: Int(frame.y_offset), length: Int(frame.height), of: canvas.height, scaledTo: output.height)
+        let scaledFrame = PixelSize(width: horizontal.length, height: vertical.length)
+
+        var pixels = [UInt8](repeating: 0, count: output.pixelCount * 4)
+        let status = pixels.withUnsafeMutableBufferPointer { canvas in
+            // libwebp writes the frame's rows straight into the canvas, one canvas row apart.
+            let offset = (vertical.start * output.width + horizontal.start) * 4
+            return ImageDecoders.WebP.decode(
+                bitstream, size: frameSize, scaledTo: scaledFrame, into: canvas.baseAddress! + offset,
+                bytesPerRow: output.width * 4, byteCount: canvas.count - offset)
+        }
+        try ImageDecoders.WebP.check(status)
+        return Bitmap(width: output.width, height: output.height, pixels: pixels)
+    }
+
+    /// Where a frame spanning `length` pixels from `start` on a side of `full` pixels lands when that side is
+    /// scaled to `scaled` pixels: the start rounded down, the end rounded up, kept inside the side, at least
+    /// one pixel and never longer than the frame itself.
+    static func scaledSpan(start: Int, length: Int, of full: Int, scaledTo scaled: Int) -> (start: Int, length: Int) {
+        guard scaled != full else { return (start, length) }
+        let scaledStart = min(start * scaled / full, scaled - 1)
+        let scaledEnd = min(((start + length) * scaled + full - 1) / full, scaled)
+        return (scaledStart, max(1, min(length, scaledEnd - scaledStart)))
+    }
+
+    /// Checks what the demuxer should already have checked, because the frame is written into the canvas
+    /// in place: the frame lies inside the canvas and its bitstream has the frame's size.
+    private static func checkBounds(_ frame: WebPIterator, bitstream: UnsafeRawBufferPointer, canvas: PixelSize)
+        throws(ImageDecodingError)
+    {
+        guard frame.x_offset >= 0, frame.y_offset >= 0, frame.width > 0, frame.height > 0,
+            Int(frame.x_offset) + Int(frame.width) <= canvas.width,
+            Int(frame.y_offset) + Int(frame.height) <= canvas.height
+        else { throw corrupt("frame 1 lies outside the canvas") }
+        var features = WebPBitstreamFeatures()
+        try ImageDecoders.WebP.check(
+            WebPGetFeatures(bitstream.baseAddress?.assumingMemoryBound(to: UInt8.self), bitstream.count, &features))
+        guard features.width == frame.width, features.height == frame.height else {
+            throw corrupt(
+                "frame 1 is \(features.width)x\(features.height), its header says \(frame.width)x\(frame.height)")
+        }
+    }
+
+    private static let truncated = ImageDecodingError(format: .webp, reason: .truncated)
+
+    private static func corrupt(_ message: String) -> ImageDecodingError {
+        ImageDecodingError(format: .webp, reason: .corrupt(message))
+    }
+}
+#endif
