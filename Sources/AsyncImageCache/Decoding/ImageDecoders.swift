@@ -4,15 +4,19 @@ import Foundation
 public enum ImageDecoders {
     /// The default decoder: picks the codec for the header's format.
     ///
-    /// On Linux, JPEG goes to ``ImageDecoders/JPEG``, PNG to ``ImageDecoders/PNG``, WebP to
-    /// ``ImageDecoders/WebP`` and GIF to ``ImageDecoders/GIF``; every other format throws
-    /// ``ImageDecodingError/Reason/unsupportedFormat`` for now.
+    /// On Apple platforms every format goes to ImageIO (`ImageDecoders.ImageIO`). On Linux, JPEG
+    /// goes to ``ImageDecoders/JPEG``, PNG to ``ImageDecoders/PNG``, WebP to ``ImageDecoders/WebP``
+    /// and GIF to ``ImageDecoders/GIF``; every other format throws
+    /// ``ImageDecodingError/Reason/unsupportedFormat``.
     public struct Default: ImageDecoding {
         /// Creates the default decoder.
         public init() {}
 
         /// Decodes `data` with the codec for `context.header.format`.
         public func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
+            #if canImport(ImageIO)
+            return try ImageIO().decode(data, context: context)
+            #else
             switch context.header.format {
             #if canImport(CJPEGSupport)
             case .jpeg:
@@ -33,6 +37,7 @@ public enum ImageDecoders {
             default:
                 throw ImageDecodingError(format: context.header.format, reason: .unsupportedFormat)
             }
+            #endif
         }
     }
 }
