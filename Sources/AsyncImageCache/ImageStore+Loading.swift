@@ -75,10 +75,9 @@ extension ImageStore {
         case .failure(let error): return .failure(error)
         }
         // Waits for a decode slot; a run cancelled meanwhile never decodes.
-        let rendered = await decodeSlots.run(priority: priority) { () -> Result<Bitmap, ImageDecodingError>? in
-            guard !Task.isCancelled else { return nil }
-            return Result { () throws(ImageDecodingError) in try render(fetched.original, for: request) }
-        } ?? nil
+        let rendered = await decodeSlots.run(priority: priority) { [self] () -> Result<Bitmap, ImageDecodingError> in
+            Result { () throws(ImageDecodingError) in try render(fetched.original, for: request) }
+        }
         let bitmap: Bitmap
         switch rendered {
         case nil:

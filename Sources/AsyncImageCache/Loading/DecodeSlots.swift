@@ -1,3 +1,5 @@
+import Dispatch
+
 /// How urgently a load is wanted: visible loads go before prefetches.
 public enum ImageLoadPriority: Int, Sendable, Comparable {
     /// A prefetch: runs when no visible load is waiting for a decode slot.
@@ -30,6 +32,10 @@ final class RunPriority: Sendable {
 /// per image. Waiting runs queue; when a slot frees it goes to the most urgent waiter, first come
 /// first served within a priority, so a visible load overtakes queued prefetches. A waiter whose
 /// task is cancelled leaves the queue at once and never decodes.
+///
+/// The work itself runs on a dispatch queue of its own, not on Swift's cooperative pool: a decode
+/// blocks its thread for milliseconds, and the pool has only one thread per core for every task
+/// in the process (network callbacks, the caller's own async work) to share.
 final class DecodeSlots: Sendable {
     private struct Waiter {
         let id: UInt64
@@ -45,21 +51,28 @@ final class DecodeSlots: Sendable {
 
     let limit: Int
     private let state = LockedBox(State())
+    private let queue = DispatchQueue(label: "AsyncImageCache.decode", qos: .userInitiated, attributes: .concurrent)
 
     init(limit: Int) {
         self.limit = max(1, limit)
     }
 
-    /// Runs `body` in a slot, waiting for one first. Returns `nil` without running `body` when the
-    /// task is cancelled before it gets a slot.
-    func run<Result>(priority: RunPriority, _ body: () -> Result) async -> Result? {
+    /// Runs `body` in a slot on the decode queue, waiting for a slot first. Returns `nil` without
+    /// running `body` when the task is cancelled before it gets a slot.
+    func run<Result: Sendable>(priority: RunPriority, _ body: @escaping @Sendable () -> Result) async -> Result? {
         guard await acquire(priority) else { return nil }
         defer { release() }
-        return body()
+        guard !Task.isCancelled else { return nil }
+        return await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: body()) }
+        }
     }
 
     /// The decodes running now (for tests and diagnostics).
     var busyCount: Int { state.withLock { $0.busy } }
+
+    /// The runs waiting for a slot (for tests and diagnostics).
+    var waitingCount: Int { state.withLock { $0.waiters.count } }
 
     private func acquire(_ priority: RunPriority) async -> Bool {
         let id = state.withLock { state -> UInt64 in

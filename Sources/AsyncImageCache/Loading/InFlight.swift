@@ -31,6 +31,11 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The number of runs in flight (for tests and diagnostics).
     var count: Int { state.withLock { $0.runs.count } }
 
+    /// The number of callers waiting for the run for `key` (for tests and diagnostics).
+    func waiterCount(for key: Key) -> Int {
+        state.withLock { $0.runs[key]?.waiters.count ?? 0 }
+    }
+
     /// Waits for the run for `key`, starting one with `work` when none is in flight.
     ///
     /// - Parameter priority: How urgently this caller wants the value; a run takes the highest

@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// Local files as seed 003 describes: memory lookups never touch the disk, loads check the file's
+/// version in the background, and a missing file is tried again.
+@Suite struct ImageStoreLocalFileTests {
+    private func makeStore(in folder: TemporaryDirectory) throws -> (ImageStore, FileInspectorSpy, RecordingLoader, CountingDecoder) {
+        let spy = FileInspectorSpy()
+        let loader = RecordingLoader()
+        let decoder = CountingDecoder()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.fileInspector = spy
+            $0.dataLoader = loader
+            $0.decoder = decoder
+        }
+        return (store, spy, loader, decoder)
+    }
+
+    @Test func cachedImageForAFileIsAMemoryLookupThatNeverStatsOrReads() async throws {
+        let folder = TemporaryDirectory("local")
+        try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
+        let (store, spy, loader, _) = try makeStore(in: folder)
+        let request = ImageRequest(url: folder.url.appendingPathComponent("0.jpg"), targetWidth: 150)
+        #expect(store.cachedImage(for: request) == nil)
+        #expect(spy.count == 0 && loader.startedCount == 0)
+        _ = try await store.image(for: request)
+        let (stats, reads) = (spy.count, loader.startedCount)
+        for _ in 0..<1000 { #expect(store.cachedImage(for: request)?.pixelSize == PixelSize(width: 150, height: 100)) }
+        #expect(spy.count == stats)
+        #expect(loader.startedCount == reads)
+    }
+
+    @Test func aLoadChecksTheFileVersionAndReusesTheDecodeWhenUnchanged() async throws {
+        let folder = TemporaryDirectory("local")
+        try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
+        let (store, spy, loader, decoder) = try makeStore(in: folder)
+        let request = ImageRequest(url: folder.url.appendingPathComponent("0.jpg"), targetWidth: 150)
+        _ = try await store.image(for: request)
+        let stats = spy.count
+        _ = try await store.image(for: request)
+        #expect(spy.count == stats + 1)  // one stat, no read, no decode
+        #expect(loader.startedCount == 1)
+        #expect(decoder.count == 1)
+    }
+
+    @Test func aFileOverwrittenInPlaceIsDecodedAnewAtItsNextLoad() async throws {
+        let folder = TemporaryDirectory("local")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try SampleImages.jpeg(width: 300, height: 200).write(to: file)
+        let (store, _, loader, decoder) = try makeStore(in: folder)
+        let request = ImageRequest(url: file, targetWidth: 100)
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 100, height: 67))
+        try SampleImages.jpeg(width: 200, height: 200, seed: 3).write(to: file)
+        // Until the next load, the memory lookup still answers with what it has (no stat).
+        #expect(store.cachedImage(for: request)?.pixelSize == PixelSize(width: 100, height: 67))
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 100, height: 100))
+        #expect(loader.startedCount == 2)
+        #expect(decoder.count == 2)
+        #expect(store.cachedPixelSize(for: file) == CGSize(width: 200, height: 200))
+    }
+
+    @Test func aMissingFileFailsAndIsTriedAgainAtTheNextLoad() async throws {
+        let folder = TemporaryDirectory("local")
+        let (store, _, loader, _) = try makeStore(in: folder)
+        let file = folder.url.appendingPathComponent("later.jpg")
+        let request = ImageRequest(url: file, targetWidth: 50)
+        await #expect(throws: ImageLoadingError.self) { try await store.image(for: request) }
+        try SampleImages.jpeg(width: 100, height: 100).write(to: file)
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 50, height: 50))
+        #expect(loader.startedCount == 2)
+    }
+
+    @Test func loadsOfOneFileShareOneReadAndOneDecode() async throws {
+        let folder = TemporaryDirectory("local")
+        try SampleImages.writeJPEGs([PixelSize(width: 1200, height: 800)], into: folder.url)
+        let (store, _, loader, decoder) = try makeStore(in: folder)
+        let request = ImageRequest(url: folder.url.appendingPathComponent("0.jpg"), targetWidth: 240)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<20 { group.addTask { _ = try await store.image(for: request) } }
+            try await group.waitForAll()
+        }
+        #expect(loader.startedCount == 1)
+        #expect(decoder.count == 1)
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// Bounded decode concurrency, priority for visible loads over prefetches, and cancellation that
+/// keeps a fast fling from queueing decodes.
+@Suite struct ImageStoreSchedulingTests {
+    @Test func decodesNeverRunMoreAtOnceThanTheConcurrencyLimit() async throws {
+        let folder = TemporaryDirectory("slots")
+        let names = try SampleImages.writeJPEGs(Array(repeating: PixelSize(width: 400, height: 300), count: 24), into: folder.url)
+        let decoder = GatedDecoder(open: true)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = decoder
+            $0.decodeConcurrency = 2
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for name in names {
+                group.addTask { _ = try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent(name), targetWidth: 64)) }
+            }
+            try await group.waitForAll()
+        }
+        #expect(decoder.enteredCount == names.count)
+        #expect(decoder.peakConcurrency <= 2)
+        #expect(decoder.peakConcurrency >= 1)
+    }
+
+    @Test func aVisibleLoadGetsTheNextDecodeSlotBeforeQueuedPrefetches() async throws {
+        let folder = TemporaryDirectory("slots")
+        let names = try SampleImages.writeJPEGs(Array(repeating: PixelSize(width: 200, height: 100), count: 6), into: folder.url)
+        let urls = names.map { folder.url.appendingPathComponent($0) }
+        let gate = GatedDecoder()
+        let log = StageLog()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+            $0.decodeConcurrency = 1
+            $0.stageObserver = log.observer
+        }
+        store.startPrefetching(urls.prefix(5).map { ImageRequest(url: $0, targetWidth: 50) })
+        try await waitUntil { gate.enteredCount == 1 && store.decodeSlots.waitingCount == 4 }
+        let visible = Task { try await store.image(for: ImageRequest(url: urls[5], targetWidth: 50)) }
+        try await waitUntil { store.decodeSlots.waitingCount == 5 }
+        gate.open()
+        _ = try await visible.value
+        try await waitUntil { log.urls(of: .decode).count == 6 }
+        let order = log.urls(of: .decode)
+        #expect(order[1] == urls[5], "decode order: \(order.map(\.lastPathComponent))")
+    }
+
+    @Test func stoppingPrefetchesKeepsQueuedOnesFromEverDecoding() async throws {
+        let folder = TemporaryDirectory("slots")
+        let names = try SampleImages.writeJPEGs(Array(repeating: PixelSize(width: 200, height: 100), count: 5), into: folder.url)
+        let requests = names.map { ImageRequest(url: folder.url.appendingPathComponent($0), targetWidth: 50) }
+        let gate = GatedDecoder()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+            $0.decodeConcurrency = 1
+        }
+        store.startPrefetching(requests)
+        try await waitUntil { gate.enteredCount == 1 && store.decodeSlots.waitingCount == 4 }
+        store.stopPrefetching(requests)
+        try await waitUntil { store.decodeSlots.waitingCount == 0 }
+        gate.open()
+        try await waitUntil { store.decodeSlots.busyCount == 0 && store.variantRuns.count == 0 }
+        #expect(gate.enteredCount == 1)
+    }
+
+    @Test func aPrefetchThatAVisibleLoadJoinsIsRaisedToItsPriority() async throws {
+        let folder = TemporaryDirectory("slots")
+        let names = try SampleImages.writeJPEGs(Array(repeating: PixelSize(width: 200, height: 100), count: 4), into: folder.url)
+        let requests = names.map { ImageRequest(url: folder.url.appendingPathComponent($0), targetWidth: 50) }
+        let gate = GatedDecoder()
+        let log = StageLog()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+            $0.decodeConcurrency = 1
+            $0.stageObserver = log.observer
+        }
+        store.startPrefetching(requests)
+        try await waitUntil { gate.enteredCount == 1 && store.decodeSlots.waitingCount == 3 }
+        // The last prefetch is queued last; a visible load of the same request moves it up.
+        let visible = Task { try await store.image(for: requests[3]) }
+        try await waitUntil { store.variantRuns.waiterCount(for: requests[3]) == 2 }
+        gate.open()
+        _ = try await visible.value
+        try await waitUntil { log.urls(of: .decode).count == 4 }
+        #expect(log.urls(of: .decode)[1] == requests[3].url)
+    }
+
+    @MainActor
+    @Test func aFlingThatStartsAndCancels300LoadsInOneFrameStartsAtMostTheSlotsWorthOfDecodes() async throws {
+        let folder = TemporaryDirectory("fling")
+        let names = try SampleImages.writeJPEGs(Array(repeating: PixelSize(width: 320, height: 240), count: 60), into: folder.url)
+        let decoder = CountingDecoder()
+        let log = StageLog()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = decoder
+            $0.stageObserver = log.observer
+        }
+        let requests = names.flatMap { name in
+            [40, 60, 80, 100, 120].map { ImageRequest(url: folder.url.appendingPathComponent(name), targetWidth: CGFloat($0)) }
+        }
+        #expect(requests.count == 300)
+        let completions = LockedBox(0)
+        var cancelled: [URL: ContinuousClock.Instant] = [:]
+        // One frame: every row appears and is flung away before the main actor yields.
+        let tasks = requests.map { request in store.load(request) { _ in completions.withLock { $0 += 1 } } }
+        for (task, request) in zip(tasks, requests) {
+            task.cancel()
+            cancelled[request.url] = ContinuousClock.now  // the last of the URL's rows to go
+        }
+        try await waitUntil { completions.withLock { $0 } == 300 }
+        try await waitUntil { store.variantRuns.count == 0 && store.fetchRuns.count == 0 }
+        #expect(decoder.count <= store.decodeSlots.limit)
+        for (url, started) in log.times(of: .decode) {
+            #expect(started < cancelled[url]!, "a decode of \(url.lastPathComponent) started after its row was cancelled")
+        }
+    }
+}

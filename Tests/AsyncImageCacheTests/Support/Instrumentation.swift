@@ -1,0 +1,85 @@
+import Foundation
+
+@testable import AsyncImageCache
+
+/// A file inspector that counts the `stat` calls the store makes, and hands them to the real one.
+final class FileInspectorSpy: FileInspecting, @unchecked Sendable {
+    // `calls` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var calls = 0
+    private let base = SystemFileInspector()
+
+    var count: Int { lock.withLock { calls } }
+
+    func stamp(ofFileAtPath path: String) -> FileStamp? {
+        lock.withLock { calls += 1 }
+        return base.stamp(ofFileAtPath: path)
+    }
+}
+
+/// A decoder that holds every decode at a gate until the test opens it, and records how many
+/// decodes run at once. Instrumentation for scheduling tests: the decoding itself is the real one.
+final class GatedDecoder: ImageDecoding, @unchecked Sendable {
+    // Every stored `var` is only touched while holding `condition`.
+    private let condition = NSCondition()
+    private var isOpen: Bool
+    private var entered = 0
+    private var running = 0
+    private var mostRunning = 0
+    private let base = ImageDecoders.Default()
+
+    init(open: Bool = false) {
+        isOpen = open
+    }
+
+    /// Decodes that have started.
+    var enteredCount: Int { condition.withLock { entered } }
+    /// The most decodes that ran at the same time.
+    var peakConcurrency: Int { condition.withLock { mostRunning } }
+
+    func open() {
+        condition.withLock {
+            isOpen = true
+            condition.broadcast()
+        }
+    }
+
+    func close() {
+        condition.withLock { isOpen = false }
+    }
+
+    func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
+        condition.withLock {
+            entered += 1
+            running += 1
+            mostRunning = max(mostRunning, running)
+            while !isOpen { condition.wait() }
+        }
+        defer { condition.withLock { running -= 1 } }
+        return try base.decode(data, context: context)
+    }
+}
+
+/// The order in which the store started each stage, by URL.
+final class StageLog: @unchecked Sendable {
+    // `events` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var events: [(stage: ImageStore.Stage, url: URL, time: ContinuousClock.Instant)] = []
+
+    var observer: @Sendable (ImageStore.Stage, URL) -> Void {
+        { [self] stage, url in
+            let now = ContinuousClock.now
+            lock.withLock { events.append((stage, url, now)) }
+        }
+    }
+
+    /// The URLs whose `stage` started, in order.
+    func urls(of stage: ImageStore.Stage) -> [URL] {
+        lock.withLock { events.filter { $0.stage == stage }.map(\.url) }
+    }
+
+    /// When each URL's `stage` started.
+    func times(of stage: ImageStore.Stage) -> [(url: URL, time: ContinuousClock.Instant)] {
+        lock.withLock { events.filter { $0.stage == stage }.map { ($0.url, $0.time) } }
+    }
+}
