@@ -56,6 +56,7 @@ extension ImageStore {
             // thread (``cachedImage(for:)`` never looks).
             if !request.url.isFileURL || hit.fileStamp == fileStamp(of: request.url) {
                 count { $0.variantHits += 1 }
+                revalidateIfStale(request.url)
                 return .success(hit)
             }
             variants.removeVariants(of: request.url)
@@ -127,6 +128,7 @@ extension ImageStore {
     private func original(for url: URL) async -> Result<FetchedOriginal, ImageLoadingError> {
         if let original = originals.value(forKey: url.cacheKey), isCurrent(original, for: url) {
             count { $0.originalMemoryHits += 1 }
+            revalidateIfStale(url)
             return .success(FetchedOriginal(original, origin: .memory))
         }
         return await fetchRuns.value(for: url.cacheKey) { [self] _ in await fetchOriginal(url) }
@@ -137,6 +139,8 @@ extension ImageStore {
             if let header = try? ImageHeader.parse(data) {
                 count { $0.diskHits += 1 }
                 if disk.pixelSize(for: url) != header.displaySize { disk.setPixelSize(header.displaySize, for: url) }
+                // A stale entry is shown while it revalidates.
+                revalidateIfStale(url)
                 return .success(FetchedOriginal(OriginalImage(data: data, header: header, fileStamp: nil), origin: .disk))
             }
             disk.remove(url)  // not an image any more: fall through to the source
@@ -145,8 +149,12 @@ extension ImageStore {
         report(.fetch, url)
         let stamp = url.isFileURL ? fileStamp(of: url) : nil
         let data: Data
+        let policy: HTTPCachePolicy
         do {
-            data = try await configuration.dataLoader.loadData(for: url)
+            guard case .modified(let body, let responsePolicy) = try await configuration.dataLoader.loadData(for: url, revalidating: nil) else {
+                return .failure(.network(url: url, description: "not-modified answer to an unconditional request"))
+            }
+            (data, policy) = (body, responsePolicy)
         } catch {
             return .failure(error)
         }
@@ -156,7 +164,8 @@ extension ImageStore {
         }
         do {
             let header = try ImageHeader.parse(data)
-            return .success(FetchedOriginal(OriginalImage(data: data, header: header, fileStamp: stamp), origin: .source))
+            let original = OriginalImage(data: data, header: header, fileStamp: stamp)
+            return .success(FetchedOriginal(original, origin: .source, policy: url.isRemote ? policy : nil))
         } catch {
             return .failure(.decodingFailed(error))
         }
@@ -169,9 +178,8 @@ extension ImageStore {
             originals.insert(original, forKey: url.cacheKey, cost: original.data.count)
         }
         sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
-        if fetched.origin == .source, url.isRemote, let disk {
-            // A full or read-only disk costs the next launch a download, never this load.
-            try? disk.store(original.data, pixelSize: original.pixelSize, for: url)
+        if fetched.origin == .source, url.isRemote, let policy = fetched.policy {
+            keepRemote(original, policy: policy, for: url)
         }
     }
 

@@ -7,6 +7,7 @@ extension ImageStore {
         variants.removeAll()
         originals.removeAll()
         sizeMemo.removeAll()
+        cacheMetadata.removeAll()
     }
 
     /// Empties memory and deletes every file of the disk tier.

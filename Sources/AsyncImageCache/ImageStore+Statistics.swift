@@ -15,6 +15,10 @@ extension ImageStore {
         public var decodes = 0
         /// Loads that failed (cancellations excluded).
         public var failures = 0
+        /// Background revalidations of stale remote entries.
+        public var revalidations = 0
+        /// Revalidations the server answered with `304 Not Modified`.
+        public var notModified = 0
         /// Size lookups answered from memory (originals or the size memo).
         public var sizesFromMemory = 0
         /// Size lookups answered by the extended attribute on the cached file.

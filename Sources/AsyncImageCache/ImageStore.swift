@@ -58,6 +58,10 @@ public final class ImageStore: Sendable {
     let fetchRuns = InFlightTable<String, FetchedOriginal>()
     let counters = LockedBox(Statistics())
     let decodeSlots: DecodeSlots
+    /// HTTP caching facts of remote entries, read from disk attributes at most once per URL.
+    let cacheMetadata = MemoryCache<String, HTTPCacheMetadata>(countLimit: 10_000, costLimit: .max)
+    /// The URLs being revalidated now.
+    let revalidating = LockedBox(Set<String>())
     let prefetches = LockedBox([ImageRequest: Task<Void, Never>]())
 
     /// Creates a store with the given name and budgets and the default parts.

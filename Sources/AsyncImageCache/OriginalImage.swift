@@ -68,11 +68,14 @@ final class FetchedOriginal: Sendable {
 
     let original: OriginalImage
     let origin: Origin
+    /// For bytes fresh from an HTTP source, what their response said about caching them.
+    let policy: HTTPCachePolicy?
     private let isStored = LockedBox(false)
 
-    init(_ original: OriginalImage, origin: Origin) {
+    init(_ original: OriginalImage, origin: Origin, policy: HTTPCachePolicy? = nil) {
         self.original = original
         self.origin = origin
+        self.policy = policy
     }
 
     /// True exactly once: for the first successful decode, which then stores the original.

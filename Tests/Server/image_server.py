@@ -23,13 +23,23 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
   GET /etag/images/<name>            the file with an ETag and Cache-Control: max-age=60; answers
                                      304 Not Modified to a matching If-None-Match.
   GET /redirect/<route>              302 Found to /<route>.
+  GET /cache/<directives>/images/<name>
+                                     the file with Cache-Control: <directives> (e.g. no-store, no-cache,
+                                     max-age=3600; "-" sends none), an ETag (hash of the bytes) and
+                                     Last-Modified (the file's mtime); answers 304 to a matching
+                                     If-None-Match, or without one to an If-Modified-Since not older
+                                     than the file.
+  GET /cache-lm/<directives>/images/<name>
+                                     the same without an ETag (Last-Modified only).
 
 Control routes (not counted as hits)
   GET /__hits                        JSON {path: count} of every request so far, query strings removed.
   GET /__sent                        JSON {path: bytes} of body bytes sent by the oversized routes.
-  GET /__reset                       clears both tables.
+  GET /__statuses                    JSON {path: [status, ...]} of the statuses the /cache routes sent.
+  GET /__reset                       clears every table.
 """
 
+import email.utils
 import hashlib
 import http.server
 import json
@@ -56,6 +66,11 @@ class State:
         self.lock = threading.Lock()
         self.hits = {}
         self.sent = {}
+        self.statuses = {}
+
+    def record_status(self, path, code):
+        with self.lock:
+            self.statuses.setdefault(path, []).append(code)
 
     def record_hit(self, path):
         with self.lock:
@@ -67,12 +82,13 @@ class State:
 
     def snapshot(self, table):
         with self.lock:
-            return dict(getattr(self, table))
+            return {key: (list(value) if isinstance(value, list) else value) for key, value in getattr(self, table).items()}
 
     def reset(self):
         with self.lock:
             self.hits.clear()
             self.sent.clear()
+            self.statuses.clear()
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -100,6 +116,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def control(self, path):
         if path == "/__hits":
             self.send_json(self.state.snapshot("hits"))
+        elif path == "/__statuses":
+            self.send_json(self.state.snapshot("statuses"))
         elif path == "/__sent":
             self.send_json(self.state.snapshot("sent"))
         elif path == "/__reset":
@@ -128,6 +146,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_generated(path, int(rest[0]), streamed=True)
         elif head == "etag" and rest[:1] == ["images"] and len(rest) == 2:
             self.send_file(rest[1], etag=True)
+        elif head in ("cache", "cache-lm") and len(rest) == 3 and rest[1] == "images":
+            self.send_cacheable(path, rest[2], rest[0], with_etag=(head == "cache"))
         elif head == "redirect" and rest:
             self.send_response(302)
             self.send_header("Location", "/" + "/".join(rest))
@@ -163,6 +183,31 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.send_body(304, b"", None, headers)
                 return
         self.send_body(200, body, content_type, headers)
+
+    def send_cacheable(self, path, name, directives, with_etag):
+        file_path = os.path.realpath(os.path.join(self.state.root, name))
+        if os.path.dirname(file_path) != self.state.root or not os.path.isfile(file_path):
+            self.send_status(404)
+            return
+        with open(file_path, "rb") as file:
+            body = file.read()
+        modified = int(os.path.getmtime(file_path))
+        headers = {"Last-Modified": email.utils.formatdate(modified, usegmt=True)}
+        if directives != "-":
+            headers["Cache-Control"] = directives
+        tag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+        if with_etag:
+            headers["ETag"] = tag
+        not_modified = False
+        if with_etag and self.headers.get("If-None-Match") is not None:
+            not_modified = self.headers.get("If-None-Match") == tag
+        elif self.headers.get("If-Modified-Since"):
+            since = email.utils.parsedate_to_datetime(self.headers.get("If-Modified-Since")).timestamp()
+            not_modified = modified <= since
+        code = 304 if not_modified else 200
+        self.state.record_status(path, code)
+        content_type = CONTENT_TYPES.get(os.path.splitext(name)[1].lower(), "application/octet-stream")
+        self.send_body(code, b"" if not_modified else body, None if not_modified else content_type, headers)
 
     def send_status(self, code):
         body = f"<!doctype html><html><body><h1>{code}</h1></body></html>\n".encode()

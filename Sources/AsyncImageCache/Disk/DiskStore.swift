@@ -130,9 +130,26 @@ final class DiskStore: Sendable {
         return (try? attributes.setValue(PixelSizeAttribute.encode(size), named: PixelSizeAttribute.name, atPath: path)) != nil
     }
 
+    /// The HTTP caching facts kept with `url`'s file, if any.
+    func cacheMetadata(for url: URL) -> HTTPCacheMetadata? {
+        withUnsafeTemporaryAllocation(byteCount: 2048, alignment: 8) { buffer in
+            let length = filePath(for: url).withCString {
+                attributes.read(named: HTTPCacheMetadata.attributeName, atPath: $0, into: buffer)
+            }
+            return length.flatMap { HTTPCacheMetadata(encoded: Array(buffer[0..<$0])) }
+        }
+    }
+
+    /// Replaces the HTTP caching facts of `url`'s existing file without touching its bytes.
+    func setCacheMetadata(_ metadata: HTTPCacheMetadata, for url: URL) {
+        let path = filePath(for: url)
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        try? attributes.setValue(metadata.encoded, named: HTTPCacheMetadata.attributeName, atPath: path)
+    }
+
     /// Stores `data` for `url` atomically, with `pixelSize` in its attribute when the file system
     /// allows, then schedules a trim.
-    func store(_ data: Data, pixelSize: PixelSize, for url: URL) throws {
+    func store(_ data: Data, pixelSize: PixelSize, metadata: HTTPCacheMetadata? = nil, for url: URL) throws {
         let temporary = directory.appendingPathComponent(Self.temporaryPrefix + UUID().uuidString)
         do {
             try write(data, to: temporary)
@@ -144,6 +161,9 @@ final class DiskStore: Sendable {
         // A file system without extended attributes still gets the bytes; sizes then come from
         // the header.
         try? attributes.setValue(PixelSizeAttribute.encode(pixelSize), named: PixelSizeAttribute.name, atPath: temporary.path)
+        if let metadata {
+            try? attributes.setValue(metadata.encoded, named: HTTPCacheMetadata.attributeName, atPath: temporary.path)
+        }
         guard rename(temporary.path, filePath(for: url)) == 0 else {
             let code = POSIXErrorCode(rawValue: errno) ?? .EIO
             try? FileManager.default.removeItem(at: temporary)

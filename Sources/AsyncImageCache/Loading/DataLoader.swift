@@ -57,4 +57,17 @@ public struct DataLoader: DataLoading {
             throw .unsupportedURL(url)
         }
     }
+
+    /// Loads `url`; for `http(s)` with validators, asks the server whether the stored bytes are
+    /// current (`If-None-Match`, `If-Modified-Since`). Other schemes load unconditionally.
+    public func loadData(
+        for url: URL, revalidating validators: HTTPCachePolicy?
+    ) async throws(ImageLoadingError) -> ConditionalLoadResult {
+        switch url.scheme?.lowercased() {
+        case "http", "https":
+            return try await http.loadData(for: url, revalidating: validators)
+        default:
+            return .modified(try await loadData(for: url), HTTPCachePolicy())
+        }
+    }
 }

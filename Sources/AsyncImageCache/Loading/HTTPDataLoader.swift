@@ -81,10 +81,33 @@ public final class HTTPDataLoader: DataLoading {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw .unsupportedURL(url)
         }
-        return try await response(for: URLRequest(url: url)).body
+        let response = try await response(for: URLRequest(url: url))
+        guard response.statusCode != 304 else { throw .httpStatus(code: 304, url: url) }
+        return response.body
     }
 
-    /// Performs `request` and returns the 2xx response with its body, status and headers.
+    /// Downloads `url`, or with validators asks whether the stored bytes are still current: a
+    /// `304 Not Modified` answers ``ConditionalLoadResult/notModified(_:)`` without a body.
+    public func loadData(
+        for url: URL, revalidating validators: HTTPCachePolicy?
+    ) async throws(ImageLoadingError) -> ConditionalLoadResult {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw .unsupportedURL(url)
+        }
+        var request = URLRequest(url: url)
+        if let tag = validators?.entityTag { request.setValue(tag, forHTTPHeaderField: "If-None-Match") }
+        if let date = validators?.lastModified { request.setValue(date, forHTTPHeaderField: "If-Modified-Since") }
+        let response = try await self.response(for: request)
+        let policy = HTTPCachePolicy(header: response.header)
+        if response.statusCode == 304 {
+            // A 304 to a request that asked nothing is not an answer we can use.
+            guard validators?.hasValidators == true else { throw .httpStatus(code: 304, url: url) }
+            return .notModified(policy)
+        }
+        return .modified(response.body, policy)
+    }
+
+    /// Performs `request` and returns the 2xx (or 304) response with its body, status and headers.
     ///
     /// The status and headers are what HTTP caching needs (validators, freshness); ``loadData(for:)``
     /// keeps only the body.
@@ -111,7 +134,7 @@ public final class HTTPDataLoader: DataLoading {
 struct HTTPLoadedResponse: Sendable {
     /// The complete body.
     var body: Data
-    /// The status code, always 2xx.
+    /// The status code: 2xx, or 304 for a conditional request.
     var statusCode: Int
     /// The response headers; names as the server sent them.
     var headers: [String: String]

@@ -104,7 +104,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             guard let http = response as? HTTPURLResponse else {
                 return .stop(.network(url: url, description: "not an HTTP response"))
             }
-            guard (200...299).contains(http.statusCode) else {
+            // 304 passes through: it answers a conditional request (the loader checks it asked one).
+            guard (200...299).contains(http.statusCode) || http.statusCode == 304 else {
                 let continuation = entries.values[index].continuation
                 entries.values[index].continuation = nil
                 entries.values[index].isDraining = true

@@ -90,6 +90,11 @@ final class TestHTTPServer: @unchecked Sendable {
         try JSONDecoder().decode([String: Int].self, from: await get("/__sent"))[path]
     }
 
+    /// The statuses a `/cache` or `/cache-lm` route sent for `path`, in order.
+    func statuses(for path: String) async throws -> [Int] {
+        try JSONDecoder().decode([String: [Int]].self, from: await get("/__statuses"))[path] ?? []
+    }
+
     /// Clears the hit and byte counters.
     func reset() async throws {
         _ = try await get("/__reset")

@@ -1,0 +1,78 @@
+import Foundation
+
+/// HTTP freshness: remote entries remember what their response said about caching, a stale entry
+/// is served at once and revalidated in the background, a `304` refreshes it without touching its
+/// bytes, and changed bytes replace the old image in both tiers.
+extension ImageStore {
+    /// Writes a fresh remote original to disk as its policy allows, with its caching facts.
+    func keepRemote(_ original: OriginalImage, policy: HTTPCachePolicy, for url: URL) {
+        let metadata = HTTPCacheMetadata(policy: policy)
+        cacheMetadata.insert(metadata, forKey: url.cacheKey, cost: 0)
+        guard let disk else { return }
+        if policy.isStorable {
+            // A full or read-only disk costs the next launch a download, never this load.
+            try? disk.store(original.data, pixelSize: original.pixelSize, metadata: metadata, for: url)
+        } else {
+            disk.remove(url)  // no-store: not even an older copy stays
+        }
+    }
+
+    /// The caching facts of a remote entry: from memory, else from its disk file's attribute.
+    func storedCacheMetadata(for url: URL) -> HTTPCacheMetadata? {
+        let key = url.cacheKey
+        if let metadata = cacheMetadata.value(forKey: key) { return metadata }
+        // An entry without the attribute (written where attributes fail, or by an older build) is
+        // remembered as fresh, so the disk is asked once per URL, not at every load.
+        let metadata = disk?.cacheMetadata(for: url) ?? HTTPCacheMetadata(policy: HTTPCachePolicy())
+        cacheMetadata.insert(metadata, forKey: key, cost: 0)
+        return metadata
+    }
+
+    /// Starts a background revalidation of `url` when its entry is stale; one at a time per URL.
+    func revalidateIfStale(_ url: URL) {
+        guard url.isRemote, let metadata = storedCacheMetadata(for: url), metadata.isStale() else { return }
+        let key = url.cacheKey
+        let isNew = revalidating.withLock { $0.insert(key).inserted }
+        guard isNew else { return }
+        Task(priority: .utility) { [self] in
+            await revalidate(url, metadata: metadata)
+            revalidating.withLock { _ = $0.remove(key) }
+        }
+    }
+
+    /// Asks the source whether `url` changed. Failures keep the stale entry: an error page or a
+    /// network fault never replaces a good image.
+    func revalidate(_ url: URL, metadata: HTTPCacheMetadata) async {
+        report(.fetch, url)
+        count { $0.revalidations += 1 }
+        let validators = metadata.validators.hasValidators ? metadata.validators : nil
+        guard let result = try? await configuration.dataLoader.loadData(for: url, revalidating: validators) else { return }
+        switch result {
+        case .notModified(let policy):
+            var refreshed = HTTPCacheMetadata(policy: policy)
+            refreshed.entityTag = refreshed.entityTag ?? metadata.entityTag
+            refreshed.lastModified = refreshed.lastModified ?? metadata.lastModified
+            cacheMetadata.insert(refreshed, forKey: url.cacheKey, cost: 0)
+            disk?.setCacheMetadata(refreshed, for: url)
+            count { $0.notModified += 1 }
+        case .modified(let data, let policy):
+            count {
+                $0.sourceFetches += 1
+                $0.bytesFetched += data.count
+            }
+            guard let header = try? ImageHeader.parse(data) else { return }
+            let original = OriginalImage(data: data, header: header, fileStamp: nil)
+            // Decoded once at a token size first: bytes that do not decode are not kept.
+            let smallest = PixelSize(width: 1, height: 1)
+            let check = await decodeSlots.run(priority: RunPriority(.low)) { [configuration] in
+                (try? configuration.decoder.decode(data, context: ImageDecodingContext(
+                    header: header, minimumSize: smallest, pixelBudget: configuration.pixelBudget))) != nil
+            }
+            guard check == true else { return }
+            originals.insert(original, forKey: url.cacheKey, cost: data.count)
+            sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
+            variants.removeVariants(of: url)
+            keepRemote(original, policy: policy, for: url)
+        }
+    }
+}

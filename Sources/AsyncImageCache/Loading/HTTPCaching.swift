@@ -1,0 +1,113 @@
+import Foundation
+
+/// What a response's headers say about keeping and reusing it (RFC 9111, the parts an image cache
+/// needs): whether it may be stored, how long it stays fresh, and the validators to revalidate it.
+public struct HTTPCachePolicy: Sendable, Equatable {
+    /// `false` for `Cache-Control: no-store`: the bytes are never written to disk.
+    public var isStorable = true
+    /// Seconds the response stays fresh (`max-age`; `0` for `no-cache`); `nil` when the server
+    /// said nothing, which the store treats as fresh until evicted, as image caches commonly do.
+    public var maxAge: TimeInterval?
+    /// The `ETag` validator, sent back as `If-None-Match`.
+    public var entityTag: String?
+    /// The `Last-Modified` validator, sent back as `If-Modified-Since`.
+    public var lastModified: String?
+
+    /// A policy with no directives and no validators: storable, fresh until evicted.
+    public init(isStorable: Bool = true, maxAge: TimeInterval? = nil, entityTag: String? = nil, lastModified: String? = nil) {
+        self.isStorable = isStorable
+        self.maxAge = maxAge
+        self.entityTag = entityTag
+        self.lastModified = lastModified
+    }
+
+    /// Reads the policy from response headers; `header` looks a name up case-insensitively.
+    init(header: (String) -> String?) {
+        let directives = (header("Cache-Control") ?? "").lowercased().split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        for directive in directives {
+            if directive == "no-store" {
+                isStorable = false
+            } else if directive == "no-cache" {
+                maxAge = 0
+            } else if directive.hasPrefix("max-age="), maxAge != 0,
+                let seconds = TimeInterval(directive.dropFirst("max-age=".count).trimmingCharacters(in: .init(charactersIn: "\"")))
+            {
+                maxAge = max(0, seconds)
+            }
+        }
+        entityTag = header("ETag")
+        lastModified = header("Last-Modified")
+    }
+
+    /// Whether a request can ask the server if the stored bytes are still current.
+    var hasValidators: Bool { entityTag != nil || lastModified != nil }
+}
+
+/// What a conditional load found.
+public enum ConditionalLoadResult: Sendable {
+    /// New bytes, with the policy their response carried.
+    case modified(Data, HTTPCachePolicy)
+    /// The server confirmed the stored bytes (`304 Not Modified`); the policy refreshes freshness.
+    case notModified(HTTPCachePolicy)
+}
+
+extension DataLoading {
+    /// Loads `url`, revalidating with `validators` when given. This default fetches the bytes
+    /// unconditionally and reports an empty policy; ``DataLoader`` implements real HTTP caching.
+    public func loadData(
+        for url: URL, revalidating validators: HTTPCachePolicy?
+    ) async throws(ImageLoadingError) -> ConditionalLoadResult {
+        .modified(try await loadData(for: url), HTTPCachePolicy())
+    }
+}
+
+/// The caching facts the disk tier keeps beside an entry's bytes, in an extended attribute.
+struct HTTPCacheMetadata: Equatable, Sendable {
+    /// When the entry stops being fresh; `nil` means fresh until evicted.
+    var expires: Date?
+    var entityTag: String?
+    var lastModified: String?
+
+    init(policy: HTTPCachePolicy, receivedAt now: Date = Date()) {
+        expires = policy.maxAge.map { now.addingTimeInterval($0) }
+        entityTag = policy.entityTag
+        lastModified = policy.lastModified
+    }
+
+    func isStale(at now: Date = Date()) -> Bool {
+        expires.map { $0 <= now } ?? false
+    }
+
+    /// The validators to send when revalidating.
+    var validators: HTTPCachePolicy {
+        HTTPCachePolicy(entityTag: entityTag, lastModified: lastModified)
+    }
+
+    #if canImport(Darwin)
+    static let attributeName = "public.asyncimagecache.http"
+    #else
+    static let attributeName = "user.asyncimagecache.http"
+    #endif
+
+    /// `1`, then the expiry in seconds since 1970 (or `-`), the ETag and Last-Modified, one per line.
+    var encoded: [UInt8] {
+        // Rounded down: an entry may go stale up to a second early (one extra revalidation), never late.
+        let expiry = expires.map { String(Int64($0.timeIntervalSince1970.rounded(.down))) } ?? "-"
+        return Array(["1", expiry, entityTag ?? "", lastModified ?? ""].joined(separator: "\n").utf8)
+    }
+
+    init?(encoded bytes: [UInt8]) {
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.count == 4, lines[0] == "1" else { return nil }
+        if lines[1] == "-" {
+            expires = nil
+        } else if let seconds = Int64(lines[1]) {
+            expires = Date(timeIntervalSince1970: TimeInterval(seconds))
+        } else {
+            return nil
+        }
+        entityTag = lines[2].isEmpty ? nil : String(lines[2])
+        lastModified = lines[3].isEmpty ? nil : String(lines[3])
+    }
+}

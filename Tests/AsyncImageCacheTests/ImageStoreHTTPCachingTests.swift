@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// HTTP semantics: Cache-Control decides what is stored and for how long, stale entries are shown
+/// while they revalidate with their validators, a 304 refreshes without rewriting, changed bytes
+/// replace the old image, and errors never replace a good one.
+@Suite struct ImageStoreHTTPCachingTests {
+    private struct Fixture {
+        let folder = TemporaryDirectory("http-cache")
+        let server: TestHTTPServer
+
+        init(width: Int = 320, height: Int = 240) throws {
+            try SampleImages.jpeg(width: width, height: height).write(to: folder.url.appendingPathComponent("photo.jpg"))
+            server = try TestHTTPServer(serving: folder.url)
+        }
+
+        func store(name: String = "test") throws -> ImageStore {
+            try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"), name: name)
+        }
+
+        func replacePhoto(width: Int, height: Int) throws {
+            try SampleImages.jpeg(width: width, height: height, seed: 9).write(to: folder.url.appendingPathComponent("photo.jpg"))
+            // Last-Modified has whole seconds: move the file's date clearly past the stored one.
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date().addingTimeInterval(60)], ofItemAtPath: folder.url.appendingPathComponent("photo.jpg").path)
+        }
+    }
+
+    @Test func noStoreResponsesAreNeverWrittenToDisk() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let store = try fixture.store()
+        let image = try await store.image(for: ImageRequest(url: fixture.server.url("/cache/no-store/images/photo.jpg"), targetWidth: 100))
+        #expect(image.pixelSize.width == 100)
+        #expect(store.diskFileNames.isEmpty)
+    }
+
+    @Test func aFreshEntryIsServedFromDiskWithoutAskingTheServer() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache/max-age=3600/images/photo.jpg"
+        _ = try await fixture.store().image(for: ImageRequest(url: fixture.server.url(path), targetWidth: 100))
+        let relaunched = try fixture.store()
+        _ = try await relaunched.image(for: ImageRequest(url: fixture.server.url(path), targetWidth: 80))
+        try await Task.sleep(for: .milliseconds(200))  // room for a (wrong) background request
+        #expect(try await fixture.server.hits(for: path) == 1)
+        #expect(relaunched.statistics.revalidations == 0)
+    }
+
+    @Test(arguments: ["/cache/no-cache/images/photo.jpg", "/cache-lm/no-cache/images/photo.jpg"])
+    func aStaleEntryIsShownAndRevalidatedAndA304RefreshesItWithoutRewriting(path: String) async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let url = fixture.server.url(path)
+        _ = try await fixture.store().image(for: ImageRequest(url: url, targetWidth: 100))
+        let relaunched = try fixture.store()
+        let disk = try #require(relaunched.disk)
+        let file = disk.fileURL(for: url)
+        let inodeBefore = try FileManager.default.attributesOfItem(atPath: file.path)[.systemFileNumber] as? Int
+        // Stale: the size is known at once, and the stale bytes are shown.
+        #expect(relaunched.cachedPixelSize(for: url) == CGSize(width: 320, height: 240))
+        #expect(try await relaunched.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize.width == 100)
+        try await waitUntil { try await fixture.server.statuses(for: path) == [200, 304] }
+        try await waitUntil { relaunched.statistics.notModified == 1 }
+        let inodeAfter = try FileManager.default.attributesOfItem(atPath: file.path)[.systemFileNumber] as? Int
+        #expect(inodeBefore == inodeAfter)  // not rewritten
+        #expect(disk.data(for: url) == (try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))))
+        #expect(relaunched.cachedPixelSize(for: url) == CGSize(width: 320, height: 240))
+    }
+
+    @Test func aChangedImageReplacesTheOldOneInBothTiers() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache/no-cache/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let store = try fixture.store()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        try fixture.replacePhoto(width: 200, height: 200)
+        // The stale image is shown while the new one is fetched.
+        #expect(try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize == PixelSize(width: 100, height: 75))
+        try await waitUntil { store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200) }
+        #expect(try await fixture.server.statuses(for: path) == [200, 200])
+        #expect(try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize == PixelSize(width: 100, height: 100))
+        let newBytes = try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))
+        #expect(store.cachedOriginalBytes(for: url)?.data == newBytes)
+        store.waitForDiskMaintenance()
+        #expect(try #require(store.disk).data(for: url) == newBytes)
+        #expect(try #require(store.disk).pixelSize(for: url) == PixelSize(width: 200, height: 200))
+    }
+
+    @Test func aFailedRevalidationKeepsTheStaleImage() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache/no-cache/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let store = try fixture.store()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        let original = try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))
+        // The server now sends an HTML page under the same name: it must not replace the image.
+        try Data("<html>moved</html>".utf8).write(to: fixture.folder.url.appendingPathComponent("photo.jpg"))
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        try await waitUntil { try await fixture.server.statuses(for: path).count == 2 }
+        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        #expect(store.cachedOriginalBytes(for: url)?.data == original)
+        #expect(try #require(store.disk).data(for: url) == original)
+        #expect(try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize == PixelSize(width: 100, height: 75))
+    }
+
+    @Test func cacheControlIsParsedAsTheRFCSays() {
+        func policy(_ cacheControl: String?, etag: String? = nil) -> HTTPCachePolicy {
+            HTTPCachePolicy { name in
+                switch name.lowercased() {
+                case "cache-control": cacheControl
+                case "etag": etag
+                default: nil
+                }
+            }
+        }
+        #expect(policy("no-store").isStorable == false)
+        #expect(policy("public, max-age=600").maxAge == 600)
+        #expect(policy("MAX-AGE=\"60\"").maxAge == 60)
+        #expect(policy("no-cache, max-age=600").maxAge == 0)
+        #expect(policy(nil).maxAge == nil && policy(nil).isStorable)
+        #expect(policy(nil, etag: "\"abc\"").entityTag == "\"abc\"")
+        let metadata = HTTPCacheMetadata(policy: policy("max-age=60", etag: "\"x\""), receivedAt: Date(timeIntervalSince1970: 1000))
+        #expect(HTTPCacheMetadata(encoded: metadata.encoded) == metadata)
+        #expect(metadata.isStale(at: Date(timeIntervalSince1970: 1059)) == false)
+        #expect(metadata.isStale(at: Date(timeIntervalSince1970: 1060)) == true)
+    }
+}
