@@ -91,6 +91,9 @@ public final class CachedImageModel {
         self.maxPixelWidth = maxPixelWidth
         self.displayScale = displayScale
         self.store = store
+        // Stores register themselves only once ImageStore's initializer calls this; until then a
+        // store shown in a view is registered here (idempotent, a no-op off UIKit).
+        store.registerForMemoryWarnings()
         reservedSize = intrinsicSize ?? url.flatMap(store.cachedPixelSize(for:))
         if let layoutSize { layoutChanged(to: layoutSize) }
     }
