@@ -16,12 +16,18 @@ import Testing
         return (before, model.reservedSize)
     }
 
-    @Test func anIntrinsicSizeIsTheBoxBeforeAndAfterHydration() async throws {
+    /// The photo as `0.jpg` on a real loopback server, and a fresh store in the same temporary folder.
+    private func servedPhoto() throws -> (TemporaryDirectory, TestHTTPServer, ImageStore) {
         let images = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([photo], into: images.url)
         let server = try TestHTTPServer(serving: images.url)
-        defer { server.stop() }
-        let store = try ImageStore.makeForTesting(root: images.url.appendingPathComponent("cache"))
+        return (images, server, try ImageStore.makeForTesting(root: images.url.appendingPathComponent("cache")))
+    }
+
+    @Test func anIntrinsicSizeIsTheBoxBeforeAndAfterHydration() async throws {
+        let (images, server, store) = try servedPhoto()
+        // The folder outlives the server, which serves from it.
+        defer { withExtendedLifetime(images) { server.stop() } }
         let intrinsic = CGSize(width: 600, height: 400)
         let model = CachedImageModel(
             url: server.url("/images/0.jpg"), intrinsicSize: intrinsic, displayScale: 2, store: store)
@@ -32,11 +38,9 @@ import Testing
     }
 
     @Test func aSizeCachedByAnEarlierLoadIsTheBoxBeforeAndAfter() async throws {
-        let images = TemporaryDirectory("images")
-        try SampleImages.writeJPEGs([photo], into: images.url)
-        let server = try TestHTTPServer(serving: images.url)
-        defer { server.stop() }
-        let store = try ImageStore.makeForTesting(root: images.url.appendingPathComponent("cache"))
+        let (images, server, store) = try servedPhoto()
+        // The folder outlives the server, which serves from it.
+        defer { withExtendedLifetime(images) { server.stop() } }
         let url = server.url("/images/0.jpg")
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 50))
         let (before, after) = await boxes(CachedImageModel(url: url, displayScale: 2, store: store))
@@ -76,11 +80,9 @@ import Testing
 
     /// The one case that reflows: nothing says how big the image is until it arrives.
     @Test func anUnknownImageReservesNothingBeforeAndItsNaturalSizeAfter() async throws {
-        let images = TemporaryDirectory("images")
-        try SampleImages.writeJPEGs([photo], into: images.url)
-        let server = try TestHTTPServer(serving: images.url)
-        defer { server.stop() }
-        let store = try ImageStore.makeForTesting(root: images.url.appendingPathComponent("cache"))
+        let (images, server, store) = try servedPhoto()
+        // The folder outlives the server, which serves from it.
+        defer { withExtendedLifetime(images) { server.stop() } }
         let model = CachedImageModel(url: server.url("/images/0.jpg"), displayScale: 2, store: store)
         var changes = 0
         model.onChange = { changes += 1 }
