@@ -9,6 +9,7 @@ let package = Package(
     platforms: [.iOS(.v16), .macOS(.v13), .visionOS(.v1)],
     products: [
         .library(name: "AsyncImageCache", targets: ["AsyncImageCache"]),
+        .library(name: "AsyncImageCacheUI", targets: ["AsyncImageCacheUI"]),
         .executable(name: "aic", targets: ["aic"]),
     ],
     targets: [
@@ -36,6 +37,8 @@ let package = Package(
                 .target(name: "CXattr", condition: linux),
             ]
         ),
+        // SwiftUI's CachedImage: a thin binding of the portable CachedImageModel (empty on Linux).
+        .target(name: "AsyncImageCacheUI", dependencies: ["AsyncImageCache"]),
         .executableTarget(name: "aic", dependencies: ["AsyncImageCache"]),
         .testTarget(
             name: "AsyncImageCacheTests",

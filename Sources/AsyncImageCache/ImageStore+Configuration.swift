@@ -36,6 +36,10 @@ extension ImageStore {
         /// Called at the start of every pipeline stage with the URL it works on, on the thread that
         /// runs it (for instrumentation and tests); `nil` by default. Must be fast and not block.
         public var stageObserver: (@Sendable (Stage, URL) -> Void)?
+        /// Whether a memory warning empties the memory tiers (iOS, tvOS and visionOS, through
+        /// `UIApplication.didReceiveMemoryWarningNotification`); `true` by default. Elsewhere there
+        /// is no such warning: call ``ImageStore/clearMemory()`` yourself.
+        public var purgesOnMemoryWarning = true
 
         /// Reads and writes the pixel-size attribute; tests replace it to simulate file systems
         /// without extended attributes.

@@ -103,6 +103,7 @@ public final class ImageStore: Sendable {
         disk = try? DiskStore(
             directory: configuration.directory, byteLimit: configuration.diskByteLimit,
             attributes: configuration.extendedAttributes)
+        registerForMemoryWarnings()
     }
 
     /// The store's name.

@@ -1,0 +1,131 @@
+import AsyncImageCache
+import Foundation
+
+/// What one loader did during the scripted flings; a child process prints it as one JSON line.
+struct ScrollResult: Codable {
+    var loader: String
+    var decodesStarted: Int
+    var decodeCPUSeconds: Double
+    var peakMemoryMB: Double
+    var placeholderMeanMs: Double
+    var placeholderP95Ms: Double
+    var appearances: Int
+    var leftBeforeImage: Int
+    var frames: Int
+    var lateFrames: Int
+    var onMainThread: Bool
+}
+
+/// Flings through the list at a fixed frame rate on the main actor, making and dropping row images
+/// as they enter and leave the screen, and timing each appearance's placeholder.
+@MainActor
+struct ScrollRun {
+    nonisolated static let framesPerSecond = 60
+    nonisolated static let framesPerFling = 40
+    nonisolated static let restFrames = 10
+
+    let layout: ScrollLayout
+    let makeRow: (ScrollLayout.Row) -> any ScrollRowImage
+
+    /// 30 flings: 20 down, then 10 back up; each starts at a speed from 6000 to 12000 pt/s that
+    /// decays to under 2 % over 40 frames, then the list rests for 10 frames.
+    nonisolated static func flings() -> [CGFloat] {
+        var random = SplitMix(state: 42)
+        return (0..<30).map { index in
+            let speed = 6000 + CGFloat(random.unit()) * 6000
+            return index < 20 ? speed : -speed
+        }
+    }
+
+    private struct Visible {
+        var row: any ScrollRowImage
+        var appearedFrame: Int
+        var hydrated: Bool
+    }
+
+    func run() async -> (placeholders: [Double], leftBeforeImage: Int, frames: Int, lateFrames: Int) {
+        let clock = ContinuousClock()
+        let frameDuration = Duration.nanoseconds(1_000_000_000 / Self.framesPerSecond)
+        var visible: [Int: Visible] = [:]
+        var placeholders: [Double] = []
+        var leftBeforeImage = 0
+        var (frame, lateFrames, offset) = (0, 0, CGFloat(0))
+        var deadline = clock.now
+        let maxOffset = layout.contentHeight - ScrollLayout.screenHeight
+        let decay = CGFloat(0.9)
+
+        func seconds(since appeared: Int) -> Double { Double(frame - appeared) / Double(Self.framesPerSecond) }
+
+        func update() {
+            let onScreen = layout.visibleRows(at: offset)
+            for (index, entry) in visible where !onScreen.contains(index) {
+                if !entry.hydrated {
+                    // Left before its image came: it showed the placeholder for as long as it was visible.
+                    placeholders.append(seconds(since: entry.appearedFrame))
+                    leftBeforeImage += 1
+                }
+                entry.row.disappear()
+                visible[index] = nil
+            }
+            for index in onScreen where visible[index] == nil {
+                visible[index] = Visible(row: makeRow(layout.rows[index]), appearedFrame: frame, hydrated: false)
+            }
+            for (index, entry) in visible where !entry.hydrated && entry.row.hasImage {
+                placeholders.append(seconds(since: entry.appearedFrame))
+                visible[index]?.hydrated = true
+            }
+        }
+
+        for speed in Self.flings() {
+            var velocity = speed / CGFloat(Self.framesPerSecond)  // points per frame
+            for step in 0..<(Self.framesPerFling + Self.restFrames) {
+                if clock.now > deadline + frameDuration { lateFrames += 1 }
+                if step < Self.framesPerFling {
+                    offset = min(max(0, offset + velocity), maxOffset)
+                    velocity *= decay
+                }
+                update()
+                frame += 1
+                deadline += frameDuration
+                try? await Task.sleep(until: deadline, clock: clock)
+            }
+        }
+        for entry in visible.values {
+            if !entry.hydrated {
+                placeholders.append(seconds(since: entry.appearedFrame))
+                leftBeforeImage += 1
+            }
+            entry.row.disappear()
+        }
+        return (placeholders, leftBeforeImage, frame, lateFrames)
+    }
+}
+
+/// Memory figures from `/proc/self/status`, in megabytes.
+enum ProcessMemory {
+    /// The resident set now (`VmRSS`).
+    static var residentMB: Double { field("VmRSS") }
+    /// The peak resident set since the process started (`VmHWM`).
+    static var peakMB: Double { field("VmHWM") }
+
+    private static func field(_ name: String) -> Double {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return .nan }
+        for line in status.split(separator: "\n") where line.hasPrefix(name + ":") {
+            let kilobytes = line.split(separator: " ").compactMap { Double($0) }.first ?? .nan
+            return kilobytes / 1024
+        }
+        return .nan
+    }
+}
+
+extension Array where Element == Double {
+    /// The value below which `fraction` of the sorted values fall (nearest rank).
+    func percentile(_ fraction: Double) -> Double {
+        guard !isEmpty else { return .nan }
+        let sorted = self.sorted()
+        let rank = Int((fraction * Double(count)).rounded(.up)) - 1
+        return sorted[Swift.min(Swift.max(rank, 0), count - 1)]
+    }
+
+    var mean: Double { isEmpty ? .nan : reduce(0, +) / Double(count) }
+}

@@ -1,0 +1,90 @@
+import Foundation
+
+extension CachedImageModel {
+    /// Whether a caller of ``load()`` has nothing left to wait for: no load in flight, and the
+    /// layout is known (before it, there is no request to wait on).
+    var isSettled: Bool {
+        loading == nil && request != nil
+    }
+
+    /// Starts loading the request for the current layout unless the model is not shown, the image
+    /// already covers it, or a load at least as wide is in flight.
+    func startLoadIfNeeded() {
+        guard isActive, let request, let width = request.targetPixelWidth, width > coveredPixelWidth else {
+            resumeWaitersIfSettled()
+            return
+        }
+        if let loading, (loading.request.targetPixelWidth ?? .max) >= width { return }
+        lastRequest = request
+        if let cached = store.cachedImage(for: request) {
+            show(cached, for: request)
+            cancelLoadIfCovered()
+            resumeWaitersIfSettled()
+            return
+        }
+        nextLoadID += 1
+        let id = nextLoadID
+        let replaced = loading
+        let task = store.load(request) { [weak self] image in
+            self?.finishLoad(id, image: image)
+        }
+        loading = (request, task, id)
+        // Cancelled after the new load has joined, so the fetch of the URL they share keeps a waiter.
+        replaced?.task.cancel()
+    }
+
+    /// Takes the outcome of load `id`; the outcome of a load that was replaced or cancelled is
+    /// dropped.
+    func finishLoad(_ id: UInt64, image: PlatformImage?) {
+        guard let loading, loading.id == id else { return }
+        self.loading = nil
+        if let image { show(image, for: loading.request) }
+        // The frame may have grown past this load while it ran without a wider one starting (the
+        // model was not active then); a failure is not retried until the next load().
+        if image != nil { startLoadIfNeeded() } else { resumeWaitersIfSettled() }
+    }
+
+    /// Draws `image`, which came for `request`, and fills in the reserved box if it was unknown.
+    func show(_ image: PlatformImage, for request: ImageRequest) {
+        let width = image.pixelSize.width
+        coveredPixelWidth = width < (request.targetPixelWidth ?? .max) ? .max : width
+        self.image = image
+        if reservedSize == nil {
+            reservedSize = url.flatMap(store.cachedPixelSize(for:)) ?? image.pixelSize.cgSize
+        }
+        onChange?()
+    }
+
+    /// Cancels the load in flight when the current image already covers what it would bring.
+    func cancelLoadIfCovered() {
+        guard let loading, (loading.request.targetPixelWidth ?? .max) <= coveredPixelWidth else { return }
+        cancelLoad()
+    }
+
+    func cancelLoad() {
+        let cancelled = loading
+        loading = nil
+        cancelled?.task.cancel()
+    }
+
+    /// A caller of ``load()`` whose task was cancelled: it stops waiting, and when it was the last
+    /// one the model stops loading, as on ``disappear()``.
+    func leave(_ waiterID: UInt64) {
+        guard let continuation = waiters.removeValue(forKey: waiterID) else { return }
+        continuation.resume()
+        if waiters.isEmpty {
+            isActive = false
+            cancelLoad()
+        }
+    }
+
+    func resumeWaitersIfSettled() {
+        if isSettled { resumeWaiters() }
+    }
+
+    func resumeWaiters() {
+        let resumed = waiters.values
+        waiters = [:]
+        for continuation in resumed { continuation.resume() }
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+
+/// The logic of one image on screen, free of any UI framework: which box to reserve, which pixels
+/// to ask for, and when to ask again. The SwiftUI view `CachedImage` is a thin binding of it; a
+/// UIKit or AppKit view, a test or a benchmark can drive it the same way.
+///
+/// ```swift
+/// let model = CachedImageModel(url: url, intrinsicSize: CGSize(width: 1024, height: 768), cornerRadius: 10)
+/// model.onChange = { [weak view] in view?.setNeedsDisplay() }
+/// // Reserve `model.reservedSize` (its aspect ratio) now; it does not change when the image lands.
+/// model.layoutChanged(to: CGSize(width: 320, height: 240))   // from layout, in points
+/// await model.load()                                           // draw `model.image` when it is set
+/// model.disappear()                                            // when the view leaves the screen
+/// ```
+///
+/// - The box: ``reservedSize`` is `intrinsicSize`, else the store's ``ImageStore/cachedPixelSize(for:)``
+///   (known even on the first frame after a relaunch), else `nil`. Only in that last case does it
+///   change, once, when the image arrives: the one case that reflows.
+/// - The pixels: the laid-out width times the display scale, capped at `maxPixelWidth` and
+///   rounded up to whole pixels; the corner radius scaled the same way, so it is `cornerRadius`
+///   points on screen. A source narrower than that is not scaled up.
+/// - Asking again: a frame that grows wider than the current image's pixels starts a larger
+///   request and keeps drawing the current image until it lands; a frame that shrinks reuses it.
+///
+/// Memory: the store keeps its memory tiers until ``ImageStore/clearMemory()``. On iOS, tvOS and
+/// visionOS stores that opt in (the default) empty them on a memory warning; on Linux and macOS
+/// call `clearMemory()` yourself when the process needs the memory back.
+@MainActor
+public final class CachedImageModel {
+    /// The image's location; `nil` draws nothing and loads nothing.
+    public let url: URL?
+    /// The image's size as given by the caller (for example, dimensions sent by a server); `nil` when
+    /// not known.
+    public let intrinsicSize: CGSize?
+    /// The corner radius in points as drawn; `0` leaves corners square.
+    public let cornerRadius: CGFloat
+    /// The most pixels wide the image is decoded at, whatever the frame; `nil` means no cap.
+    public let maxPixelWidth: CGFloat?
+    /// The screen's pixels per point (`2` on most iPhones); the laid-out width is multiplied by it.
+    public let displayScale: CGFloat
+    /// The store that loads and caches the image.
+    public let store: ImageStore
+
+    /// The box to reserve before the image arrives: ``intrinsicSize``, else the store's cached pixel
+    /// size, else `nil` (draw a placeholder in a frame of your own). Use its aspect ratio; it is in
+    /// pixels when it comes from the store. Set once from the image's natural size when it was `nil`.
+    public internal(set) var reservedSize: CGSize?
+    /// The image to draw, or `nil` while the placeholder shows. It is replaced only by a larger
+    /// decode of the same image, never set back to `nil`.
+    public internal(set) var image: PlatformImage?
+    /// The last laid-out size in points given to ``layoutChanged(to:)`` or the initializer.
+    public private(set) var layoutSize: CGSize?
+    /// The request most recently asked of the store (from memory or loaded); `nil` until the model
+    /// has a laid-out size and something asked for the image.
+    public internal(set) var lastRequest: ImageRequest?
+    /// Called on the main actor after ``image`` or ``reservedSize`` changes, so a view can redraw.
+    public var onChange: (() -> Void)?
+
+    /// The load in flight: its request, the handle that cancels it and a number telling its
+    /// completion apart from that of a load it replaced.
+    var loading: (request: ImageRequest, task: ImageLoadTask, id: UInt64)?
+    var nextLoadID: UInt64 = 0
+    /// The callers of ``load()`` still waiting, by number.
+    var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    var nextWaiterID: UInt64 = 0
+    /// Whether a view shows the image: set by ``load()``, cleared by ``disappear()``. Only an
+    /// active model starts loads; an inactive one still takes images from memory.
+    var isActive = false
+    /// The widest pixel width the current image serves: its own width, or unlimited when it came
+    /// out narrower than asked (the source is that small, and a larger request would not help).
+    var coveredPixelWidth = 0
+
+    /// Creates a model and, when `layoutSize` is given, takes the image from memory at once if the
+    /// store has it.
+    ///
+    /// - Parameters:
+    ///   - url: The image's location; `nil` shows the placeholder.
+    ///   - intrinsicSize: The image's size if the caller knows it; `nil` (the default) asks the store.
+    ///   - cornerRadius: The corner radius in points; `0` by default.
+    ///   - maxPixelWidth: A cap on the decoded width in pixels; `nil` (the default) means none.
+    ///   - displayScale: Pixels per point; `1` by default.
+    ///   - layoutSize: The laid-out size in points if already known; `nil` by default.
+    ///   - store: The store to load from; ``ImageStore/shared`` by default.
+    public init(
+        url: URL?, intrinsicSize: CGSize? = nil, cornerRadius: CGFloat = 0, maxPixelWidth: CGFloat? = nil,
+        displayScale: CGFloat = 1, layoutSize: CGSize? = nil, store: ImageStore = .shared
+    ) {
+        self.url = url
+        self.intrinsicSize = intrinsicSize
+        self.cornerRadius = cornerRadius
+        self.maxPixelWidth = maxPixelWidth
+        self.displayScale = displayScale
+        self.store = store
+        reservedSize = intrinsicSize ?? url.flatMap(store.cachedPixelSize(for:))
+        if let layoutSize { layoutChanged(to: layoutSize) }
+    }
+
+    /// The pixel width the current layout needs; `nil` before the first non-empty layout.
+    public var targetPixelWidth: Int? {
+        guard let layoutSize else { return nil }
+        return DisplayPixels.width(forLayoutWidth: layoutSize.width, scale: displayScale, maxPixelWidth: maxPixelWidth)
+    }
+
+    /// The request that fits the current layout; `nil` without a URL or a laid-out width.
+    public var request: ImageRequest? {
+        guard let url, let width = targetPixelWidth, let layoutSize else { return nil }
+        let radius = DisplayPixels.cornerRadius(
+            cornerRadius, layoutWidth: layoutSize.width, scale: displayScale, maxPixelWidth: maxPixelWidth)
+        return ImageRequest(url: url, targetWidth: CGFloat(width), cornerRadius: radius)
+    }
+
+    /// Whether a load is in flight.
+    public var isLoading: Bool { loading != nil }
+
+    /// Records the laid-out size in points. When the frame needs more pixels than the current
+    /// image has, takes a larger image from memory or, while the model is shown, starts loading
+    /// one; the current image stays until it lands. A smaller frame changes nothing.
+    public func layoutChanged(to size: CGSize) {
+        layoutSize = size
+        guard let request, let width = request.targetPixelWidth, width > coveredPixelWidth else { return }
+        if let cached = store.cachedImage(for: request) {
+            lastRequest = request
+            show(cached, for: request)
+            cancelLoadIfCovered()
+            return
+        }
+        startLoadIfNeeded()
+    }
+
+    /// Hydrates: takes the image from memory or loads it, and returns once no load is in flight and
+    /// the image covers the layout, or the load failed. Waits for a first layout when there is none.
+    ///
+    /// Cancelling the calling task (SwiftUI cancels `.task` on disappear) returns at once and, when
+    /// no other call is waiting, cancels the store load as ``disappear()`` does.
+    public func load() async {
+        guard url != nil, !Task.isCancelled else { return }
+        isActive = true
+        if let layoutSize { layoutChanged(to: layoutSize) }
+        guard !isSettled else { return }
+        nextWaiterID += 1
+        let waiterID = nextWaiterID
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                waiters[waiterID] = continuation
+            }
+        } onCancel: {
+            // Runs on the cancelling thread; the waiter is registered before the main actor can
+            // take this hop, since registration happens in the same turn as the call.
+            Task { @MainActor in self.leave(waiterID) }
+        }
+    }
+
+    /// Cancels any load in flight and stops starting new ones until the next ``load()``. The image
+    /// already shown stays.
+    public func disappear() {
+        isActive = false
+        cancelLoad()
+        resumeWaiters()
+    }
+}

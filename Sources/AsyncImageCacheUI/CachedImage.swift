@@ -1,0 +1,105 @@
+#if canImport(SwiftUI)
+import AsyncImageCache
+import SwiftUI
+
+/// A SwiftUI view that shows an image through an ``ImageStore``: it reserves the image's box
+/// before the pixels arrive, decodes at the size it is laid out at, and loads off the main thread.
+///
+/// Named for the cache, so it is not confused with SwiftUI's `AsyncImage`. All of its logic is in
+/// ``CachedImageModel``, which the Linux tests cover; this view only binds it to SwiftUI.
+///
+/// ```swift
+/// CachedImage(url: photo.url, intrinsicSize: CGSize(width: 1024, height: 768), cornerRadius: 10)
+///     .frame(maxWidth: 320)
+/// ```
+///
+/// - The box: with an intrinsic size, or a size the store knows (even after a relaunch), the view
+///   takes that aspect ratio at once and keeps it when the image lands. Otherwise it fills the
+///   frame the caller gives it until the image arrives.
+/// - The pixels: the laid-out width times the screen's scale, capped at `maxPixelWidth`. A frame
+///   that grows gets a larger decode; the current image stays until it lands.
+/// - The placeholder is clear; put a background behind the view to show one.
+public struct CachedImage: View {
+    private let url: URL?
+    private let intrinsicSize: CGSize?
+    private let cornerRadius: CGFloat
+    private let contentMode: ContentMode
+    private let maxPixelWidth: CGFloat?
+    private let store: ImageStore
+
+    @Environment(\.displayScale) private var displayScale
+    @StateObject private var holder = CachedImageModelHolder()
+
+    /// Creates a view of the image at `url`.
+    ///
+    /// - Parameters:
+    ///   - url: The image's location; `nil` shows the placeholder.
+    ///   - intrinsicSize: The image's size if known (for example, sent by a server); `nil` (the
+    ///     default) asks the store, which knows the size of any image it has cached.
+    ///   - cornerRadius: The corner radius in points, rounded into the decoded pixels; `0` by default.
+    ///   - contentMode: How the image fills the view's frame; `.fill` by default.
+    ///   - maxPixelWidth: A cap on the decoded width in pixels; `nil` (the default) means none.
+    ///   - store: The store to load from; ``ImageStore/shared`` by default.
+    public init(
+        url: URL?, intrinsicSize: CGSize? = nil, cornerRadius: CGFloat = 0, contentMode: ContentMode = .fill,
+        maxPixelWidth: CGFloat? = nil, store: ImageStore = .shared
+    ) {
+        self.url = url
+        self.intrinsicSize = intrinsicSize
+        self.cornerRadius = cornerRadius
+        self.contentMode = contentMode
+        self.maxPixelWidth = maxPixelWidth
+        self.store = store
+    }
+
+    /// The image, or a clear placeholder, in the reserved box.
+    public var body: some View {
+        let model = holder.model(for: modelKey) { layoutSize in
+            CachedImageModel(
+                url: url, intrinsicSize: intrinsicSize, cornerRadius: cornerRadius, maxPixelWidth: maxPixelWidth,
+                displayScale: displayScale, layoutSize: layoutSize, store: store)
+        }
+        return reservingBox(of: model) {
+            // The clear base takes the frame; the image is an overlay, so its own size never
+            // changes the layout.
+            Color.clear
+                .overlay {
+                    if let image = model.image {
+                        Self.image(image).resizable().aspectRatio(contentMode: contentMode)
+                    }
+                }
+                .clipped()
+        }
+        .onGeometryChange(for: CGSize.self) { proxy in proxy.size } action: { size in
+            model.layoutChanged(to: size)
+        }
+        .task(id: ObjectIdentifier(model)) { await model.load() }
+        .onDisappear { model.disappear() }
+    }
+
+    private var modelKey: CachedImageModelHolder.Key {
+        .init(
+            url: url, intrinsicSize: intrinsicSize, cornerRadius: cornerRadius, maxPixelWidth: maxPixelWidth,
+            displayScale: displayScale, store: ObjectIdentifier(store))
+    }
+
+    @ViewBuilder
+    private func reservingBox<Content: View>(
+        of model: CachedImageModel, @ViewBuilder content: () -> Content
+    ) -> some View {
+        if let size = model.reservedSize, size.width > 0, size.height > 0 {
+            content().aspectRatio(size, contentMode: .fit)
+        } else {
+            content()
+        }
+    }
+
+    private static func image(_ image: PlatformImage) -> Image {
+        #if canImport(UIKit)
+        return Image(uiImage: image)
+        #else
+        return Image(nsImage: image)
+        #endif
+    }
+}
+#endif

@@ -1,0 +1,37 @@
+#if canImport(SwiftUI)
+import AsyncImageCache
+import Combine
+import SwiftUI
+
+/// Keeps one ``CachedImageModel`` per ``CachedImage`` across body evaluations, makes a new one when
+/// the inputs change, and tells SwiftUI when the model changes.
+@MainActor
+final class CachedImageModelHolder: ObservableObject {
+    /// Everything a model is made from: a change means a new model.
+    struct Key: Equatable {
+        var url: URL?
+        var intrinsicSize: CGSize?
+        var cornerRadius: CGFloat
+        var maxPixelWidth: CGFloat?
+        var displayScale: CGFloat
+        var store: ObjectIdentifier
+    }
+
+    private var key: Key?
+    private var model: CachedImageModel?
+
+    /// The model for `key`: the current one, or a new one made by `make` with the last laid-out
+    /// size (geometry does not change just because the URL did, so no new size would come).
+    func model(for key: Key, make: (CGSize?) -> CachedImageModel) -> CachedImageModel {
+        if let model, self.key == key { return model }
+        let previous = model
+        previous?.disappear()
+        let model = make(previous?.layoutSize)
+        // Not @Published: replacing the model while SwiftUI evaluates the body must not publish.
+        model.onChange = { [weak self] in self?.objectWillChange.send() }
+        self.key = key
+        self.model = model
+        return model
+    }
+}
+#endif

@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// The reserved box: known before the pixels whenever the size is known at all, and unchanged when
+/// they land, so nothing reflows.
+@MainActor @Suite struct CachedImageModelBoxTests {
+    let photo = PixelSize(width: 1200, height: 800)
+
+    /// Hydrates `model` at a 300x200 pt frame at 2x and returns the box before and after.
+    private func boxes(_ model: CachedImageModel) async -> (before: CGSize?, after: CGSize?) {
+        let before = model.reservedSize
+        model.layoutChanged(to: CGSize(width: 300, height: 200))
+        await model.load()
+        return (before, model.reservedSize)
+    }
+
+    /// The photo as `0.jpg` on a real loopback server, and a fresh store in the same temporary folder.
+    private func servedPhoto() throws -> (TemporaryDirectory, TestHTTPServer, ImageStore) {
+        let images = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([photo], into: images.url)
+        let server = try TestHTTPServer(serving: images.url)
+        return (images, server, try ImageStore.makeForTesting(root: images.url.appendingPathComponent("cache")))
+    }
+
+    @Test func anIntrinsicSizeIsTheBoxBeforeAndAfterHydration() async throws {
+        let (images, server, store) = try servedPhoto()
+        // The folder outlives the server, which serves from it.
+        defer { withExtendedLifetime(images) { server.stop() } }
+        let intrinsic = CGSize(width: 600, height: 400)
+        let model = CachedImageModel(
+            url: server.url("/images/0.jpg"), intrinsicSize: intrinsic, displayScale: 2, store: store)
+        let (before, after) = await boxes(model)
+        #expect(before == intrinsic)
+        #expect(after == intrinsic)
+        #expect(model.image?.pixelSize == PixelSize(width: 600, height: 400))
+    }
+
+    @Test func aSizeCachedByAnEarlierLoadIsTheBoxBeforeAndAfter() async throws {
+        let (images, server, store) = try servedPhoto()
+        // The folder outlives the server, which serves from it.
+        defer { withExtendedLifetime(images) { server.stop() } }
+        let url = server.url("/images/0.jpg")
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 50))
+        let (before, after) = await boxes(CachedImageModel(url: url, displayScale: 2, store: store))
+        #expect(before == photo.cgSize)
+        #expect(after == photo.cgSize)
+    }
+
+    @Test func afterARelaunchWithTheServerDownTheBoxAndPixelsComeFromDisk() async throws {
+        let images = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([photo], into: images.url)
+        let root = images.url.appendingPathComponent("cache")
+        let server = try TestHTTPServer(serving: images.url)
+        let url = server.url("/images/0.jpg")
+        _ = try await ImageStore.makeForTesting(root: root).image(for: ImageRequest(url: url, targetWidth: 50))
+        server.stop()
+
+        let relaunched = try ImageStore.makeForTesting(root: root)
+        let model = CachedImageModel(url: url, displayScale: 2, store: relaunched)
+        let (before, after) = await boxes(model)
+        #expect(before == photo.cgSize)
+        #expect(after == photo.cgSize)
+        #expect(model.image?.pixelSize == PixelSize(width: 600, height: 400))
+        #expect(relaunched.statistics.diskHits == 1)
+        #expect(relaunched.statistics.sourceFetches == 0)
+    }
+
+    @Test func aLocalFileReservesItsHeaderSizeBeforeItsFirstLoad() async throws {
+        let images = TemporaryDirectory("images")
+        let name = try SampleImages.writeJPEGs([photo], into: images.url)[0]
+        let store = try ImageStore.makeForTesting(root: images.url.appendingPathComponent("cache"))
+        let model = CachedImageModel(url: images.url.appendingPathComponent(name), displayScale: 2, store: store)
+        let (before, after) = await boxes(model)
+        #expect(before == photo.cgSize)
+        #expect(after == photo.cgSize)
+        #expect(store.statistics.decodes == 1)
+    }
+
+    /// The one case that reflows: nothing says how big the image is until it arrives.
+    @Test func anUnknownImageReservesNothingBeforeAndItsNaturalSizeAfter() async throws {
+        let (images, server, store) = try servedPhoto()
+        // The folder outlives the server, which serves from it.
+        defer { withExtendedLifetime(images) { server.stop() } }
+        let model = CachedImageModel(url: server.url("/images/0.jpg"), displayScale: 2, store: store)
+        var changes = 0
+        model.onChange = { changes += 1 }
+        let (before, after) = await boxes(model)
+        #expect(before == nil)
+        #expect(after == photo.cgSize)
+        #expect(changes == 1)
+    }
+
+    @Test func noURLReservesNothingAndLoadsNothing() async throws {
+        let root = TemporaryDirectory("root")
+        let store = try ImageStore.makeForTesting(root: root.url)
+        let model = CachedImageModel(url: nil, intrinsicSize: CGSize(width: 4, height: 3), store: store)
+        model.layoutChanged(to: CGSize(width: 40, height: 30))
+        await model.load()
+        #expect(model.reservedSize == CGSize(width: 4, height: 3))
+        #expect(model.image == nil && model.request == nil && !model.isLoading)
+    }
+}

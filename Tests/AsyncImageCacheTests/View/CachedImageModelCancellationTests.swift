@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// A model that leaves the screen stops its load: no download finishes, no decode runs.
+@MainActor @Suite struct CachedImageModelCancellationTests {
+    @MainActor private struct SlowImage {
+        let folder = TemporaryDirectory("images")
+        let server: TestHTTPServer
+        let loader = RecordingLoader()
+        let decoder = CountingDecoder()
+        let model: CachedImageModel
+        // Slow enough that the cancellation always lands while the response is pending.
+        let path = "/slow/3000/images/0.jpg"
+
+        init() throws {
+            try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
+            server = try TestHTTPServer(serving: folder.url)
+            let (loader, decoder) = (loader, decoder)
+            let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+                $0.dataLoader = loader
+                $0.decoder = decoder
+            }
+            model = CachedImageModel(
+                url: server.url(path), displayScale: 2, layoutSize: CGSize(width: 100, height: 67), store: store)
+        }
+
+        /// Waits until the loader has recorded the end of the one download, and checks it was cancelled.
+        func expectCancelledWithoutDecoding() async throws {
+            try await waitUntil { loader.results.count == 1 }
+            #expect(loader.results.first.map { if case .failure(.cancelled) = $0 { true } else { false } } == true)
+            #expect(decoder.count == 0)
+            #expect(model.image == nil)
+            #expect(!model.isLoading)
+        }
+    }
+
+    @Test func disappearCancelsTheLoadBeforeAnyDecode() async throws {
+        let slow = try SlowImage()
+        defer { slow.server.stop() }
+        let hydration = Task { await slow.model.load() }
+        try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
+        #expect(slow.model.isLoading)
+        slow.model.disappear()
+        await hydration.value
+        try await slow.expectCancelledWithoutDecoding()
+    }
+
+    @Test func cancellingTheTaskThatCallsLoadCancelsTheStoreLoad() async throws {
+        let slow = try SlowImage()
+        defer { slow.server.stop() }
+        let hydration = Task { await slow.model.load() }
+        try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
+        hydration.cancel()  // what SwiftUI does to `.task` when the view disappears
+        await hydration.value
+        try await slow.expectCancelledWithoutDecoding()
+    }
+
+    @Test func aSecondCallerKeepsTheLoadWhenTheFirstLeaves() async throws {
+        let slow = try SlowImage()
+        defer { slow.server.stop() }
+        let leaving = Task { await slow.model.load() }
+        let staying = Task { await slow.model.load() }
+        try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
+        leaving.cancel()
+        await leaving.value
+        #expect(slow.model.isLoading)
+        await staying.value
+        #expect(slow.model.image?.pixelSize == PixelSize(width: 200, height: 133))
+        #expect(slow.decoder.count == 1)
+    }
+}

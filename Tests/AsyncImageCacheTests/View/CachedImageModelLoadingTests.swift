@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// What the model asks the store for, when it asks again, and how it stops.
+@MainActor @Suite struct CachedImageModelLoadingTests {
+    /// A 2400x1600 photo on disk and a store whose decodes are counted.
+    private struct LocalPhoto {
+        let folder = TemporaryDirectory("images")
+        let url: URL
+        let decoder = CountingDecoder()
+        let store: ImageStore
+
+        init(size: PixelSize = PixelSize(width: 2400, height: 1600)) throws {
+            let name = try SampleImages.writeJPEGs([size], into: folder.url)[0]
+            url = folder.url.appendingPathComponent(name)
+            let decoder = decoder
+            store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+                $0.decoder = decoder
+            }
+        }
+    }
+
+    @Test func theRequestIsTheLaidOutWidthTimesTheScaleRoundedUp() async throws {
+        let photo = try LocalPhoto()
+        let model = CachedImageModel(url: photo.url, cornerRadius: 8, displayScale: 3, store: photo.store)
+        model.layoutChanged(to: CGSize(width: 160.5, height: 107))
+        await model.load()
+        #expect(model.lastRequest?.targetPixelWidth == 482)  // 481.5 rounded up
+        #expect(model.lastRequest?.cornerPixelRadius == 24)
+        #expect(model.image?.pixelSize.width == 482)
+    }
+
+    @Test func maxPixelWidthCapsTheRequestAndScalesTheRadiusAlike() async throws {
+        let photo = try LocalPhoto()
+        let model = CachedImageModel(
+            url: photo.url, cornerRadius: 10, maxPixelWidth: 400, displayScale: 2, store: photo.store)
+        model.layoutChanged(to: CGSize(width: 400, height: 300))
+        await model.load()
+        #expect(model.lastRequest?.targetPixelWidth == 400)
+        #expect(model.lastRequest?.cornerPixelRadius == 10)  // 10 pt drawn over 400 pt from 400 px
+        #expect(model.image?.pixelSize == PixelSize(width: 400, height: 267))
+    }
+
+    @Test func pixelWidthsIgnoreFloatingPointNoiseButNeverFallShort() {
+        #expect(DisplayPixels.width(forLayoutWidth: 200, scale: 1.1, maxPixelWidth: nil) == 220)
+        #expect(DisplayPixels.width(forLayoutWidth: 100.25, scale: 2, maxPixelWidth: nil) == 201)
+        #expect(DisplayPixels.width(forLayoutWidth: 0, scale: 2, maxPixelWidth: nil) == nil)
+        #expect(DisplayPixels.width(forLayoutWidth: 500, scale: 2, maxPixelWidth: 320) == 320)
+    }
+
+    @Test func anImageInMemoryIsDrawnAtOnceWithoutALoad() async throws {
+        let photo = try LocalPhoto()
+        _ = try await photo.store.image(for: ImageRequest(url: photo.url, targetWidth: 600))
+        let model = CachedImageModel(
+            url: photo.url, displayScale: 2, layoutSize: CGSize(width: 300, height: 200), store: photo.store)
+        #expect(model.image?.pixelSize.width == 600)
+        await model.load()
+        #expect(!model.isLoading)
+        #expect(photo.decoder.count == 1)
+    }
+
+    @Test func growingTheFrameLoadsALargerImageAndKeepsTheOldOneUntilItLands() async throws {
+        let photo = try LocalPhoto()
+        let model = CachedImageModel(url: photo.url, displayScale: 2, store: photo.store)
+        model.layoutChanged(to: CGSize(width: 100, height: 67))
+        await model.load()
+        #expect(model.image?.pixelSize.width == 200)
+        var drawn: [Int?] = []
+        model.onChange = { drawn.append(model.image?.pixelSize.width) }
+
+        model.layoutChanged(to: CGSize(width: 300, height: 200))
+        #expect(model.isLoading)
+        #expect(model.lastRequest?.targetPixelWidth == 600)
+        #expect(model.image?.pixelSize.width == 200)
+        await model.load()
+        #expect(model.image?.pixelSize.width == 600)
+        #expect(drawn == [600])  // straight from the old image to the new, never back to the placeholder
+        #expect(photo.decoder.count == 2)
+    }
+
+    @Test func shrinkingTheFrameKeepsTheLargerImageAndAsksForNothing() async throws {
+        let photo = try LocalPhoto()
+        let model = CachedImageModel(url: photo.url, displayScale: 2, store: photo.store)
+        model.layoutChanged(to: CGSize(width: 300, height: 200))
+        await model.load()
+        let request = model.lastRequest
+        model.layoutChanged(to: CGSize(width: 100, height: 67))
+        #expect(!model.isLoading)
+        await model.load()
+        #expect(model.lastRequest == request)
+        #expect(model.image?.pixelSize.width == 600)
+        #expect(photo.decoder.count == 1)
+    }
+
+    @Test func growingPastASmallSourceDoesNotAskAgain() async throws {
+        let photo = try LocalPhoto(size: PixelSize(width: 120, height: 80))
+        let model = CachedImageModel(url: photo.url, displayScale: 2, store: photo.store)
+        model.layoutChanged(to: CGSize(width: 100, height: 67))
+        await model.load()
+        #expect(model.image?.pixelSize.width == 120)  // never scaled up
+        model.layoutChanged(to: CGSize(width: 300, height: 200))
+        #expect(!model.isLoading)
+        #expect(photo.decoder.count == 1)
+    }
+
+    @Test func loadWaitsForTheFirstLayout() async throws {
+        let photo = try LocalPhoto()
+        let model = CachedImageModel(url: photo.url, displayScale: 2, store: photo.store)
+        let hydration = Task { await model.load() }
+        try await waitUntil { @MainActor in model.layoutSize == nil && !model.waiters.isEmpty }
+        #expect(model.lastRequest == nil)
+        model.layoutChanged(to: CGSize(width: 50, height: 33))
+        await hydration.value
+        #expect(model.image?.pixelSize.width == 100)
+    }
+}
