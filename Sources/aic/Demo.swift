@@ -1,113 +1,131 @@
 import AsyncImageCache
 import Foundation
 
-/// `aic demo`: the sample set through the store three times (cold, warm, after a relaunch with the
-/// server gone), with what each tier did.
+/// `aic demo`: the sample set through the store three times, cold, warm and after a real relaunch
+/// (a fresh `aic` process with the server gone), with what each tier did and a contact sheet.
+///
+/// The relaunch pass is this same command run again by the demo as a child process, with options
+/// the help does not list: `aic demo --pass relaunch --root DIR URL...`. It opens the store in
+/// `DIR`, loads the URLs and prints its ``DemoPass`` as one JSON line.
 enum Demo: Subcommand {
     static let width = 320
     static let radius = 16
+    static let sheetColumns = 3
 
     static let name = "demo"
     static let summary = "push the built-in sample set through the store and show what each tier did"
-    static let synopsis = "aic [demo] [--keep]"
+    static let synopsis = "aic [demo] [--output sheet.png] [--keep]"
     static let details = """
-        The demo serves a generated sample set from a loopback HTTP server and loads it three times at
-        \(width) px with \(radius) px corners: cold, warm (memory hits), and after a relaunch with the server
-        stopped (disk hits). It uses its own store in a temporary folder, never the user's cache.
+        The demo serves a generated sample set (JPEG and PNG, up to 4000x3000, one with EXIF
+        orientation 6) from a loopback HTTP server and loads it three times at \(width) px with \(radius) px
+        corners: cold (fetched and decoded), warm (memory hits), and in a fresh aic process with the
+        server stopped, as after a relaunch (sizes from the disk tier's xattr, pixels from disk). It
+        prints where each image came from, a table per pass, and writes a contact sheet of the
+        thumbnails. It uses its own store in a temporary folder, never the user's cache.
 
         OPTIONS
-          --keep    keep the temporary folder with the thumbnails and the cache (default: remove it)
+          --output FILE   where to write the contact sheet PNG (default \(defaultSheetPath))
+          --keep          keep the temporary folder with the cache (default: remove it)
 
         EXAMPLES
           aic
-          aic demo --keep
+          aic demo --output sheet.png --keep
         """
-    static let options: Set<String> = []
+    static let options: Set<String> = ["--output", "--pass", "--root"]
     static let flags: Set<String> = ["--keep"]
 
-    static func run(_ arguments: Arguments) async throws {
-        guard arguments.positionals.isEmpty else { throw UsageError("demo takes no arguments") }
-        try await run(keepFiles: arguments.flag("--keep"))
+    static var defaultSheetPath: String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("aic-demo-sheet.png").path
     }
 
-    static func run(keepFiles: Bool) async throws {
+    static func run(_ arguments: Arguments) async throws {
+        if let pass = arguments.value("--pass") {
+            guard pass == "relaunch" else { throw UsageError("--pass takes one value: relaunch") }
+            let root = URL(fileURLWithPath: try arguments.required("--root"), isDirectory: true)
+            let urls = try arguments.positionals.map { text throws(UsageError) -> URL in
+                guard let url = URL(string: text), url.scheme != nil else { throw UsageError("not a URL: \(text)") }
+                return url
+            }
+            let store = try ImageStore(configuration: configuration(root: root))
+            let (relaunched, _) = try await DemoPass.run("3 relaunch", store: store, urls: urls, width: width, radius: radius)
+            Console.out(try relaunched.jsonLine())
+            return
+        }
+        guard arguments.positionals.isEmpty else { throw UsageError("demo takes no arguments") }
+        guard arguments.value("--root") == nil else { throw UsageError("--root goes with --pass") }
+        let sheet = try PNGOutput(path: arguments.value("--output") ?? defaultSheetPath)
+        try await run(sheet: sheet, keepFiles: arguments.flag("--keep"))
+    }
+
+    /// The demo's store, in `root`: the same in the demo and in the process it relaunches.
+    static func configuration(root: URL) -> ImageStore.Configuration {
+        var configuration = ImageStore.Configuration(name: "aic-demo")
+        configuration.rootDirectory = root
+        return configuration
+    }
+
+    static func run(sheet: PNGOutput, keepFiles: Bool) async throws {
         let workspace = FileManager.default.temporaryDirectory.appendingPathComponent("aic-demo-\(getpid())")
-        try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: true)
+        let root = workspace.appendingPathComponent("cache", isDirectory: true)
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         defer { if !keepFiles { try? FileManager.default.removeItem(at: workspace) } }
 
-        print("Making the sample set...")
+        Console.out("Making the sample set...")
         let samples = try SampleSet.make()
         let server = try LoopbackServer(files: Dictionary(uniqueKeysWithValues: samples.items.map { ("/\($0.name)", $0.data) }))
         let urls = samples.items.map { server.url("/\($0.name)") }
-        var configuration = ImageStore.Configuration(name: "aic-demo")
-        configuration.rootDirectory = workspace.appendingPathComponent("cache")
+        let report = DemoReport(samples: samples)
+        let store = try ImageStore(configuration: configuration(root: root))
 
-        var rows: [(String, ImageStore.Statistics, Int, Duration)] = []
-        let store = try ImageStore(configuration: configuration)
-        print("\nPass 1, cold: sizes are unknown, every image is fetched over loopback HTTP and decoded at \(width) px.")
-        let (cold, coldTime) = try await pass(store, urls: urls, samples: samples, printSizes: true)
-        rows.append(("1 cold", cold, server.requestCount, coldTime))
+        Console.out("\nPass 1, cold: no size is known yet; every image is fetched over loopback HTTP and decoded at \(width) px.")
+        let (cold, _) = try await DemoPass.run("1 cold", store: store, urls: urls, width: width, radius: radius)
+        report.printRows(of: cold)
 
-        print("\nPass 2, warm, same store: every image is a memory hit.")
-        let fetchesBefore = server.requestCount
-        let (warm, warmTime) = try await pass(store, urls: urls, samples: samples, printSizes: false)
-        rows.append(("2 warm", warm, server.requestCount - fetchesBefore, warmTime))
+        Console.out("\nPass 2, warm: the same store; sizes and thumbnails come from memory.")
+        let (warm, thumbnails) = try await DemoPass.run("2 warm", store: store, urls: urls, width: width, radius: radius)
+        report.printRows(of: warm)
         store.waitForDiskMaintenance()
-
+        let httpRequests = server.requestCount
         server.stop()
-        print("\nPass 3, relaunch: a new store with the same name, the server stopped.")
-        let relaunched = try ImageStore(configuration: configuration)
-        let (again, againTime) = try await pass(relaunched, urls: urls, samples: samples, printSizes: true)
-        rows.append(("3 relaunch", again, 0, againTime))
 
-        printTable(rows)
-        let output = workspace.appendingPathComponent("thumbnails")
-        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
-        for (item, url) in zip(samples.items, urls) {
-            let image = try await relaunched.image(for: ImageRequest(url: url, targetWidth: CGFloat(width), cornerRadius: CGFloat(radius)))
-            try ImageEncoders.PNG().encode(image).write(to: output.appendingPathComponent(item.name + ".png"))
-        }
-        let usage = relaunched.diskUsage()
-        print("\nDisk tier: \(usage.fileCount) files, \(usage.byteCount) bytes in \(relaunched.directory.path)")
-        print(keepFiles ? "Thumbnails: \(output.path)" : "(run `aic demo --keep` to keep the thumbnails and the cache folder)")
+        Console.out("\nPass 3, relaunch: a fresh aic process opens the same store folder; the server is stopped.")
+        let relaunched = try relaunch(root: root, urls: urls)
+        report.printRows(of: relaunched)
+
+        report.printTable([cold, warm, relaunched])
+        Console.out("The server answered \(httpRequests) HTTP requests for \(urls.count) images, all before the relaunch.")
+
+        let layout = SheetLayout(
+            sizes: thumbnails.map(\.pixelSize), cellWidth: width, columns: sheetColumns, gap: SheetCommand.gap)
+        try sheet.write(layout.composite(thumbnails))
+        let usage = store.diskUsage()
+        Console.out("\nDisk tier: \(usage.fileCount) files, \(Formatted.bytes(usage.byteCount)) in \(store.directory.path)")
+        Console.out("Contact sheet of the thumbnails: \(sheet.url.path)")
+        if !keepFiles { Console.out("(`aic demo --keep` keeps the cache folder)") }
     }
 
-    private static func pass(
-        _ store: ImageStore, urls: [URL], samples: SampleSet, printSizes: Bool
-    ) async throws -> (ImageStore.Statistics, Duration) {
-        store.resetStatistics()
-        let clock = ContinuousClock()
-        let start = clock.now
-        for (item, url) in zip(samples.items, urls) {
-            let sizeBefore = store.cachedPixelSize(for: url)
-            let image = try await store.image(for: ImageRequest(url: url, targetWidth: CGFloat(width), cornerRadius: CGFloat(radius)))
-            if printSizes {
-                let known = sizeBefore.map { "\(Int($0.width))x\(Int($0.height)) before pixels" } ?? "unknown before pixels"
-                let name = item.name.padding(toLength: 16, withPad: " ", startingAt: 0)
-                let note = item.note.padding(toLength: 20, withPad: " ", startingAt: 0)
-                print("  \(name) \(note) size \(known.padding(toLength: 28, withPad: " ", startingAt: 0)) -> \(image.pixelSize)")
-            }
+    /// Runs the relaunch pass in a fresh process of this executable and returns what it did.
+    private static func relaunch(root: URL, urls: [URL]) throws -> DemoPass {
+        let process = Process()
+        process.executableURL = executableURL
+        process.arguments = ["demo", "--pass", "relaunch", "--root", root.path] + urls.map(\.absoluteString)
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CommandFailure("the relaunched aic failed with exit code \(process.terminationStatus)")
         }
-        return (store.statistics, clock.now - start)
+        return try DemoPass(jsonLine: String(decoding: output, as: UTF8.self))
     }
 
-    private static func printTable(_ rows: [(String, ImageStore.Statistics, Int, Duration)]) {
-        print("\npass        variant  original  disk  source  http      decodes  sizes: memory  xattr  header  time")
-        print("            hits     mem hits  hits  fetches requests")
-        for (label, stats, requests, time) in rows {
-            let milliseconds = Double(time.components.attoseconds) / 1e15 + Double(time.components.seconds) * 1000
-            let columns = [
-                label.padding(toLength: 11, withPad: " ", startingAt: 0),
-                pad(stats.variantHits, 8), pad(stats.originalMemoryHits, 9), pad(stats.diskHits, 5),
-                pad(stats.sourceFetches, 7), pad(requests, 9), pad(stats.decodes, 8),
-                pad(stats.sizesFromMemory, 14), pad(stats.sizesFromAttribute, 6), pad(stats.sizesFromHeader, 7),
-                String(format: "%.0f ms", milliseconds),
-            ]
-            print(columns.joined(separator: " "))
+    /// This program's own file: `/proc/self/exe` on Linux, which holds even when aic was started
+    /// through `PATH` or a relative path.
+    private static var executableURL: URL {
+        if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            return URL(fileURLWithPath: path)
         }
-    }
-
-    private static func pad(_ value: Int, _ width: Int) -> String {
-        String(value).padding(toLength: width, withPad: " ", startingAt: 0)
+        return Bundle.main.executableURL ?? URL(fileURLWithPath: CommandLine.arguments[0])
     }
 }

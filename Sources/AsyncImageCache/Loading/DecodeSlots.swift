@@ -7,6 +7,7 @@ public enum ImageLoadPriority: Int, Sendable, Comparable {
     /// A load for something on screen; the default.
     case normal = 1
 
+    /// Whether `lhs` is less urgent than `rhs`: ``low`` comes before ``normal``.
     public static func < (lhs: ImageLoadPriority, rhs: ImageLoadPriority) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
