@@ -23,6 +23,8 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
   GET /etag/images/<name>            the file with an ETag and Cache-Control: max-age=60; answers
                                      304 Not Modified to a matching If-None-Match.
   GET /redirect/<route>              302 Found to /<route>.
+  GET /alias/<n>/images/<name>       the file <name>, as /images/<name> serves it: one file under as
+                                     many distinct URLs as a test needs (counted per full path).
 
 Control routes (not counted as hits)
   GET /__hits                        JSON {path: count} of every request so far, query strings removed.
@@ -128,6 +130,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_generated(path, int(rest[0]), streamed=True)
         elif head == "etag" and rest[:1] == ["images"] and len(rest) == 2:
             self.send_file(rest[1], etag=True)
+        elif head == "alias" and len(rest) == 3 and rest[0].isdigit() and rest[1] == "images":
+            self.send_file(rest[2])
         elif head == "redirect" and rest:
             self.send_response(302)
             self.send_header("Location", "/" + "/".join(rest))
