@@ -78,6 +78,7 @@ final class ImageStoreStressTests: XCTestCase {
         // Nothing left in flight, and the tiers within their budgets throughout and at the end.
         XCTAssertEqual(store.variantRuns.count, 0)
         XCTAssertEqual(store.fetchRuns.count, 0)
+        XCTAssertEqual((store.configuration.dataLoader as? DataLoader)?.http.unfinishedTaskCount, 0)
         let peaks = sampler.peaks
         XCTAssertGreaterThan(peaks.samples, 0)
         XCTAssertLessThanOrEqual(peaks.memoryCount, Self.memoryCountLimit)
