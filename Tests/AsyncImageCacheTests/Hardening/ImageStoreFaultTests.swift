@@ -33,6 +33,17 @@ import Testing
         #expect(report.temporaryFiles == [], sourceLocation: sourceLocation)
     }
 
+    /// A store that has cached image 0, whose disk file `damage` has since rewritten, with its
+    /// memory emptied so the next load reads the file.
+    func storeWithDamagedFile(in root: TemporaryDirectory, _ damage: (Data) -> Data) async throws -> (ImageStore, URL) {
+        let store = try ImageStore.makeForTesting(root: root.url)
+        _ = try await load(store, 0)
+        let file = try #require(store.disk).fileURL(for: url(0))
+        try damage(try Data(contentsOf: file)).write(to: file)
+        store.clearMemory()
+        return (store, file)
+    }
+
     @Test(.enabled(if: ScratchFileSystem.isAvailable, "needs root to mount a tmpfs"))
     func aFullDiskCostsTheNextLaunchADownloadNeverTheLoad() async throws {
         let volume = try ScratchFileSystem(byteCount: 256 * 1024)
@@ -98,12 +109,7 @@ import Testing
 
     @Test func aCachedFileWhoseHeaderNoLongerParsesIsFetchedAgainInTheSameLoad() async throws {
         let root = TemporaryDirectory("fault-cache")
-        let store = try ImageStore.makeForTesting(root: root.url)
-        _ = try await load(store, 0)
-        let file = try #require(store.disk).fileURL(for: url(0))
-        try Data(repeating: 0x5A, count: try Data(contentsOf: file).count).write(to: file)
-
-        store.clearMemory()
+        let (store, file) = try await storeWithDamagedFile(in: root) { Data(repeating: 0x5A, count: $0.count) }
         _ = try await load(store, 0)
         #expect(try await server.hits(for: "/images/0.jpg") == 2)
         #expect(try Data(contentsOf: file) == sources[url(0)])
@@ -112,13 +118,9 @@ import Testing
 
     @Test func aCachedFileThatFailsToDecodeIsEvictedAndFetchedAgainOnTheNextLoad() async throws {
         let root = TemporaryDirectory("fault-cache")
-        let store = try ImageStore.makeForTesting(root: root.url)
-        _ = try await load(store, 0)
-        let file = try #require(store.disk).fileURL(for: url(0))
-        let original = try Data(contentsOf: file)
-        try original.prefix(original.count / 2).write(to: file)  // the header still parses; the scan ends early
-
-        store.clearMemory()
+        // Half the file: the header still parses, the scan ends early.
+        let (store, file) = try await storeWithDamagedFile(in: root) { $0.prefix($0.count / 2) }
+        let original = try #require(sources[url(0)])
         // This load reads the damaged file: a typed error, and the file is gone.
         let failure = await #expect(throws: ImageLoadingError.self) { _ = try await load(store, 0) }
         #expect(failure == .decodingFailed(ImageDecodingError(format: .jpeg, reason: .truncated)))
