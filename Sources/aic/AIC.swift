@@ -26,6 +26,9 @@ enum AIC {
         [Demo.self, InfoCommand.self, ThumbnailCommand.self, SheetCommand.self, CacheCommand.self]
     }
 
+    /// Commands left out of the help: harnesses for the test suite.
+    static var hiddenSubcommands: [any Subcommand.Type] { [CacheWriterCommand.self] }
+
     static let exitCodes = """
         EXIT CODES
           0  success
@@ -73,7 +76,7 @@ enum AIC {
             }
             return
         }
-        guard let command = subcommands.first(where: { $0.name == name }) else {
+        guard let command = (subcommands + hiddenSubcommands).first(where: { $0.name == name }) else {
             let hint = name.hasPrefix("-") ? "unknown option \(name)" : "unknown command \(name)"
             exitWithUsageError(UsageError(hint), synopsis: "aic [COMMAND] [ARGUMENTS]", helpCommand: "aic --help")
         }

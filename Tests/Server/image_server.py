@@ -31,6 +31,8 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
                                      than the file.
   GET /cache-lm/<directives>/images/<name>
                                      the same without an ETag (Last-Modified only).
+  GET /alias/<n>/images/<name>       the file <name>, as /images/<name> serves it: one file under as
+                                     many distinct URLs as a test needs (counted per full path).
 
 Control routes (not counted as hits)
   GET /__hits                        JSON {path: count} of every request so far, query strings removed.
@@ -148,6 +150,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_file(rest[1], etag=True)
         elif head in ("cache", "cache-lm") and len(rest) == 3 and rest[1] == "images":
             self.send_cacheable(path, rest[2], rest[0], with_etag=(head == "cache"))
+        elif head == "alias" and len(rest) == 3 and rest[0].isdigit() and rest[1] == "images":
+            self.send_file(rest[2])
         elif head == "redirect" and rest:
             self.send_response(302)
             self.send_header("Location", "/" + "/".join(rest))

@@ -70,6 +70,9 @@ public final class HTTPDataLoader: DataLoading {
         session.invalidateAndCancel()
     }
 
+    /// The downloads registered and not yet finished; 0 once every load has ended (for tests).
+    var unfinishedTaskCount: Int { tasks.count }
+
     /// Downloads the complete body behind `url`.
     ///
     /// - Throws: ``ImageLoadingError/unsupportedURL(_:)`` for a scheme other than `http`/`https`;

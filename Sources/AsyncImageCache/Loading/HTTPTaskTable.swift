@@ -35,6 +35,9 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         var drainedBytes = 0
     }
 
+    /// The number of entries: tasks registered and not yet finished (for tests).
+    var count: Int { lock.withLock { entries.count } }
+
     /// Registers `task` before it starts, so a cancellation that comes first has an entry to mark.
     func insert(_ task: URLSessionTask, url: URL, byteLimit: Int) {
         lock.withLock { entries[task.taskIdentifier] = Entry(url: url, byteLimit: byteLimit) }

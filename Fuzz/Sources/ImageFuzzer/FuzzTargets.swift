@@ -1,0 +1,34 @@
+import AsyncImageCache
+import Foundation
+
+/// The fuzz targets, one line each: a name (`FUZZ_TARGET`) and what one input goes through.
+///
+/// A decoder target parses the header first, as the store does, and only decodes inputs of its
+/// format: a decoder is never handed bytes whose header did not parse. Adding a codec is one line
+/// here (the `ImageDecoders.Default` dispatch picks it by the header's format).
+enum FuzzTargets {
+    static let all: [String: @Sendable (Data) -> Void] = [
+        "header": { data in _ = try? ImageHeader.parse(data) },
+        "jpeg": { data in decode(data, as: .jpeg) },
+        "png": { data in decode(data, as: .png) },
+    ]
+
+    /// The target named by the `FUZZ_TARGET` environment variable.
+    static let selected: (@Sendable (Data) -> Void)? = ProcessInfo.processInfo.environment["FUZZ_TARGET"].flatMap { all[$0] }
+
+    // Small enough that a hostile header claiming a huge image is refused at once and a run stays
+    // quick; every codec fixture but the large EXIF photos fits.
+    static let pixelBudget = 1024 * 1024
+
+    /// Decodes as the store would: the full size, or (DCT scaling, for JPEG) 1/2 to 1/8 of it, the
+    /// scale chosen by the last byte so the fuzzer can steer it.
+    static func decode(_ data: Data, as format: ImageFormat) {
+        guard let header = try? ImageHeader.parse(data), header.format == format else { return }
+        let divisor = Int(data.last ?? 0) % 8 + 1
+        let stored = header.storedSize
+        let minimum = divisor == 1
+            ? nil : PixelSize(width: max(1, stored.width / divisor), height: max(1, stored.height / divisor))
+        let context = ImageDecodingContext(header: header, minimumSize: minimum, pixelBudget: pixelBudget)
+        _ = try? ImageDecoders.Default().decode(data, context: context)
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// Faults of the disk tier, through a real store and a real loopback server: a load still succeeds
+/// from the source or fails with a typed error, and nothing torn is ever served or left behind.
+///
+/// The full disk and the read-only folder are real: a small tmpfs, mounted by the test (tests run
+/// as root here, and root ignores `chmod 0555`). Where mounting is not allowed those two are skipped.
+@Suite struct ImageStoreFaultTests {
+    let images = TemporaryDirectory("fault-images")
+    let server: TestHTTPServer
+    let sources: [URL: Data]
+
+    init() throws {
+        let names = try SampleImages.writeJPEGs(Array(repeating: PixelSize(width: 400, height: 300), count: 3), into: images.url)
+        server = try TestHTTPServer(serving: images.url)
+        var sources: [URL: Data] = [:]
+        for name in names { sources[server.url("/images/\(name)")] = try Data(contentsOf: images.url.appendingPathComponent(name)) }
+        self.sources = sources
+    }
+
+    func url(_ index: Int) -> URL { server.url("/images/\(index).jpg") }
+
+    func load(_ store: ImageStore, _ index: Int) async throws -> PlatformImage {
+        try await store.image(for: ImageRequest(url: url(index), targetWidth: 100))
+    }
+
+    func expectNothingTorn(in store: ImageStore, sourceLocation: SourceLocation = #_sourceLocation) {
+        let report = CacheAudit(sources: sources).check(store.directory)
+        #expect(report.problems == [], sourceLocation: sourceLocation)
+        #expect(report.temporaryFiles == [], sourceLocation: sourceLocation)
+    }
+
+    /// A store that has cached image 0, whose disk file `damage` has since rewritten, with its
+    /// memory emptied so the next load reads the file.
+    func storeWithDamagedFile(in root: TemporaryDirectory, _ damage: (Data) -> Data) async throws -> (ImageStore, URL) {
+        let store = try ImageStore.makeForTesting(root: root.url)
+        _ = try await load(store, 0)
+        let file = try #require(store.disk).fileURL(for: url(0))
+        try damage(try Data(contentsOf: file)).write(to: file)
+        store.clearMemory()
+        return (store, file)
+    }
+
+    @Test(.enabled(if: ScratchFileSystem.isAvailable, "needs root to mount a tmpfs"))
+    func aFullDiskCostsTheNextLaunchADownloadNeverTheLoad() async throws {
+        let volume = try ScratchFileSystem(byteCount: 256 * 1024)
+        let store = try ImageStore.makeForTesting(root: volume.url)
+        try volume.fill(leavingFree: 4096)
+        for index in 0..<3 { _ = try await load(store, index) }  // every JPEG is larger than the free space
+        #expect(store.diskUsage().fileCount == 0)
+        expectNothingTorn(in: store)
+
+        try FileManager.default.removeItem(at: volume.url.appendingPathComponent("filler"))
+        let relaunched = try ImageStore.makeForTesting(root: volume.url)
+        _ = try await load(relaunched, 0)
+        #expect(try await server.hits(for: "/images/0.jpg") == 2)
+        #expect(relaunched.diskUsage().fileCount == 1)
+        expectNothingTorn(in: relaunched)
+    }
+
+    @Test(.enabled(if: ScratchFileSystem.isAvailable, "needs root to mount a tmpfs"))
+    func aReadOnlyCacheFolderServesWhatItHasAndLoadsTheRestFromTheSource() async throws {
+        let volume = try ScratchFileSystem(byteCount: 1024 * 1024)
+        _ = try await load(try ImageStore.makeForTesting(root: volume.url), 0)
+        try volume.setReadOnly(true)
+        defer { try? volume.setReadOnly(false) }  // so the tmpfs unmounts cleanly
+
+        let store = try ImageStore.makeForTesting(root: volume.url)
+        _ = try await load(store, 0)
+        _ = try await load(store, 1)
+        #expect(store.statistics.diskHits == 1)
+        #expect(try await server.hits() == ["/images/0.jpg": 1, "/images/1.jpg": 1])
+        #expect(store.diskUsage().fileCount == 1)
+        #expect(store.cachedPixelSize(for: url(0)) == CGSize(width: 400, height: 300))
+        expectNothingTorn(in: store)
+    }
+
+    @Test func aFileSystemWithoutExtendedAttributesGivesSizesFromTheHeader() async throws {
+        let root = TemporaryDirectory("fault-cache")
+        let refusing: (inout ImageStore.Configuration) -> Void = { $0.extendedAttributes = RefusingAttributes() }
+        _ = try await load(try ImageStore.makeForTesting(root: root.url, refusing), 0)
+
+        let relaunched = try ImageStore.makeForTesting(root: root.url, refusing)
+        #expect(relaunched.cachedPixelSize(for: url(0)) == CGSize(width: 400, height: 300))
+        #expect(relaunched.statistics.sizesFromHeader == 1)
+        _ = try await load(relaunched, 0)
+        #expect(relaunched.statistics.diskHits == 1)
+        #expect(try await server.hits(for: "/images/0.jpg") == 1)
+        expectNothingTorn(in: relaunched)
+    }
+
+    @Test func aCacheFolderDeletedUnderARunningStoreIsMadeAgain() async throws {
+        let root = TemporaryDirectory("fault-cache")
+        let store = try ImageStore.makeForTesting(root: root.url)
+        _ = try await load(store, 0)
+        try FileManager.default.removeItem(at: store.directory)
+
+        store.clearMemory()
+        #expect(store.cachedPixelSize(for: url(0)) == nil)  // unknown, never wrong
+        _ = try await load(store, 1)
+        _ = try await load(store, 0)
+        #expect(try await server.hits() == ["/images/0.jpg": 2, "/images/1.jpg": 1])
+        #expect(store.diskUsage().fileCount == 2)
+        expectNothingTorn(in: store)
+    }
+
+    @Test func aCachedFileWhoseHeaderNoLongerParsesIsFetchedAgainInTheSameLoad() async throws {
+        let root = TemporaryDirectory("fault-cache")
+        let (store, file) = try await storeWithDamagedFile(in: root) { Data(repeating: 0x5A, count: $0.count) }
+        _ = try await load(store, 0)
+        #expect(try await server.hits(for: "/images/0.jpg") == 2)
+        #expect(try Data(contentsOf: file) == sources[url(0)])
+        expectNothingTorn(in: store)
+    }
+
+    @Test func aCachedFileThatFailsToDecodeIsEvictedAndFetchedAgainOnTheNextLoad() async throws {
+        let root = TemporaryDirectory("fault-cache")
+        // Half the file: the header still parses, the scan ends early.
+        let (store, file) = try await storeWithDamagedFile(in: root) { $0.prefix($0.count / 2) }
+        let original = try #require(sources[url(0)])
+        // This load reads the damaged file: a typed error, and the file is gone.
+        let failure = await #expect(throws: ImageLoadingError.self) { _ = try await load(store, 0) }
+        #expect(failure == .decodingFailed(ImageDecodingError(format: .jpeg, reason: .truncated)))
+        #expect(!FileManager.default.fileExists(atPath: file.path))
+        #expect(try await server.hits(for: "/images/0.jpg") == 1)
+
+        _ = try await load(store, 0)
+        #expect(try await server.hits(for: "/images/0.jpg") == 2)
+        #expect(try Data(contentsOf: file) == original)
+        expectNothingTorn(in: store)
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+
+/// A small tmpfs mounted for one test, to produce faults a server cannot: a full disk, a
+/// read-only folder. Root ignores permission bits (`chmod 0555` stops nothing), but not a full
+/// file system or a read-only mount.
+///
+/// Mounting needs root (CAP_SYS_ADMIN); ``isAvailable`` says whether this machine allows it, and
+/// tests that need it are skipped where it does not.
+final class ScratchFileSystem: @unchecked Sendable {
+    // Unchecked: `url` is a constant; the mount itself is only changed by the test that owns it.
+    let url: URL
+
+    struct MountError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Whether `mount -t tmpfs` works here: tried once per test process.
+    static let isAvailable: Bool = (try? ScratchFileSystem(byteCount: 64 * 1024)) != nil
+
+    /// Mounts a tmpfs of `byteCount` bytes on a fresh temporary folder.
+    init(byteCount: Int) throws {
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("aic-mount-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        do {
+            try Self.mount(["-t", "tmpfs", "-o", "size=\(byteCount)", "tmpfs", url.path])
+        } catch {
+            try? FileManager.default.removeItem(at: url)
+            throw error
+        }
+    }
+
+    deinit {
+        try? Self.mount(["-l", url.path], tool: "/bin/umount")
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    /// Makes the whole file system read-only (or writable again).
+    func setReadOnly(_ readOnly: Bool) throws {
+        try Self.mount(["-o", readOnly ? "remount,ro" : "remount,rw", url.path])
+    }
+
+    /// Fills the file system with one file until fewer than `bytes` bytes are free.
+    func fill(leavingFree bytes: Int) throws {
+        let filler = url.appendingPathComponent("filler")
+        guard FileManager.default.createFile(atPath: filler.path, contents: nil) else {
+            throw MountError(description: "cannot create \(filler.path)")
+        }
+        let handle = try FileHandle(forWritingTo: filler)
+        defer { try? handle.close() }
+        let chunk = Data(repeating: 0xA5, count: 4096)
+        while freeByteCount() >= bytes {
+            do { try handle.write(contentsOf: chunk) } catch { break }  // full already
+        }
+    }
+
+    /// The bytes still free on the file system.
+    func freeByteCount() -> Int {
+        var info = statvfs()
+        guard statvfs(url.path, &info) == 0 else { return 0 }
+        return Int(info.f_bavail) * Int(info.f_frsize)
+    }
+
+    private static func mount(_ arguments: [String], tool: String = "/bin/mount") throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw MountError(description: "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+        }
+    }
+}
