@@ -75,6 +75,18 @@ import Testing
         #expect(disk.totalByteCount >= 9_000)
     }
 
+    @Test func theBudgetHoldsAfterEveryWriteNotOnlyOnceTrimsCatchUp() throws {
+        let folder = TemporaryDirectory("disk")
+        let disk = try DiskStore(directory: folder.url, byteLimit: 10_000)
+        for index in 0..<40 {
+            try disk.store(Data(repeating: UInt8(index), count: 1000 + index * 10), pixelSize: PixelSize(width: 1, height: 1),
+                           for: URL(string: "https://example.com/\(index).png")!)
+            #expect(disk.totalByteCount <= 10_000, "over budget after write \(index)")
+        }
+        #expect(disk.contains(URL(string: "https://example.com/39.png")!))
+        #expect(!disk.contains(URL(string: "https://example.com/0.png")!))
+    }
+
     @Test func evictExpiredRemovesOnlyFilesUnusedForLongerThanMaxAge() throws {
         let folder = TemporaryDirectory("disk")
         let disk = try DiskStore(directory: folder.url, byteLimit: 1 << 20)

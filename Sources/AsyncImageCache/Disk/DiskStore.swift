@@ -25,6 +25,9 @@ final class DiskStore: Sendable {
     private static let temporaryPrefix = ".tmp-"
     private let trimQueue = DispatchQueue(label: "AsyncImageCache.DiskStore.trim", qos: .utility)
     private let trimState = LockedBox(TrimState())
+    /// What this store last counted in its folder plus what it wrote since; `nil` until counted
+    /// and after removals, which recount on the next write.
+    private let usage = LockedBox<Int?>(nil)
 
     private struct TrimState {
         var isScheduled = false
@@ -164,12 +167,38 @@ final class DiskStore: Sendable {
         if let metadata {
             try? attributes.setValue(metadata.encoded, named: HTTPCacheMetadata.attributeName, atPath: temporary.path)
         }
-        guard rename(temporary.path, filePath(for: url)) == 0 else {
+        let destination = filePath(for: url)
+        // Room is made before the file appears, so the budget holds throughout, not only once a
+        // trim catches up. Commits go one at a time on the trim queue (never the caller's thread:
+        // the store writes from its pipeline tasks).
+        let renamed = trimQueue.sync { () -> Int32 in
+            let replaced = Self.fileSize(atPath: destination) ?? 0
+            let before = knownUsage()
+            if before - replaced + data.count > byteLimit { trim(toBytes: byteLimit - data.count) }
+            let result = rename(temporary.path, destination)
+            if result == 0 { usage.withLock { $0 = $0.map { $0 - replaced + data.count } } }
+            return result
+        }
+        guard renamed == 0 else {
             let code = POSIXErrorCode(rawValue: errno) ?? .EIO
             try? FileManager.default.removeItem(at: temporary)
             throw POSIXError(code)
         }
+        // Another process may share the folder: a background trim re-reads what is really there.
         scheduleTrim()
+    }
+
+    /// The bytes this store believes the folder holds, counted from the folder the first time.
+    private func knownUsage() -> Int {
+        if let known = usage.withLock({ $0 }) { return known }
+        let total = entries().reduce(0) { $0 + $1.byteCount }
+        usage.withLock { $0 = total }
+        return total
+    }
+
+    private static func fileSize(atPath path: String) -> Int? {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : nil
     }
 
     private func write(_ data: Data, to file: URL) throws {
@@ -184,11 +213,13 @@ final class DiskStore: Sendable {
     /// Removes `url`'s file.
     func remove(_ url: URL) {
         try? FileManager.default.removeItem(at: fileURL(for: url))
+        usage.withLock { $0 = nil }
     }
 
     /// Removes every stored file.
     func removeAll() {
         for entry in entries() { try? FileManager.default.removeItem(at: entry.url) }
+        usage.withLock { $0 = nil }
     }
 
     /// Removes the files not used for longer than `maxAge` seconds; returns how many.
@@ -199,6 +230,7 @@ final class DiskStore: Sendable {
         for entry in entries() where entry.lastUsed < cutoff {
             if (try? FileManager.default.removeItem(at: entry.url)) != nil { removed += 1 }
         }
+        usage.withLock { $0 = nil }
         return removed
     }
 
@@ -225,13 +257,21 @@ final class DiskStore: Sendable {
 
     /// Removes least recently used files until the total is within `byteLimit`.
     func trim() {
+        trim(toBytes: byteLimit)
+    }
+
+    /// Removes least recently used files until the total is at most `limit` bytes, and records
+    /// the total that remains.
+    private func trim(toBytes limit: Int) {
         var entries = entries()
         var total = entries.reduce(0) { $0 + $1.byteCount }
-        guard total > byteLimit else { return }
-        entries.sort { $0.lastUsed < $1.lastUsed }
-        for entry in entries where total > byteLimit {
-            if (try? FileManager.default.removeItem(at: entry.url)) != nil { total -= entry.byteCount }
+        if total > limit {
+            entries.sort { $0.lastUsed < $1.lastUsed }
+            for entry in entries where total > limit {
+                if (try? FileManager.default.removeItem(at: entry.url)) != nil { total -= entry.byteCount }
+            }
         }
+        usage.withLock { $0 = total }
     }
 
     /// Runs a trim on the background queue; writes that arrive while one is pending share it.
