@@ -1,6 +1,8 @@
 import Foundation
 
 // aic-benchmarks [sizes|memory|all] [--rounds N]
+// aic-benchmarks thumbnails PHOTOS_FOLDER --aic PATH [--rounds N]   (scripts/benchmark-thumbnails runs it)
+// aic-benchmarks thumb-once ours|vips FILE WIDTH WARMUP_FILE         (a child of `thumbnails`)
 var arguments = Array(CommandLine.arguments.dropFirst())
 var rounds = 10
 if let index = arguments.firstIndex(of: "--rounds"), index + 1 < arguments.count, let value = Int(arguments[index + 1]) {
@@ -8,10 +10,22 @@ if let index = arguments.firstIndex(of: "--rounds"), index + 1 < arguments.count
     arguments.removeSubrange(index...(index + 1))
 }
 let which = arguments.first ?? "all"
-print("command: swift run -c release --package-path Benchmarks aic-benchmarks \(which) --rounds \(rounds)")
 do {
-    if which == "sizes" || which == "all" { try SizeLookupBenchmark.run(rounds: rounds) }
-    if which == "memory" || which == "all" { MemoryCacheBenchmark.run(rounds: rounds) }
+    switch which {
+    #if canImport(VipsReference)
+    case "thumb-once":
+        try await PeakMemory.childMain(Array(arguments.dropFirst()))
+    case "thumbnails":
+        guard arguments.count == 4, arguments[2] == "--aic" else {
+            throw BenchmarkFailure("usage: aic-benchmarks thumbnails PHOTOS_FOLDER --aic PATH [--rounds N]")
+        }
+        try await ThumbnailBenchmark.run(photos: URL(fileURLWithPath: arguments[1]), aic: arguments[3], rounds: rounds)
+    #endif
+    default:
+        print("command: swift run -c release --package-path Benchmarks aic-benchmarks \(which) --rounds \(rounds)")
+        if which == "sizes" || which == "all" { try SizeLookupBenchmark.run(rounds: rounds) }
+        if which == "memory" || which == "all" { MemoryCacheBenchmark.run(rounds: rounds) }
+    }
 } catch {
     FileHandle.standardError.write(Data("aic-benchmarks: \(error)\n".utf8))
     exit(1)
