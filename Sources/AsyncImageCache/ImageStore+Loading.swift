@@ -92,20 +92,45 @@ extension ImageStore {
         report(.decode)
         count { $0.decodes += 1 }
         let context = ImageDecodingContext(header: header, minimumSize: minimumStored, pixelBudget: configuration.pixelBudget)
-        var bitmap = try configuration.decoder.decode(original.data, context: context)
-        if header.orientation != .up {
-            report(.orient)
-            bitmap = bitmap.oriented(header.orientation)
-        }
-        if let target, bitmap.pixelSize != target {
-            report(.resize)
-            bitmap = bitmap.resized(to: target)
+        var bitmap: Bitmap
+        if let storedTarget = minimumStored, let resized = try decodeResizing(original.data, context, to: storedTarget) {
+            // Resized in stored orientation, then turned: the filter is the same along both axes, so
+            // this gives the same pixels as turning first, and turns a smaller bitmap.
+            bitmap = resized
+            if header.orientation != .up {
+                report(.orient)
+                bitmap = bitmap.oriented(header.orientation)
+            }
+        } else {
+            bitmap = try configuration.decoder.decode(original.data, context: context)
+            if header.orientation != .up {
+                report(.orient)
+                bitmap = bitmap.oriented(header.orientation)
+            }
+            if let target, bitmap.pixelSize != target {
+                report(.resize)
+                bitmap = bitmap.resized(to: target)
+            }
         }
         if request.cornerPixelRadius > 0 {
             report(.roundCorners)
             bitmap = bitmap.roundingCorners(radius: request.cornerPixelRadius)
         }
         return bitmap
+    }
+
+    /// A JPEG for the default decoder decoded and resized in one step, the resize running on a second
+    /// thread while libjpeg decodes; `nil` for anything else (which takes the steps one by one).
+    private func decodeResizing(
+        _ data: Data, _ context: ImageDecodingContext, to size: PixelSize
+    ) throws(ImageDecodingError) -> Bitmap? {
+        #if canImport(CJPEGSupport)
+        guard context.header.format == .jpeg, configuration.decoder is ImageDecoders.Default else { return nil }
+        report(.resize)
+        return try ImageDecoders.JPEG().decode(data, context: context, resizedTo: size)
+        #else
+        return nil
+        #endif
     }
 
     /// The original bytes for `url`: from memory, else one shared fetch from disk or the source.
