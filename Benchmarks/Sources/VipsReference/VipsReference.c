@@ -43,6 +43,14 @@ int vips_reference_thumbnail_buffer(const void *bytes, size_t count, int width, 
     return finish(image, result_width, result_height);
 }
 
+int vips_reference_jpeg_shrink_load(const char *path, int shrink, int *result_width, int *result_height) {
+    VipsImage *image = NULL;
+    if (vips_jpegload(path, &image, "shrink", shrink, NULL)) {
+        return -1;
+    }
+    return finish(image, result_width, result_height);
+}
+
 const char *vips_reference_error(void) {
     const char *message = vips_error_buffer();
     return message == NULL ? "" : message;

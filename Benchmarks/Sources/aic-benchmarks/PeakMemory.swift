@@ -70,7 +70,7 @@ enum PeakMemory {
 }
 
 /// Hands the store bytes already in memory, so their size is not part of the growth.
-private struct LoadedBytes: DataLoading {
+struct LoadedBytes: DataLoading {
     let data: Data
 
     func loadData(for url: URL) async throws(ImageLoadingError) -> Data { data }

@@ -2,6 +2,7 @@ import Foundation
 
 // aic-benchmarks [sizes|memory|all] [--rounds N]
 // aic-benchmarks thumbnails PHOTOS_FOLDER --aic PATH [--rounds N]   (scripts/benchmark-thumbnails runs it)
+// aic-benchmarks thumb-stages FILE WIDTH [--rounds N]              (one thumbnail, step by step)
 // aic-benchmarks thumb-once ours|vips FILE WIDTH WARMUP_FILE         (a child of `thumbnails`)
 var arguments = Array(CommandLine.arguments.dropFirst())
 var rounds = 10
@@ -15,6 +16,11 @@ do {
     #if canImport(VipsReference)
     case "thumb-once":
         try await PeakMemory.childMain(Array(arguments.dropFirst()))
+    case "thumb-stages":
+        guard arguments.count == 3, let width = Int(arguments[2]) else {
+            throw BenchmarkFailure("usage: aic-benchmarks thumb-stages FILE WIDTH [--rounds N]")
+        }
+        try await ThumbnailStages.run(file: URL(fileURLWithPath: arguments[1]), width: width, rounds: rounds)
     case "thumbnails":
         guard arguments.count == 4, arguments[2] == "--aic" else {
             throw BenchmarkFailure("usage: aic-benchmarks thumbnails PHOTOS_FOLDER --aic PATH [--rounds N]")

@@ -19,6 +19,10 @@ int vips_reference_thumbnail_file(const char *path, int width, int *result_width
 int vips_reference_thumbnail_buffer(const void *bytes, size_t count, int width, int *result_width,
                                     int *result_height);
 
+/* jpegload of the file at `path` with `shrink` (1, 2, 4 or 8), the pixels written to memory: the decode
+   alone that vips_thumbnail() starts with. */
+int vips_reference_jpeg_shrink_load(const char *path, int shrink, int *result_width, int *result_height);
+
 /* libvips's last error message; never NULL. */
 const char *vips_reference_error(void);
 
