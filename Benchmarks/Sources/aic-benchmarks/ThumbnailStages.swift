@@ -17,7 +17,10 @@ enum ThumbnailStages {
         let benchmark = ThumbnailBenchmark.InProcessCase(name: "", file: file, width: width, goalRatio: 1)
         var contest = Contest()
         for _ in 0..<rounds {
-            contest.record("read file", try time { blackHole(try Data(contentsOf: file)) })
+            contest.record("read file, Data(contentsOf:)", try time { blackHole(try Data(contentsOf: file)) })
+            contest.record("read file, FileDataLoader (the store's)", try await time {
+                try await FileDataLoader().loadData(for: file)
+            })
             contest.record("parse header", try time { blackHole(try ImageHeader.parse(data)) })
             contest.record("decode at DCT scale (\(decoded.pixelSize))", try time {
                 blackHole(try ImageDecoders.JPEG().decode(data, context: context))

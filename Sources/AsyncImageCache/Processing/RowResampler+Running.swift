@@ -19,7 +19,10 @@ extension RowResampler {
     /// Resamples an image while it is being made: `produce(rows, first)` writes source rows from
     /// `first` on into `rows` (which points at row `first`), returns how many (at least one), or `nil`
     /// on failure, which stops everything and returns `nil`. It runs on the calling thread, top to
-    /// bottom, while another thread resamples the rows written so far, so decode and resize overlap.
+    /// bottom, while another thread filters the rows written so far, so decode and resize overlap.
+    ///
+    /// The other thread runs the horizontal pass as rows arrive and spends any wait on the vertical
+    /// pass; what is left of that when the last row arrives is split across the cores.
     func resample(producingRowsWith produce: (_ rows: UnsafeMutablePointer<UInt8>, _ first: Int) -> Int?) -> [UInt8]? {
         let bytesPerRow = sourceSize.width * 4
         let source = UnsafeMutablePointer<UInt8>.allocate(capacity: bytesPerRow * sourceSize.height)
@@ -32,16 +35,20 @@ extension RowResampler {
             DispatchQueue(label: "AsyncImageCache.resample").async(group: finished) {
                 var filtered = 0
                 var emitted = 0
-                while emitted < targetSize.height, let available = progress.rows(after: filtered) {
+                while filtered < sourceSize.height, let available = progress.rows(after: filtered) {
                     filter(filtered..<available, buffers)
                     filtered = available
-                    var ready = emitted
-                    while ready < targetSize.height && sourceRowsNeeded(forTargetRows: ready + 1) <= filtered {
-                        ready += 1
+                    // Vertical rows a few at a time, only while no new source rows wait.
+                    while emitted < targetSize.height && sourceRowsNeeded(forTargetRows: emitted + 1) <= filtered
+                        && progress.written == filtered && filtered < sourceSize.height
+                    {
+                        let end = min(emitted + 4, targetSize.height)
+                        guard sourceRowsNeeded(forTargetRows: end) <= filtered else { break }
+                        sum(emitted..<end, buffers)
+                        emitted = end
                     }
-                    sum(emitted..<ready, buffers)
-                    emitted = ready
                 }
+                progress.emitted = emitted
             }
             var written = 0
             while written < sourceSize.height {
@@ -51,6 +58,13 @@ extension RowResampler {
             }
             if written < sourceSize.height { progress.fail() }
             finished.wait()
+            guard !progress.failed else { return }
+            let remaining = progress.emitted..<targetSize.height
+            let lanes = remaining.count < 16 ? 1 : min(4, ProcessInfo.processInfo.activeProcessorCount)
+            DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+                let share = Self.share(lane, of: lanes, remaining.count)
+                sum((remaining.lowerBound + share.lowerBound)..<(remaining.lowerBound + share.upperBound), buffers)
+            }
         }
         return progress.failed ? nil : pixels
     }
@@ -106,18 +120,31 @@ private struct ResamplingBuffers: @unchecked Sendable {
     let output: UnsafeMutablePointer<UInt8>
 }
 
-/// How many source rows the producer has written, or that it failed; the lock guards both.
+/// How many source rows the producer has written, or that it failed, and how many target rows the
+/// consumer summed; the lock guards all three.
 private final class RowProgress: @unchecked Sendable {
     private let condition = NSCondition()
-    private var written = 0
+    private var writtenRows = 0
     private var hasFailed = false
+    private var emittedRows = 0
 
     var failed: Bool {
         condition.withLock { hasFailed }
     }
 
+    /// The source rows written so far, without waiting.
+    var written: Int {
+        condition.withLock { writtenRows }
+    }
+
+    /// The target rows the consumer has summed, from the top.
+    var emitted: Int {
+        get { condition.withLock { emittedRows } }
+        set { condition.withLock { emittedRows = newValue } }
+    }
+
     func publish(_ rows: Int) {
-        condition.withLock { written = rows }
+        condition.withLock { writtenRows = rows }
         condition.signal()
     }
 
@@ -130,7 +157,7 @@ private final class RowProgress: @unchecked Sendable {
     func rows(after rows: Int) -> Int? {
         condition.lock()
         defer { condition.unlock() }
-        while written <= rows && !hasFailed { condition.wait() }
-        return hasFailed ? nil : written
+        while writtenRows <= rows && !hasFailed { condition.wait() }
+        return hasFailed ? nil : writtenRows
     }
 }
