@@ -92,25 +92,21 @@ extension ImageStore {
         report(.decode)
         count { $0.decodes += 1 }
         let context = ImageDecodingContext(header: header, minimumSize: minimumStored, pixelBudget: configuration.pixelBudget)
+        // A JPEG may come out of the decoder already resized (in stored orientation: the filter is the
+        // same along both axes, so turning afterwards gives the same pixels and turns a smaller bitmap).
         var bitmap: Bitmap
         if let storedTarget = minimumStored, let resized = try decodeResizing(original.data, context, to: storedTarget) {
-            // Resized in stored orientation, then turned: the filter is the same along both axes, so
-            // this gives the same pixels as turning first, and turns a smaller bitmap.
             bitmap = resized
-            if header.orientation != .up {
-                report(.orient)
-                bitmap = bitmap.oriented(header.orientation)
-            }
         } else {
             bitmap = try configuration.decoder.decode(original.data, context: context)
-            if header.orientation != .up {
-                report(.orient)
-                bitmap = bitmap.oriented(header.orientation)
-            }
-            if let target, bitmap.pixelSize != target {
-                report(.resize)
-                bitmap = bitmap.resized(to: target)
-            }
+        }
+        if header.orientation != .up {
+            report(.orient)
+            bitmap = bitmap.oriented(header.orientation)
+        }
+        if let target, bitmap.pixelSize != target {
+            report(.resize)
+            bitmap = bitmap.resized(to: target)
         }
         if request.cornerPixelRadius > 0 {
             report(.roundCorners)
