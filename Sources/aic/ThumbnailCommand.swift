@@ -44,6 +44,11 @@ enum ThumbnailCommand: Subcommand {
                 let file = url.deletingPathExtension().lastPathComponent + ".png"
                 return (url, try PNGOutput(path: URL(fileURLWithPath: folder).appendingPathComponent(file).path))
             }
+            // Two inputs with one name (a/x.jpg, b/x.png) would overwrite each other's thumbnail.
+            var names = Set<String>()
+            if let clash = jobs.first(where: { !names.insert($0.output.url.lastPathComponent).inserted }) {
+                throw UsageError("two inputs would both write \(clash.output.url.path)")
+            }
         } else {
             let input = try arguments.single("INPUT", of: name)
             jobs = [(Inputs.url(for: input), try PNGOutput(path: try arguments.required("--output")))]
