@@ -95,7 +95,7 @@ extension ImageStore {
         // A JPEG may come out of the decoder already resized (in stored orientation: the filter is the
         // same along both axes, so turning afterwards gives the same pixels and turns a smaller bitmap).
         var bitmap: Bitmap
-        if let storedTarget = minimumStored, let resized = try decodeResizing(original.data, context, to: storedTarget) {
+        if let stored = minimumStored, let resized = try decodeResizing(original.data, context, to: stored) {
             bitmap = resized
         } else {
             bitmap = try configuration.decoder.decode(original.data, context: context)

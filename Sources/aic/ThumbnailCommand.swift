@@ -37,7 +37,9 @@ enum ThumbnailCommand: Subcommand {
         let radius = try arguments.integer("--radius", default: 0, in: 0...maximumWidth)
         let jobs: [(url: URL, output: PNGOutput)]
         if let folder = arguments.value("--output-dir") {
-            guard arguments.value("--output") == nil else { throw UsageError("give --output or --output-dir, not both") }
+            guard arguments.value("--output") == nil else {
+                throw UsageError("give --output or --output-dir, not both")
+            }
             guard !arguments.positionals.isEmpty else { throw UsageError("\(name) needs an INPUT") }
             jobs = try arguments.positionals.map { input in
                 let url = Inputs.url(for: input)

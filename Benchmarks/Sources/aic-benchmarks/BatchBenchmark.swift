@@ -38,7 +38,8 @@ enum BatchBenchmark {
             name: "batch of \(files.count) -> \(width) px PNG (processes)",
             ours: contest.median("ours"), vips: contest.median("vips"),
             description: "`aic thumbnail FILES --width \(width) --output-dir DIR` against `vipsthumbnail FILES "
-                + "--size \(width)x -o DIR/%s.png`, one process each, wall time, medians of \(rounds) interleaved rounds.")
+                + "--size \(width)x -o DIR/%s.png`, one process each, wall time, medians of \(rounds) "
+                + "interleaved rounds.")
     }
 
     /// Runs a command line to completion and returns its wall time in milliseconds.
@@ -53,7 +54,8 @@ enum BatchBenchmark {
         process.waitUntilExit()
         let elapsed = clock.now - start
         guard process.terminationStatus == 0 else {
-            throw BenchmarkFailure("\(command.prefix(2).joined(separator: " ")) ... exited with \(process.terminationStatus)")
+            let name = command.prefix(2).joined(separator: " ")
+            throw BenchmarkFailure("\(name) ... exited with \(process.terminationStatus)")
         }
         return milliseconds(elapsed)
     }

@@ -21,8 +21,10 @@ enum PeakMemory {
         try process.run()
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        guard process.terminationStatus == 0, let kilobytes = Double(output.trimmingCharacters(in: .whitespacesAndNewlines))
-        else { throw BenchmarkFailure("thumb-once \(tool) failed: \(output)") }
+        let kilobytes = Double(output.trimmingCharacters(in: .whitespacesAndNewlines))
+        guard process.terminationStatus == 0, let kilobytes else {
+            throw BenchmarkFailure("thumb-once \(tool) failed: \(output)")
+        }
         return kilobytes / 1024
     }
 
@@ -49,7 +51,8 @@ enum PeakMemory {
             var resultWidth: Int32 = 0
             var resultHeight: Int32 = 0
             let status = data.withUnsafeBytes { bytes in
-                vips_reference_thumbnail_buffer(bytes.baseAddress, bytes.count, Int32(width), &resultWidth, &resultHeight)
+                vips_reference_thumbnail_buffer(
+                    bytes.baseAddress, bytes.count, Int32(width), &resultWidth, &resultHeight)
             }
             guard status == 0 else { throw BenchmarkFailure("libvips: \(ThumbnailBenchmark.lastVipsError())") }
         } else {

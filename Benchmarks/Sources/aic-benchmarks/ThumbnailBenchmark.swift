@@ -9,6 +9,7 @@ import VipsReference
 /// - In process: `store.image(for: ImageRequest(url: file, targetWidth: W))` on a fresh store each time
 ///   against `vips_thumbnail(file, W)` with the pixels written to memory, rounds interleaved (ours,
 ///   libvips, ours, ...), medians reported. Both read the file themselves; both may use every core.
+///   A second row per case starts both from the file's bytes already in memory.
 /// - Peak memory: one fresh child process per measurement (see ``PeakMemory``).
 /// - Batch: see ``BatchBenchmark``.
 enum ThumbnailBenchmark {
@@ -29,8 +30,11 @@ enum ThumbnailBenchmark {
         ]
         var table = ResultTable()
         for benchmark in cases {
-            let (ours, vips) = try await compare(benchmark, rounds: rounds)
-            table.add(benchmark.name + " (in process)", ours: ours, reference: vips, goalRatio: benchmark.goalRatio)
+            let contest = try await compare(benchmark, rounds: rounds)
+            table.add(benchmark.name + " (in process, file)", ours: contest.median("ours"),
+                      reference: contest.median("vips"), goalRatio: benchmark.goalRatio)
+            table.add(benchmark.name + " (in process, bytes)", ours: contest.median("ours, bytes"),
+                      reference: contest.median("vips, bytes"), goalRatio: benchmark.goalRatio)
         }
 
         let large = cases[1]
@@ -50,15 +54,20 @@ enum ThumbnailBenchmark {
         table.print()
         Swift.print("""
 
-            In process: medians of \(rounds) interleaved rounds, one fresh store per call (the file read, header, \
-            decode, resize all timed). Peak memory: median of \(memoryRounds) fresh child processes each; growth = \
-            VmHWM after the thumbnail - VmRSS before it, with the file's bytes already loaded (not counted) and the \
-            tool warmed up on the small photo first (its libraries, thread pools). Batch: \(batch.description)
+            In process: medians of \(rounds) interleaved rounds, one fresh store per call. "file": ours \
+            `store.image(for:)` on the file URL against `vips_thumbnail(file)`, file reading included; "bytes": \
+            the same from the file's bytes already in memory (`vips_thumbnail_buffer`). Peak memory: median of \
+            \(memoryRounds) fresh child processes each; growth = VmHWM after the thumbnail - VmRSS before it, with \
+            the file's bytes already loaded (not counted) and the tool warmed up on the small photo first (its \
+            libraries, thread pools). Batch: \(batch.description)
             """)
     }
 
-    /// Interleaved rounds of one case; the medians in milliseconds.
-    static func compare(_ benchmark: InProcessCase, rounds: Int) async throws -> (ours: Double, vips: Double) {
+    /// Interleaved rounds of one case, in milliseconds: each tool from the file, and from its bytes
+    /// already in memory (ours through a loader that hands them over, libvips through
+    /// `vips_thumbnail_buffer`), which leaves out how each reads a file.
+    static func compare(_ benchmark: InProcessCase, rounds: Int) async throws -> Contest {
+        let data = try Data(contentsOf: benchmark.file)
         var contest = Contest()
         // One untimed call each first: page cache, lazy binding, thread pools.
         _ = try await ours(benchmark)
@@ -66,8 +75,33 @@ enum ThumbnailBenchmark {
         for _ in 0..<rounds {
             contest.record("ours", try await ours(benchmark))
             contest.record("vips", try vips(benchmark))
+            contest.record("ours, bytes", try await ours(data, width: benchmark.width))
+            contest.record("vips, bytes", try vips(data, width: benchmark.width))
         }
-        return (contest.median("ours"), contest.median("vips"))
+        return contest
+    }
+
+    static func ours(_ data: Data, width: Int) async throws -> Double {
+        let store = try ImageStore(configuration: configuration(loader: LoadedBytes(data: data)))
+        let request = ImageRequest(url: URL(fileURLWithPath: "/loaded-bytes.jpg"), targetWidth: CGFloat(width))
+        let clock = ContinuousClock()
+        let start = clock.now
+        let image = try await store.image(for: request)
+        let elapsed = clock.now - start
+        blackHole(image)
+        return milliseconds(elapsed)
+    }
+
+    static func vips(_ data: Data, width: Int) throws -> Double {
+        var size: (Int32, Int32) = (0, 0)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let status = data.withUnsafeBytes { bytes in
+            vips_reference_thumbnail_buffer(bytes.baseAddress, bytes.count, Int32(width), &size.0, &size.1)
+        }
+        let elapsed = clock.now - start
+        guard status == 0 else { throw BenchmarkFailure("libvips: \(lastVipsError())") }
+        return milliseconds(elapsed)
     }
 
     static func ours(_ benchmark: InProcessCase) async throws -> Double {

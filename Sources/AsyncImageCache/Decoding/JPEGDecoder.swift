@@ -79,7 +79,9 @@ extension ImageDecoders {
                     let outputSize = sizes.output
                     guard outputSize != size else { return Self.decodeWhole(decoder, sizes, context) }
                     var status = cjpeg_decoder_start(decoder)
-                    guard status == CJPEG_STATUS_OK else { return .failure(Self.error(status, decoder, context, sizes.image)) }
+                    guard status == CJPEG_STATUS_OK else {
+                        return .failure(Self.error(status, decoder, context, sizes.image))
+                    }
                     let resampler = RowResampler(sourceSize: outputSize, targetSize: size, isOpaque: true)
                     // Batches of rows big enough to amortize the hand-over, small enough to start early.
                     let batch = Int32(max(8, outputSize.height / 32))
@@ -102,7 +104,7 @@ extension ImageDecoders {
             }
         }
 
-        /// Reads the header, checks the budget and sets the scale, then hands the decoder and its output size to `body`.
+        /// Reads the header, checks the budget and sets the scale, then hands the decoder and the sizes to `body`.
         private static func withDecoder(
             _ bytes: UnsafeRawBufferPointer, context: ImageDecodingContext, memoryLimit: Int,
             _ body: (OpaquePointer, Scales) -> Result<Bitmap, ImageDecodingError>

@@ -45,8 +45,8 @@ struct RowResampler {
             } else {
                 Self.premultiply(source + y * bytesPerRow, into: sourceRow)
             }
-            horizontal.resample(
-                UnsafeBufferPointer(sourceRow), into: UnsafeMutableBufferPointer(start: intermediate + y * width, count: width))
+            let target = UnsafeMutableBufferPointer(start: intermediate + y * width, count: width)
+            horizontal.resample(UnsafeBufferPointer(sourceRow), into: target)
         }
     }
 
