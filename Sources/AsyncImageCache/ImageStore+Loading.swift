@@ -108,7 +108,14 @@ extension ImageStore {
         report(.decode, request.url)
         count { $0.decodes += 1 }
         let context = ImageDecodingContext(header: header, minimumSize: minimumStored, pixelBudget: configuration.pixelBudget)
-        var bitmap = try configuration.decoder.decode(original.data, context: context)
+        // A JPEG may come out of the decoder already resized (in stored orientation: the filter is the
+        // same along both axes, so turning afterwards gives the same pixels and turns a smaller bitmap).
+        var bitmap: Bitmap
+        if let stored = minimumStored, let resized = try decodeResizing(original.data, context, to: stored, url: request.url) {
+            bitmap = resized
+        } else {
+            bitmap = try configuration.decoder.decode(original.data, context: context)
+        }
         if header.orientation != .up {
             report(.orient, request.url)
             bitmap = bitmap.oriented(header.orientation)
@@ -122,6 +129,20 @@ extension ImageStore {
             bitmap = bitmap.roundingCorners(radius: request.cornerPixelRadius)
         }
         return bitmap
+    }
+
+    /// A JPEG for the default decoder decoded and resized in one step, the resize running on a second
+    /// thread while libjpeg decodes; `nil` for anything else (which takes the steps one by one).
+    private func decodeResizing(
+        _ data: Data, _ context: ImageDecodingContext, to size: PixelSize, url: URL
+    ) throws(ImageDecodingError) -> Bitmap? {
+        #if canImport(CJPEGSupport)
+        guard context.header.format == .jpeg, configuration.decoder is ImageDecoders.Default else { return nil }
+        report(.resize, url)
+        return try ImageDecoders.JPEG().decode(data, context: context, resizedTo: size)
+        #else
+        return nil
+        #endif
     }
 
     /// The original bytes for `url`: from memory, else one shared fetch from disk or the source.

@@ -90,6 +90,8 @@ struct cjpeg_decoder {
     guarded_error error;
     int has_header;
     int has_decoded;
+    /* Between jpeg_start_decompress and the last row. */
+    int is_started;
 };
 
 cjpeg_decoder *cjpeg_decoder_create(const unsigned char *bytes, size_t count, long max_memory_bytes) {
@@ -218,9 +220,8 @@ static void convert_cmyk_row(unsigned char *row, size_t width, int inverted) {
     }
 }
 
-cjpeg_status cjpeg_decoder_decode_rgba(cjpeg_decoder *decoder, unsigned char *rgba, size_t bytes_per_row,
-                                       size_t rgba_byte_count) {
-    if (decoder == NULL || !decoder->has_header || decoder->has_decoded || rgba == NULL) {
+cjpeg_status cjpeg_decoder_start(cjpeg_decoder *decoder) {
+    if (decoder == NULL || !decoder->has_header || decoder->has_decoded) {
         return CJPEG_STATUS_INVALID_ARGUMENT;
     }
     decoder->has_decoded = 1;
@@ -229,31 +230,84 @@ cjpeg_status cjpeg_decoder_decode_rgba(cjpeg_decoder *decoder, unsigned char *rg
     }
     struct jpeg_decompress_struct *cinfo = &decoder->cinfo;
     jpeg_calc_output_dimensions(cinfo);
-    size_t width = cinfo->output_width;
-    size_t height = cinfo->output_height;
-    if (cinfo->output_components != 4 || width == 0 || height == 0 || bytes_per_row < width * 4 ||
-        rgba_byte_count < bytes_per_row * (height - 1) + width * 4) {
+    if (cinfo->output_components != 4 || cinfo->output_width == 0 || cinfo->output_height == 0) {
         return CJPEG_STATUS_INVALID_ARGUMENT;
     }
-
     jpeg_start_decompress(cinfo);
+    decoder->is_started = 1;
+    return CJPEG_STATUS_OK;
+}
+
+cjpeg_status cjpeg_decoder_read_rows(cjpeg_decoder *decoder, unsigned char *rgba, size_t bytes_per_row,
+                                     int max_rows, int *rows_read) {
+    if (decoder == NULL || !decoder->is_started || rgba == NULL || rows_read == NULL || max_rows < 1 ||
+        bytes_per_row < (size_t)decoder->cinfo.output_width * 4) {
+        return CJPEG_STATUS_INVALID_ARGUMENT;
+    }
+    *rows_read = 0;
+    if (setjmp(decoder->error.jump)) {
+        return decoder->error.failure;
+    }
+    struct jpeg_decompress_struct *cinfo = &decoder->cinfo;
+    size_t width = cinfo->output_width;
     int converts_cmyk = is_four_component(cinfo);
     int inverted = cinfo->saw_Adobe_marker;
-    while (cinfo->output_scanline < cinfo->output_height) {
-        unsigned char *row = rgba + (size_t)cinfo->output_scanline * bytes_per_row;
-        JSAMPROW rows[1] = { row };
-        if (jpeg_read_scanlines(cinfo, rows, 1) != 1) {
+    // libjpeg hands out at most a few rows (one iMCU row of output) a call; ask for them all at once.
+    JSAMPROW rows[16];
+    int wanted = (int)(cinfo->output_height - cinfo->output_scanline);
+    if (wanted > max_rows) {
+        wanted = max_rows;
+    }
+    while (*rows_read < wanted) {
+        int batch = wanted - *rows_read < 16 ? wanted - *rows_read : 16;
+        for (int index = 0; index < batch; index++) {
+            rows[index] = rgba + (size_t)(*rows_read + index) * bytes_per_row;
+        }
+        JDIMENSION count = jpeg_read_scanlines(cinfo, rows, (JDIMENSION)batch);
+        if (count == 0) {
             // A memory source never suspends, so no progress means libjpeg gave up.
             jpeg_abort_decompress(cinfo);
+            decoder->is_started = 0;
             return CJPEG_STATUS_CORRUPT;
         }
         if (converts_cmyk) {
-            convert_cmyk_row(row, width, inverted);
+            for (JDIMENSION index = 0; index < count; index++) {
+                convert_cmyk_row(rows[index], width, inverted);
+            }
         }
+        *rows_read += (int)count;
     }
+    if (cinfo->output_scanline < cinfo->output_height) {
+        return CJPEG_STATUS_OK;
+    }
+    decoder->is_started = 0;
     jpeg_finish_decompress(cinfo);
     // libjpeg pads missing data with gray and only warns; a half image is not the image.
     return decoder->error.saw_premature_end ? CJPEG_STATUS_TRUNCATED : CJPEG_STATUS_OK;
+}
+
+cjpeg_status cjpeg_decoder_decode_rgba(cjpeg_decoder *decoder, unsigned char *rgba, size_t bytes_per_row,
+                                       size_t rgba_byte_count) {
+    if (decoder == NULL || !decoder->has_header || decoder->has_decoded || rgba == NULL) {
+        return CJPEG_STATUS_INVALID_ARGUMENT;
+    }
+    cjpeg_status status = cjpeg_decoder_start(decoder);
+    if (status != CJPEG_STATUS_OK) {
+        return status;
+    }
+    size_t width = (size_t)decoder->cinfo.output_width;
+    size_t height = (size_t)decoder->cinfo.output_height;
+    if (bytes_per_row < width * 4 || rgba_byte_count < bytes_per_row * (height - 1) + width * 4) {
+        return CJPEG_STATUS_INVALID_ARGUMENT;
+    }
+    size_t row = 0;
+    while (status == CJPEG_STATUS_OK && row < height) {
+        int count = 0;
+        status = cjpeg_decoder_read_rows(decoder, rgba + row * bytes_per_row, bytes_per_row, (int)(height - row),
+                                         &count);
+        row += (size_t)count;
+    }
+    return status;
 }
 
 const char *cjpeg_decoder_message(const cjpeg_decoder *decoder) {

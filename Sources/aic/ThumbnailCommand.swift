@@ -2,11 +2,12 @@ import AsyncImageCache
 import Foundation
 
 /// `aic thumbnail INPUT --width W [--radius R] --output OUT.png`: one image through the store, as
-/// an app would ask for it, written as an RGBA PNG.
+/// an app would ask for it, written as an RGBA PNG. `aic thumbnail INPUT... --output-dir DIR` does a
+/// batch through one store, several images at a time.
 enum ThumbnailCommand: Subcommand {
     static let name = "thumbnail"
     static let summary = "write a PNG of an image scaled to a width, with optional rounded corners"
-    static let synopsis = "aic thumbnail INPUT --width W [--radius R] --output OUT.png"
+    static let synopsis = "aic thumbnail INPUT --width W [--radius R] --output OUT.png | INPUT... --output-dir DIR"
     static let details = """
         Loads INPUT through the store at the given width, as `store.image(for: ImageRequest(url:
         targetWidth:cornerRadius:))` does in an app: decoded at display size, turned upright (EXIF),
@@ -14,28 +15,65 @@ enum ThumbnailCommand: Subcommand {
         never up. Writes an 8-bit RGBA PNG and prints its path and size.
 
         OPTIONS
-          --width W       the width in pixels, 1-\(maximumWidth) (required)
-          --radius R      the corner radius in pixels (default 0: square corners)
-          --output FILE   where to write the PNG (required); an existing file is replaced
+          --width W          the width in pixels, 1-\(maximumWidth) (required)
+          --radius R         the corner radius in pixels (default 0: square corners)
+          --output FILE      where to write the PNG of the one INPUT; an existing file is replaced
+          --output-dir DIR   instead of --output: any number of INPUTs, each written to DIR/NAME.png
+                             (NAME is the input's file name without its extension), one per core at a time
 
         EXAMPLES
           aic thumbnail photo.jpg --width 320 --output photo-320.png
           aic thumbnail https://example.com/a.jpg --width 120 --radius 60 --output avatar.png
+          aic thumbnail photos/*.jpg --width 320 --output-dir thumbnails
         """
-    static let options: Set<String> = ["--width", "--radius", "--output"]
+    static let options: Set<String> = ["--width", "--radius", "--output", "--output-dir"]
     static let flags: Set<String> = []
 
     /// Wider than any screen; a typo such as an extra zero is caught before a huge decode.
     static let maximumWidth = 16_384
 
     static func run(_ arguments: Arguments) async throws {
-        let input = try arguments.single("INPUT", of: name)
         let width = try arguments.integer("--width", in: 1...maximumWidth)
         let radius = try arguments.integer("--radius", default: 0, in: 0...maximumWidth)
-        let output = try PNGOutput(path: try arguments.required("--output"))
-        let url = Inputs.url(for: input)
+        let jobs: [(url: URL, output: PNGOutput)]
+        if let folder = arguments.value("--output-dir") {
+            guard arguments.value("--output") == nil else {
+                throw UsageError("give --output or --output-dir, not both")
+            }
+            guard !arguments.positionals.isEmpty else { throw UsageError("\(name) needs an INPUT") }
+            jobs = try arguments.positionals.map { input in
+                let url = Inputs.url(for: input)
+                let file = url.deletingPathExtension().lastPathComponent + ".png"
+                return (url, try PNGOutput(path: URL(fileURLWithPath: folder).appendingPathComponent(file).path))
+            }
+            // Two inputs with one name (a/x.jpg, b/x.png) would overwrite each other's thumbnail.
+            var names = Set<String>()
+            if let clash = jobs.first(where: { !names.insert($0.output.url.lastPathComponent).inserted }) {
+                throw UsageError("two inputs would both write \(clash.output.url.path)")
+            }
+        } else {
+            let input = try arguments.single("INPUT", of: name)
+            jobs = [(Inputs.url(for: input), try PNGOutput(path: try arguments.required("--output")))]
+        }
 
         let store = try Inputs.store()
+        // Each image decodes and resizes on its own; as many at once as there are cores keeps them busy
+        // while one waits for its file or writes its PNG.
+        let lanes = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, job) in jobs.enumerated() {
+                if index >= lanes { try await group.next() }
+                group.addTask { try await thumbnail(job.url, width: width, radius: radius, to: job.output, in: store) }
+            }
+            try await group.waitForAll()
+        }
+        // Let a trim that the download scheduled finish, so the cache is within budget on exit.
+        store.waitForDiskMaintenance()
+    }
+
+    private static func thumbnail(
+        _ url: URL, width: Int, radius: Int, to output: PNGOutput, in store: ImageStore
+    ) async throws {
         let image: Bitmap
         do {
             image = try await store.image(
@@ -43,8 +81,6 @@ enum ThumbnailCommand: Subcommand {
         } catch {
             throw CommandFailure(Inputs.describe(error, loading: url))
         }
-        // Let a trim that the download scheduled finish, so the cache is within budget on exit.
-        store.waitForDiskMaintenance()
         try output.write(image)
         Console.out("\(output.url.path): \(image.pixelSize) PNG")
     }

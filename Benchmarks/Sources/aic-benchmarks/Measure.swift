@@ -30,6 +30,20 @@ struct Contest {
     }
 }
 
+/// A duration in milliseconds.
+func milliseconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) * 1e3 + Double(duration.components.attoseconds) / 1e15
+}
+
+/// A benchmark that cannot run, with the reason.
+struct BenchmarkFailure: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}
+
 func format(_ value: Double, digits: Int = 2) -> String {
     String(format: "%.\(digits)f", value)
 }

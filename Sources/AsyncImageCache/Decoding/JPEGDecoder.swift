@@ -67,9 +67,48 @@ extension ImageDecoders {
             return overflow || overflowAgain ? Int.max : limit
         }
 
+        /// Decodes at the smallest scale that covers `size` and resamples to exactly `size` (as
+        /// ``Bitmap/resized(to:)`` would), the resampling running on a second thread while rows decode.
+        func decode(_ data: Data, context: ImageDecodingContext, resizedTo size: PixelSize) throws(ImageDecodingError)
+            -> Bitmap
+        {
+            guard !data.isEmpty else { throw ImageDecodingError(format: .jpeg, reason: .truncated) }
+            let memoryLimit = Self.memoryLimit(forPixelBudget: context.pixelBudget)
+            return try data.withUnsafeBytes { bytes in
+                Self.withDecoder(bytes, context: context, memoryLimit: memoryLimit) { decoder, sizes in
+                    let outputSize = sizes.output
+                    guard outputSize != size else { return Self.decodeWhole(decoder, sizes, context) }
+                    var status = cjpeg_decoder_start(decoder)
+                    guard status == CJPEG_STATUS_OK else {
+                        return .failure(Self.error(status, decoder, context, sizes.image))
+                    }
+                    let resampler = RowResampler(sourceSize: outputSize, targetSize: size, isOpaque: true)
+                    // Batches of rows big enough to amortize the hand-over, small enough to start early.
+                    let batch = Int32(max(8, outputSize.height / 32))
+                    let pixels = resampler.resample { rows, _ in
+                        var count: Int32 = 0
+                        status = cjpeg_decoder_read_rows(decoder, rows, outputSize.width * 4, batch, &count)
+                        return status == CJPEG_STATUS_OK ? Int(count) : nil
+                    }
+                    guard let pixels else { return .failure(Self.error(status, decoder, context, sizes.image)) }
+                    return .success(Bitmap(width: size.width, height: size.height, pixels: pixels))
+                }
+            }.get()
+        }
+
         private static func decode(_ bytes: UnsafeRawBufferPointer, context: ImageDecodingContext, memoryLimit: Int)
             -> Result<Bitmap, ImageDecodingError>
         {
+            withDecoder(bytes, context: context, memoryLimit: memoryLimit) { decoder, sizes in
+                decodeWhole(decoder, sizes, context)
+            }
+        }
+
+        /// Reads the header, checks the budget and sets the scale, then hands the decoder and the sizes to `body`.
+        private static func withDecoder(
+            _ bytes: UnsafeRawBufferPointer, context: ImageDecodingContext, memoryLimit: Int,
+            _ body: (OpaquePointer, Scales) -> Result<Bitmap, ImageDecodingError>
+        ) -> Result<Bitmap, ImageDecodingError> {
             guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
                 let decoder = cjpeg_decoder_create(base, bytes.count, memoryLimit)
             else {
@@ -95,15 +134,29 @@ extension ImageDecoders {
             guard outputSize.pixelCount <= context.pixelBudget else {
                 return .failure(budgetError(pixels: outputSize.pixelCount, context))
             }
+            return body(decoder, Scales(image: imageSize, output: outputSize))
+        }
 
+        /// The stored size of an image and the size it decodes to at the scale set.
+        private struct Scales {
+            let image: PixelSize
+            let output: PixelSize
+        }
+
+        /// Decodes every row into a bitmap of the output size.
+        private static func decodeWhole(_ decoder: OpaquePointer, _ sizes: Scales, _ context: ImageDecodingContext)
+            -> Result<Bitmap, ImageDecodingError>
+        {
+            let outputSize = sizes.output
             let byteCount = outputSize.pixelCount * 4
             let bytesPerRow = outputSize.width * 4
+            var status = CJPEG_STATUS_OK
             let pixels = [UInt8](unsafeUninitializedCapacity: byteCount) { buffer, initializedCount in
                 status = cjpeg_decoder_decode_rgba(decoder, buffer.baseAddress, bytesPerRow, byteCount)
                 // On failure the pixels are discarded; UInt8 needs no deinitialization either way.
                 initializedCount = status == CJPEG_STATUS_OK ? byteCount : 0
             }
-            guard status == CJPEG_STATUS_OK else { return .failure(error(status, decoder, context, imageSize)) }
+            guard status == CJPEG_STATUS_OK else { return .failure(error(status, decoder, context, sizes.image)) }
             return .success(Bitmap(width: outputSize.width, height: outputSize.height, pixels: pixels))
         }
 

@@ -7,7 +7,7 @@ import Foundation
 /// ``Bitmap/resized(to:)`` free of per-pixel bounds and branches.
 struct ResamplingWeights {
     /// The number of source samples each target sample reads.
-    let tapCount: Int
+    private(set) var tapCount: Int
     /// The first source sample of each target sample.
     private(set) var starts: [Int]
     /// `tapCount` weights per target sample, each group summing to 1.
@@ -22,6 +22,12 @@ struct ResamplingWeights {
     }
 
     init(sourceCount: Int, targetCount: Int) {
+        self.init(paddedFor: sourceCount, targetCount: targetCount)
+        trimZeroTaps(sourceCount: sourceCount)
+    }
+
+    /// Weights with a tap count that surely covers the filter, some taps at the edges weighing zero.
+    private init(paddedFor sourceCount: Int, targetCount: Int) {
         let scale = Double(targetCount) / Double(sourceCount)
         // When shrinking, widen the kernel by the reduction factor so that every source sample
         // contributes (a low-pass filter); when enlarging, interpolate with the kernel as it is.
@@ -53,6 +59,34 @@ struct ResamplingWeights {
                 weights[target * tapCount + tap] = Float(kernel[tap] / sum)
             }
         }
+    }
+
+    /// Drops the taps that weigh zero for every target sample: the padded count is up to two taps
+    /// (a fifth) more than the filter reaches, and every tap costs a multiply-add per pixel.
+    private mutating func trimZeroTaps(sourceCount: Int) {
+        let padded = tapCount
+        var firsts = [Int](repeating: 0, count: starts.count)
+        var span = 1
+        for target in starts.indices {
+            let group = weights[(target * padded)..<((target + 1) * padded)]
+            let first = group.firstIndex { $0 != 0 } ?? target * padded
+            let last = group.lastIndex { $0 != 0 } ?? first
+            firsts[target] = first - target * padded
+            span = max(span, last - first + 1)
+        }
+        guard span < padded else { return }
+        var trimmed = [Float](repeating: 0, count: starts.count * span)
+        for target in starts.indices {
+            // Near the right edge the window cannot start later than `sourceCount - span`.
+            let start = min(starts[target] + firsts[target], sourceCount - span)
+            for tap in 0..<span {
+                let source = start + tap - starts[target]
+                if source < padded { trimmed[target * span + tap] = weights[target * padded + source] }
+            }
+            starts[target] = start
+        }
+        tapCount = span
+        weights = trimmed
     }
 
     /// Resamples one row (or any run of samples) of `source` into `target`, one value per target sample.

@@ -75,6 +75,15 @@ cjpeg_status cjpeg_decoder_set_scale(cjpeg_decoder *decoder, int scale_numerator
 cjpeg_status cjpeg_decoder_decode_rgba(cjpeg_decoder *decoder, unsigned char *rgba, size_t bytes_per_row,
                                        size_t rgba_byte_count);
 
+/* Starts decoding at the scale set, for cjpeg_decoder_read_rows (instead of cjpeg_decoder_decode_rgba). */
+cjpeg_status cjpeg_decoder_start(cjpeg_decoder *decoder);
+
+/* Decodes the next rows, at most `max_rows`, into `rgba` (its first row is the next output row), as
+   cjpeg_decoder_decode_rgba does, and stores how many in `rows_read`. After the last row the status
+   says whether the data was complete. Lets a caller work on the rows above while later ones decode. */
+cjpeg_status cjpeg_decoder_read_rows(cjpeg_decoder *decoder, unsigned char *rgba, size_t bytes_per_row,
+                                     int max_rows, int *rows_read);
+
 /* The message of the last failed call, or of the first warning; never NULL. Owned by the decoder. */
 const char *cjpeg_decoder_message(const cjpeg_decoder *decoder);
 

@@ -1,0 +1,142 @@
+#if canImport(VipsReference)
+import AsyncImageCache
+import Foundation
+import VipsReference
+
+/// `aic-benchmarks thumbnails PHOTOS_FOLDER --aic PATH`: our thumbnails against libvips's, side by side
+/// in one run, as one table (the goals of issue 3, item 8).
+///
+/// - In process: `store.image(for: ImageRequest(url: file, targetWidth: W))` on a fresh store each time
+///   against `vips_thumbnail(file, W)` with the pixels written to memory, rounds interleaved (ours,
+///   libvips, ours, ...), medians reported. Both read the file themselves; both may use every core.
+///   A second row per case starts both from the file's bytes already in memory.
+/// - Peak memory: one fresh child process per measurement (see ``PeakMemory``).
+/// - Batch: see ``BatchBenchmark``.
+enum ThumbnailBenchmark {
+    struct InProcessCase {
+        let name: String
+        let file: URL
+        let width: Int
+        let goalRatio: Double
+    }
+
+    static func run(photos: URL, aic: String, rounds: Int) async throws {
+        guard vips_reference_start() == 0 else { throw BenchmarkFailure("libvips: \(lastVipsError())") }
+        let cases = [
+            InProcessCase(name: "2400x1600 -> 954 px", file: photos.appendingPathComponent("photo-2400x1600.jpg"),
+                          width: 954, goalRatio: 0.6),
+            InProcessCase(name: "8000x6000 -> 320 px", file: photos.appendingPathComponent("photo-8000x6000.jpg"),
+                          width: 320, goalRatio: 0.85),
+        ]
+        var table = ResultTable()
+        for benchmark in cases {
+            let contest = try await compare(benchmark, rounds: rounds)
+            table.add(benchmark.name + " (in process, file)", ours: contest.median("ours"),
+                      reference: contest.median("vips"), goalRatio: benchmark.goalRatio)
+            table.add(benchmark.name + " (in process, bytes)", ours: contest.median("ours, bytes"),
+                      reference: contest.median("vips, bytes"), goalRatio: benchmark.goalRatio)
+        }
+
+        let large = cases[1]
+        let memoryRounds = max(3, min(rounds, 5))
+        var memory = Contest()
+        for _ in 0..<memoryRounds {
+            memory.record("ours", try PeakMemory.measureInChild(tool: "ours", file: large.file, width: large.width,
+                                                                warmUp: cases[0].file))
+            memory.record("vips", try PeakMemory.measureInChild(tool: "vips", file: large.file, width: large.width,
+                                                                warmUp: cases[0].file))
+        }
+        table.addMemory("8000x6000 -> 320 px peak memory growth", ours: memory.median("ours"),
+                        reference: memory.median("vips"), goalMegabytes: 20)
+
+        let batch = try BatchBenchmark.run(folder: photos.appendingPathComponent("batch"), aic: aic, rounds: rounds)
+        table.add(batch.name, ours: batch.ours, reference: batch.vips, goalRatio: 0.6)
+        table.print()
+        Swift.print("""
+
+            In process: medians of \(rounds) interleaved rounds, one fresh store per call. "file": ours \
+            `store.image(for:)` on the file URL against `vips_thumbnail(file)`, file reading included; "bytes": \
+            the same from the file's bytes already in memory (`vips_thumbnail_buffer`). Peak memory: median of \
+            \(memoryRounds) fresh child processes each; growth = VmHWM after the thumbnail - VmRSS before it, with \
+            the file's bytes already loaded (not counted) and the tool warmed up on the small photo first (its \
+            libraries, thread pools). Batch: \(batch.description)
+            """)
+    }
+
+    /// Interleaved rounds of one case, in milliseconds: each tool from the file, and from its bytes
+    /// already in memory (ours through a loader that hands them over, libvips through
+    /// `vips_thumbnail_buffer`), which leaves out how each reads a file.
+    static func compare(_ benchmark: InProcessCase, rounds: Int) async throws -> Contest {
+        let data = try Data(contentsOf: benchmark.file)
+        var contest = Contest()
+        // One untimed call each first: page cache, lazy binding, thread pools.
+        _ = try await ours(benchmark)
+        _ = try vips(benchmark)
+        for _ in 0..<rounds {
+            contest.record("ours", try await ours(benchmark))
+            contest.record("vips", try vips(benchmark))
+            contest.record("ours, bytes", try await ours(data, width: benchmark.width))
+            contest.record("vips, bytes", try vips(data, width: benchmark.width))
+        }
+        return contest
+    }
+
+    static func ours(_ data: Data, width: Int) async throws -> Double {
+        let store = try ImageStore(configuration: configuration(loader: LoadedBytes(data: data)))
+        let request = ImageRequest(url: URL(fileURLWithPath: "/loaded-bytes.jpg"), targetWidth: CGFloat(width))
+        let clock = ContinuousClock()
+        let start = clock.now
+        let image = try await store.image(for: request)
+        let elapsed = clock.now - start
+        blackHole(image)
+        return milliseconds(elapsed)
+    }
+
+    static func vips(_ data: Data, width: Int) throws -> Double {
+        var size: (Int32, Int32) = (0, 0)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let status = data.withUnsafeBytes { bytes in
+            vips_reference_thumbnail_buffer(bytes.baseAddress, bytes.count, Int32(width), &size.0, &size.1)
+        }
+        let elapsed = clock.now - start
+        guard status == 0 else { throw BenchmarkFailure("libvips: \(lastVipsError())") }
+        return milliseconds(elapsed)
+    }
+
+    static func ours(_ benchmark: InProcessCase) async throws -> Double {
+        let store = try ImageStore(configuration: configuration())
+        let clock = ContinuousClock()
+        let start = clock.now
+        let image = try await store.image(for: ImageRequest(url: benchmark.file, targetWidth: CGFloat(benchmark.width)))
+        let elapsed = clock.now - start
+        blackHole(image)
+        return milliseconds(elapsed)
+    }
+
+    static func vips(_ benchmark: InProcessCase) throws -> Double {
+        var width: Int32 = 0
+        var height: Int32 = 0
+        let clock = ContinuousClock()
+        let start = clock.now
+        let status = vips_reference_thumbnail_file(benchmark.file.path, Int32(benchmark.width), &width, &height)
+        let elapsed = clock.now - start
+        guard status == 0 else { throw BenchmarkFailure("libvips: \(lastVipsError())") }
+        return milliseconds(elapsed)
+    }
+
+    /// A store for one call: file URLs never reach its disk tier, so its folder stays empty.
+    static func configuration(loader: (any DataLoading)? = nil) -> ImageStore.Configuration {
+        var configuration = ImageStore.Configuration(name: "thumbnail-benchmark")
+        configuration.rootDirectory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("aic-benchmarks-\(getpid())", isDirectory: true)
+        if let loader { configuration.dataLoader = loader }
+        return configuration
+    }
+
+    static func lastVipsError() -> String {
+        String(cString: vips_reference_error()).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+#endif
