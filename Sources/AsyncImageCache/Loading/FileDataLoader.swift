@@ -66,7 +66,9 @@ public struct FileDataLoader: DataLoading {
         }
 
         // The file may grow between fstat and read, so the loop reads until end-of-file, within the cap.
-        var data = Data(count: announced)
+        // One spare byte lets the read that finds end-of-file fit without growing (and copying) a
+        // buffer the size of the whole file.
+        var data = Data(count: announced + 1)
         var received = 0
         while true {
             if received == data.count { data.count += max(Self.chunkBytes / 16, data.count / 2) }
