@@ -93,7 +93,7 @@ extension ImageStore {
             guard let data = prefix(length) else { return nil }
             do {
                 return try ImageHeader.parse(data)
-            } catch where error.reason == .truncated && data.count == length {
+            } catch  where error.reason == .truncated && data.count == length {
                 length *= 2
             } catch {
                 return nil

@@ -63,7 +63,9 @@ extension ImageStore {
             #else
             let environment = ProcessInfo.processInfo.environment
             let caches =
-                environment["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0, isDirectory: true) : nil }
+                environment["XDG_CACHE_HOME"].flatMap {
+                    $0.hasPrefix("/") ? URL(fileURLWithPath: $0, isDirectory: true) : nil
+                }
                 ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache", isDirectory: true)
             #endif
             return caches.appendingPathComponent("AsyncImageCache", isDirectory: true)

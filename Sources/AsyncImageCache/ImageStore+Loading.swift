@@ -69,7 +69,9 @@ extension ImageStore {
     }
 
     /// One run of the pipeline for `request`, shared by every waiter for it.
-    private func prepare(_ request: ImageRequest, priority: RunPriority) async -> Result<PreparedImage, ImageLoadingError> {
+    private func prepare(_ request: ImageRequest, priority: RunPriority) async -> Result<
+        PreparedImage, ImageLoadingError
+    > {
         let fetched: FetchedOriginal
         switch await original(for: request.url) {
         case .success(let value): fetched = value
@@ -107,11 +109,14 @@ extension ImageStore {
         let minimumStored = target.map { header.orientation.swapsWidthAndHeight ? $0.transposed : $0 }
         report(.decode, request.url)
         count { $0.decodes += 1 }
-        let context = ImageDecodingContext(header: header, minimumSize: minimumStored, pixelBudget: configuration.pixelBudget)
+        let context = ImageDecodingContext(
+            header: header, minimumSize: minimumStored, pixelBudget: configuration.pixelBudget)
         // A JPEG may come out of the decoder already resized (in stored orientation: the filter is the
         // same along both axes, so turning afterwards gives the same pixels and turns a smaller bitmap).
         var bitmap: Bitmap
-        if let stored = minimumStored, let resized = try decodeResizing(original.data, context, to: stored, url: request.url) {
+        if let stored = minimumStored,
+            let resized = try decodeResizing(original.data, context, to: stored, url: request.url)
+        {
             bitmap = resized
         } else {
             bitmap = try configuration.decoder.decode(original.data, context: context)
@@ -162,7 +167,8 @@ extension ImageStore {
                 if disk.pixelSize(for: url) != header.displaySize { disk.setPixelSize(header.displaySize, for: url) }
                 // A stale entry is shown while it revalidates.
                 revalidateIfStale(url)
-                return .success(FetchedOriginal(OriginalImage(data: data, header: header, fileStamp: nil), origin: .disk))
+                return .success(
+                    FetchedOriginal(OriginalImage(data: data, header: header, fileStamp: nil), origin: .disk))
             }
             disk.remove(url)  // not an image any more: fall through to the source
         }
@@ -172,7 +178,10 @@ extension ImageStore {
         let data: Data
         let policy: HTTPCachePolicy
         do {
-            guard case .modified(let body, let responsePolicy) = try await configuration.dataLoader.loadData(for: url, revalidating: nil) else {
+            guard
+                case .modified(let body, let responsePolicy) = try await configuration.dataLoader.loadData(
+                    for: url, revalidating: nil)
+            else {
                 return .failure(.network(url: url, description: "not-modified answer to an unconditional request"))
             }
             (data, policy) = (body, responsePolicy)

@@ -46,7 +46,9 @@ extension ImageStore {
         report(.fetch, url)
         count { $0.revalidations += 1 }
         let validators = metadata.validators.hasValidators ? metadata.validators : nil
-        guard let result = try? await configuration.dataLoader.loadData(for: url, revalidating: validators) else { return }
+        guard let result = try? await configuration.dataLoader.loadData(for: url, revalidating: validators) else {
+            return
+        }
         switch result {
         case .notModified(let policy):
             var refreshed = HTTPCacheMetadata(policy: policy)
@@ -65,8 +67,10 @@ extension ImageStore {
             // Decoded once at a token size first: bytes that do not decode are not kept.
             let smallest = PixelSize(width: 1, height: 1)
             let check = await decodeSlots.run(priority: RunPriority(.low)) { [configuration] in
-                (try? configuration.decoder.decode(data, context: ImageDecodingContext(
-                    header: header, minimumSize: smallest, pixelBudget: configuration.pixelBudget))) != nil
+                (try? configuration.decoder.decode(
+                    data,
+                    context: ImageDecodingContext(
+                        header: header, minimumSize: smallest, pixelBudget: configuration.pixelBudget))) != nil
             }
             guard check == true else { return }
             originals.insert(original, forKey: url.cacheKey, cost: data.count)

@@ -70,7 +70,9 @@ public struct CachedImage: View {
                 }
                 .clipped()
         }
-        .onGeometryChange(for: CGSize.self) { proxy in proxy.size } action: { size in
+        .onGeometryChange(for: CGSize.self) { proxy in
+            proxy.size
+        } action: { size in
             model.layoutChanged(to: size)
         }
         .task(id: ObjectIdentifier(model)) { await model.load() }

@@ -47,7 +47,8 @@ enum Demo: Subcommand {
                 return url
             }
             let store = try ImageStore(configuration: configuration(root: root))
-            let (relaunched, _) = try await DemoPass.run("3 relaunch", store: store, urls: urls, width: width, radius: radius)
+            let (relaunched, _) = try await DemoPass.run(
+                "3 relaunch", store: store, urls: urls, width: width, radius: radius)
             Console.out(try relaunched.jsonLine())
             return
         }
@@ -72,17 +73,21 @@ enum Demo: Subcommand {
 
         Console.out("Making the sample set...")
         let samples = try SampleSet.make()
-        let server = try LoopbackServer(files: Dictionary(uniqueKeysWithValues: samples.items.map { ("/\($0.name)", $0.data) }))
+        let server = try LoopbackServer(
+            files: Dictionary(uniqueKeysWithValues: samples.items.map { ("/\($0.name)", $0.data) }))
         let urls = samples.items.map { server.url("/\($0.name)") }
         let report = DemoReport(samples: samples)
         let store = try ImageStore(configuration: configuration(root: root))
 
-        Console.out("\nPass 1, cold: no size is known yet; every image is fetched over loopback HTTP and decoded at \(width) px.")
+        Console.out(
+            "\nPass 1, cold: no size is known yet; every image is fetched over loopback HTTP and decoded at \(width) px."
+        )
         let (cold, _) = try await DemoPass.run("1 cold", store: store, urls: urls, width: width, radius: radius)
         report.printRows(of: cold)
 
         Console.out("\nPass 2, warm: the same store; sizes and thumbnails come from memory.")
-        let (warm, thumbnails) = try await DemoPass.run("2 warm", store: store, urls: urls, width: width, radius: radius)
+        let (warm, thumbnails) = try await DemoPass.run(
+            "2 warm", store: store, urls: urls, width: width, radius: radius)
         report.printRows(of: warm)
         store.waitForDiskMaintenance()
         let httpRequests = server.requestCount
@@ -93,13 +98,15 @@ enum Demo: Subcommand {
         report.printRows(of: relaunched)
 
         report.printTable([cold, warm, relaunched])
-        Console.out("The server answered \(httpRequests) HTTP requests for \(urls.count) images, all before the relaunch.")
+        Console.out(
+            "The server answered \(httpRequests) HTTP requests for \(urls.count) images, all before the relaunch.")
 
         let layout = SheetLayout(
             sizes: thumbnails.map(\.pixelSize), cellWidth: width, columns: sheetColumns, gap: SheetCommand.gap)
         try sheet.write(layout.composite(thumbnails))
         let usage = store.diskUsage()
-        Console.out("\nDisk tier: \(usage.fileCount) files, \(Formatted.bytes(usage.byteCount)) in \(store.directory.path)")
+        Console.out(
+            "\nDisk tier: \(usage.fileCount) files, \(Formatted.bytes(usage.byteCount)) in \(store.directory.path)")
         Console.out("Contact sheet of the thumbnails: \(sheet.url.path)")
         if !keepFiles { Console.out("(`aic demo --keep` keeps the cache folder)") }
     }

@@ -46,14 +46,16 @@ struct DemoPass: Codable {
             let before = store.statistics
             let size = store.cachedPixelSize(for: url)
             let afterLookup = store.statistics
-            let image = try await store.image(for: ImageRequest(url: url, targetWidth: CGFloat(width), cornerRadius: CGFloat(radius)))
+            let image = try await store.image(
+                for: ImageRequest(url: url, targetWidth: CGFloat(width), cornerRadius: CGFloat(radius)))
             let afterLoad = store.statistics
-            rows.append(Row(
-                name: url.lastPathComponent,
-                sizeBefore: size.map { PixelSize(width: Int($0.width), height: Int($0.height)).description },
-                sizeFrom: sizeStep(from: before, to: afterLookup),
-                imageFrom: tier(from: afterLookup, to: afterLoad),
-                thumbnail: image.pixelSize.description))
+            rows.append(
+                Row(
+                    name: url.lastPathComponent,
+                    sizeBefore: size.map { PixelSize(width: Int($0.width), height: Int($0.height)).description },
+                    sizeFrom: sizeStep(from: before, to: afterLookup),
+                    imageFrom: tier(from: afterLookup, to: afterLoad),
+                    thumbnail: image.pixelSize.description))
             thumbnails.append(image)
         }
         let elapsed = clock.now - start
@@ -91,7 +93,9 @@ extension DemoPass {
 
     /// The pass in the last line of a relaunched process's output.
     init(jsonLine output: String) throws {
-        guard let line = output.split(separator: "\n").last else { throw CommandFailure("the relaunched aic printed nothing") }
+        guard let line = output.split(separator: "\n").last else {
+            throw CommandFailure("the relaunched aic printed nothing")
+        }
         self = try JSONDecoder().decode(DemoPass.self, from: Data(line.utf8))
     }
 }

@@ -12,7 +12,8 @@ struct DemoReport {
     /// `  photo.jpg  photo  size 2400x1600 before pixels (xattr)  from disk  -> 320x213`.
     func printRows(of pass: DemoPass) {
         for row in pass.rows {
-            let size = row.sizeBefore.map { "size \($0) before pixels (\(row.sizeFrom))" } ?? "size unknown before pixels"
+            let size =
+                row.sizeBefore.map { "size \($0) before pixels (\(row.sizeFrom))" } ?? "size unknown before pixels"
             let columns = [
                 pad(row.name, 15), pad(notes[row.name] ?? "", 18), pad(size, 38), pad("from \(row.imageFrom)", 12),
                 "-> \(row.thumbnail)",
@@ -32,7 +33,8 @@ struct DemoReport {
         Console.out(header.joined(separator: " "))
         for pass in passes {
             let known = pass.rows.filter { $0.sizeBefore != nil }
-            let sizes = "\(known.count) of \(pass.rows.count)" + (known.isEmpty ? "" : " (\(tally(known.map(\.sizeFrom))))")
+            let sizes =
+                "\(known.count) of \(pass.rows.count)" + (known.isEmpty ? "" : " (\(tally(known.map(\.sizeFrom))))")
             let columns = [
                 pad(pass.label, 11), pad(String(pass.processID), 8), pad(sizes, 22),
                 pad(tally(pass.rows.map(\.imageFrom)), 14), pad(String(pass.decodes), 8),

@@ -100,7 +100,7 @@ enum LocalFile {
             let prefix = try read(descriptor, upTo: min(length, byteCount), path: path)
             do {
                 return (try ImageHeader.parse(prefix), byteCount)
-            } catch where error.reason == .truncated && prefix.count < byteCount && length < maximumPrefix {
+            } catch  where error.reason == .truncated && prefix.count < byteCount && length < maximumPrefix {
                 length *= 2
             } catch {
                 throw CommandFailure(Inputs.describe(.decodingFailed(error), loading: URL(fileURLWithPath: path)))

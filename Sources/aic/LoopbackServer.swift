@@ -18,7 +18,9 @@ final class LoopbackServer: Sendable {
     enum Failure: Error, CustomStringConvertible {
         case socket(String)
         var description: String {
-            switch self { case .socket(let step): "cannot start the loopback server: \(step) failed (errno \(errno))" }
+            switch self {
+            case .socket(let step): "cannot start the loopback server: \(step) failed (errno \(errno))"
+            }
         }
     }
 
@@ -36,7 +38,9 @@ final class LoopbackServer: Sendable {
         address.sin_port = 0
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(descriptor, 64) == 0 else {
             close(descriptor)
@@ -92,7 +96,8 @@ final class LoopbackServer: Sendable {
         let body = files[path]
         let status = body == nil ? "404 Not Found" : "200 OK"
         let contentType = path.hasSuffix(".png") ? "image/png" : "image/jpeg"
-        let head = "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body?.count ?? 0)\r\nConnection: close\r\n\r\n"
+        let head =
+            "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body?.count ?? 0)\r\nConnection: close\r\n\r\n"
         write(Array(head.utf8) + (body.map(Array.init) ?? []), to: client)
     }
 

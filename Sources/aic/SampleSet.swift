@@ -31,7 +31,10 @@ struct SampleSet {
             let center = Double(side) / 2
             for y in 0..<side {
                 for x in 0..<side {
-                    let distance = ((Double(x) + 0.5 - center) * (Double(x) + 0.5 - center) + (Double(y) + 0.5 - center) * (Double(y) + 0.5 - center)).squareRoot()
+                    let distance =
+                        ((Double(x) + 0.5 - center) * (Double(x) + 0.5 - center) + (Double(y) + 0.5 - center)
+                            * (Double(y) + 0.5 - center))
+                        .squareRoot()
                     guard distance < center - 2 else { continue }
                     let offset = (y * side + x) * 4
                     pixels[offset] = 230
@@ -59,8 +62,10 @@ struct SampleSet {
     /// `jpeg` with an EXIF APP1 segment carrying `orientation` inserted after its SOI marker.
     static func withEXIFOrientation(_ orientation: UInt16, _ jpeg: Data) -> Data {
         // Big-endian TIFF: header, one IFD entry (0x0112, SHORT, count 1, value), no next IFD.
-        let tiff: [UInt8] = [0x4D, 0x4D, 0x00, 0x2A, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1,
-                             UInt8(orientation >> 8), UInt8(orientation & 0xff), 0, 0, 0, 0, 0, 0]
+        let tiff: [UInt8] = [
+            0x4D, 0x4D, 0x00, 0x2A, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1,
+            UInt8(orientation >> 8), UInt8(orientation & 0xff), 0, 0, 0, 0, 0, 0,
+        ]
         let payload = Array("Exif".utf8) + [0, 0] + tiff
         let length = payload.count + 2
         let segment: [UInt8] = [0xFF, 0xE1, UInt8(length >> 8), UInt8(length & 0xff)] + payload

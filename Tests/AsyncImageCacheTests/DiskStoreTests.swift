@@ -10,8 +10,9 @@ import Testing
         let folder = TemporaryDirectory("disk")
         let disk = try DiskStore(directory: folder.url, byteLimit: 1 << 20)
         #expect(disk.fileURL(for: url).lastPathComponent == SHA256.hexDigest(of: url.absoluteString))
-        #expect(disk.fileURL(for: URL(string: "abc")!).lastPathComponent
-            == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            disk.fileURL(for: URL(string: "abc")!).lastPathComponent
+                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 
     @Test func storedBytesComeBackWithTheirPixelSizeAttribute() throws {
@@ -24,7 +25,10 @@ import Testing
         let raw = FileExtendedAttributes().value(named: PixelSizeAttribute.name, atPath: disk.fileURL(for: url).path)
         #expect(raw == [0x00, 0x04, 0, 0, 0x00, 0x03, 0, 0])  // two little-endian Int32
         // Only the final file is left: the temporary was renamed into place.
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path) == [disk.fileURL(for: url).lastPathComponent])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.url.path) == [
+                disk.fileURL(for: url).lastPathComponent
+            ])
     }
 
     @Test func aFileSystemThatRefusesAttributesStillGetsTheBytes() throws {
@@ -39,8 +43,9 @@ import Testing
     @Test func malformedAttributesReadAsMissing() {
         #expect(PixelSizeAttribute.decode([1, 2, 3]) == nil)
         #expect(PixelSizeAttribute.decode(PixelSizeAttribute.encode(PixelSize(width: 0, height: 5))) == nil)
-        #expect(PixelSizeAttribute.decode(PixelSizeAttribute.encode(PixelSize(width: 6000, height: 4000)))
-            == PixelSize(width: 6000, height: 4000))
+        #expect(
+            PixelSizeAttribute.decode(PixelSizeAttribute.encode(PixelSize(width: 6000, height: 4000)))
+                == PixelSize(width: 6000, height: 4000))
     }
 
     @Test func trimRemovesTheLeastRecentlyReadFilesFirst() throws {
@@ -48,7 +53,8 @@ import Testing
         let writer = try DiskStore(directory: folder.url, byteLimit: 1 << 20)
         let urls = (0..<3).map { URL(string: "https://example.com/\($0).jpg")! }
         for (offset, url) in urls.enumerated() {
-            try writer.store(Data(repeating: UInt8(offset), count: 1000), pixelSize: PixelSize(width: 1, height: 1), for: url)
+            try writer.store(
+                Data(repeating: UInt8(offset), count: 1000), pixelSize: PixelSize(width: 1, height: 1), for: url)
             try setLastUsed(of: writer.fileURL(for: url), secondsAgo: Double(100 - offset * 10))
         }
         writer.waitForPendingTrims()
@@ -67,8 +73,9 @@ import Testing
         let folder = TemporaryDirectory("disk")
         let disk = try DiskStore(directory: folder.url, byteLimit: 10_000)
         for index in 0..<30 {
-            try disk.store(Data(repeating: 7, count: 1000), pixelSize: PixelSize(width: 1, height: 1),
-                           for: URL(string: "https://example.com/\(index).png")!)
+            try disk.store(
+                Data(repeating: 7, count: 1000), pixelSize: PixelSize(width: 1, height: 1),
+                for: URL(string: "https://example.com/\(index).png")!)
         }
         disk.waitForPendingTrims()
         #expect(disk.totalByteCount <= 10_000)
@@ -79,8 +86,9 @@ import Testing
         let folder = TemporaryDirectory("disk")
         let disk = try DiskStore(directory: folder.url, byteLimit: 10_000)
         for index in 0..<40 {
-            try disk.store(Data(repeating: UInt8(index), count: 1000 + index * 10), pixelSize: PixelSize(width: 1, height: 1),
-                           for: URL(string: "https://example.com/\(index).png")!)
+            try disk.store(
+                Data(repeating: UInt8(index), count: 1000 + index * 10), pixelSize: PixelSize(width: 1, height: 1),
+                for: URL(string: "https://example.com/\(index).png")!)
             #expect(disk.totalByteCount <= 10_000, "over budget after write \(index)")
         }
         #expect(disk.contains(URL(string: "https://example.com/39.png")!))
@@ -118,13 +126,15 @@ import Testing
     }
 
     private func setLastUsed(of file: URL, secondsAgo: TimeInterval) throws {
-        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-secondsAgo)], ofItemAtPath: file.path)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date().addingTimeInterval(-secondsAgo)], ofItemAtPath: file.path)
     }
 }
 
 /// A file system without extended attributes: every write is refused, nothing is ever there.
 struct RefusingAttributes: ExtendedAttributeStoring {
-    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int? {
+    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
+    {
         nil
     }
     func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {

@@ -11,7 +11,9 @@ import Testing
         let server = try TestHTTPServer(serving: folder.url)
         defer { server.stop() }
         let decoder = CountingDecoder()
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) { $0.decoder = decoder }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = decoder
+        }
         let path = "/slow/300/images/0.jpg"
         let request = ImageRequest(url: server.url(path), targetWidth: 200)
         let completions = LockedBox([Int: Int]())
@@ -41,7 +43,10 @@ import Testing
         let widths = [40, 80, 120, 160, 240, 320, 480, 640]
         let sizes = try await withThrowingTaskGroup(of: PixelSize.self) { group in
             for width in widths {
-                group.addTask { try await store.image(for: ImageRequest(url: server.url(path), targetWidth: CGFloat(width))).pixelSize }
+                group.addTask {
+                    try await store.image(for: ImageRequest(url: server.url(path), targetWidth: CGFloat(width)))
+                        .pixelSize
+                }
             }
             return try await group.reduce(into: []) { $0.append($1) }
         }

@@ -12,7 +12,8 @@ import Testing
         let server: TestHTTPServer
 
         init(width: Int = 320, height: Int = 240) throws {
-            try SampleImages.jpeg(width: width, height: height).write(to: folder.url.appendingPathComponent("photo.jpg"))
+            try SampleImages.jpeg(width: width, height: height).write(
+                to: folder.url.appendingPathComponent("photo.jpg"))
             server = try TestHTTPServer(serving: folder.url)
         }
 
@@ -21,10 +22,12 @@ import Testing
         }
 
         func replacePhoto(width: Int, height: Int) throws {
-            try SampleImages.jpeg(width: width, height: height, seed: 9).write(to: folder.url.appendingPathComponent("photo.jpg"))
+            try SampleImages.jpeg(width: width, height: height, seed: 9).write(
+                to: folder.url.appendingPathComponent("photo.jpg"))
             // Last-Modified has whole seconds: move the file's date clearly past the stored one.
             try FileManager.default.setAttributes(
-                [.modificationDate: Date().addingTimeInterval(60)], ofItemAtPath: folder.url.appendingPathComponent("photo.jpg").path)
+                [.modificationDate: Date().addingTimeInterval(60)],
+                ofItemAtPath: folder.url.appendingPathComponent("photo.jpg").path)
         }
     }
 
@@ -32,7 +35,8 @@ import Testing
         let fixture = try Fixture()
         defer { fixture.server.stop() }
         let store = try fixture.store()
-        let image = try await store.image(for: ImageRequest(url: fixture.server.url("/cache/no-store/images/photo.jpg"), targetWidth: 100))
+        let image = try await store.image(
+            for: ImageRequest(url: fixture.server.url("/cache/no-store/images/photo.jpg"), targetWidth: 100))
         #expect(image.pixelSize.width == 100)
         #expect(store.diskFileNames.isEmpty)
     }
@@ -79,10 +83,14 @@ import Testing
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
         try fixture.replacePhoto(width: 200, height: 200)
         // The stale image is shown while the new one is fetched.
-        #expect(try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize == PixelSize(width: 100, height: 75))
+        #expect(
+            try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize
+                == PixelSize(width: 100, height: 75))
         try await waitUntil { store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200) }
         #expect(try await fixture.server.statuses(for: path) == [200, 200])
-        #expect(try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize == PixelSize(width: 100, height: 100))
+        #expect(
+            try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize
+                == PixelSize(width: 100, height: 100))
         let newBytes = try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))
         #expect(store.cachedOriginalBytes(for: url)?.data == newBytes)
         store.waitForDiskMaintenance()
@@ -105,7 +113,9 @@ import Testing
         try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
         #expect(store.cachedOriginalBytes(for: url)?.data == original)
         #expect(try #require(store.disk).data(for: url) == original)
-        #expect(try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize == PixelSize(width: 100, height: 75))
+        #expect(
+            try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize
+                == PixelSize(width: 100, height: 75))
     }
 
     @Test func cacheControlIsParsedAsTheRFCSays() {
@@ -124,7 +134,8 @@ import Testing
         #expect(policy("no-cache, max-age=600").maxAge == 0)
         #expect(policy(nil).maxAge == nil && policy(nil).isStorable)
         #expect(policy(nil, etag: "\"abc\"").entityTag == "\"abc\"")
-        let metadata = HTTPCacheMetadata(policy: policy("max-age=60", etag: "\"x\""), receivedAt: Date(timeIntervalSince1970: 1000))
+        let metadata = HTTPCacheMetadata(
+            policy: policy("max-age=60", etag: "\"x\""), receivedAt: Date(timeIntervalSince1970: 1000))
         #expect(HTTPCacheMetadata(encoded: metadata.encoded) == metadata)
         #expect(metadata.isStale(at: Date(timeIntervalSince1970: 1059)) == false)
         #expect(metadata.isStale(at: Date(timeIntervalSince1970: 1060)) == true)

@@ -6,7 +6,9 @@ import Testing
 /// Local files as seed 003 describes: memory lookups never touch the disk, loads check the file's
 /// version in the background, and a missing file is tried again.
 @Suite struct ImageStoreLocalFileTests {
-    private func makeStore(in folder: TemporaryDirectory) throws -> (ImageStore, FileInspectorSpy, RecordingLoader, CountingDecoder) {
+    private func makeStore(in folder: TemporaryDirectory) throws -> (
+        ImageStore, FileInspectorSpy, RecordingLoader, CountingDecoder
+    ) {
         let spy = FileInspectorSpy()
         let loader = RecordingLoader()
         let decoder = CountingDecoder()

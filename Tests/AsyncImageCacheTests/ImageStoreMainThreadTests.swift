@@ -38,7 +38,8 @@ final class ImageStoreMainThreadTests: XCTestCase {
 
     func testNoFetchDecodeResizeOrCornerRoundingRunsOnTheMainThread() throws {
         let folder = TemporaryDirectory("images")
-        try SampleImages.writeJPEGs([PixelSize(width: 640, height: 480), PixelSize(width: 480, height: 640)], into: folder.url)
+        try SampleImages.writeJPEGs(
+            [PixelSize(width: 640, height: 480), PixelSize(width: 480, height: 640)], into: folder.url)
         let server = try TestHTTPServer(serving: folder.url)
         defer { server.stop() }
         let stages = LockedBox([(ImageStore.Stage, Bool)]())
@@ -46,7 +47,9 @@ final class ImageStoreMainThreadTests: XCTestCase {
             $0.stageObserver = { stage, _ in stages.withLock { $0.append((stage, Thread.isMainThread)) } }
         }
         var expectations: [XCTestExpectation] = []
-        let urls = [server.url("/images/0.jpg"), server.url("/images/1.jpg"), folder.url.appendingPathComponent("0.jpg")]
+        let urls = [
+            server.url("/images/0.jpg"), server.url("/images/1.jpg"), folder.url.appendingPathComponent("0.jpg"),
+        ]
         for url in urls {
             let done = expectation(description: url.absoluteString)
             expectations.append(done)

@@ -7,9 +7,12 @@ import Testing
 @Suite struct ImageStoreMemoryTests {
     @Test func bothTiersEvictByCountInLeastRecentlyUsedOrder() async throws {
         let folder = TemporaryDirectory("images")
-        let names = try SampleImages.writeJPEGs(Array(repeating: PixelSize(width: 64, height: 48), count: 3), into: folder.url)
+        let names = try SampleImages.writeJPEGs(
+            Array(repeating: PixelSize(width: 64, height: 48), count: 3), into: folder.url)
         let urls = names.map { folder.url.appendingPathComponent($0) }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) { $0.memoryCountLimit = 2 }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.memoryCountLimit = 2
+        }
         for url in urls.prefix(2) { _ = try await store.image(for: ImageRequest(url: url)) }
         #expect(store.cachedImage(for: ImageRequest(url: urls[0])) != nil)  // urls[0] is now most recent
         _ = store.cachedOriginalBytes(for: urls[0])
@@ -20,7 +23,8 @@ import Testing
 
     @Test func bothTiersEvictByBytes() async throws {
         let folder = TemporaryDirectory("images")
-        let names = try SampleImages.writeJPEGs(Array(repeating: PixelSize(width: 100, height: 100), count: 3), into: folder.url)
+        let names = try SampleImages.writeJPEGs(
+            Array(repeating: PixelSize(width: 100, height: 100), count: 3), into: folder.url)
         let urls = names.map { folder.url.appendingPathComponent($0) }
         let fileBytes = try urls.map { try Data(contentsOf: $0).count }
         // Room for two decoded 100x100 variants (40,000 bytes each) but not three.
@@ -63,7 +67,8 @@ import Testing
         _ = try await store.image(for: ImageRequest(url: url))
         #expect(store.evictExpired(maxAge: 3600) == 0)
         let file = try #require(store.disk).fileURL(for: url)
-        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-7200)], ofItemAtPath: file.path)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date().addingTimeInterval(-7200)], ofItemAtPath: file.path)
         #expect(store.evictExpired(maxAge: 3600) == 1)
         #expect(store.diskFileNames.isEmpty)
     }

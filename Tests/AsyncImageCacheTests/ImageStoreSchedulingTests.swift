@@ -8,7 +8,8 @@ import Testing
 @Suite struct ImageStoreSchedulingTests {
     @Test func decodesNeverRunMoreAtOnceThanTheConcurrencyLimit() async throws {
         let folder = TemporaryDirectory("slots")
-        let names = try SampleImages.writeJPEGs(Array(repeating: PixelSize(width: 400, height: 300), count: 24), into: folder.url)
+        let names = try SampleImages.writeJPEGs(
+            Array(repeating: PixelSize(width: 400, height: 300), count: 24), into: folder.url)
         let decoder = GatedDecoder(open: true)
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
             $0.decoder = decoder
@@ -16,7 +17,10 @@ import Testing
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for name in names {
-                group.addTask { _ = try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent(name), targetWidth: 64)) }
+                group.addTask {
+                    _ = try await store.image(
+                        for: ImageRequest(url: folder.url.appendingPathComponent(name), targetWidth: 64))
+                }
             }
             try await group.waitForAll()
         }
@@ -27,7 +31,8 @@ import Testing
 
     @Test func aVisibleLoadGetsTheNextDecodeSlotBeforeQueuedPrefetches() async throws {
         let folder = TemporaryDirectory("slots")
-        let names = try SampleImages.writeJPEGs(Array(repeating: PixelSize(width: 200, height: 100), count: 6), into: folder.url)
+        let names = try SampleImages.writeJPEGs(
+            Array(repeating: PixelSize(width: 200, height: 100), count: 6), into: folder.url)
         let urls = names.map { folder.url.appendingPathComponent($0) }
         let gate = GatedDecoder()
         let log = StageLog()
@@ -49,7 +54,8 @@ import Testing
 
     @Test func stoppingPrefetchesKeepsQueuedOnesFromEverDecoding() async throws {
         let folder = TemporaryDirectory("slots")
-        let names = try SampleImages.writeJPEGs(Array(repeating: PixelSize(width: 200, height: 100), count: 5), into: folder.url)
+        let names = try SampleImages.writeJPEGs(
+            Array(repeating: PixelSize(width: 200, height: 100), count: 5), into: folder.url)
         let requests = names.map { ImageRequest(url: folder.url.appendingPathComponent($0), targetWidth: 50) }
         let gate = GatedDecoder()
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
@@ -67,7 +73,8 @@ import Testing
 
     @Test func aPrefetchThatAVisibleLoadJoinsIsRaisedToItsPriority() async throws {
         let folder = TemporaryDirectory("slots")
-        let names = try SampleImages.writeJPEGs(Array(repeating: PixelSize(width: 200, height: 100), count: 4), into: folder.url)
+        let names = try SampleImages.writeJPEGs(
+            Array(repeating: PixelSize(width: 200, height: 100), count: 4), into: folder.url)
         let requests = names.map { ImageRequest(url: folder.url.appendingPathComponent($0), targetWidth: 50) }
         let gate = GatedDecoder()
         let log = StageLog()
@@ -90,7 +97,8 @@ import Testing
     @MainActor
     @Test func aFlingThatStartsAndCancels300LoadsInOneFrameStartsAtMostTheSlotsWorthOfDecodes() async throws {
         let folder = TemporaryDirectory("fling")
-        let names = try SampleImages.writeJPEGs(Array(repeating: PixelSize(width: 320, height: 240), count: 60), into: folder.url)
+        let names = try SampleImages.writeJPEGs(
+            Array(repeating: PixelSize(width: 320, height: 240), count: 60), into: folder.url)
         let decoder = CountingDecoder()
         let log = StageLog()
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
@@ -98,7 +106,9 @@ import Testing
             $0.stageObserver = log.observer
         }
         let requests = names.flatMap { name in
-            [40, 60, 80, 100, 120].map { ImageRequest(url: folder.url.appendingPathComponent(name), targetWidth: CGFloat($0)) }
+            [40, 60, 80, 100, 120].map {
+                ImageRequest(url: folder.url.appendingPathComponent(name), targetWidth: CGFloat($0))
+            }
         }
         #expect(requests.count == 300)
         let completions = LockedBox(0)
@@ -113,7 +123,8 @@ import Testing
         try await waitUntil { store.variantRuns.count == 0 && store.fetchRuns.count == 0 }
         #expect(decoder.count <= store.decodeSlots.limit)
         for (url, started) in log.times(of: .decode) {
-            #expect(started < cancelled[url]!, "a decode of \(url.lastPathComponent) started after its row was cancelled")
+            #expect(
+                started < cancelled[url]!, "a decode of \(url.lastPathComponent) started after its row was cancelled")
         }
     }
 }

@@ -5,7 +5,9 @@ import Testing
 
 /// Sizes before pixels: the natural size is known synchronously, across relaunch, without decoding.
 @Suite struct ImageStoreSizeTests {
-    let sizes = [PixelSize(width: 1024, height: 768), PixelSize(width: 300, height: 500), PixelSize(width: 64, height: 64)]
+    let sizes = [
+        PixelSize(width: 1024, height: 768), PixelSize(width: 300, height: 500), PixelSize(width: 64, height: 64),
+    ]
 
     /// Loads every sample through a store over a real server, then stops the server.
     private func warmCache(root: URL, attributes: (any ExtendedAttributeStoring)? = nil) async throws -> [URL] {
@@ -87,7 +89,8 @@ import Testing
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([PixelSize(width: 640, height: 480)], into: folder.url)
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
-        #expect(store.cachedPixelSize(for: folder.url.appendingPathComponent("0.jpg")) == CGSize(width: 640, height: 480))
+        #expect(
+            store.cachedPixelSize(for: folder.url.appendingPathComponent("0.jpg")) == CGSize(width: 640, height: 480))
         #expect(store.statistics.decodes == 0)
     }
 }

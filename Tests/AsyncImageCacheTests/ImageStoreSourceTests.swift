@@ -20,7 +20,8 @@ import Testing
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
-        let image = try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent("0.jpg"), targetWidth: 50))
+        let image = try await store.image(
+            for: ImageRequest(url: folder.url.appendingPathComponent("0.jpg"), targetWidth: 50))
         #expect(image.pixelSize == PixelSize(width: 50, height: 25))
         #expect(store.diskFileNames.isEmpty)
     }

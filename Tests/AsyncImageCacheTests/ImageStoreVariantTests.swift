@@ -5,7 +5,9 @@ import Testing
 
 /// One decode serves smaller frames that look the same; larger frames get a larger decode.
 @Suite struct ImageStoreVariantTests {
-    private func makeStore(_ folder: TemporaryDirectory, decoder: any ImageDecoding = CountingDecoder()) throws -> ImageStore {
+    private func makeStore(_ folder: TemporaryDirectory, decoder: any ImageDecoding = CountingDecoder()) throws
+        -> ImageStore
+    {
         try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) { $0.decoder = decoder }
     }
 
@@ -16,8 +18,12 @@ import Testing
         let store = try makeStore(folder, decoder: decoder)
         let url = folder.url.appendingPathComponent("0.jpg")
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 400))
-        #expect(store.cachedImage(for: ImageRequest(url: url, targetWidth: 200))?.pixelSize == PixelSize(width: 400, height: 200))
-        #expect(try await store.image(for: ImageRequest(url: url, targetWidth: 200)).pixelSize == PixelSize(width: 400, height: 200))
+        #expect(
+            store.cachedImage(for: ImageRequest(url: url, targetWidth: 200))?.pixelSize
+                == PixelSize(width: 400, height: 200))
+        #expect(
+            try await store.image(for: ImageRequest(url: url, targetWidth: 200)).pixelSize
+                == PixelSize(width: 400, height: 200))
         #expect(decoder.count == 1)
     }
 
@@ -76,7 +82,8 @@ import Testing
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 480, cornerRadius: 24))
         #expect(decoder.count == 2)
         #expect(store.variants.count == 1)  // the 480 px decode replaced the 320 px one
-        #expect(store.cachedImage(for: ImageRequest(url: url, targetWidth: 320, cornerRadius: 16))?.pixelSize.width == 480)
+        #expect(
+            store.cachedImage(for: ImageRequest(url: url, targetWidth: 320, cornerRadius: 16))?.pixelSize.width == 480)
         #expect(try await server.hits(for: "/images/0.jpg") == 1)
     }
 }

@@ -16,20 +16,27 @@ enum MemoryCacheBenchmark {
                 let newKeys = Array(size..<(size + operations))
                 contest.record("insert \(size)", perItemMicroseconds(newKeys) { cache.insert($0, forKey: $0, cost: 1) })
                 var generator = SystemRandomNumberGenerator()
-                let present = (0..<operations).map { _ in Int.random(in: operations..<(size + operations), using: &generator) }
+                let present = (0..<operations).map { _ in
+                    Int.random(in: operations..<(size + operations), using: &generator)
+                }
                 contest.record("hit \(size)", perItemMicroseconds(present) { blackHole(cache.value(forKey: $0)) })
             }
         }
         print("\nMemory tier (MemoryCache<Int, Int>), per operation, median of \(rounds) rounds of \(operations)")
         print(column("entries", 10) + column("insert+evict (ns)", 20) + "hit (ns)")
         for size in sizes {
-            print(column("\(size)", 10) + column(format(contest.median("insert \(size)") * 1000, digits: 0), 20)
-                + format(contest.median("hit \(size)") * 1000, digits: 0))
+            print(
+                column("\(size)", 10) + column(format(contest.median("insert \(size)") * 1000, digits: 0), 20)
+                    + format(contest.median("hit \(size)") * 1000, digits: 0))
         }
         let insertRatio = contest.median("insert 50000") / contest.median("insert 1000")
         let hitRatio = contest.median("hit 50000") / contest.median("hit 1000")
         print("\nratio                         measured  goal")
-        print(column("insert 50k / 1k", 30) + column(format(insertRatio), 10) + "<= 1.3  " + SizeLookupBenchmark.verdict(insertRatio <= 1.3))
-        print(column("hit 50k / 1k", 30) + column(format(hitRatio), 10) + "<= 1.3  " + SizeLookupBenchmark.verdict(hitRatio <= 1.3))
+        print(
+            column("insert 50k / 1k", 30) + column(format(insertRatio), 10) + "<= 1.3  "
+                + SizeLookupBenchmark.verdict(insertRatio <= 1.3))
+        print(
+            column("hit 50k / 1k", 30) + column(format(hitRatio), 10) + "<= 1.3  "
+                + SizeLookupBenchmark.verdict(hitRatio <= 1.3))
     }
 }

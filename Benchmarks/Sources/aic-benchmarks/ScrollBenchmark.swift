@@ -26,9 +26,11 @@ enum ScrollBenchmark {
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         let line = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
-        guard process.terminationStatus == 0, let result = try? JSONDecoder().decode(ScrollResult.self, from: Data(line.utf8))
+        guard process.terminationStatus == 0,
+            let result = try? JSONDecoder().decode(ScrollResult.self, from: Data(line.utf8))
         else {
-            throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "scroll --loader \(loader) failed: \(line)"])
+            throw CocoaError(
+                .executableLoad, userInfo: [NSLocalizedDescriptionKey: "scroll --loader \(loader) failed: \(line)"])
         }
         return result
     }
@@ -79,7 +81,8 @@ enum ScrollBenchmark {
     }
 
     private static func printTable(ours: ScrollResult, naive: ScrollResult) {
-        print("""
+        print(
+            """
 
             scroll: \(ScrollLayout.rowCount) rows of local JPEGs (2400x1600 photos at 954x636 px, 460 px avatars \
             at 120 px shared between rows, 120x80 images), scale 3, cold caches
@@ -91,7 +94,8 @@ enum ScrollBenchmark {
         print(header)
         func row(_ name: String, _ ours: Double, _ naive: Double, digits: Int, goal: Double?) {
             let ratio = ours / naive
-            var line = column(name, 26) + column(format(ours, digits: digits), 12) + column(format(naive, digits: digits), 12)
+            var line =
+                column(name, 26) + column(format(ours, digits: digits), 12) + column(format(naive, digits: digits), 12)
             line += column(format(ratio, digits: 2), 12)
             if let goal { line += "<= \(format(goal, digits: 1)) " + (ratio <= goal ? "met" : "MISSED") }
             print(line)
@@ -102,9 +106,12 @@ enum ScrollBenchmark {
         row("placeholder mean (ms)", ours.placeholderMeanMs, naive.placeholderMeanMs, digits: 0, goal: 0.7)
         row("placeholder p95 (ms)", ours.placeholderP95Ms, naive.placeholderP95Ms, digits: 0, goal: 0.7)
         row("row appearances", Double(ours.appearances), Double(naive.appearances), digits: 0, goal: nil)
-        row("left before their image", Double(ours.leftBeforeImage), Double(naive.leftBeforeImage), digits: 0, goal: nil)
+        row(
+            "left before their image", Double(ours.leftBeforeImage), Double(naive.leftBeforeImage), digits: 0, goal: nil
+        )
         row("late frames", Double(ours.lateFrames), Double(naive.lateFrames), digits: 0, goal: nil)
-        print("""
+        print(
+            """
             Placeholder time: from the frame a row appears to the frame its image is set, counted in whole \
             frames (\(1000 / ScrollRun.framesPerSecond) ms); a row that left before its image counts the time \
             it was visible. Peak memory: VmHWM minus VmRSS before the flings, each loader in its own process.

@@ -89,9 +89,11 @@ struct ScrollLayout {
     static func photoLike(_ size: PixelSize, seed: UInt64) -> Bitmap {
         var random = SplitMix(state: seed)
         let blobs = (0..<8).map { _ in
-            (x: random.unit() * Double(size.width), y: random.unit() * Double(size.height),
-             radius: (0.08 + random.unit() * 0.3) * Double(size.width),
-             color: (random.unit() * 255, random.unit() * 255, random.unit() * 255))
+            (
+                x: random.unit() * Double(size.width), y: random.unit() * Double(size.height),
+                radius: (0.08 + random.unit() * 0.3) * Double(size.width),
+                color: (random.unit() * 255, random.unit() * 255, random.unit() * 255)
+            )
         }
         let base = (random.unit() * 160, random.unit() * 160, random.unit() * 160)
         var pixels = [UInt8](repeating: 255, count: size.width * size.height * 4)

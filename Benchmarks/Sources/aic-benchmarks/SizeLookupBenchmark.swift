@@ -45,25 +45,39 @@ enum SizeLookupBenchmark {
         let decoder = ImageDecoders.Default()
         var contest = Contest()
         for _ in 0..<rounds {
-            contest.record("memo hit", perItemMicroseconds(urls, passes: 20) { blackHole(store.cachedPixelSize(for: $0)) })
-            contest.record("xattr path", perItemMicroseconds(urls, passes: 20) { blackHole(store.benchmarkSizeFromAttribute(for: $0)) })
-            contest.record("bare getxattr", perItemMicroseconds(files, passes: 20) { file in
-                var buffer = (UInt64(0))
-                blackHole(withUnsafeMutableBytes(of: &buffer) { getxattr(file.path, attributeName, $0.baseAddress, 8) })
-            })
-            contest.record("header path", perItemMicroseconds(urls, passes: 20) { blackHole(store.benchmarkSizeFromHeader(for: $0)) })
-            contest.record("bare open+read+close", perItemMicroseconds(files, passes: 20) { file in
-                let descriptor = open(file.path, O_RDONLY)
-                var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-                blackHole(read(descriptor, &buffer, buffer.count))
-                close(descriptor)
-            })
-            contest.record("read file + full decode", perItemMicroseconds(files) { file in
-                guard let data = FileManager.default.contents(atPath: file.path), let header = try? ImageHeader.parse(data) else {
-                    return
-                }
-                blackHole(try? decoder.decode(data, context: ImageDecodingContext(header: header)))
-            })
+            contest.record(
+                "memo hit", perItemMicroseconds(urls, passes: 20) { blackHole(store.cachedPixelSize(for: $0)) })
+            contest.record(
+                "xattr path",
+                perItemMicroseconds(urls, passes: 20) { blackHole(store.benchmarkSizeFromAttribute(for: $0)) })
+            contest.record(
+                "bare getxattr",
+                perItemMicroseconds(files, passes: 20) { file in
+                    var buffer = (UInt64(0))
+                    blackHole(
+                        withUnsafeMutableBytes(of: &buffer) { getxattr(file.path, attributeName, $0.baseAddress, 8) })
+                })
+            contest.record(
+                "header path",
+                perItemMicroseconds(urls, passes: 20) { blackHole(store.benchmarkSizeFromHeader(for: $0)) })
+            contest.record(
+                "bare open+read+close",
+                perItemMicroseconds(files, passes: 20) { file in
+                    let descriptor = open(file.path, O_RDONLY)
+                    var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+                    blackHole(read(descriptor, &buffer, buffer.count))
+                    close(descriptor)
+                })
+            contest.record(
+                "read file + full decode",
+                perItemMicroseconds(files) { file in
+                    guard let data = FileManager.default.contents(atPath: file.path),
+                        let header = try? ImageHeader.parse(data)
+                    else {
+                        return
+                    }
+                    blackHole(try? decoder.decode(data, context: ImageDecodingContext(header: header)))
+                })
         }
 
         print("\nNatural size of 100 cached ~1024x768 JPEGs, per file, median of \(rounds) rounds")
@@ -76,9 +90,15 @@ enum SizeLookupBenchmark {
         let headerRatio = contest.median("header path") / contest.median("bare open+read+close")
         let memoRatio = contest.median("memo hit") / contest.median("xattr path")
         print("\nratio                         measured  goal")
-        print(column("xattr path / bare getxattr", 30) + column(format(xattrRatio), 10) + "<= 1.5  " + verdict(xattrRatio <= 1.5))
-        print(column("header path / bare read", 30) + column(format(headerRatio), 10) + "<= 2.0  " + verdict(headerRatio <= 2.0))
-        print(column("memo hit / xattr path", 30) + column(format(memoRatio, digits: 3), 10) + "<  0.1  " + verdict(memoRatio < 0.1))
+        print(
+            column("xattr path / bare getxattr", 30) + column(format(xattrRatio), 10) + "<= 1.5  "
+                + verdict(xattrRatio <= 1.5))
+        print(
+            column("header path / bare read", 30) + column(format(headerRatio), 10) + "<= 2.0  "
+                + verdict(headerRatio <= 2.0))
+        print(
+            column("memo hit / xattr path", 30) + column(format(memoRatio, digits: 3), 10) + "<  0.1  "
+                + verdict(memoRatio < 0.1))
     }
 
     static func verdict(_ met: Bool) -> String { met ? "met" : "NOT MET" }

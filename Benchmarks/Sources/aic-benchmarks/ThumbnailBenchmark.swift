@@ -23,36 +23,48 @@ enum ThumbnailBenchmark {
     static func run(photos: URL, aic: String, rounds: Int) async throws {
         guard vips_reference_start() == 0 else { throw BenchmarkFailure("libvips: \(lastVipsError())") }
         let cases = [
-            InProcessCase(name: "2400x1600 -> 954 px", file: photos.appendingPathComponent("photo-2400x1600.jpg"),
-                          width: 954, goalRatio: 0.6),
-            InProcessCase(name: "8000x6000 -> 320 px", file: photos.appendingPathComponent("photo-8000x6000.jpg"),
-                          width: 320, goalRatio: 0.85),
+            InProcessCase(
+                name: "2400x1600 -> 954 px", file: photos.appendingPathComponent("photo-2400x1600.jpg"),
+                width: 954, goalRatio: 0.6),
+            InProcessCase(
+                name: "8000x6000 -> 320 px", file: photos.appendingPathComponent("photo-8000x6000.jpg"),
+                width: 320, goalRatio: 0.85),
         ]
         var table = ResultTable()
         for benchmark in cases {
             let contest = try await compare(benchmark, rounds: rounds)
-            table.add(benchmark.name + " (in process, file)", ours: contest.median("ours"),
-                      reference: contest.median("vips"), goalRatio: benchmark.goalRatio)
-            table.add(benchmark.name + " (in process, bytes)", ours: contest.median("ours, bytes"),
-                      reference: contest.median("vips, bytes"), goalRatio: benchmark.goalRatio)
+            table.add(
+                benchmark.name + " (in process, file)", ours: contest.median("ours"),
+                reference: contest.median("vips"), goalRatio: benchmark.goalRatio)
+            table.add(
+                benchmark.name + " (in process, bytes)", ours: contest.median("ours, bytes"),
+                reference: contest.median("vips, bytes"), goalRatio: benchmark.goalRatio)
         }
 
         let large = cases[1]
         let memoryRounds = max(3, min(rounds, 5))
         var memory = Contest()
         for _ in 0..<memoryRounds {
-            memory.record("ours", try PeakMemory.measureInChild(tool: "ours", file: large.file, width: large.width,
-                                                                warmUp: cases[0].file))
-            memory.record("vips", try PeakMemory.measureInChild(tool: "vips", file: large.file, width: large.width,
-                                                                warmUp: cases[0].file))
+            memory.record(
+                "ours",
+                try PeakMemory.measureInChild(
+                    tool: "ours", file: large.file, width: large.width,
+                    warmUp: cases[0].file))
+            memory.record(
+                "vips",
+                try PeakMemory.measureInChild(
+                    tool: "vips", file: large.file, width: large.width,
+                    warmUp: cases[0].file))
         }
-        table.addMemory("8000x6000 -> 320 px peak memory growth", ours: memory.median("ours"),
-                        reference: memory.median("vips"), goalMegabytes: 20)
+        table.addMemory(
+            "8000x6000 -> 320 px peak memory growth", ours: memory.median("ours"),
+            reference: memory.median("vips"), goalMegabytes: 20)
 
         let batch = try BatchBenchmark.run(folder: photos.appendingPathComponent("batch"), aic: aic, rounds: rounds)
         table.add(batch.name, ours: batch.ours, reference: batch.vips, goalRatio: 0.6)
         table.print()
-        Swift.print("""
+        Swift.print(
+            """
 
             In process: medians of \(rounds) interleaved rounds, one fresh store per call. "file": ours \
             `store.image(for:)` on the file URL against `vips_thumbnail(file)`, file reading included; "bytes": \

@@ -21,25 +21,33 @@ enum ThumbnailStages {
         var contest = Contest()
         for _ in 0..<rounds {
             contest.record("read file, Data(contentsOf:)", try await time { blackHole(try Data(contentsOf: file)) })
-            contest.record("read file, FileDataLoader (the store's)", try await time {
-                blackHole(try await FileDataLoader().loadData(for: file))
-            })
+            contest.record(
+                "read file, FileDataLoader (the store's)",
+                try await time {
+                    blackHole(try await FileDataLoader().loadData(for: file))
+                })
             contest.record("parse header", try await time { blackHole(try ImageHeader.parse(data)) })
-            contest.record("decode at DCT scale (\(decoded.pixelSize))", try await time {
-                blackHole(try ImageDecoders.JPEG().decode(data, context: context))
-            })
-            contest.record("resize alone", try await time {
-                blackHole(decoded.resized(to: PixelSize(width: width, height: height)))
-            })
+            contest.record(
+                "decode at DCT scale (\(decoded.pixelSize))",
+                try await time {
+                    blackHole(try ImageDecoders.JPEG().decode(data, context: context))
+                })
+            contest.record(
+                "resize alone",
+                try await time {
+                    blackHole(decoded.resized(to: PixelSize(width: width, height: height)))
+                })
             contest.record("store, bytes already loaded", try await ThumbnailBenchmark.ours(data, width: width))
             contest.record("store, whole", try await ThumbnailBenchmark.ours(benchmark))
-            contest.record("libvips shrink-on-load decode", try await time {
-                var size: (Int32, Int32) = (0, 0)
-                let shrink = Int32(max(1, min(8, header.storedSize.width / decoded.pixelSize.width)))
-                guard vips_reference_jpeg_shrink_load(file.path, shrink, &size.0, &size.1) == 0 else {
-                    throw BenchmarkFailure("libvips: \(ThumbnailBenchmark.lastVipsError())")
-                }
-            })
+            contest.record(
+                "libvips shrink-on-load decode",
+                try await time {
+                    var size: (Int32, Int32) = (0, 0)
+                    let shrink = Int32(max(1, min(8, header.storedSize.width / decoded.pixelSize.width)))
+                    guard vips_reference_jpeg_shrink_load(file.path, shrink, &size.0, &size.1) == 0 else {
+                        throw BenchmarkFailure("libvips: \(ThumbnailBenchmark.lastVipsError())")
+                    }
+                })
             contest.record("libvips thumbnail, whole", try ThumbnailBenchmark.vips(benchmark))
         }
         print("\(file.lastPathComponent) -> \(width) px, medians of \(rounds) rounds (ms)")

@@ -20,7 +20,8 @@ if arguments.first == "scroll" {
     }
 }
 var rounds = 10
-if let index = arguments.firstIndex(of: "--rounds"), index + 1 < arguments.count, let value = Int(arguments[index + 1]) {
+if let index = arguments.firstIndex(of: "--rounds"), index + 1 < arguments.count, let value = Int(arguments[index + 1])
+{
     rounds = max(1, value)
     arguments.removeSubrange(index...(index + 1))
 }

@@ -14,7 +14,9 @@ enum FuzzTargets {
     ]
 
     /// The target named by the `FUZZ_TARGET` environment variable.
-    static let selected: (@Sendable (Data) -> Void)? = ProcessInfo.processInfo.environment["FUZZ_TARGET"].flatMap { all[$0] }
+    static let selected: (@Sendable (Data) -> Void)? = ProcessInfo.processInfo.environment["FUZZ_TARGET"].flatMap {
+        all[$0]
+    }
 
     // Small enough that a hostile header claiming a huge image is refused at once and a run stays
     // quick; every codec fixture but the large EXIF photos fits.
@@ -26,7 +28,8 @@ enum FuzzTargets {
         guard let header = try? ImageHeader.parse(data), header.format == format else { return }
         let divisor = Int(data.last ?? 0) % 8 + 1
         let stored = header.storedSize
-        let minimum = divisor == 1
+        let minimum =
+            divisor == 1
             ? nil : PixelSize(width: max(1, stored.width / divisor), height: max(1, stored.height / divisor))
         let context = ImageDecodingContext(header: header, minimumSize: minimum, pixelBudget: pixelBudget)
         _ = try? ImageDecoders.Default().decode(data, context: context)

@@ -14,7 +14,9 @@ public struct ImageDecodingContext: Sendable {
     public var pixelBudget: Int
 
     /// Creates a context.
-    public init(header: ImageHeader, minimumSize: PixelSize? = nil, pixelBudget: Int = ImageDecodingContext.defaultPixelBudget) {
+    public init(
+        header: ImageHeader, minimumSize: PixelSize? = nil, pixelBudget: Int = ImageDecodingContext.defaultPixelBudget
+    ) {
         self.header = header
         self.minimumSize = minimumSize
         self.pixelBudget = pixelBudget

@@ -119,7 +119,9 @@ final class DiskStore: Sendable {
         let directoryLength = directoryPathBytes.count
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: directoryLength + 65) { buffer in
             _ = buffer.initialize(from: directoryPathBytes)
-            SHA256.writeHexDigest(of: url.absoluteString, into: UnsafeMutableBufferPointer(rebasing: buffer[directoryLength..<(directoryLength + 64)]))
+            SHA256.writeHexDigest(
+                of: url.absoluteString,
+                into: UnsafeMutableBufferPointer(rebasing: buffer[directoryLength..<(directoryLength + 64)]))
             buffer[directoryLength + 64] = 0
             return buffer.withMemoryRebound(to: CChar.self) { body($0.baseAddress!) }
         }
@@ -130,7 +132,8 @@ final class DiskStore: Sendable {
     func setPixelSize(_ size: PixelSize, for url: URL) -> Bool {
         let path = filePath(for: url)
         guard FileManager.default.fileExists(atPath: path) else { return false }
-        return (try? attributes.setValue(PixelSizeAttribute.encode(size), named: PixelSizeAttribute.name, atPath: path)) != nil
+        return (try? attributes.setValue(PixelSizeAttribute.encode(size), named: PixelSizeAttribute.name, atPath: path))
+            != nil
     }
 
     /// The HTTP caching facts kept with `url`'s file, if any.
@@ -156,14 +159,15 @@ final class DiskStore: Sendable {
         let temporary = directory.appendingPathComponent(Self.temporaryPrefix + UUID().uuidString)
         do {
             try write(data, to: temporary)
-        } catch where !FileManager.default.fileExists(atPath: directory.path) {
+        } catch  where !FileManager.default.fileExists(atPath: directory.path) {
             // The directory was removed under us (a user clearing caches): make it again, once.
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try write(data, to: temporary)
         }
         // A file system without extended attributes still gets the bytes; sizes then come from
         // the header.
-        try? attributes.setValue(PixelSizeAttribute.encode(pixelSize), named: PixelSizeAttribute.name, atPath: temporary.path)
+        try? attributes.setValue(
+            PixelSizeAttribute.encode(pixelSize), named: PixelSizeAttribute.name, atPath: temporary.path)
         if let metadata {
             try? attributes.setValue(metadata.encoded, named: HTTPCacheMetadata.attributeName, atPath: temporary.path)
         }
@@ -251,7 +255,8 @@ final class DiskStore: Sendable {
             guard !url.lastPathComponent.hasPrefix(Self.temporaryPrefix),
                 let values = try? url.resourceValues(forKeys: Set(keys)), values.isRegularFile == true
             else { return nil }
-            return Entry(url: url, byteCount: values.fileSize ?? 0, lastUsed: values.contentModificationDate ?? .distantPast)
+            return Entry(
+                url: url, byteCount: values.fileSize ?? 0, lastUsed: values.contentModificationDate ?? .distantPast)
         }
     }
 

@@ -27,7 +27,8 @@ extension ExtendedAttributeStoring {
 
 /// The operating system's extended attributes (`getxattr`/`setxattr`).
 struct FileExtendedAttributes: ExtendedAttributeStoring {
-    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int? {
+    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
+    {
         #if canImport(Darwin)
         let length = getxattr(path, name, buffer.baseAddress, buffer.count, 0, 0)
         #else

@@ -22,7 +22,9 @@ enum SHA256 {
         var result = [UInt8]()
         result.reserveCapacity(32)
         for word in [state.0, state.1, state.2, state.3, state.4, state.5, state.6, state.7] {
-            for shift in stride(from: 24, through: 0, by: -8) { result.append(UInt8(truncatingIfNeeded: word >> UInt32(shift))) }
+            for shift in stride(from: 24, through: 0, by: -8) {
+                result.append(UInt8(truncatingIfNeeded: word >> UInt32(shift)))
+            }
         }
         return result
     }
@@ -30,11 +32,15 @@ enum SHA256 {
     /// Hashes `message`: whole blocks straight from the buffer, the padded tail from the stack.
     /// Cache file names are hashed on the size-lookup path, so this avoids every heap allocation.
     private static func hash(_ message: UnsafeBufferPointer<UInt8>) -> State {
-        var state: State = (0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19)
+        var state: State = (
+            0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19
+        )
         withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { schedule in
             let wholeBlocks = message.count / 64
             for block in 0..<wholeBlocks {
-                compress(UnsafeBufferPointer(rebasing: message[(block * 64)..<(block * 64 + 64)]), schedule: schedule, state: &state)
+                compress(
+                    UnsafeBufferPointer(rebasing: message[(block * 64)..<(block * 64 + 64)]), schedule: schedule,
+                    state: &state)
             }
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 128) { tail in
                 let remainder = message.count - wholeBlocks * 64
@@ -43,25 +49,34 @@ enum SHA256 {
                 for index in 0..<remainder { tail[index] = message[wholeBlocks * 64 + index] }
                 tail[remainder] = 0x80
                 let bitLength = UInt64(message.count) &* 8
-                for index in 0..<8 { tail[tailLength - 1 - index] = UInt8(truncatingIfNeeded: bitLength >> UInt64(index * 8)) }
+                for index in 0..<8 {
+                    tail[tailLength - 1 - index] = UInt8(truncatingIfNeeded: bitLength >> UInt64(index * 8))
+                }
                 let tailBytes = UnsafeBufferPointer(tail)
                 compress(UnsafeBufferPointer(rebasing: tailBytes[0..<64]), schedule: schedule, state: &state)
-                if tailLength == 128 { compress(UnsafeBufferPointer(rebasing: tailBytes[64..<128]), schedule: schedule, state: &state) }
+                if tailLength == 128 {
+                    compress(UnsafeBufferPointer(rebasing: tailBytes[64..<128]), schedule: schedule, state: &state)
+                }
             }
         }
         return state
     }
 
     /// Mixes one 64-byte block into `state`.
-    private static func compress(_ block: UnsafeBufferPointer<UInt8>, schedule: UnsafeMutableBufferPointer<UInt32>, state: inout State) {
+    private static func compress(
+        _ block: UnsafeBufferPointer<UInt8>, schedule: UnsafeMutableBufferPointer<UInt32>, state: inout State
+    ) {
         for word in 0..<16 {
             let offset = block.startIndex + word * 4
-            schedule[word] = UInt32(block[offset]) << 24 | UInt32(block[offset + 1]) << 16
+            schedule[word] =
+                UInt32(block[offset]) << 24 | UInt32(block[offset + 1]) << 16
                 | UInt32(block[offset + 2]) << 8 | UInt32(block[offset + 3])
         }
         for word in 16..<64 {
-            let s0 = rotateRight(schedule[word - 15], 7) ^ rotateRight(schedule[word - 15], 18) ^ (schedule[word - 15] >> 3)
-            let s1 = rotateRight(schedule[word - 2], 17) ^ rotateRight(schedule[word - 2], 19) ^ (schedule[word - 2] >> 10)
+            let s0 =
+                rotateRight(schedule[word - 15], 7) ^ rotateRight(schedule[word - 15], 18) ^ (schedule[word - 15] >> 3)
+            let s1 =
+                rotateRight(schedule[word - 2], 17) ^ rotateRight(schedule[word - 2], 19) ^ (schedule[word - 2] >> 10)
             schedule[word] = schedule[word - 16] &+ s0 &+ schedule[word - 7] &+ s1
         }
         var (a, b, c, d, e, f, g, h) = state
@@ -75,7 +90,10 @@ enum SHA256 {
                 (h, g, f, e, d, c, b, a) = (g, f, e, d &+ temp1, c, b, a, temp1 &+ sum0 &+ majority)
             }
         }
-        state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d, state.4 &+ e, state.5 &+ f, state.6 &+ g, state.7 &+ h)
+        state = (
+            state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d, state.4 &+ e, state.5 &+ f, state.6 &+ g,
+            state.7 &+ h
+        )
     }
 
     /// The digest of `text`'s UTF-8 bytes as 64 lowercase hex digits.

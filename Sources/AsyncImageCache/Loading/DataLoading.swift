@@ -12,5 +12,6 @@ public protocol DataLoading: Sendable {
     ///
     /// A default implementation fetches unconditionally with an empty ``HTTPCachePolicy``;
     /// ``DataLoader`` speaks HTTP caching (`Cache-Control`, `ETag`, `Last-Modified`, `304`).
-    func loadData(for url: URL, revalidating validators: HTTPCachePolicy?) async throws(ImageLoadingError) -> ConditionalLoadResult
+    func loadData(for url: URL, revalidating validators: HTTPCachePolicy?) async throws(ImageLoadingError)
+        -> ConditionalLoadResult
 }

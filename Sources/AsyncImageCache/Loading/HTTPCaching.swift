@@ -14,7 +14,9 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     public var lastModified: String?
 
     /// A policy with no directives and no validators: storable, fresh until evicted.
-    public init(isStorable: Bool = true, maxAge: TimeInterval? = nil, entityTag: String? = nil, lastModified: String? = nil) {
+    public init(
+        isStorable: Bool = true, maxAge: TimeInterval? = nil, entityTag: String? = nil, lastModified: String? = nil
+    ) {
         self.isStorable = isStorable
         self.maxAge = maxAge
         self.entityTag = entityTag
@@ -31,7 +33,8 @@ public struct HTTPCachePolicy: Sendable, Equatable {
             } else if directive == "no-cache" {
                 maxAge = 0
             } else if directive.hasPrefix("max-age="), maxAge != 0,
-                let seconds = TimeInterval(directive.dropFirst("max-age=".count).trimmingCharacters(in: .init(charactersIn: "\"")))
+                let seconds = TimeInterval(
+                    directive.dropFirst("max-age=".count).trimmingCharacters(in: .init(charactersIn: "\"")))
             {
                 maxAge = max(0, seconds)
             }

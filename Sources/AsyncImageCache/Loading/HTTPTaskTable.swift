@@ -118,7 +118,9 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             // Content-Length counts the encoded bytes; URLSession may hand over decoded ones.
             let encoding = http.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
             if length >= 0, encoding == "identity" {
-                guard length <= Int64(byteLimit) else { return .stop(.responseTooLarge(url: url, byteLimit: byteLimit)) }
+                guard length <= Int64(byteLimit) else {
+                    return .stop(.responseTooLarge(url: url, byteLimit: byteLimit))
+                }
                 entries.values[index].expectedBytes = Int(length)
                 entries.values[index].body.reserveCapacity(Int(length))
             }
@@ -148,7 +150,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             if entries.values[index].isDraining {
                 entries.values[index].drainedBytes += data.count
                 // An error page past the cap is stopped like any other oversized body.
-                return entries.values[index].drainedBytes > byteLimit ? .responseTooLarge(url: url, byteLimit: byteLimit) : nil
+                return entries.values[index].drainedBytes > byteLimit
+                    ? .responseTooLarge(url: url, byteLimit: byteLimit) : nil
             }
             guard entries.values[index].body.count + data.count <= byteLimit else {
                 return .responseTooLarge(url: url, byteLimit: byteLimit)

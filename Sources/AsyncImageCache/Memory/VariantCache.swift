@@ -25,7 +25,9 @@ final class VariantCache: @unchecked Sendable {
             guard let candidates = variantsByURL[request.url.cacheKey] else { return nil }
             var best: (request: ImageRequest, image: PreparedImage)?
             for candidate in candidates {
-                guard let image = storage.value(forKey: candidate, markingUsed: false), image.serves(request) else { continue }
+                guard let image = storage.value(forKey: candidate, markingUsed: false), image.serves(request) else {
+                    continue
+                }
                 if best == nil || image.pixelSize.width < best!.image.pixelSize.width { best = (candidate, image) }
             }
             guard let best else { return nil }

@@ -93,8 +93,9 @@ extension RowResampler {
         defer { intermediate.deallocate() }
         let byteCount = targetSize.width * targetSize.height * 4
         return [UInt8](unsafeUninitializedCapacity: byteCount) { output, initializedCount in
-            body(ResamplingBuffers(
-                source: source, bytesPerRow: bytesPerRow, intermediate: intermediate, output: output.baseAddress!))
+            body(
+                ResamplingBuffers(
+                    source: source, bytesPerRow: bytesPerRow, intermediate: intermediate, output: output.baseAddress!))
             initializedCount = byteCount
         }
     }

@@ -11,13 +11,16 @@ import Testing
 
     @Test func theCoveringSizeKeepsTheAspectRatioAndCoversTheMinimum() {
         let photo = PixelSize(width: 1800, height: 1200)
-        #expect(Self.context(stored: photo, minimum: PixelSize(width: 320, height: 200)).coveringSize
-            == PixelSize(width: 320, height: 214))
-        #expect(Self.context(stored: photo, minimum: PixelSize(width: 300, height: 213)).coveringSize
-            == PixelSize(width: 320, height: 213))
+        #expect(
+            Self.context(stored: photo, minimum: PixelSize(width: 320, height: 200)).coveringSize
+                == PixelSize(width: 320, height: 214))
+        #expect(
+            Self.context(stored: photo, minimum: PixelSize(width: 300, height: 213)).coveringSize
+                == PixelSize(width: 320, height: 213))
         // Exact ratios stay exact: the binding side is never rounded one over.
-        #expect(Self.context(stored: photo, minimum: PixelSize(width: 954, height: 636)).coveringSize
-            == PixelSize(width: 954, height: 636))
+        #expect(
+            Self.context(stored: photo, minimum: PixelSize(width: 954, height: 636)).coveringSize
+                == PixelSize(width: 954, height: 636))
         for width in 1..<1800 {
             let minimum = PixelSize(width: width, height: max(1, width * 2 / 3))
             let covering = Self.context(stored: photo, minimum: minimum).coveringSize

@@ -64,7 +64,8 @@ struct DefaultDecoderTests {
         let format = try ImageHeader.parse(data).format
         let context = decodingContext(format)
         let codecs: [ImageFormat: any ImageDecoding] = [
-            .jpeg: ImageDecoders.JPEG(), .png: ImageDecoders.PNG(), .webp: ImageDecoders.WebP(), .gif: ImageDecoders.GIF(),
+            .jpeg: ImageDecoders.JPEG(), .png: ImageDecoders.PNG(), .webp: ImageDecoders.WebP(),
+            .gif: ImageDecoders.GIF(),
         ]
         let codec = try #require(codecs[format])
         #expect(try ImageDecoders.Default().decode(data, context: context) == codec.decode(data, context: context))

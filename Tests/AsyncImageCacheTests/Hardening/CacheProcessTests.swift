@@ -60,7 +60,8 @@ import Testing
             _ = try DiskStore(directory: directory, byteLimit: 600_000)  // what the next launch does
             #expect(CacheAudit(sources: sources).check(directory).temporaryFiles == [], "after reopening \(iteration)")
         }
-        print("""
+        print(
+            """
             crash consistency: \(Self.killIterations) kills, \(killedWhileRunning) while running, \
             \(checkedFiles) files checked, \(leftoverTemporaries) temporary files left and removed on reopen
             """)

@@ -19,8 +19,11 @@ final class CacheWriterProcess: @unchecked Sendable {
         output = outputFolder.url.appendingPathComponent("stdout")
         try Data().write(to: output)
         process.executableURL = CommandLineRunner.executable
-        process.arguments = ["_cache-writer", "--root", root.path, "--disk-limit", String(diskLimit),
-                             "--concurrency", String(concurrency)] + urls.map(\.absoluteString)
+        process.arguments =
+            [
+                "_cache-writer", "--root", root.path, "--disk-limit", String(diskLimit),
+                "--concurrency", String(concurrency),
+            ] + urls.map(\.absoluteString)
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = try FileHandle(forWritingTo: output)
         process.standardError = try FileHandle(forWritingTo: output)

@@ -14,10 +14,13 @@ import Testing
     let sources: [URL: Data]
 
     init() throws {
-        let names = try SampleImages.writeJPEGs(Array(repeating: PixelSize(width: 400, height: 300), count: 3), into: images.url)
+        let names = try SampleImages.writeJPEGs(
+            Array(repeating: PixelSize(width: 400, height: 300), count: 3), into: images.url)
         server = try TestHTTPServer(serving: images.url)
         var sources: [URL: Data] = [:]
-        for name in names { sources[server.url("/images/\(name)")] = try Data(contentsOf: images.url.appendingPathComponent(name)) }
+        for name in names {
+            sources[server.url("/images/\(name)")] = try Data(contentsOf: images.url.appendingPathComponent(name))
+        }
         self.sources = sources
     }
 

@@ -41,8 +41,9 @@ final class ImageStoreStressTests: XCTestCase {
             let done = expectation(description: "wave \(wave)")
             done.expectedFulfillmentCount = range.count
             for index in range {
-                let request = ImageRequest(url: urls.randomElement(using: &generator)!,
-                                           targetWidth: CGFloat(Self.widths.randomElement(using: &generator)!))
+                let request = ImageRequest(
+                    url: urls.randomElement(using: &generator)!,
+                    targetWidth: CGFloat(Self.widths.randomElement(using: &generator)!))
                 let task = store.load(request) { image in
                     XCTAssertTrue(Thread.isMainThread, "load \(index) completed off the main thread")
                     calls.withLock { $0[index] += 1 }
@@ -85,7 +86,8 @@ final class ImageStoreStressTests: XCTestCase {
         XCTAssertLessThanOrEqual(peaks.memoryBytes, Self.memoryByteLimit)
         XCTAssertLessThanOrEqual(store.diskUsage().byteCount, Self.diskByteLimit)
         let residentAfter = Self.residentBytes()
-        print("""
+        print(
+            """
             stress: \(Self.loadCount) loads over \(Self.urlCount) URLs, \(cancelled.count) cancelled, \
             \(delivered.count) images delivered; \(store.statistics.sourceFetches) fetches, \
             \(store.statistics.diskHits) disk hits, \(store.statistics.decodes) decodes; \

@@ -31,7 +31,8 @@ enum SampleImages {
     static func writeJPEGs(_ sizes: [PixelSize], into directory: URL) throws -> [String] {
         try sizes.enumerated().map { index, size in
             let name = "\(index).jpg"
-            try jpeg(width: size.width, height: size.height, seed: index).write(to: directory.appendingPathComponent(name))
+            try jpeg(width: size.width, height: size.height, seed: index).write(
+                to: directory.appendingPathComponent(name))
             return name
         }
     }

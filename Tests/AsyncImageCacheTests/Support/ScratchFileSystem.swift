@@ -70,7 +70,8 @@ final class ScratchFileSystem: @unchecked Sendable {
         try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw MountError(description: "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+            throw MountError(
+                description: "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
         }
     }
 }
