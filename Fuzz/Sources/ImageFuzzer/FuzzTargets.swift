@@ -11,6 +11,8 @@ enum FuzzTargets {
         "header": { data in _ = try? ImageHeader.parse(data) },
         "jpeg": { data in decode(data, as: .jpeg) },
         "png": { data in decode(data, as: .png) },
+        "webp": { data in decode(data, as: .webp) },
+        "gif": { data in decode(data, as: .gif) },
     ]
 
     /// The target named by the `FUZZ_TARGET` environment variable.
