@@ -2,8 +2,9 @@ import AsyncImageCache
 import Foundation
 
 /// `aic-benchmarks scroll`: the same 30 flings through seed 003's list of local JPEGs, once with our
-/// store through ``CachedImageModel`` and once with seed 002's naive loader, each in its own
-/// process so their peak memory compares; then a table against the goals.
+/// store through ``CachedImageModel`` (prefetching the next screenful, as a list does) and once with
+/// seed 002's naive loader (no prefetching), each in its own process so their peak memory compares,
+/// `--runs` times alternating which goes first; then a table of medians against the goals.
 enum ScrollBenchmark {
     static let fixtures = FileManager.default.temporaryDirectory.appendingPathComponent("aic-scroll-fixtures-v1")
 
@@ -146,8 +147,8 @@ enum ScrollBenchmark {
         ) {
             let (ours, naive) = (median(runsOfOurs, figure), median(runsOfNaive, figure))
             let ratio = ours / naive
-            var line =
-                column(name, 32) + column(format(ours, digits: digits), 12) + column(format(naive, digits: digits), 12)
+            func shown(_ value: Double) -> String { value.isNaN ? "-" : format(value, digits: digits) }
+            var line = column(name, 32) + column(shown(ours), 12) + column(shown(naive), 12)
             line += column(showsRatio ? format(ratio, digits: 2) : "", 12)
             if let goal { line += "<= \(format(goal, digits: 1)) " + (ratio <= goal ? "met" : "MISSED") }
             print(line)
