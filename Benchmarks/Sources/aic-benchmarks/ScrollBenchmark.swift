@@ -2,17 +2,25 @@ import AsyncImageCache
 import Foundation
 
 /// `aic-benchmarks scroll`: the same 30 flings through seed 003's list of local JPEGs, once with our
-/// store through ``CachedImageModel`` and once with seed 002's naive loader, each in its own
-/// process so their peak memory compares; then a table against the goals.
+/// store through ``CachedImageModel`` (prefetching the next screenful, as a list does) and once with
+/// seed 002's naive loader (no prefetching), each in its own process so their peak memory compares,
+/// `--runs` times alternating which goes first; then a table of medians against the goals.
 enum ScrollBenchmark {
     static let fixtures = FileManager.default.temporaryDirectory.appendingPathComponent("aic-scroll-fixtures-v1")
 
-    /// The parent: writes the files once, runs both loaders as children, prints the table.
-    static func runBoth() throws {
+    /// The parent: writes the files once, runs both loaders as children `runs` times, alternating
+    /// which goes first, and prints the median of each figure.
+    static func runBoth(runs: Int) throws {
         print("writing fixtures into \(fixtures.path) (reused on later runs)...")
         try ScrollLayout.prepareFiles(in: fixtures)
-        let ours = try spawnChild(loader: "ours")
-        let naive = try spawnChild(loader: "naive")
+        var (ours, naive): ([ScrollResult], [ScrollResult]) = ([], [])
+        for run in 0..<runs {
+            for loader in run % 2 == 0 ? ["ours", "naive"] : ["naive", "ours"] {
+                let result = try spawnChild(loader: loader)
+                if loader == "ours" { ours.append(result) } else { naive.append(result) }
+            }
+            print("run \(run + 1) of \(runs) done")
+        }
         printTable(ours: ours, naive: naive)
     }
 
@@ -53,34 +61,72 @@ enum ScrollBenchmark {
     private static func measure(loader: String) async -> ScrollResult {
         let layout = ScrollLayout(folder: fixtures)
         let meter = DecodeMeter()
+        let decodeStarts = DecodeStarts()
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("aic-scroll-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
-        let makeRow: (ScrollLayout.Row) -> any ScrollRowImage
+        var run: ScrollRun
+        var store: ImageStore?
+        var latency: (wait: [Double], decodeToFrame: [Double], before: Int) = ([], [], 0)
         if loader == "ours" {
             var configuration = ImageStore.Configuration(name: "scroll")
             configuration.rootDirectory = root
-            configuration.decoder = TimedDecoder(meter: meter)
-            let store = try! ImageStore(configuration: configuration)
-            // No prefetch yet: `startPrefetching` is not in this branch's store.
-            makeRow = { ModelRowImage(row: $0, store: store) }
+            configuration.stageObserver = { stage, url in if stage == .decode { decodeStarts.record(url) } }
+            let ours = try! ImageStore(configuration: configuration)
+            store = ours
+            run = ScrollRun(layout: layout) { ModelRowImage(row: $0, store: ours) }
+            let prefetcher = ScrollPrefetcher(layout: layout, store: ours)
+            run.onFrame = { prefetcher.update(offset: $0, velocity: $1) }
+            run.onHydrated = { index, appeared in
+                // Rows drawn at once from memory have no decode of their own to split.
+                guard let start = decodeStarts.latest(for: layout.rows[index].file) else { return }
+                let now = ContinuousClock.now
+                if start < appeared {
+                    latency.before += 1
+                } else {
+                    latency.wait.append((start - appeared).seconds)
+                    latency.decodeToFrame.append((now - start).seconds)
+                }
+            }
         } else {
             let cache = NaiveCache(countLimit: 100)
-            makeRow = { NaiveRowImage(row: $0, cache: cache, meter: meter) }
+            run = ScrollRun(layout: layout) { NaiveRowImage(row: $0, cache: cache, meter: meter) }
         }
         let baseline = ProcessMemory.residentMB
-        let outcome = await ScrollRun(layout: layout, makeRow: makeRow).run()
-        // Decodes already started finish (and count) before the figures are read.
-        while meter.decodesInFlight > 0 { try? await Task.sleep(for: .milliseconds(20)) }
+        let offMainBefore = ThreadCPU.processSeconds() - ThreadCPU.seconds()
+        let outcome = await run.run()
+        store?.stopPrefetching()
+        // Work already started finishes (and counts) before the figures are read: wait until the
+        // other threads stop using CPU.
+        var offMain = ThreadCPU.processSeconds() - ThreadCPU.seconds()
+        while true {
+            try? await Task.sleep(for: .milliseconds(100))
+            let now = ThreadCPU.processSeconds() - ThreadCPU.seconds()
+            defer { offMain = now }
+            if meter.decodesInFlight == 0 && now - offMain < 0.002 { break }
+        }
         return ScrollResult(
-            loader: loader, decodesStarted: meter.decodesStarted, decodeCPUSeconds: meter.decodeCPUSeconds,
-            peakMemoryMB: ProcessMemory.peakMB - baseline,
+            loader: loader, decodesStarted: store?.statistics.decodes ?? meter.decodesStarted,
+            decodeCPUSeconds: offMain - offMainBefore, peakMemoryMB: ProcessMemory.peakMB - baseline,
             placeholderMeanMs: outcome.placeholders.mean * 1000,
             placeholderP95Ms: outcome.placeholders.percentile(0.95) * 1000,
             appearances: outcome.placeholders.count, leftBeforeImage: outcome.leftBeforeImage,
-            frames: outcome.frames, lateFrames: outcome.lateFrames, onMainThread: Thread.isMainThread)
+            frames: outcome.frames, lateFrames: outcome.lateFrames,
+            mainWorkMeanMs: outcome.mainWorkSeconds.mean * 1000,
+            mainWorkMaxMs: (outcome.mainWorkSeconds.max() ?? .nan) * 1000, onMainThread: Thread.isMainThread,
+            waitForDecodeMs: store.map { _ in latency.wait.mean * 1000 },
+            decodeToFrameMs: store.map { _ in latency.decodeToFrame.mean * 1000 },
+            decodedAfterAppearing: store.map { _ in latency.wait.count },
+            decodedBeforeAppearing: store.map { _ in latency.before })
     }
 
-    private static func printTable(ours: ScrollResult, naive: ScrollResult) {
+    private static func printTable(ours runsOfOurs: [ScrollResult], naive runsOfNaive: [ScrollResult]) {
+        func median(_ results: [ScrollResult], _ figure: (ScrollResult) -> Double?) -> Double {
+            let values = results.compactMap(figure).sorted()
+            guard !values.isEmpty else { return .nan }
+            return values.count % 2 == 1
+                ? values[values.count / 2] : (values[values.count / 2 - 1] + values[values.count / 2]) / 2
+        }
+        let (ours, naive) = (runsOfOurs[0], runsOfNaive[0])
         print(
             """
 
@@ -88,33 +134,52 @@ enum ScrollBenchmark {
             at 120 px shared between rows, 120x80 images), scale 3, cold caches
             \(ScrollRun.flings().count) flings (20 down, 10 up), \(ScrollRun.framesPerFling) decaying frames + \
             \(ScrollRun.restFrames) at rest each, \(ScrollRun.framesPerSecond) fps on the main run loop \
-            (main thread: ours \(ours.onMainThread), naive \(naive.onMainThread)); no prefetch
+            (main thread: ours \(ours.onMainThread), naive \(naive.onMainThread))
+            ours prefetches the next screenful in the scroll direction through startPrefetching, with the rows' own \
+            requests, and stops rows 2 screens away; the naive loader (seed 002) has no prefetching
+            median of \(runsOfOurs.count) runs, ours and naive in alternating child processes
             """)
-        let header = column("", 26) + column("ours", 12) + column("naive", 12) + column("ours/naive", 12) + "goal"
+        let header = column("", 32) + column("ours", 12) + column("naive", 12) + column("ours/naive", 12) + "goal"
         print(header)
-        func row(_ name: String, _ ours: Double, _ naive: Double, digits: Int, goal: Double?) {
+        func row(
+            _ name: String, _ figure: (ScrollResult) -> Double?, digits: Int, goal: Double?,
+            ratio showsRatio: Bool = true
+        ) {
+            let (ours, naive) = (median(runsOfOurs, figure), median(runsOfNaive, figure))
             let ratio = ours / naive
-            var line =
-                column(name, 26) + column(format(ours, digits: digits), 12) + column(format(naive, digits: digits), 12)
-            line += column(format(ratio, digits: 2), 12)
+            func shown(_ value: Double) -> String { value.isNaN ? "-" : format(value, digits: digits) }
+            var line = column(name, 32) + column(shown(ours), 12) + column(shown(naive), 12)
+            line += column(showsRatio ? format(ratio, digits: 2) : "", 12)
             if let goal { line += "<= \(format(goal, digits: 1)) " + (ratio <= goal ? "met" : "MISSED") }
             print(line)
         }
-        row("decodes started", Double(ours.decodesStarted), Double(naive.decodesStarted), digits: 0, goal: nil)
-        row("decode CPU (s)", ours.decodeCPUSeconds, naive.decodeCPUSeconds, digits: 2, goal: 0.5)
-        row("peak memory (MB)", ours.peakMemoryMB, naive.peakMemoryMB, digits: 0, goal: 0.6)
-        row("placeholder mean (ms)", ours.placeholderMeanMs, naive.placeholderMeanMs, digits: 0, goal: 0.7)
-        row("placeholder p95 (ms)", ours.placeholderP95Ms, naive.placeholderP95Ms, digits: 0, goal: 0.7)
-        row("row appearances", Double(ours.appearances), Double(naive.appearances), digits: 0, goal: nil)
+        row("decodes started", { Double($0.decodesStarted) }, digits: 0, goal: nil)
+        row("decode CPU (s)", { $0.decodeCPUSeconds }, digits: 2, goal: 0.5)
+        row("peak memory (MB)", { $0.peakMemoryMB }, digits: 0, goal: 0.6)
+        row("placeholder mean (ms)", { $0.placeholderMeanMs }, digits: 0, goal: 0.7)
+        row("placeholder p95 (ms)", { $0.placeholderP95Ms }, digits: 0, goal: 0.7)
+        row("row appearances", { Double($0.appearances) }, digits: 0, goal: nil)
+        row("left before their image", { Double($0.leftBeforeImage) }, digits: 0, goal: nil)
+        row("late frames", { Double($0.lateFrames) }, digits: 0, goal: nil)
+        row("main thread/frame mean (ms)", { $0.mainWorkMeanMs }, digits: 2, goal: nil)
+        row("main thread/frame max (ms)", { $0.mainWorkMaxMs }, digits: 1, goal: nil)
         row(
-            "left before their image", Double(ours.leftBeforeImage), Double(naive.leftBeforeImage), digits: 0, goal: nil
-        )
-        row("late frames", Double(ours.lateFrames), Double(naive.lateFrames), digits: 0, goal: nil)
+            "ours: decoded before appearing", { $0.decodedBeforeAppearing.map(Double.init) }, digits: 0, goal: nil,
+            ratio: false)
+        row(
+            "ours: decoded after appearing", { $0.decodedAfterAppearing.map(Double.init) }, digits: 0, goal: nil,
+            ratio: false)
+        row("  appear -> decode start (ms)", { $0.waitForDecodeMs }, digits: 1, goal: nil, ratio: false)
+        row("  decode start -> frame (ms)", { $0.decodeToFrameMs }, digits: 1, goal: nil, ratio: false)
         print(
             """
             Placeholder time: from the frame a row appears to the frame its image is set, counted in whole \
             frames (\(1000 / ScrollRun.framesPerSecond) ms); a row that left before its image counts the time \
-            it was visible. Peak memory: VmHWM minus VmRSS before the flings, each loader in its own process.
+            it was visible. Decode CPU: CPU time of every thread but the main one (reads, decodes, resizes; ours \
+            with its real decoder, so the JPEG decode+resize pipeline counts on both of its threads), until the \
+            loads already started finish. Main thread/frame: the frame loop's CPU time making, updating and \
+            dropping rows (and, for ours, prefetching). Peak memory: VmHWM minus VmRSS before the flings, each \
+            loader in its own process.
             """)
     }
 }

@@ -1,47 +1,35 @@
 import AsyncImageCache
 import Foundation
 
-/// Counts decodes and the CPU time the decoding threads spend in them.
+/// Counts the naive loader's decodes, so the run can wait for those still going.
 final class DecodeMeter: @unchecked Sendable {
     // Every stored property is only touched while holding `lock`.
     private let lock = NSLock()
     private var started = 0
     private var finished = 0
-    private var cpuSeconds = 0.0
 
     var decodesStarted: Int { lock.withLock { started } }
     var decodesInFlight: Int { lock.withLock { started - finished } }
-    var decodeCPUSeconds: Double { lock.withLock { cpuSeconds } }
 
-    /// Runs `decode`, counting it and adding its thread CPU time (CLOCK_THREAD_CPUTIME_ID).
     func measure<T, E: Error>(_ decode: () throws(E) -> T) throws(E) -> T {
         lock.withLock { started += 1 }
-        let start = Self.threadCPUSeconds()
-        defer {
-            let spent = Self.threadCPUSeconds() - start
-            lock.withLock {
-                finished += 1
-                cpuSeconds += spent
-            }
-        }
+        defer { lock.withLock { finished += 1 } }
         return try decode()
-    }
-
-    private static func threadCPUSeconds() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 }
 
-/// The store's real decoder, timed: what the store decodes, at the size it asks for.
-struct TimedDecoder: ImageDecoding {
-    let meter: DecodeMeter
-    let base: any ImageDecoding = ImageDecoders.Default()
+/// When each URL's latest decode started, from the store's stage observer.
+final class DecodeStarts: @unchecked Sendable {
+    // Every stored property is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var starts: [URL: ContinuousClock.Instant] = [:]
 
-    func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
-        try meter.measure { () throws(ImageDecodingError) -> Bitmap in try base.decode(data, context: context) }
+    func record(_ url: URL) {
+        let now = ContinuousClock.now
+        lock.withLock { starts[url] = now }
     }
+
+    func latest(for url: URL) -> ContinuousClock.Instant? { lock.withLock { starts[url] } }
 }
 
 /// One row's image on screen, as the frame loop sees it.
@@ -60,6 +48,7 @@ final class ModelRowImage: ScrollRowImage {
 
     init(row: ScrollLayout.Row, store: ImageStore) {
         model = CachedImageModel(url: row.file, displayScale: ScrollLayout.scale, layoutSize: row.frame, store: store)
+        assert(model.request == Self.request(for: row))
         if model.image == nil {
             hydration = Task { [model] in await model.load() }
         }
@@ -70,6 +59,46 @@ final class ModelRowImage: ScrollRowImage {
     func disappear() {
         hydration?.cancel()
         model.disappear()
+    }
+
+    /// The request the row's model makes, for prefetching.
+    nonisolated static func request(for row: ScrollLayout.Row) -> ImageRequest? {
+        CachedImageModel.request(url: row.file, layoutSize: row.frame, displayScale: ScrollLayout.scale)
+    }
+}
+
+/// Prefetching as a list does it (seed 001): while the list moves, the rows of the next screenful
+/// in the scroll direction start prefetching, with the requests the rows will make; rows more than
+/// a screenful off screen stop.
+@MainActor
+final class ScrollPrefetcher {
+    private let layout: ScrollLayout
+    private let store: ImageStore
+    private var prefetching: [Int: ImageRequest] = [:]
+
+    init(layout: ScrollLayout, store: ImageStore) {
+        self.layout = layout
+        self.store = store
+    }
+
+    func update(offset: CGFloat, velocity: CGFloat) {
+        let screen = ScrollLayout.screenHeight
+        if velocity != 0 {
+            let visible = layout.visibleRows(at: offset)
+            let next = layout.visibleRows(at: max(0, velocity > 0 ? offset + screen : offset - screen))
+            var started: [ImageRequest] = []
+            for index in next where !visible.contains(index) && prefetching[index] == nil {
+                guard let request = ModelRowImage.request(for: layout.rows[index]) else { continue }
+                prefetching[index] = request
+                started.append(request)
+            }
+            if !started.isEmpty { store.startPrefetching(started) }
+        }
+        let near = (offset - 2 * screen)...(offset + 2 * screen)
+        let far = prefetching.filter { !near.contains(layout.tops[$0.key]) }
+        guard !far.isEmpty else { return }
+        for index in far.keys { prefetching[index] = nil }
+        store.stopPrefetching(Array(far.values))
     }
 }
 

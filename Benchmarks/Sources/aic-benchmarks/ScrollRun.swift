@@ -13,7 +13,17 @@ struct ScrollResult: Codable {
     var leftBeforeImage: Int
     var frames: Int
     var lateFrames: Int
+    var mainWorkMeanMs: Double
+    var mainWorkMaxMs: Double
     var onMainThread: Bool
+    /// Ours only: of the rows that waited for a decode started after they appeared, the mean time
+    /// from appearing to that decode starting (fetch and decode-slot wait), and from the decode
+    /// starting to the frame that drew it (decode and main-actor delivery); rows whose decode
+    /// started before they appeared (prefetched) are counted apart.
+    var waitForDecodeMs: Double?
+    var decodeToFrameMs: Double?
+    var decodedAfterAppearing: Int?
+    var decodedBeforeAppearing: Int?
 }
 
 /// Flings through the list at a fixed frame rate on the main actor, making and dropping row images
@@ -26,6 +36,11 @@ struct ScrollRun {
 
     let layout: ScrollLayout
     let makeRow: (ScrollLayout.Row) -> any ScrollRowImage
+    /// Called every frame after the rows update, with the offset and the velocity in points per
+    /// frame (0 at rest); ours prefetches here.
+    var onFrame: ((CGFloat, CGFloat) -> Void)?
+    /// Called when a row's image is drawn, with the row and when it appeared.
+    var onHydrated: ((Int, ContinuousClock.Instant) -> Void)?
 
     /// 30 flings: 20 down, then 10 back up; each starts at a speed from 6000 to 12000 pt/s that
     /// decays to under 2 % over 40 frames, then the list rests for 10 frames.
@@ -40,14 +55,18 @@ struct ScrollRun {
     private struct Visible {
         var row: any ScrollRowImage
         var appearedFrame: Int
+        var appearedAt: ContinuousClock.Instant
         var hydrated: Bool
     }
 
-    func run() async -> (placeholders: [Double], leftBeforeImage: Int, frames: Int, lateFrames: Int) {
+    func run() async -> (
+        placeholders: [Double], leftBeforeImage: Int, frames: Int, lateFrames: Int, mainWorkSeconds: [Double]
+    ) {
         let clock = ContinuousClock()
         let frameDuration = Duration.nanoseconds(1_000_000_000 / Self.framesPerSecond)
         var visible: [Int: Visible] = [:]
         var placeholders: [Double] = []
+        var mainWorkSeconds: [Double] = []
         var leftBeforeImage = 0
         var (frame, lateFrames, offset) = (0, 0, CGFloat(0))
         var deadline = clock.now
@@ -68,11 +87,13 @@ struct ScrollRun {
                 visible[index] = nil
             }
             for index in onScreen where visible[index] == nil {
-                visible[index] = Visible(row: makeRow(layout.rows[index]), appearedFrame: frame, hydrated: false)
+                visible[index] = Visible(
+                    row: makeRow(layout.rows[index]), appearedFrame: frame, appearedAt: clock.now, hydrated: false)
             }
             for (index, entry) in visible where !entry.hydrated && entry.row.hasImage {
                 placeholders.append(seconds(since: entry.appearedFrame))
                 visible[index]?.hydrated = true
+                onHydrated?(index, entry.appearedAt)
             }
         }
 
@@ -80,11 +101,15 @@ struct ScrollRun {
             var velocity = speed / CGFloat(Self.framesPerSecond)  // points per frame
             for step in 0..<(Self.framesPerFling + Self.restFrames) {
                 if clock.now > deadline + frameDuration { lateFrames += 1 }
-                if step < Self.framesPerFling {
+                let moving = step < Self.framesPerFling
+                if moving {
                     offset = min(max(0, offset + velocity), maxOffset)
-                    velocity *= decay
                 }
+                let workStart = ThreadCPU.seconds()
                 update()
+                onFrame?(offset, moving ? velocity : 0)
+                mainWorkSeconds.append(ThreadCPU.seconds() - workStart)
+                if moving { velocity *= decay }
                 frame += 1
                 deadline += frameDuration
                 try? await Task.sleep(until: deadline, clock: clock)
@@ -97,7 +122,25 @@ struct ScrollRun {
             }
             entry.row.disappear()
         }
-        return (placeholders, leftBeforeImage, frame, lateFrames)
+        return (placeholders, leftBeforeImage, frame, lateFrames, mainWorkSeconds)
+    }
+}
+
+/// CPU time of the calling thread, and of the whole process.
+enum ThreadCPU {
+    /// The calling thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID).
+    static func seconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
+    /// User plus system CPU time of every thread of the process, in seconds.
+    static func processSeconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        func seconds(_ value: timeval) -> Double { Double(value.tv_sec) + Double(value.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 }
 
@@ -115,6 +158,14 @@ enum ProcessMemory {
             return kilobytes / 1024
         }
         return .nan
+    }
+}
+
+extension Duration {
+    /// The duration in seconds.
+    var seconds: Double {
+        let (whole, attoseconds) = components
+        return Double(whole) + Double(attoseconds) / 1e18
     }
 }
 

@@ -1,7 +1,7 @@
 import Foundation
 
 // aic-benchmarks [sizes|memory|all] [--rounds N]
-// aic-benchmarks scroll [--loader ours|naive]
+// aic-benchmarks scroll [--runs N] [--loader ours|naive]
 // aic-benchmarks thumbnails PHOTOS_FOLDER --aic PATH [--rounds N]   (scripts/benchmark-thumbnails runs it)
 // aic-benchmarks thumb-stages FILE WIDTH [--rounds N]              (one thumbnail, step by step)
 // aic-benchmarks thumb-once ours|vips FILE WIDTH WARMUP_FILE         (a child of `thumbnails`)
@@ -10,9 +10,15 @@ if arguments.first == "scroll" {
     if let index = arguments.firstIndex(of: "--loader"), index + 1 < arguments.count {
         ScrollBenchmark.runChild(loader: arguments[index + 1])
     }
-    print("command: swift run -c release --package-path Benchmarks aic-benchmarks scroll")
+    var runs = 3
+    if let index = arguments.firstIndex(of: "--runs"), index + 1 < arguments.count,
+        let value = Int(arguments[index + 1])
+    {
+        runs = max(1, value)
+    }
+    print("command: swift run -c release --package-path Benchmarks aic-benchmarks scroll --runs \(runs)")
     do {
-        try ScrollBenchmark.runBoth()
+        try ScrollBenchmark.runBoth(runs: runs)
         exit(0)
     } catch {
         FileHandle.standardError.write(Data("aic-benchmarks: \(error)\n".utf8))

@@ -103,7 +103,29 @@ public final class CachedImageModel {
 
     /// The request that fits the current layout; `nil` without a URL or a laid-out width.
     public var request: ImageRequest? {
-        guard let url, let width = targetPixelWidth, let layoutSize else { return nil }
+        guard let url, let layoutSize else { return nil }
+        return Self.request(
+            url: url, layoutSize: layoutSize, cornerRadius: cornerRadius, maxPixelWidth: maxPixelWidth,
+            displayScale: displayScale)
+    }
+
+    /// The request a model with these parameters makes once laid out at `layoutSize`; `nil` when
+    /// the frame has no width. Prefetch with it (``ImageStore/startPrefetching(_:)``) so that a
+    /// prefetched image is a memory hit when its row appears.
+    ///
+    /// ```swift
+    /// store.startPrefetching(upcoming.compactMap {
+    ///     CachedImageModel.request(url: $0.url, layoutSize: $0.frame, displayScale: 3)
+    /// })
+    /// ```
+    public nonisolated static func request(
+        url: URL, layoutSize: CGSize, cornerRadius: CGFloat = 0, maxPixelWidth: CGFloat? = nil,
+        displayScale: CGFloat = 1
+    ) -> ImageRequest? {
+        guard
+            let width = DisplayPixels.width(
+                forLayoutWidth: layoutSize.width, scale: displayScale, maxPixelWidth: maxPixelWidth)
+        else { return nil }
         let radius = DisplayPixels.cornerRadius(
             cornerRadius, layoutWidth: layoutSize.width, scale: displayScale, maxPixelWidth: maxPixelWidth)
         return ImageRequest(url: url, targetWidth: CGFloat(width), cornerRadius: radius)

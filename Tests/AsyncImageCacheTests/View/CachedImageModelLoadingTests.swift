@@ -61,6 +61,19 @@ import Testing
         #expect(photo.decoder.count == 1)
     }
 
+    @Test func aRowPrefetchedWithTheModelsRequestIsDrawnFromMemoryWithoutASecondDecode() async throws {
+        let photo = try LocalPhoto()
+        let frame = CGSize(width: 318, height: 212)
+        let request = try #require(
+            CachedImageModel.request(url: photo.url, layoutSize: frame, cornerRadius: 6, displayScale: 3))
+        _ = try await photo.store.image(for: request)
+        let model = CachedImageModel(
+            url: photo.url, cornerRadius: 6, displayScale: 3, layoutSize: frame, store: photo.store)
+        #expect(model.request == request)
+        #expect(model.image?.pixelSize.width == 954)
+        #expect(photo.decoder.count == 1)
+    }
+
     @Test func growingTheFrameLoadsALargerImageAndKeepsTheOldOneUntilItLands() async throws {
         let photo = try LocalPhoto()
         let model = CachedImageModel(url: photo.url, displayScale: 2, store: photo.store)
