@@ -117,11 +117,12 @@ import Testing
     }
 }
 
-/// Polls `condition` every 10 ms for up to 10 s; fails the test if it never holds.
+/// Polls `condition` every 10 ms for up to 60 s (a loaded machine or a sanitizer build is slow);
+/// fails the test if it never holds.
 func waitUntil(
     _ condition: @Sendable () async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation
 ) async throws {
-    for _ in 0..<1000 {
+    for _ in 0..<6000 {
         if try await condition() { return }
         try await Task.sleep(for: .milliseconds(10))
     }
