@@ -160,13 +160,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             self.send_status(404)
 
-    def send_file(self, name, truncate=False, etag=False):
+    def read_served_file(self, name):
+        """The path and bytes of <name> in the served folder, or None (after a 404) when there is none."""
         file_path = os.path.realpath(os.path.join(self.state.root, name))
         if os.path.dirname(file_path) != self.state.root or not os.path.isfile(file_path):
             self.send_status(404)
-            return
+            return None
         with open(file_path, "rb") as file:
-            body = file.read()
+            return file_path, file.read()
+
+    def send_file(self, name, truncate=False, etag=False):
+        found = self.read_served_file(name)
+        if found is None:
+            return
+        body = found[1]
         extension = os.path.splitext(name)[1].lower()
         content_type = CONTENT_TYPES.get(extension) or mimetypes.guess_type(name)[0] or "application/octet-stream"
         if truncate:
@@ -189,12 +196,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_body(200, body, content_type, headers)
 
     def send_cacheable(self, path, name, directives, with_etag):
-        file_path = os.path.realpath(os.path.join(self.state.root, name))
-        if os.path.dirname(file_path) != self.state.root or not os.path.isfile(file_path):
-            self.send_status(404)
+        found = self.read_served_file(name)
+        if found is None:
             return
-        with open(file_path, "rb") as file:
-            body = file.read()
+        file_path, body = found
         modified = int(os.path.getmtime(file_path))
         headers = {"Last-Modified": email.utils.formatdate(modified, usegmt=True)}
         if directives != "-":
