@@ -24,15 +24,11 @@ final class DiskStore: Sendable {
 
     private static let temporaryPrefix = ".tmp-"
     private let trimQueue = DispatchQueue(label: "AsyncImageCache.DiskStore.trim", qos: .utility)
-    private let trimState = LockedBox(TrimState())
+    /// Whether a background trim is queued and not yet started; writes meanwhile share it.
+    private let trimIsQueued = LockedBox(false)
     /// What this store last counted in its folder plus what it wrote since; `nil` until counted
     /// and after removals, which recount on the next write.
     private let usage = LockedBox<Int?>(nil)
-
-    private struct TrimState {
-        var isScheduled = false
-        var pendingWaiters: [@Sendable () -> Void] = []
-    }
 
     /// Opens (creating if needed) the store at `directory`, removing temporary files that an
     /// interrupted write left behind.
@@ -280,21 +276,15 @@ final class DiskStore: Sendable {
     }
 
     /// Runs a trim on the background queue; writes that arrive while one is pending share it.
-    func scheduleTrim(then completion: (@Sendable () -> Void)? = nil) {
-        let shouldSchedule = trimState.withLock { state in
-            if let completion { state.pendingWaiters.append(completion) }
-            defer { state.isScheduled = true }
-            return !state.isScheduled
+    func scheduleTrim() {
+        let alreadyQueued = trimIsQueued.withLock { queued in
+            defer { queued = true }
+            return queued
         }
-        guard shouldSchedule else { return }
+        guard !alreadyQueued else { return }
         trimQueue.async { [self] in
-            let waiters = trimState.withLock { state in
-                state.isScheduled = false
-                defer { state.pendingWaiters = [] }
-                return state.pendingWaiters
-            }
+            trimIsQueued.withLock { $0 = false }
             trim()
-            waiters.forEach { $0() }
         }
     }
 

@@ -73,12 +73,12 @@ final class VariantCache: @unchecked Sendable {
 
     /// Removes every variant.
     func removeAll() {
+        // The old images are released when `old` goes, outside the lock.
         let old = lock.withLock {
-            defer {
-                storage = LRUStorage(countLimit: storage.countLimit, costLimit: storage.costLimit)
-                variantsByURL = [:]
-            }
-            return storage
+            let old = storage
+            storage = LRUStorage(countLimit: old.countLimit, costLimit: old.costLimit)
+            variantsByURL = [:]
+            return old
         }
         _ = old
     }
