@@ -27,10 +27,18 @@ let package = Package(
             dependencies: [.target(name: "CJPEG", condition: linux)],
             linkerSettings: [.linkedLibrary("jpeg", .when(platforms: [.linux]))]
         ),
+        // libpng's simplified API cannot choose the filter or zlib's strategy; this C target uses
+        // the full API for writing, with its setjmp error handling kept in C.
+        .target(
+            name: "CPNGSupport",
+            dependencies: [.target(name: "CPNG", condition: linux)],
+            linkerSettings: [.linkedLibrary("png16", .when(platforms: [.linux]))]
+        ),
         .target(
             name: "AsyncImageCache",
             dependencies: [
                 .target(name: "CJPEGSupport", condition: linux),
+                .target(name: "CPNGSupport", condition: linux),
                 .target(name: "CPNG", condition: linux),
                 .target(name: "CWebP", condition: linux),
                 .target(name: "CGIF", condition: linux),

@@ -3,8 +3,8 @@ import Foundation
 #if canImport(CJPEGSupport)
 import CJPEGSupport
 #endif
-#if canImport(CPNG)
-import CPNG
+#if canImport(CPNGSupport)
+import CPNGSupport
 #endif
 
 /// Encoders for writing bitmaps out (the command-line tool, tests and benchmarks use them).
@@ -23,34 +23,25 @@ public enum ImageEncoders {
         public init() {}
 
         /// The PNG bytes of `bitmap`: 8-bit RGBA, not interlaced, lossless.
+        ///
+        /// Written for speed: libpng picks a filter per row and zlib codes runs only. On photographs
+        /// that is within a few percent of zlib's default level in size, at about a fifth of the time.
         public func encode(_ bitmap: Bitmap) throws(ImageDecodingError) -> Data {
-            #if canImport(CPNG)
-            var image = png_image()
-            image.version = UInt32(PNG_IMAGE_VERSION)
-            image.width = UInt32(bitmap.width)
-            image.height = UInt32(bitmap.height)
-            image.format = png_image.rgbaFormat
-            defer { png_image_free(&image) }
-
-            // Deflate never grows data by much; a second pass with libpng's own count covers the rest.
-            var capacity = bitmap.byteCount + bitmap.byteCount / 64 + bitmap.height + 4096
-            for _ in 0..<2 {
-                var written = capacity
-                var output = Data(count: capacity)
-                let succeeded = output.withUnsafeMutableBytes { memory in
-                    bitmap.pixels.withUnsafeBytes { pixels in
-                        png_image_write_to_memory(&image, memory.baseAddress, &written, 0, pixels.baseAddress, 0, nil)
-                    }
-                }
-                if succeeded != 0 {
-                    output.count = written
-                    return output
-                }
-                guard written > capacity else { break }
-                capacity = written
+            #if canImport(CPNGSupport)
+            var result = cpng_encoded()
+            let status = bitmap.pixels.withUnsafeBytes { pixels in
+                cpng_encode_rgba(
+                    pixels.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(clamping: bitmap.width),
+                    Int32(clamping: bitmap.height), bitmap.width * 4, &result)
             }
-            let message = image.messageText
-            throw ImageDecodingError(format: .png, reason: .corrupt(message.isEmpty ? "libpng failed" : message))
+            guard status == 0, let bytes = result.bytes else {
+                let message = withUnsafeBytes(of: result.message) {
+                    String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+                }
+                throw ImageDecodingError(format: .png, reason: .corrupt(message.isEmpty ? "libpng failed" : message))
+            }
+            return Data(
+                bytesNoCopy: bytes, count: result.count, deallocator: .custom { pointer, _ in cpng_free(pointer) })
             #else
             throw ImageDecodingError(format: .png, reason: .unsupportedFormat)
             #endif

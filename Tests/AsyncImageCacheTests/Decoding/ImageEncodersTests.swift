@@ -2,6 +2,10 @@
 import Foundation
 import Testing
 
+#if canImport(CPNG)
+import CPNG
+#endif
+
 @testable import AsyncImageCache
 
 @Suite("Image encoders")
@@ -23,6 +27,53 @@ struct ImageEncodersTests {
         let pixel = Bitmap(width: 1, height: 1, pixels: [10, 20, 30, 40])
         let data = try ImageEncoders.PNG().encode(pixel)
         #expect(try ImageDecoders.PNG().decode(data, context: decodingContext(.png)) == pixel)
+    }
+
+    @Test func aPNGLargerThanItsFirstOutputBufferRoundTrips() throws {
+        // Noise does not compress, so the output outgrows the buffer the encoder starts with.
+        var generator = SeededGenerator(seed: 7)
+        let noise = Bitmap(width: 300, height: 200, pixels: generator.bytes(300 * 200 * 4))
+        let data = try ImageEncoders.PNG().encode(noise)
+        #expect(data.count > 300 * 200 * 4)
+        #expect(try ImageDecoders.PNG().decode(data, context: decodingContext(.png)) == noise)
+    }
+
+    @Test func flatAreasCompressToAlmostNothing() throws {
+        let flat = Bitmap.drawing(width: 512, height: 512) { x, _ in x < 256 ? (30, 60, 90, 255) : (200, 10, 10, 128) }
+        let data = try ImageEncoders.PNG().encode(flat)
+        #expect(data.count < 4096, "\(data.count) bytes for two flat halves")
+        #expect(try ImageDecoders.PNG().decode(data, context: decodingContext(.png)) == flat)
+    }
+
+    @Test func aPhotoThumbnailIsAboutAsSmallAsWithLibpngsDefaults() throws {
+        let photo = try ImageDecoders.JPEG().decode(
+            try Fixtures.data("exif-orientation", "Landscape_1.jpg"), context: decodingContext(.jpeg))
+        let thumbnail = photo.resized(to: PixelSize(width: 320, height: 213))
+        let ours = try ImageEncoders.PNG().encode(thumbnail)
+        let defaults = try libpngDefaultEncoding(thumbnail)
+        #expect(try ImageDecoders.PNG().decode(ours, context: decodingContext(.png)) == thumbnail)
+        #expect(
+            Double(ours.count) < Double(defaults.count) * 1.1, "ours \(ours.count), libpng's defaults \(defaults.count)"
+        )
+    }
+
+    /// The image as libpng's simplified API writes it: every filter, zlib's default level.
+    private func libpngDefaultEncoding(_ bitmap: Bitmap) throws -> Data {
+        var image = png_image()
+        image.version = UInt32(PNG_IMAGE_VERSION)
+        image.width = UInt32(bitmap.width)
+        image.height = UInt32(bitmap.height)
+        image.format = UInt32(PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA)
+        defer { png_image_free(&image) }
+        var written = bitmap.byteCount * 2 + 4096
+        var output = Data(count: written)
+        let succeeded = output.withUnsafeMutableBytes { memory in
+            bitmap.pixels.withUnsafeBytes { pixels in
+                png_image_write_to_memory(&image, memory.baseAddress, &written, 0, pixels.baseAddress, 0, nil)
+            }
+        }
+        try #require(succeeded != 0)
+        return output.prefix(written)
     }
 
     @Test func jpegRoundTripsWithinTheToleranceOfItsQuality() throws {
