@@ -136,15 +136,17 @@ extension ImageStore {
         return bitmap
     }
 
-    /// A JPEG for the default decoder decoded and resized in one step, the resize running on a second
-    /// thread while libjpeg decodes; `nil` for anything else (which takes the steps one by one).
+    /// A JPEG for the default decoder decoded and resized in one step, row by row; `nil` for anything
+    /// else (which takes the steps one by one). The resize overlaps the decode on a second thread only
+    /// while a core has no decode of its own: when all are busy, the handing over would only cost.
     private func decodeResizing(
         _ data: Data, _ context: ImageDecodingContext, to size: PixelSize, url: URL
     ) throws(ImageDecodingError) -> Bitmap? {
         #if canImport(CJPEGSupport)
         guard context.header.format == .jpeg, configuration.decoder is ImageDecoders.Default else { return nil }
         report(.resize, url)
-        return try ImageDecoders.JPEG().decode(data, context: context, resizedTo: size)
+        let idleCore = decodeSlots.busyCount < ProcessInfo.processInfo.activeProcessorCount
+        return try ImageDecoders.JPEG().decode(data, context: context, resizedTo: size, overlapping: idleCore)
         #else
         return nil
         #endif

@@ -68,10 +68,14 @@ extension ImageDecoders {
         }
 
         /// Decodes at the smallest scale that covers `size` and resamples to exactly `size` (as
-        /// ``Bitmap/resized(to:)`` would), the resampling running on a second thread while rows decode.
-        func decode(_ data: Data, context: ImageDecodingContext, resizedTo size: PixelSize) throws(ImageDecodingError)
-            -> Bitmap
-        {
+        /// ``Bitmap/resized(to:)`` would), row by row as libjpeg hands rows out.
+        ///
+        /// With `overlapping`, the resampling runs on a second thread while rows decode (the shortest
+        /// time when a core is idle); without, it follows the decode on this thread through a ring of
+        /// a few rows (the least CPU and memory when every core is busy).
+        func decode(
+            _ data: Data, context: ImageDecodingContext, resizedTo size: PixelSize, overlapping: Bool = true
+        ) throws(ImageDecodingError) -> Bitmap {
             guard !data.isEmpty else { throw ImageDecodingError(format: .jpeg, reason: .truncated) }
             let memoryLimit = Self.memoryLimit(forPixelBudget: context.pixelBudget)
             return try data.withUnsafeBytes { bytes in
@@ -83,13 +87,17 @@ extension ImageDecoders {
                         return .failure(Self.error(status, decoder, context, sizes.image))
                     }
                     let resampler = RowResampler(sourceSize: outputSize, targetSize: size, isOpaque: true)
-                    // Batches of rows big enough to amortize the hand-over, small enough to start early.
-                    let batch = Int32(max(8, outputSize.height / 32))
-                    let pixels = resampler.resample { rows, _ in
+                    // Overlapping: batches big enough to amortize the hand-over, small enough to start early.
+                    let batch = overlapping ? max(8, outputSize.height / 32) : Int.max
+                    let read = { (rows: UnsafeMutablePointer<UInt8>, _: Int, limit: Int) -> Int? in
                         var count: Int32 = 0
-                        status = cjpeg_decoder_read_rows(decoder, rows, outputSize.width * 4, batch, &count)
+                        let wanted = Int32(clamping: min(batch, limit))
+                        status = cjpeg_decoder_read_rows(decoder, rows, outputSize.width * 4, wanted, &count)
                         return status == CJPEG_STATUS_OK ? Int(count) : nil
                     }
+                    let pixels =
+                        overlapping
+                        ? resampler.resample(producingRowsWith: read) : resampler.resample(streamingRowsWith: read)
                     guard let pixels else { return .failure(Self.error(status, decoder, context, sizes.image)) }
                     return .success(Bitmap(width: size.width, height: size.height, pixels: pixels))
                 }

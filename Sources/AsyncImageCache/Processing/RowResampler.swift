@@ -14,8 +14,12 @@ struct RowResampler {
     /// Whether every source pixel is opaque (a JPEG): premultiplying and dividing by alpha are then
     /// no-ops, and skipping them saves a division per pixel.
     let isOpaque: Bool
+    /// The rows of intermediate a resize streaming through a ring must keep besides the rows of one batch.
+    let ringRowsBesidesBatch: Int
     private let horizontal: ResamplingWeights
     private let vertical: ResamplingWeights
+    /// For each target row, how many intermediate rows (from the top) it and the rows above it read.
+    private let rowsNeeded: [Int]
 
     init(sourceSize: PixelSize, targetSize: PixelSize, isOpaque: Bool) {
         self.sourceSize = sourceSize
@@ -23,29 +27,46 @@ struct RowResampler {
         self.isOpaque = isOpaque
         horizontal = ResamplingWeights(sourceCount: sourceSize.width, targetCount: targetSize.width)
         vertical = ResamplingWeights(sourceCount: sourceSize.height, targetCount: targetSize.height)
+        // Windows move down with the target row, but trimmed taps can make one start a row before
+        // the one above it: keep the running maximum, and the largest such step back.
+        let taps = vertical.tapCount
+        var highest = 0
+        rowsNeeded = vertical.starts.map { start in
+            highest = max(highest, start)
+            return highest + taps
+        }
+        var lowest = Int.max
+        var stepBack = 0
+        for start in vertical.starts.reversed() {
+            lowest = min(lowest, start)
+            stepBack = max(stepBack, start - lowest)
+        }
+        ringRowsBesidesBatch = taps + stepBack
     }
 
     /// The number of intermediate rows (from the top) that target rows `0..<count` read.
     func sourceRowsNeeded(forTargetRows count: Int) -> Int {
-        count == 0 ? 0 : vertical.starts[count - 1] + vertical.tapCount
+        count == 0 ? 0 : rowsNeeded[count - 1]
     }
 
-    /// Resamples source `rows` into the intermediate: `source` points at row 0, `bytesPerRow` apart.
+    /// Resamples source `rows` into the intermediate. Source row `y` starts at
+    /// `source + (y - firstSourceRow) * bytesPerRow`.
     ///
     /// - Parameter row: scratch for one premultiplied source row, at least `sourceSize.width` long.
     func horizontalPass(
-        rows: Range<Int>, source: UnsafeRawPointer, bytesPerRow: Int,
-        intermediate: UnsafeMutablePointer<SIMD4<Float>>, row: UnsafeMutableBufferPointer<SIMD4<Float>>
+        rows: Range<Int>, source: UnsafeRawPointer, firstSourceRow: Int = 0, bytesPerRow: Int,
+        intermediate: IntermediateRows, row: UnsafeMutableBufferPointer<SIMD4<Float>>
     ) {
         let width = targetSize.width
         let sourceRow = UnsafeMutableBufferPointer(rebasing: row[0..<sourceSize.width])
         for y in rows {
+            let bytes = source + (y - firstSourceRow) * bytesPerRow
             if isOpaque {
-                Self.widen(source + y * bytesPerRow, into: sourceRow)
+                Self.widen(bytes, into: sourceRow)
             } else {
-                Self.premultiply(source + y * bytesPerRow, into: sourceRow)
+                Self.premultiply(bytes, into: sourceRow)
             }
-            let target = UnsafeMutableBufferPointer(start: intermediate + y * width, count: width)
+            let target = UnsafeMutableBufferPointer(start: intermediate.row(y), count: width)
             horizontal.resample(UnsafeBufferPointer(sourceRow), into: target)
         }
     }
@@ -73,7 +94,7 @@ struct RowResampler {
     ///
     /// - Parameter sums: scratch for one target row, at least `targetSize.width` long.
     func verticalPass(
-        rows: Range<Int>, intermediate: UnsafePointer<SIMD4<Float>>, output: UnsafeMutablePointer<UInt8>,
+        rows: Range<Int>, intermediate: IntermediateRows, output: UnsafeMutablePointer<UInt8>,
         sums: UnsafeMutableBufferPointer<SIMD4<Float>>
     ) {
         let width = targetSize.width
@@ -86,8 +107,8 @@ struct RowResampler {
                     // Two taps a sweep halves the loads and stores of the running sums.
                     while tap + 2 <= taps {
                         let (weight0, weight1) = (kernel[first + tap], kernel[first + tap + 1])
-                        let row0 = intermediate + (starts[y] + tap) * width
-                        let row1 = row0 + width
+                        let row0 = intermediate.row(starts[y] + tap)
+                        let row1 = intermediate.row(starts[y] + tap + 1)
                         if tap == 0 {
                             for x in 0..<width { sums[x] = row0[x] * weight0 + row1[x] * weight1 }
                         } else {
@@ -97,7 +118,7 @@ struct RowResampler {
                     }
                     if tap < taps {
                         let weight = kernel[first + tap]
-                        let row = intermediate + (starts[y] + tap) * width
+                        let row = intermediate.row(starts[y] + tap)
                         if tap == 0 {
                             for x in 0..<width { sums[x] = row[x] * weight }
                         } else {
@@ -141,5 +162,19 @@ struct RowResampler {
         output[1] = UInt8(min(max(pixel.y * scale, 0), 255) + 0.5)
         output[2] = UInt8(min(max(pixel.z * scale, 0), 255) + 0.5)
         output[3] = UInt8(min(alpha, 255) + 0.5)
+    }
+}
+
+/// The horizontally resampled rows: premultiplied Float RGBA, the target width wide. Row `y` lives in
+/// slot `y % capacity`, so a buffer of a few rows can serve a whole image as a ring, as long as a
+/// row is read before the row `capacity` further down overwrites it.
+struct IntermediateRows {
+    let base: UnsafeMutablePointer<SIMD4<Float>>
+    let width: Int
+    let capacity: Int
+
+    @inline(__always)
+    func row(_ y: Int) -> UnsafeMutablePointer<SIMD4<Float>> {
+        base + (y % capacity) * width
     }
 }
