@@ -68,6 +68,42 @@ import Testing
         #expect(keys == (0..<50).filter { $0 % 3 != 0 })
     }
 
+    /// Reads reorder the list in batches; whatever the mix of operations, what the cache evicts and
+    /// reports must be what a plain least-recently-used list gives.
+    @Test(arguments: [1, 2, 3])
+    func aLongRandomRunMatchesAPlainLRUListStepByStep(seed: UInt64) {
+        var generator = SeededGenerator(seed: seed)
+        let cache = MemoryCache<Int, Int>(countLimit: 40, costLimit: 400)
+        var model: [(key: Int, value: Int, cost: Int)] = []  // least recently used first
+        for step in 0..<5_000 {
+            let key = Int.random(in: 0..<60, using: &generator)
+            switch Int.random(in: 0..<10, using: &generator) {
+            case 0..<6:
+                let index = model.firstIndex { $0.key == key }
+                #expect(cache.value(forKey: key) == index.map { model[$0].value }, "step \(step)")
+                if let index { model.append(model.remove(at: index)) }
+            case 6..<9:
+                let cost = Int.random(in: 1...30, using: &generator)
+                let evicted = cache.insert(step, forKey: key, cost: cost)
+                var expected: [Int] = []
+                if let index = model.firstIndex(where: { $0.key == key }) {
+                    expected.append(model.remove(at: index).value)
+                }
+                model.append((key, step, cost))
+                while model.count > 40 || model.reduce(0, { $0 + $1.cost }) > 400 {
+                    expected.append(model.removeFirst().value)
+                }
+                #expect(evicted == expected, "step \(step)")
+            default:
+                let index = model.firstIndex { $0.key == key }
+                #expect(cache.removeValue(forKey: key) == index.map { model.remove(at: $0).value }, "step \(step)")
+            }
+            if step % 97 == 0 { #expect(cache.keysByRecency == model.map(\.key), "step \(step)") }
+        }
+        #expect(cache.keysByRecency == model.map(\.key))
+        #expect(cache.totalCost == model.reduce(0) { $0 + $1.cost })
+    }
+
     @Test func removeAllEmptiesTheCache() {
         let cache = MemoryCache<String, Int>(countLimit: 10, costLimit: 100)
         cache.insert(1, forKey: "a", cost: 10)

@@ -5,6 +5,10 @@ import Foundation
 /// per operation at every size, apart from what the processor's caches add once the table no longer
 /// fits in them. Two key types: `Int`, the bare structure, and URL strings, what the store's tier of
 /// originals is keyed by.
+///
+/// Beside the hits, in the same rounds: a bare `Dictionary` looked up with the same keys (the floor
+/// any hash map pays, cache misses included), and hits confined to the 1,000 most recent keys, which
+/// keep the touched memory the same at every size and so show what the entry count alone costs.
 enum MemoryCacheBenchmark {
     static func run(rounds: Int) {
         measure(label: "Int keys", rounds: rounds) { $0 }
@@ -29,16 +33,28 @@ enum MemoryCacheBenchmark {
                     key(Int.random(in: operations..<(size + operations), using: &generator))
                 }
                 contest.record("hit \(size)", perItemMicroseconds(present) { blackHole(cache.value(forKey: $0)) })
+                var dictionary: [Key: Int] = [:]
+                for index in operations..<(size + operations) { dictionary[key(index)] = index }
+                contest.record("floor \(size)", perItemMicroseconds(present) { blackHole(dictionary[$0]) })
+                let hot = (0..<operations).map { _ in
+                    key(Int.random(in: (size + operations - 1_000)..<(size + operations), using: &generator))
+                }
+                contest.record("hot \(size)", perItemMicroseconds(hot) { blackHole(cache.value(forKey: $0)) })
             }
         }
         print(
             "\nMemory tier, \(label): per operation, median of \(rounds) rounds of \(operations), uniformly random hits"
         )
-        print(column("entries", 10) + column("insert+evict (ns)", 20) + "hit (ns)")
+        print(
+            column("entries", 10) + column("insert+evict (ns)", 20) + column("hit (ns)", 10)
+                + column("bare Dictionary (ns)", 22) + "hit, 1k hot keys (ns)")
+        func nanoseconds(_ name: String, _ width: Int) -> String {
+            column(format(contest.median(name) * 1000, digits: 0), width)
+        }
         for size in sizes {
             print(
-                column("\(size)", 10) + column(format(contest.median("insert \(size)") * 1000, digits: 0), 20)
-                    + format(contest.median("hit \(size)") * 1000, digits: 0))
+                column("\(size)", 10) + nanoseconds("insert \(size)", 20) + nanoseconds("hit \(size)", 10)
+                    + nanoseconds("floor \(size)", 22) + nanoseconds("hot \(size)", 0))
         }
         let insertRatio = contest.median("insert 50000") / contest.median("insert 1000")
         let hitRatio = contest.median("hit 50000") / contest.median("hit 1000")
@@ -49,5 +65,9 @@ enum MemoryCacheBenchmark {
         print(
             column("hit 50k / 1k", 30) + column(format(hitRatio), 10) + "<= 1.3  "
                 + SizeLookupBenchmark.verdict(hitRatio <= 1.3))
+        let floorRatio = contest.median("floor 50000") / contest.median("floor 1000")
+        print(column("  bare Dictionary 50k / 1k", 30) + format(floorRatio) + "      (the floor, for comparison)")
+        let hotRatio = contest.median("hot 50000") / contest.median("hot 1000")
+        print(column("  hit on 1k hot keys 50k / 1k", 30) + format(hotRatio) + "      (the entry count alone)")
     }
 }

@@ -30,6 +30,11 @@ struct LRUStorage<Key: Hashable, Value> {
     @usableFromInline var freeSlots: [Int32] = []
     @usableFromInline var leastRecent: Int32 = -1
     @usableFromInline var mostRecent: Int32 = -1
+    /// Slots read since the list was last reordered, oldest first (see ``value(forKey:markingUsed:)``).
+    @usableFromInline var pendingUses: [Int32] = []
+
+    /// The reads kept before the list is reordered for them.
+    @usableFromInline static var pendingUseLimit: Int { 32 }
 
     @inlinable
     init(countLimit: Int, costLimit: Int) {
@@ -41,14 +46,29 @@ struct LRUStorage<Key: Hashable, Value> {
     @inlinable
     var count: Int { index.count }
 
+    /// The value for `key`. A read that marks the entry used is noted and applied to the list with
+    /// the next few: moving entries to the front one by one, each read would wait on the links of
+    /// three scattered entries in turn; a batch lets the processor fetch the links of several at once.
+    /// Every other operation applies the pending reads first, in order, so the order it sees (and
+    /// evicts by) is exactly least recently used.
     @inlinable
     mutating func value(forKey key: Key, markingUsed: Bool) -> Value? {
         guard let slot = index[key] else { return nil }
-        if markingUsed, slot != mostRecent {
+        if markingUsed {
+            pendingUses.append(slot)
+            if pendingUses.count >= Self.pendingUseLimit { applyPendingUses() }
+        }
+        return values[Int(slot)]
+    }
+
+    /// Moves the entries read since the last reordering to the front, in the order they were read.
+    @inlinable
+    mutating func applyPendingUses() {
+        for slot in pendingUses where slot != mostRecent {
             unlink(slot)
             linkAsMostRecent(slot)
         }
-        return values[Int(slot)]
+        pendingUses.removeAll(keepingCapacity: true)
     }
 
     /// Inserts `value` as the most recently used entry and evicts past the limits; returns what
@@ -56,6 +76,7 @@ struct LRUStorage<Key: Hashable, Value> {
     /// it cannot fit at all.
     @inlinable
     mutating func insert(_ value: Value, forKey key: Key, cost: Int) -> [(key: Key, value: Value)] {
+        if !pendingUses.isEmpty { applyPendingUses() }
         var evicted: [(key: Key, value: Value)] = []
         if let old = removeValue(forKey: key) { evicted.append((key, old)) }
         guard cost <= costLimit, countLimit > 0 else {
@@ -87,6 +108,7 @@ struct LRUStorage<Key: Hashable, Value> {
 
     @inlinable
     mutating func removeValue(forKey key: Key) -> Value? {
+        if !pendingUses.isEmpty { applyPendingUses() }
         guard let slot = index.removeValue(forKey: key) else { return nil }
         unlink(slot)
         let position = Int(slot)
@@ -99,7 +121,8 @@ struct LRUStorage<Key: Hashable, Value> {
         return value
     }
 
-    func keysFromLeastRecent() -> [Key] {
+    mutating func keysFromLeastRecent() -> [Key] {
+        if !pendingUses.isEmpty { applyPendingUses() }
         var result: [Key] = []
         var slot = leastRecent
         while slot != -1 {

@@ -46,7 +46,8 @@ import Testing
     @Test(arguments: [true, false])
     func aProducerThatFailsStopsTheResizeWithNothing(overlapping: Bool) {
         let card = ResizeTests.testCard(width: 50, height: 40)
-        let resampler = RowResampler(sourceSize: card.pixelSize, targetSize: PixelSize(width: 20, height: 16), isOpaque: false)
+        let resampler = RowResampler(
+            sourceSize: card.pixelSize, targetSize: PixelSize(width: 20, height: 16), isOpaque: false)
         var calls = 0
         let pixels = resampler.run(overlapping: overlapping) { rows, first, limit in
             calls += 1
@@ -58,7 +59,10 @@ import Testing
         #expect(calls == 6)
     }
 
-    @Test(arguments: ["testorig.jpg", "video-001.q50.420.jpeg", "video-001.progressive.jpeg", "testimgari.jpg", "video-001.q50.444.jpeg"])
+    @Test(arguments: [
+        "testorig.jpg", "video-001.q50.420.jpeg", "video-001.progressive.jpeg", "testimgari.jpg",
+        "video-001.q50.444.jpeg",
+    ])
     func aJPEGResizedWhileItDecodesMatchesDecodeThenResize(name: String) throws {
         let data = try Fixtures.data("jpeg", name)
         let header = try ImageHeader.parse(data)
