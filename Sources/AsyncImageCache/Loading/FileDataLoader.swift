@@ -67,15 +67,23 @@ public struct FileDataLoader: DataLoading {
 
         // The file may grow between fstat and read, so the loop reads until end-of-file, within the cap.
         // One spare byte lets the read that finds end-of-file fit without growing (and copying) a
-        // buffer the size of the whole file.
-        var data = Data(count: announced + 1)
+        // buffer the size of the whole file. The buffer is not zeroed first (`Data(count:)` would
+        // write every page once before `read` writes it again) and becomes the Data without a copy.
+        var capacity = announced + 1
+        guard var buffer = malloc(capacity) else { throw .fileUnavailable(path: path, reason: "out of memory") }
+        var handedOver = false
+        defer { if !handedOver { free(buffer) } }
         var received = 0
         while true {
-            if received == data.count { data.count += max(Self.chunkBytes / 16, data.count / 2) }
-            let wanted = min(Self.chunkBytes, data.count - received)
-            let count = data.withUnsafeMutableBytes { buffer in
-                read(descriptor, buffer.baseAddress! + received, wanted)
+            if received == capacity {
+                let grown = capacity + max(Self.chunkBytes / 16, capacity / 2)
+                guard let larger = realloc(buffer, grown) else {
+                    throw .fileUnavailable(path: path, reason: "out of memory")
+                }
+                buffer = larger
+                capacity = grown
             }
+            let count = read(descriptor, buffer + received, min(Self.chunkBytes, capacity - received))
             if count < 0 {
                 if errno == EINTR { continue }
                 throw Self.unavailable(path, errno: errno)
@@ -87,8 +95,9 @@ public struct FileDataLoader: DataLoading {
             }
             if Task.isCancelled { throw .cancelled }
         }
-        data.count = received
-        return data
+        guard received > 0 else { return Data() }
+        handedOver = true
+        return Data(bytesNoCopy: buffer, count: received, deallocator: .free)
     }
 
     private static func unavailable(_ path: String, errno code: Int32) -> ImageLoadingError {

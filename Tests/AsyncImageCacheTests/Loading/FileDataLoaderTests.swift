@@ -29,6 +29,17 @@ import Testing
         #expect(try await FileDataLoader().loadData(for: url) == Data("bytes".utf8))
     }
 
+    @Test func aFileLongerThanItsAnnouncedSizeIsReadToTheEnd() async throws {
+        // Files under /proc announce a size of 0 and then have content: the buffer must grow.
+        let url = URL(fileURLWithPath: "/proc/version")
+        let expected = try Data(contentsOf: url)
+        #expect(expected.count > 1)
+        #expect(try await FileDataLoader().loadData(for: url) == expected)
+        await #expect(throws: ImageLoadingError.responseTooLarge(url: url, byteLimit: 10)) {
+            try await FileDataLoader(maximumBytes: 10).loadData(for: url)
+        }
+    }
+
     @Test func aMissingFileIsUnavailable() async {
         let url = directory.url.appendingPathComponent("missing.jpg")
         await #expect(throws: ImageLoadingError.fileUnavailable(path: url.path, reason: "No such file or directory")) {
