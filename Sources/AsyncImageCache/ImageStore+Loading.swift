@@ -69,9 +69,13 @@ extension ImageStore {
     }
 
     /// One run of the pipeline for `request`, shared by every waiter for it.
-    private func prepare(_ request: ImageRequest, priority: RunPriority) async -> Result<
-        PreparedImage, ImageLoadingError
-    > {
+    ///
+    /// A file of the disk tier was stored only after it decoded, so cached bytes that now fail as
+    /// damaged (cut short, corrupt, unrecognisable) were damaged on disk: they leave both tiers and,
+    /// once, the image is fetched afresh from the source within the same load (`afterDamagedFile`).
+    private func prepare(
+        _ request: ImageRequest, priority: RunPriority, afterDamagedFile: Bool = false
+    ) async -> Result<PreparedImage, ImageLoadingError> {
         let fetched: FetchedOriginal
         switch await original(for: request.url) {
         case .success(let value): fetched = value
@@ -86,8 +90,14 @@ extension ImageStore {
         case nil:
             return .failure(.cancelled)
         case .failure(let error)?:
-            if fetched.origin == .disk { disk?.remove(request.url) }  // a corrupt cached file: fetch afresh next time
-            return .failure(.decodingFailed(error))
+            // Anything else (a pixel budget a larger request exceeds) would fail from the source too.
+            guard fetched.origin != .source, error.reason.suggestsDamage else {
+                return .failure(.decodingFailed(error))
+            }
+            originals.removeValue(forKey: request.url.cacheKey)  // ``cachedOriginalBytes(for:)`` may have read the file
+            disk?.remove(request.url)
+            if afterDamagedFile || Task.isCancelled { return .failure(.decodingFailed(error)) }
+            return await prepare(request, priority: priority, afterDamagedFile: true)
         case .success(let value)?:
             bitmap = value
         }

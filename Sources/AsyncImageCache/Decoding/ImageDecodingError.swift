@@ -14,6 +14,15 @@ public struct ImageDecodingError: Error, Sendable, Equatable, CustomStringConver
         case corrupt(String)
         /// The decoded bitmap would exceed the configured pixel budget; refused before allocating.
         case pixelBudgetExceeded(pixels: Int, budget: Int)
+
+        /// Whether bytes that once decoded could fail this way after damage: cut short, corrupt or
+        /// unrecognisable, as opposed to a limit or a feature, which would fail the same way again.
+        var suggestsDamage: Bool {
+            switch self {
+            case .truncated, .corrupt, .unrecognizedFormat: return true
+            case .unsupportedFormat, .unsupportedFeature, .pixelBudgetExceeded: return false
+            }
+        }
     }
 
     /// The format the bytes claimed to be, or `nil` when no signature matched.

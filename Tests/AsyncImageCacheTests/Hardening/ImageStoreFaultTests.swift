@@ -119,20 +119,41 @@ import Testing
         expectNothingTorn(in: store)
     }
 
-    @Test func aCachedFileThatFailsToDecodeIsEvictedAndFetchedAgainOnTheNextLoad() async throws {
+    @Test func aCachedFileThatFailsToDecodeIsReplacedFromTheSourceInTheSameLoad() async throws {
         let root = TemporaryDirectory("fault-cache")
         // Half the file: the header still parses, the scan ends early.
         let (store, file) = try await storeWithDamagedFile(in: root) { $0.prefix($0.count / 2) }
-        let original = try #require(sources[url(0)])
-        // This load reads the damaged file: a typed error, and the file is gone.
-        let failure = await #expect(throws: ImageLoadingError.self) { _ = try await load(store, 0) }
-        #expect(failure == .decodingFailed(ImageDecodingError(format: .jpeg, reason: .truncated)))
-        #expect(!FileManager.default.fileExists(atPath: file.path))
-        #expect(try await server.hits(for: "/images/0.jpg") == 1)
+        let image = try await load(store, 0)
+        #expect(image.pixelSize == PixelSize(width: 100, height: 75))
+        #expect(store.statistics.diskHits == 1)
+        #expect(try await server.hits(for: "/images/0.jpg") == 2)
+        #expect(try Data(contentsOf: file) == sources[url(0)])
+        expectNothingTorn(in: store)
+    }
 
+    @Test func damagedBytesReadThroughCachedOriginalBytesAreReplacedToo() async throws {
+        let root = TemporaryDirectory("fault-cache")
+        let (store, file) = try await storeWithDamagedFile(in: root) { $0.prefix($0.count / 2) }
+        #expect(store.cachedOriginalBytes(for: url(0))?.data.count == sources[url(0)]!.count / 2)
         _ = try await load(store, 0)
         #expect(try await server.hits(for: "/images/0.jpg") == 2)
-        #expect(try Data(contentsOf: file) == original)
-        expectNothingTorn(in: store)
+        #expect(store.cachedOriginalBytes(for: url(0))?.data == sources[url(0)])
+        #expect(try Data(contentsOf: file) == sources[url(0)])
+    }
+
+    @Test func aCachedFileThatExceedsThePixelBudgetIsKeptAndNotFetchedAgain() async throws {
+        let root = TemporaryDirectory("fault-cache")
+        let store = try ImageStore.makeForTesting(root: root.url) { $0.pixelBudget = 400 * 300 - 1 }
+        _ = try await load(store, 0)  // 100 px wide: decodes at 1/4, within the budget
+        store.clearMemory()
+        let failure = await #expect(throws: ImageLoadingError.self) {
+            _ = try await store.image(for: ImageRequest(url: url(0)))
+        }
+        #expect(
+            failure
+                == .decodingFailed(
+                    ImageDecodingError(format: .jpeg, reason: .pixelBudgetExceeded(pixels: 120_000, budget: 119_999))))
+        #expect(try await server.hits(for: "/images/0.jpg") == 1)
+        #expect(FileManager.default.fileExists(atPath: try #require(store.disk).fileURL(for: url(0)).path))
     }
 }
