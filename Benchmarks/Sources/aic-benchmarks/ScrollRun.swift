@@ -24,6 +24,9 @@ struct ScrollResult: Codable {
     var decodeToFrameMs: Double?
     var decodedAfterAppearing: Int?
     var decodedBeforeAppearing: Int?
+    /// Ours only: the CPU time libjpeg alone takes to decode each distinct image once at the DCT
+    /// scale the store picks for its row (bytes already read, no resize): the floor of ours.
+    var libjpegAloneSeconds: Double?
 }
 
 /// Flings through the list at a fixed frame rate on the main actor, making and dropping row images
