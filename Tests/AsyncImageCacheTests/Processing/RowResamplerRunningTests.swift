@@ -76,6 +76,20 @@ import Testing
             #expect(same, "overlapping: \(overlapping)")
         }
     }
+
+    @Test(arguments: ["video-001.q50.420.truncated-half.jpeg", "video-001.progressive.truncated-half.jpeg"])
+    func aTruncatedJPEGFailsTheSameWayEitherWay(name: String) throws {
+        let data = try Fixtures.data("jpeg", name)
+        let header = try ImageHeader.parse(data)
+        let target = PixelSize(width: header.storedSize.width / 3, height: header.storedSize.height / 3)
+        let context = ImageDecodingContext(header: header, minimumSize: target)
+        for overlapping in [true, false] {
+            let error = decodingError { () throws(ImageDecodingError) in
+                try ImageDecoders.JPEG().decode(data, context: context, resizedTo: target, overlapping: overlapping)
+            }
+            #expect(error == ImageDecodingError(format: .jpeg, reason: .truncated), "overlapping: \(overlapping)")
+        }
+    }
 }
 
 extension RowResampler {
