@@ -17,115 +17,98 @@ extension RowResampler {
     }
 
     /// Resamples an image while it is being made: `produce(rows, first, limit)` writes up to `limit`
-    /// source rows from `first` on into `rows` (which points at row `first`), returns how many (at
-    /// least one), or `nil` on failure, which stops everything and returns `nil`. It runs on the
-    /// calling thread, top to bottom, while another thread filters the rows written so far, so decode
-    /// and resize overlap: the fastest way through one image when a core is idle.
+    /// source rows from `first` on into `rows`, returns how many (at least one), or `nil` on failure,
+    /// which stops everything and returns `nil`.
     ///
-    /// The other thread runs the horizontal pass as rows arrive and spends any wait on the vertical
-    /// pass; what is left of that when the last row arrives is split across the cores.
+    /// It runs on the calling thread, top to bottom, into a ring of source rows, while another thread
+    /// resizes the rows written so far as ``resample(streamingRowsWith:)`` would: decode and resize
+    /// overlap, the fastest way through one image when a core is idle. The producer waits when the
+    /// ring is full, so neither side holds more than a few dozen rows.
     func resample(
         producingRowsWith produce: (_ rows: UnsafeMutablePointer<UInt8>, _ first: Int, _ limit: Int) -> Int?
     ) -> [UInt8]? {
         let bytesPerRow = sourceSize.width * 4
-        let source = UnsafeMutablePointer<UInt8>.allocate(capacity: bytesPerRow * sourceSize.height)
-        defer { source.deallocate() }
+        // Room for the producer to run ahead by a few of its batches before it waits.
+        let capacity = min(sourceSize.height, max(4 * Self.streamBatch, sourceSize.height / 16))
+        let ring = UnsafeMutablePointer<UInt8>.allocate(capacity: bytesPerRow * capacity)
+        defer { ring.deallocate() }
         let progress = RowProgress()
-        let pixels = withBuffers(source: source, bytesPerRow: bytesPerRow) { buffers in
+        let byteCount = targetSize.width * targetSize.height * 4
+        var failed = false
+        let pixels = [UInt8](unsafeUninitializedCapacity: byteCount) { output, initializedCount in
+            let shared = SharedRows(ring: ring, output: output.baseAddress!)
             let finished = DispatchGroup()
             // A queue of our own, not the global pool: its thread must start even when every pool
-            // thread is busy, or the wait below could wait forever.
-            DispatchQueue(label: "AsyncImageCache.resample").async(group: finished) {
-                var filtered = 0
-                var emitted = 0
-                while filtered < sourceSize.height, let available = progress.rows(after: filtered) {
-                    filter(filtered..<available, buffers)
-                    filtered = available
-                    // Vertical rows a few at a time, only while no new source rows wait.
-                    while emitted < targetSize.height && sourceRowsNeeded(forTargetRows: emitted + 1) <= filtered
-                        && progress.written == filtered && filtered < sourceSize.height
-                    {
-                        let end = min(emitted + 4, targetSize.height)
-                        guard sourceRowsNeeded(forTargetRows: end) <= filtered else { break }
-                        sum(emitted..<end, buffers)
-                        emitted = end
+            // thread is busy, or the producer could wait for room forever.
+            DispatchQueue(label: "AsyncImageCache.resample").async(group: finished) { [self] in
+                var stream = RowStream(self)
+                defer { stream.deallocate() }
+                var taken = 0
+                while taken < sourceSize.height, let available = progress.rows(after: taken) {
+                    while taken < available {
+                        let slot = taken % capacity
+                        let count = min(Self.streamBatch, available - taken, capacity - slot)
+                        stream.take(count, rows: shared.ring + slot * bytesPerRow, into: shared.output)
+                        taken += count
+                        progress.release(upTo: taken)
                     }
                 }
-                progress.emitted = emitted
             }
             var written = 0
             while written < sourceSize.height {
-                guard let count = produce(source + written * bytesPerRow, written, sourceSize.height - written)
-                else { break }
+                let slot = written % capacity
+                // Rows below `released` have been resized; their slots may be written again.
+                guard let released = progress.room(toWrite: written, capacity: capacity) else { break }
+                let limit = min(sourceSize.height - written, capacity - slot, capacity - (written - released))
+                guard let count = produce(ring + slot * bytesPerRow, written, limit), count > 0 else { break }
                 written += count
                 progress.publish(written)
             }
             if written < sourceSize.height { progress.fail() }
             finished.wait()
-            guard !progress.failed else { return }
-            let remaining = progress.emitted..<targetSize.height
-            let lanes = remaining.count < 16 ? 1 : min(4, ProcessInfo.processInfo.activeProcessorCount)
-            DispatchQueue.concurrentPerform(iterations: lanes) { lane in
-                let share = Self.share(lane, of: lanes, remaining.count)
-                sum((remaining.lowerBound + share.lowerBound)..<(remaining.lowerBound + share.upperBound), buffers)
-            }
+            failed = progress.failed
+            initializedCount = failed ? 0 : byteCount
         }
-        return progress.failed ? nil : pixels
+        return failed ? nil : pixels
     }
 
     /// Resamples an image while it is being made, all on the calling thread: the cheapest way through
-    /// when every core already has work. `produce` is as in ``resample(producingRowsWith:)``, but
-    /// `rows` is a buffer of a few rows that each call overwrites.
+    /// when every core already has work. `produce` is as in ``resample(producingRowsWith:)``, with
+    /// `rows` a buffer of a few rows that each call overwrites.
     ///
-    /// Each batch of source rows is filtered into a ring of intermediate rows as soon as it is
-    /// written, and every target row whose taps are all in the ring is summed at once. Apart from the
-    /// output, the memory used is a few rows (kilobytes, in cache), where the overlapping variant keeps
-    /// the whole source and intermediate (for a 1200x800 photo shown 954 wide, 16 MB touched once each).
+    /// Apart from the output, the memory used is a few rows (kilobytes, in cache) where a resize of a
+    /// whole decoded image keeps the source and the intermediate (for a 1200x800 photo shown 954 wide,
+    /// 16 MB touched once each).
     func resample(
         streamingRowsWith produce: (_ rows: UnsafeMutablePointer<UInt8>, _ first: Int, _ limit: Int) -> Int?
     ) -> [UInt8]? {
-        let batch = 8
         let bytesPerRow = sourceSize.width * 4
-        // A row is overwritten `capacity` rows later. Everything summable is summed after each batch,
-        // so the rows still to be read start within `ringRowsBesidesBatch` of the rows written, and a
-        // batch writes at most `batch` more.
-        let capacity = min(sourceSize.height, batch + ringRowsBesidesBatch)
-        let source = UnsafeMutablePointer<UInt8>.allocate(capacity: bytesPerRow * batch)
-        let ring = UnsafeMutablePointer<SIMD4<Float>>.allocate(capacity: targetSize.width * capacity)
-        let scratch = UnsafeMutableBufferPointer<SIMD4<Float>>.allocate(
-            capacity: max(sourceSize.width, targetSize.width))
+        let source = UnsafeMutablePointer<UInt8>.allocate(capacity: bytesPerRow * Self.streamBatch)
+        var stream = RowStream(self)
         defer {
             source.deallocate()
-            ring.deallocate()
-            scratch.deallocate()
+            stream.deallocate()
         }
-        let intermediate = IntermediateRows(base: ring, width: targetSize.width, capacity: capacity)
         let byteCount = targetSize.width * targetSize.height * 4
         var failed = false
         let pixels = [UInt8](unsafeUninitializedCapacity: byteCount) { output, initializedCount in
             var written = 0
-            var emitted = 0
             while written < sourceSize.height {
-                guard let count = produce(source, written, min(batch, sourceSize.height - written)), count > 0 else {
+                let limit = min(Self.streamBatch, sourceSize.height - written)
+                guard let count = produce(source, written, limit), count > 0 else {
                     failed = true
                     break
                 }
-                horizontalPass(
-                    rows: written..<(written + count), source: source, firstSourceRow: written,
-                    bytesPerRow: bytesPerRow, intermediate: intermediate, row: scratch)
+                stream.take(count, rows: source, into: output.baseAddress!)
                 written += count
-                var end = emitted
-                while end < targetSize.height && sourceRowsNeeded(forTargetRows: end + 1) <= written { end += 1 }
-                if end > emitted {
-                    verticalPass(
-                        rows: emitted..<end, intermediate: intermediate, output: output.baseAddress!, sums: scratch)
-                    emitted = end
-                }
             }
             initializedCount = failed ? 0 : byteCount
         }
         return failed ? nil : pixels
     }
+
+    /// The most source rows a ``RowStream`` takes at once.
+    static var streamBatch: Int { 8 }
 
     private func filter(_ rows: Range<Int>, _ buffers: ResamplingBuffers) {
         withScratch(sourceSize.width) { row in
@@ -180,37 +163,86 @@ private struct ResamplingBuffers: @unchecked Sendable {
     let output: UnsafeMutablePointer<UInt8>
 }
 
-/// How many source rows the producer has written, or that it failed, and how many target rows the
-/// consumer summed; the lock guards all three.
+/// A resize fed source rows top to bottom, a few at a time: each batch is filtered into a ring of
+/// intermediate rows at once, and every target row whose taps are all in the ring is summed.
+private struct RowStream {
+    let resampler: RowResampler
+    let intermediate: IntermediateRows
+    let scratch: UnsafeMutableBufferPointer<SIMD4<Float>>
+    /// Source rows taken so far.
+    private(set) var taken = 0
+    /// Target rows summed so far.
+    private(set) var emitted = 0
+
+    init(_ resampler: RowResampler) {
+        self.resampler = resampler
+        // A row is overwritten `capacity` rows later. Everything summable is summed after each batch,
+        // so the rows still to be read start within `ringRowsBesidesBatch` of the rows taken, and a
+        // batch adds at most `streamBatch` more.
+        let capacity = min(
+            resampler.sourceSize.height, RowResampler.streamBatch + resampler.ringRowsBesidesBatch)
+        let width = resampler.targetSize.width
+        intermediate = IntermediateRows(
+            base: .allocate(capacity: width * capacity), width: width, capacity: capacity)
+        scratch = .allocate(capacity: max(resampler.sourceSize.width, width))
+    }
+
+    func deallocate() {
+        intermediate.base.deallocate()
+        scratch.deallocate()
+    }
+
+    /// Takes the next `count` source rows (at most ``RowResampler/streamBatch``), contiguous at `rows`,
+    /// and writes every target row they complete into `output` (which points at target row 0).
+    mutating func take(_ count: Int, rows: UnsafeRawPointer, into output: UnsafeMutablePointer<UInt8>) {
+        resampler.horizontalPass(
+            rows: taken..<(taken + count), source: rows, firstSourceRow: taken,
+            bytesPerRow: resampler.sourceSize.width * 4, intermediate: intermediate, row: scratch)
+        taken += count
+        var end = emitted
+        while end < resampler.targetSize.height && resampler.sourceRowsNeeded(forTargetRows: end + 1) <= taken {
+            end += 1
+        }
+        guard end > emitted else { return }
+        resampler.verticalPass(rows: emitted..<end, intermediate: intermediate, output: output, sums: scratch)
+        emitted = end
+    }
+}
+
+/// The ring of source rows and the output of an overlapping resize, handed to the resizing thread.
+/// The producer writes a ring slot only after the resizer released it, and the resizer reads it only
+/// after the producer published it; the output is read only after the resizer finished.
+private struct SharedRows: @unchecked Sendable {
+    let ring: UnsafeMutablePointer<UInt8>
+    let output: UnsafeMutablePointer<UInt8>
+}
+
+/// How many source rows the producer has written, how many the resizer has finished with, and
+/// whether the producer failed; the lock guards all three.
 private final class RowProgress: @unchecked Sendable {
     private let condition = NSCondition()
     private var writtenRows = 0
+    private var releasedRows = 0
     private var hasFailed = false
-    private var emittedRows = 0
 
     var failed: Bool {
         condition.withLock { hasFailed }
     }
 
-    /// The source rows written so far, without waiting.
-    var written: Int {
-        condition.withLock { writtenRows }
-    }
-
-    /// The target rows the consumer has summed, from the top.
-    var emitted: Int {
-        get { condition.withLock { emittedRows } }
-        set { condition.withLock { emittedRows = newValue } }
-    }
-
     func publish(_ rows: Int) {
         condition.withLock { writtenRows = rows }
-        condition.signal()
+        condition.broadcast()
     }
 
     func fail() {
         condition.withLock { hasFailed = true }
-        condition.signal()
+        condition.broadcast()
+    }
+
+    /// The resizer is done with the rows below `rows`.
+    func release(upTo rows: Int) {
+        condition.withLock { releasedRows = rows }
+        condition.broadcast()
     }
 
     /// Waits until more than `rows` rows are written and returns their count; `nil` once the producer failed.
@@ -219,5 +251,14 @@ private final class RowProgress: @unchecked Sendable {
         defer { condition.unlock() }
         while writtenRows <= rows && !hasFailed { condition.wait() }
         return hasFailed ? nil : writtenRows
+    }
+
+    /// Waits until a ring of `capacity` rows has a free slot for row `written`, and returns the rows
+    /// released so far.
+    func room(toWrite written: Int, capacity: Int) -> Int? {
+        condition.lock()
+        defer { condition.unlock() }
+        while written - releasedRows >= capacity && !hasFailed { condition.wait() }
+        return hasFailed ? nil : releasedRows
     }
 }
