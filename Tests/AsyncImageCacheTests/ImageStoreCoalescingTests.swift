@@ -66,7 +66,8 @@ import Testing
             $0.dataLoader = loader
             $0.decoder = decoder
         }
-        let path = "/slow/5000/images/0.jpg"
+        // Far beyond any stall of a loaded test run: the cancellation lands while the response is pending.
+        let path = "/slow/30000/images/0.jpg"
         let request = ImageRequest(url: server.url(path), targetWidth: 100)
         let waiters = (0..<3).map { _ in Task { try await store.image(for: request) } }
         try await waitUntil { try await server.hits(for: path) == 1 }
@@ -74,7 +75,7 @@ import Testing
         for waiter in waiters {
             await #expect(throws: ImageLoadingError.cancelled) { try await waiter.value }
         }
-        // The one download ended in cancellation, not with the 5 s response's bytes.
+        // The one download ended in cancellation, not with the 30 s response's bytes.
         try await waitUntil { loader.results.count == 1 }
         #expect(loader.results.first.map { if case .failure(.cancelled) = $0 { true } else { false } } == true)
         #expect(decoder.count == 0)
@@ -88,8 +89,9 @@ import Testing
         let server = try TestHTTPServer(serving: folder.url)
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
-        // Slow enough that the cancellation below always lands while the response is pending.
-        let path = "/slow/3000/images/0.jpg"
+        // Slow enough that the cancellation below lands while the response is pending even on a loaded
+        // machine; the waiter that stays waits this long for its image.
+        let path = "/slow/10000/images/0.jpg"
         let request = ImageRequest(url: server.url(path), targetWidth: 150)
         let leaving = Task { try await store.image(for: request) }
         let staying = Task { try await store.image(for: request) }
@@ -107,7 +109,7 @@ import Testing
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         let calls = LockedBox([Bool]())
-        let task = store.load(ImageRequest(url: server.url("/slow/3000/images/0.jpg"))) { image in
+        let task = store.load(ImageRequest(url: server.url("/slow/30000/images/0.jpg"))) { image in
             calls.withLock { $0.append(image != nil) }
         }
         task.cancel()

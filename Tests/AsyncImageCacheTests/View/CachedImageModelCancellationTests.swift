@@ -11,10 +11,13 @@ import Testing
         let loader = RecordingLoader()
         let decoder = CountingDecoder()
         let model: CachedImageModel
-        // Slow enough that the cancellation always lands while the response is pending.
-        let path = "/slow/3000/images/0.jpg"
+        let path: String
 
-        init() throws {
+        /// The server holds the response back for `milliseconds`. The cancelling tests use a delay far
+        /// beyond any stall of a loaded test run, so the cancellation always lands while the response is
+        /// pending; were it not to stop the download, the load would finish and the test fail.
+        init(milliseconds: Int = 30_000) throws {
+            path = "/slow/\(milliseconds)/images/0.jpg"
             try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
             server = try TestHTTPServer(serving: folder.url)
             let (loader, decoder) = (loader, decoder)
@@ -58,7 +61,7 @@ import Testing
     }
 
     @Test func aSecondCallerKeepsTheLoadWhenTheFirstLeaves() async throws {
-        let slow = try SlowImage()
+        let slow = try SlowImage(milliseconds: 3_000)
         defer { slow.server.stop() }
         let leaving = Task { await slow.model.load() }
         let staying = Task { await slow.model.load() }
