@@ -89,11 +89,22 @@ struct ResamplingWeights {
         weights = trimmed
     }
 
+    /// The weights each repeated across the four lanes of a pixel, for ``resample(_:into:)``: loading
+    /// a ready vector costs one instruction where broadcasting a scalar costs two.
+    func lanes() -> [SIMD4<Float>] {
+        weights.map { SIMD4(repeating: $0) }
+    }
+
     /// Resamples one row (or any run of samples) of `source` into `target`, one value per target sample.
-    func resample(_ source: UnsafeBufferPointer<SIMD4<Float>>, into target: UnsafeMutableBufferPointer<SIMD4<Float>>) {
+    ///
+    /// - Parameter lanes: ``lanes()`` of these weights.
+    func resample(
+        _ source: UnsafeBufferPointer<SIMD4<Float>>, into target: UnsafeMutableBufferPointer<SIMD4<Float>>,
+        lanes: [SIMD4<Float>]
+    ) {
         let taps = tapCount
         starts.withUnsafeBufferPointer { starts in
-            weights.withUnsafeBufferPointer { kernel in
+            lanes.withUnsafeBufferPointer { kernel in
                 for index in 0..<target.count {
                     let start = starts[index]
                     let first = index * taps

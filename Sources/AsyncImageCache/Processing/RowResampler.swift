@@ -17,6 +17,7 @@ struct RowResampler {
     /// The rows of intermediate a resize streaming through a ring must keep besides the rows of one batch.
     let ringRowsBesidesBatch: Int
     private let horizontal: ResamplingWeights
+    private let horizontalLanes: [SIMD4<Float>]
     private let vertical: ResamplingWeights
     /// For each target row, how many intermediate rows (from the top) it and the rows above it read.
     private let rowsNeeded: [Int]
@@ -26,6 +27,7 @@ struct RowResampler {
         self.targetSize = targetSize
         self.isOpaque = isOpaque
         horizontal = ResamplingWeights(sourceCount: sourceSize.width, targetCount: targetSize.width)
+        horizontalLanes = horizontal.lanes()
         vertical = ResamplingWeights(sourceCount: sourceSize.height, targetCount: targetSize.height)
         // Windows move down with the target row, but trimmed taps can make one start a row before
         // the one above it: keep the running maximum, and the largest such step back.
@@ -67,7 +69,7 @@ struct RowResampler {
                 Self.premultiply(bytes, into: sourceRow)
             }
             let target = UnsafeMutableBufferPointer(start: intermediate.row(y), count: width)
-            horizontal.resample(UnsafeBufferPointer(sourceRow), into: target)
+            horizontal.resample(UnsafeBufferPointer(sourceRow), into: target, lanes: horizontalLanes)
         }
     }
 
@@ -104,19 +106,28 @@ struct RowResampler {
                 for y in rows {
                     let first = y * taps
                     var tap = 0
-                    // Two taps a sweep halves the loads and stores of the running sums.
-                    while tap + 2 <= taps {
+                    // Four taps a sweep: a quarter of the loads and stores of the running sums.
+                    while tap + 4 <= taps {
                         let (weight0, weight1) = (kernel[first + tap], kernel[first + tap + 1])
+                        let (weight2, weight3) = (kernel[first + tap + 2], kernel[first + tap + 3])
                         let row0 = intermediate.row(starts[y] + tap)
                         let row1 = intermediate.row(starts[y] + tap + 1)
+                        let row2 = intermediate.row(starts[y] + tap + 2)
+                        let row3 = intermediate.row(starts[y] + tap + 3)
                         if tap == 0 {
-                            for x in 0..<width { sums[x] = row0[x] * weight0 + row1[x] * weight1 }
+                            for x in 0..<width {
+                                sums[x] =
+                                    (row0[x] * weight0 + row1[x] * weight1) + (row2[x] * weight2 + row3[x] * weight3)
+                            }
                         } else {
-                            for x in 0..<width { sums[x] += row0[x] * weight0 + row1[x] * weight1 }
+                            for x in 0..<width {
+                                sums[x] +=
+                                    (row0[x] * weight0 + row1[x] * weight1) + (row2[x] * weight2 + row3[x] * weight3)
+                            }
                         }
-                        tap += 2
+                        tap += 4
                     }
-                    if tap < taps {
+                    while tap < taps {
                         let weight = kernel[first + tap]
                         let row = intermediate.row(starts[y] + tap)
                         if tap == 0 {
@@ -124,6 +135,7 @@ struct RowResampler {
                         } else {
                             for x in 0..<width { sums[x] += row[x] * weight }
                         }
+                        tap += 1
                     }
                     let outputRow = output + y * width * 4
                     if isOpaque {
