@@ -16,7 +16,6 @@ typedef struct {
     unsigned char *buffer;
     size_t count;
     size_t capacity;
-    int failed;
 } growing_output;
 
 typedef struct {
@@ -32,14 +31,12 @@ static void write_bytes(png_structp png, png_bytep data, size_t length) {
         size_t capacity = output->capacity;
         while (length > capacity - output->count) {
             if (capacity > ((size_t)-1) / 2) {
-                output->failed = 1;
                 png_error(png, "output too large");
             }
             capacity *= 2;
         }
         unsigned char *grown = realloc(output->buffer, capacity);
         if (grown == NULL) {
-            output->failed = 1;
             png_error(png, "out of memory");
         }
         output->buffer = grown;

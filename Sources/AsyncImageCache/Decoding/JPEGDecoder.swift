@@ -87,8 +87,9 @@ extension ImageDecoders {
                         return .failure(Self.error(status, decoder, context, sizes.image))
                     }
                     let resampler = RowResampler(sourceSize: outputSize, targetSize: size, isOpaque: true)
-                    // Overlapping: batches big enough to amortize the hand-over, small enough to start early.
-                    let batch = overlapping ? max(8, outputSize.height / 32) : Int.max
+                    // Batches big enough to amortize a hand-over, small enough to start early; the
+                    // streaming resize asks for fewer rows than that.
+                    let batch = max(8, outputSize.height / 32)
                     let read = { (rows: UnsafeMutablePointer<UInt8>, _: Int, limit: Int) -> Int? in
                         var count: Int32 = 0
                         let wanted = Int32(clamping: min(batch, limit))

@@ -10,8 +10,12 @@ struct ResamplingWeights {
     private(set) var tapCount: Int
     /// The first source sample of each target sample.
     private(set) var starts: [Int]
-    /// `tapCount` weights per target sample, each group summing to 1.
-    private(set) var weights: [Float]
+    /// `tapCount` weights per target sample, each group summing to 1, each weight repeated across
+    /// the four lanes of a pixel: loading a ready vector costs one instruction where broadcasting a
+    /// scalar costs two.
+    private(set) var lanes: [SIMD4<Float>] = []
+    /// The same weights as scalars, while they are worked out.
+    private var weights: [Float]
 
     /// The Lanczos kernel with three lobes: `sinc(x) * sinc(x / 3)` for `|x| < 3`.
     static func lanczos3(_ x: Double) -> Double {
@@ -24,6 +28,7 @@ struct ResamplingWeights {
     init(sourceCount: Int, targetCount: Int) {
         self.init(paddedFor: sourceCount, targetCount: targetCount)
         trimZeroTaps(sourceCount: sourceCount)
+        lanes = weights.map { SIMD4(repeating: $0) }
     }
 
     /// Weights with a tap count that surely covers the filter, some taps at the edges weighing zero.
@@ -89,19 +94,8 @@ struct ResamplingWeights {
         weights = trimmed
     }
 
-    /// The weights each repeated across the four lanes of a pixel, for ``resample(_:into:)``: loading
-    /// a ready vector costs one instruction where broadcasting a scalar costs two.
-    func lanes() -> [SIMD4<Float>] {
-        weights.map { SIMD4(repeating: $0) }
-    }
-
     /// Resamples one row (or any run of samples) of `source` into `target`, one value per target sample.
-    ///
-    /// - Parameter lanes: ``lanes()`` of these weights.
-    func resample(
-        _ source: UnsafeBufferPointer<SIMD4<Float>>, into target: UnsafeMutableBufferPointer<SIMD4<Float>>,
-        lanes: [SIMD4<Float>]
-    ) {
+    func resample(_ source: UnsafeBufferPointer<SIMD4<Float>>, into target: UnsafeMutableBufferPointer<SIMD4<Float>>) {
         let taps = tapCount
         starts.withUnsafeBufferPointer { starts in
             lanes.withUnsafeBufferPointer { kernel in

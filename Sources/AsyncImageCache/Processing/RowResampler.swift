@@ -17,7 +17,6 @@ struct RowResampler {
     /// The rows of intermediate a resize streaming through a ring must keep besides the rows of one batch.
     let ringRowsBesidesBatch: Int
     private let horizontal: ResamplingWeights
-    private let horizontalLanes: [SIMD4<Float>]
     private let vertical: ResamplingWeights
     /// For each target row, how many intermediate rows (from the top) it and the rows above it read.
     private let rowsNeeded: [Int]
@@ -27,7 +26,6 @@ struct RowResampler {
         self.targetSize = targetSize
         self.isOpaque = isOpaque
         horizontal = ResamplingWeights(sourceCount: sourceSize.width, targetCount: targetSize.width)
-        horizontalLanes = horizontal.lanes()
         vertical = ResamplingWeights(sourceCount: sourceSize.height, targetCount: targetSize.height)
         // Windows move down with the target row, but trimmed taps can make one start a row before
         // the one above it: keep the running maximum, and the largest such step back.
@@ -69,7 +67,7 @@ struct RowResampler {
                 Self.premultiply(bytes, into: sourceRow)
             }
             let target = UnsafeMutableBufferPointer(start: intermediate.row(y), count: width)
-            horizontal.resample(UnsafeBufferPointer(sourceRow), into: target, lanes: horizontalLanes)
+            horizontal.resample(UnsafeBufferPointer(sourceRow), into: target)
         }
     }
 
@@ -101,7 +99,7 @@ struct RowResampler {
     ) {
         let width = targetSize.width
         let taps = vertical.tapCount
-        vertical.weights.withUnsafeBufferPointer { kernel in
+        vertical.lanes.withUnsafeBufferPointer { kernel in
             vertical.starts.withUnsafeBufferPointer { starts in
                 for y in rows {
                     let first = y * taps
