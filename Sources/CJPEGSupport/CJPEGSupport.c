@@ -6,22 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jpeglib.h>
 #include <jerror.h>
+
+#include "Decoder.h"
 
 /* ---------------------------------------------------------------------------------------------
  * The error manager: fatal errors longjmp back to the wrapper call, warnings are recorded, and
  * nothing is ever printed or exit()ed.
  * ------------------------------------------------------------------------------------------- */
 
-typedef struct {
-    struct jpeg_error_mgr pub;
-    jmp_buf jump;
-    cjpeg_status failure;
-    int saw_premature_end;
-    int has_message;
-    char message[JMSG_LENGTH_MAX];
-} guarded_error;
 
 static cjpeg_status status_for_error(guarded_error *error) {
     switch (error->pub.msg_code) {
@@ -85,14 +78,6 @@ static void guarded_error_install(guarded_error *error, j_common_ptr cinfo) {
  * Decoding
  * ------------------------------------------------------------------------------------------- */
 
-struct cjpeg_decoder {
-    struct jpeg_decompress_struct cinfo;
-    guarded_error error;
-    int has_header;
-    int has_decoded;
-    /* Between jpeg_start_decompress and the last row. */
-    int is_started;
-};
 
 cjpeg_decoder *cjpeg_decoder_create(const unsigned char *bytes, size_t count, long max_memory_bytes) {
     cjpeg_decoder *decoder = calloc(1, sizeof *decoder);

@@ -1,5 +1,5 @@
 #if canImport(VipsReference)
-import AsyncImageCache
+@_spi(Benchmarks) import AsyncImageCache
 import Foundation
 import VipsReference
 
@@ -32,6 +32,20 @@ enum ThumbnailStages {
                 try await time {
                     blackHole(try ImageDecoders.JPEG().decode(data, context: context))
                 })
+            contest.record(
+                "  the same, libjpeg alone",
+                try await time {
+                    blackHole(try ImageDecoders.JPEG().benchmarkDecodeWithLibjpeg(data, context: context))
+                })
+            if ImageDecoders.JPEG().benchmarkDecodeFromDC(data, threads: 1) != nil {
+                for threads in [1, 2] {
+                    contest.record(
+                        "  the same, DC-only decoder, \(threads) thread\(threads == 1 ? "" : "s")",
+                        try await time {
+                            blackHole(ImageDecoders.JPEG().benchmarkDecodeFromDC(data, threads: threads))
+                        })
+                }
+            }
             contest.record(
                 "resize alone",
                 try await time {

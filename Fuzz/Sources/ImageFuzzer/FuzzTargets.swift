@@ -1,4 +1,4 @@
-import AsyncImageCache
+@_spi(Fuzzing) import AsyncImageCache
 import Foundation
 
 /// The fuzz targets, one line each: a name (`FUZZ_TARGET`) and what one input goes through.
@@ -35,5 +35,12 @@ enum FuzzTargets {
             ? nil : PixelSize(width: max(1, stored.width / divisor), height: max(1, stored.height / divisor))
         let context = ImageDecodingContext(header: header, minimumSize: minimum, pixelBudget: pixelBudget)
         _ = try? ImageDecoders.Default().decode(data, context: context)
+        #if os(Linux)
+        if format == .jpeg && divisor == 8 {
+            // The 1/8 scale's DC-only decoder, split between two threads at any size: it must
+            // agree with itself on one thread, whatever the bytes.
+            _ = ImageDecoders.JPEG.fuzzDCDecodeAgreement(data)
+        }
+        #endif
     }
 }

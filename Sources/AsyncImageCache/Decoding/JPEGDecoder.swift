@@ -23,6 +23,10 @@ extension ImageDecoders {
     /// before it is allocated. Progressive and multi-scan files keep the coefficients of the *full* image in
     /// memory whatever the scale, so for them the full pixel count is checked against the budget too.
     public struct JPEG: ImageDecoding {
+        /// Whether a 1/8 scale may come from the DC-only decoder (see ``decodeFromDC(_:_:threads:alwaysSplit:)``);
+        /// tests turn it off to compare with libjpeg.
+        var allowsDCShortcut = true
+
         /// Creates a JPEG decoder.
         public init() {}
 
@@ -37,7 +41,15 @@ extension ImageDecoders {
         {
             guard !data.isEmpty else { throw ImageDecodingError(format: .jpeg, reason: .truncated) }
             return try data.withUnsafeBytes { bytes in
-                Self.decode(bytes, context: context, memoryLimit: memoryLimit)
+                Self.withDecoder(bytes, context: context, memoryLimit: memoryLimit) { decoder, sizes in
+                    if allowsDCShortcut,
+                        let bitmap = Self.decodeFromDC(
+                            decoder, sizes, threads: ProcessInfo.processInfo.activeProcessorCount)
+                    {
+                        return .success(bitmap)
+                    }
+                    return Self.decodeWhole(decoder, sizes, context)
+                }
             }.get()
         }
 
@@ -81,6 +93,9 @@ extension ImageDecoders {
             return try data.withUnsafeBytes { bytes in
                 Self.withDecoder(bytes, context: context, memoryLimit: memoryLimit) { decoder, sizes in
                     let outputSize = sizes.output
+                    if allowsDCShortcut, let bitmap = Self.decodeFromDC(decoder, sizes, threads: overlapping ? 2 : 1) {
+                        return .success(outputSize == size ? bitmap : bitmap.resized(to: size))
+                    }
                     guard outputSize != size else { return Self.decodeWhole(decoder, sizes, context) }
                     var status = cjpeg_decoder_start(decoder)
                     guard status == CJPEG_STATUS_OK else {
@@ -105,11 +120,41 @@ extension ImageDecoders {
             }.get()
         }
 
-        private static func decode(_ bytes: UnsafeRawBufferPointer, context: ImageDecodingContext, memoryLimit: Int)
-            -> Result<Bitmap, ImageDecodingError>
+        /// Decodes the 1/8 scale from DC coefficients alone when the file allows it: baseline Huffman
+        /// coding, one scan, YCbCr or grayscale, no restart interval (the C side says exactly). That
+        /// scale is all entropy decoding, which libjpeg does on one thread; this splits the data between
+        /// `threads` (1 or 2) where it is large enough, or always with `alwaysSplit` (tests), and gives
+        /// the same pixels whichever way it ran. `nil` when it declines: decode with libjpeg then, which
+        /// also gives the errors of damaged data.
+        static func decodeFromDC(_ decoder: OpaquePointer, _ sizes: Scales, threads: Int, alwaysSplit: Bool = false)
+            -> Bitmap?
         {
-            withDecoder(bytes, context: context, memoryLimit: memoryLimit) { decoder, sizes in
-                decodeWhole(decoder, sizes, context)
+            guard sizes.output.pixelCount > 0, cjpeg_decoder_can_decode_dc(decoder) != 0 else { return nil }
+            let byteCount = sizes.output.pixelCount * 4
+            var status = CJPEG_STATUS_DECLINED
+            let pixels = [UInt8](unsafeUninitializedCapacity: byteCount) { buffer, initializedCount in
+                status = cjpeg_decoder_decode_dc_rgba(
+                    decoder, buffer.baseAddress, sizes.output.width * 4, byteCount, Int32(min(max(threads, 1), 2)),
+                    alwaysSplit ? 1 : 0)
+                initializedCount = status == CJPEG_STATUS_OK ? byteCount : 0
+            }
+            guard status == CJPEG_STATUS_OK else { return nil }
+            return Bitmap(width: sizes.output.width, height: sizes.output.height, pixels: pixels)
+        }
+
+        /// The DC-only decode of `data` at 1/8 scale, or `nil` where it declines (tests).
+        func decodeFromDC(_ data: Data, threads: Int, alwaysSplit: Bool) -> Bitmap? {
+            data.withUnsafeBytes { bytes -> Bitmap? in
+                // Asking for one pixel makes the scale 1/8; the header's size is not read here.
+                let one = PixelSize(width: 1, height: 1)
+                let context = ImageDecodingContext(
+                    header: ImageHeader(format: .jpeg, storedSize: one), minimumSize: one)
+                var bitmap: Bitmap?
+                _ = Self.withDecoder(bytes, context: context, memoryLimit: 0) { decoder, sizes in
+                    bitmap = Self.decodeFromDC(decoder, sizes, threads: threads, alwaysSplit: alwaysSplit)
+                    return .failure(ImageDecodingError(format: .jpeg, reason: .truncated))
+                }
+                return bitmap
             }
         }
 
@@ -147,7 +192,7 @@ extension ImageDecoders {
         }
 
         /// The stored size of an image and the size it decodes to at the scale set.
-        private struct Scales {
+        struct Scales {
             let image: PixelSize
             let output: PixelSize
         }
@@ -167,6 +212,29 @@ extension ImageDecoders {
             }
             guard status == CJPEG_STATUS_OK else { return .failure(error(status, decoder, context, sizes.image)) }
             return .success(Bitmap(width: outputSize.width, height: outputSize.height, pixels: pixels))
+        }
+
+        /// The DC-only decode on `threads` threads, `nil` where it declines (benchmarks).
+        @_spi(Benchmarks) public func benchmarkDecodeFromDC(_ data: Data, threads: Int) -> Bitmap? {
+            decodeFromDC(data, threads: threads, alwaysSplit: false)
+        }
+
+        /// libjpeg's decode at the scale `context` asks for, without the DC-only decoder (benchmarks).
+        @_spi(Benchmarks) public func benchmarkDecodeWithLibjpeg(_ data: Data, context: ImageDecodingContext)
+            throws(ImageDecodingError) -> Bitmap
+        {
+            var plain = self
+            plain.allowsDCShortcut = false
+            return try plain.decode(data, context: context)
+        }
+
+        /// Decodes `data` at 1/8 scale from DC coefficients on one thread and split between two, and
+        /// stops the process if the two differ; `false` where the decoder declines (the fuzzer).
+        @_spi(Fuzzing) public static func fuzzDCDecodeAgreement(_ data: Data) -> Bool {
+            let one = JPEG().decodeFromDC(data, threads: 1, alwaysSplit: false)
+            let two = JPEG().decodeFromDC(data, threads: 2, alwaysSplit: true)
+            precondition(one?.pixels == two?.pixels, "the DC decoder gave different pixels on two threads")
+            return one != nil
         }
 
         private static func budgetError(pixels: Int, _ context: ImageDecodingContext) -> ImageDecodingError {

@@ -27,6 +27,8 @@ typedef enum {
     CJPEG_STATUS_MEMORY_LIMIT = 4,
     /* The arguments of the call are invalid (a bug in the caller, not in the data). */
     CJPEG_STATUS_INVALID_ARGUMENT = 5,
+    /* A shortcut does not take this file (nothing was decoded): decode it the usual way. */
+    CJPEG_STATUS_DECLINED = 6,
 } cjpeg_status;
 
 /* The colour model of the stored components. */
@@ -83,6 +85,19 @@ cjpeg_status cjpeg_decoder_start(cjpeg_decoder *decoder);
    says whether the data was complete. Lets a caller work on the rows above while later ones decode. */
 cjpeg_status cjpeg_decoder_read_rows(cjpeg_decoder *decoder, unsigned char *rgba, size_t bytes_per_row,
                                      int max_rows, int *rows_read);
+
+/* Whether cjpeg_decoder_decode_dc_rgba can take this file at the scale set: a 1/8 scale, baseline
+   Huffman coding, 8 bits, one scan of every component, YCbCr or grayscale, no restart interval,
+   luma at full resolution and chroma at full or half. */
+int cjpeg_decoder_can_decode_dc(const cjpeg_decoder *decoder);
+
+/* Decodes the 1/8 scale from DC coefficients alone, as cjpeg_decoder_decode_rgba would (luma
+   exactly; chroma at half resolution within a fraction of a level), with the entropy-coded data
+   split between `threads` (1 or 2) threads when it is large enough (always, with `always_split`).
+   Returns CJPEG_STATUS_DECLINED, with the decoder untouched, when the file is not one it takes or
+   its data is anything but well formed: then decode it the usual way. */
+cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char *rgba, size_t bytes_per_row,
+                                          size_t rgba_byte_count, int threads, int always_split);
 
 /* The message of the last failed call, or of the first warning; never NULL. Owned by the decoder. */
 const char *cjpeg_decoder_message(const cjpeg_decoder *decoder);

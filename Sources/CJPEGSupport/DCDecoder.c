@@ -1,0 +1,808 @@
+/*
+ * A decoder for the 1/8 scale of baseline JPEG: one pixel per 8x8 block, from the DC coefficient
+ * alone, split over two threads.
+ *
+ * At 1/8 scale libjpeg-turbo's whole cost is Huffman decoding, which is sequential: a block's place
+ * in the stream is only known once every block before it is decoded. Huffman codes resynchronise,
+ * though: a decoder started at an arbitrary byte soon falls into step with the true block
+ * boundaries. So a second thread starts in the middle of the entropy-coded data and records where
+ * each MCU it decodes starts; the first thread decodes from the beginning and, past the middle,
+ * looks for an MCU start that the second thread also recorded. From there both decoded the same
+ * MCUs, and the second thread's DC values differ from the true ones by a constant per component
+ * (its DC predictors started at zero), which the first thread's predictors at that point give.
+ *
+ * The pixels are libjpeg-turbo's own at that scale, computed the way it computes them: a block at
+ * the output's resolution is its DC, dequantized, divided by 8 and level-shifted (the 1x1 IDCT); a
+ * chroma block at half the resolution both ways (4:2:0) goes through libjpeg's 2x2 IDCT, which also
+ * reads a few AC coefficients, so those blocks' AC coefficients are decoded rather than skipped;
+ * chroma at half the resolution one way is repeated (libjpeg upsamples without its triangle filter
+ * at this scale); the colour conversion uses its fixed-point JFIF factors.
+ *
+ * Anything this decoder does not expect (a restart interval, an invalid code, data that ends early
+ * or is followed by anything but EOI) makes it decline, and the caller decodes with libjpeg, which
+ * gives the canonical result or error. It only reads libjpeg's parsed header and the bytes.
+ */
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "Decoder.h"
+
+enum {
+    /* Codes up to this long are decoded with one table look-up. */
+    SYMBOL_BITS = 9,
+    /* An AC code and its extra bits up to this long are skipped with one table look-up. */
+    SKIP_BITS = 11,
+    MAX_BLOCKS_IN_MCU = 10,
+};
+
+typedef struct {
+    /* (length << 8) | symbol for codes of at most SYMBOL_BITS bits; 0 for longer ones. */
+    uint16_t symbols[1 << SYMBOL_BITS];
+    /* AC tables: the bits of a code and its extra bits | (coefficients they advance over << 5),
+       when both fit in SKIP_BITS; 0 otherwise. */
+    uint16_t skips[1 << SKIP_BITS];
+    /* The largest code of each length, -1 when there is none. */
+    int32_t max_code[17];
+    /* values[value_offset[length] + code] is the symbol of a code of that length. */
+    int32_t value_offset[17];
+    uint8_t values[256];
+} huffman_table;
+
+/* Builds the tables of a canonical Huffman table; 0 when it is invalid (as libjpeg would say). */
+static int build_table(huffman_table *table, const JHUFF_TBL *source, int is_dc) {
+    memset(table, 0, sizeof *table);
+    int count = 0;
+    for (int length = 1; length <= 16; length++) {
+        count += source->bits[length];
+    }
+    if (count > 256) {
+        return 0;
+    }
+    memcpy(table->values, source->huffval, (size_t)count);
+    int32_t code = 0;
+    int index = 0;
+    for (int length = 1; length <= 16; length++) {
+        int codes = source->bits[length];
+        table->max_code[length] = -1;
+        if (codes > 0) {
+            table->value_offset[length] = index - code;
+        }
+        for (int n = 0; n < codes; n++, code++, index++) {
+            int symbol = table->values[index];
+            if (is_dc && symbol > 11) {
+                return 0;  // 8-bit DC differences have at most 11 bits
+            }
+            if (length <= SYMBOL_BITS) {
+                int first = code << (SYMBOL_BITS - length);
+                for (int fill = 0; fill < 1 << (SYMBOL_BITS - length); fill++) {
+                    table->symbols[first + fill] = (uint16_t)((length << 8) | symbol);
+                }
+            }
+            if (!is_dc && length <= SKIP_BITS) {
+                int run = symbol >> 4, size = symbol & 15;
+                int bits = length + size;
+                int advance = size != 0 ? run + 1 : (run == 15 ? 16 : 64);
+                if (bits <= SKIP_BITS) {
+                    int first = code << (SKIP_BITS - length);
+                    for (int fill = 0; fill < 1 << (SKIP_BITS - length); fill++) {
+                        table->skips[first + fill] = (uint16_t)(bits | (advance << 5));
+                    }
+                }
+            }
+        }
+        if (codes > 0) {
+            table->max_code[length] = code - 1;
+        }
+        // No code may be all ones: the next code must still fit in `length` bits.
+        if (code >= (int32_t)1 << length) {
+            return 0;
+        }
+        code <<= 1;
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Reading bits: byte stuffing removed, zeros fed after the first marker.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    const uint8_t *data;
+    size_t position;  // the next byte to load
+    size_t end;
+    uint64_t bits;    // the next bit is the top one
+    int count;        // valid bits in `bits`
+    uint64_t loaded;  // data bits loaded so far (stuffing left out, fed zeros too)
+    uint64_t fed;     // zero bits fed after the marker
+    int at_marker;
+    size_t marker;    // where the marker (or the end of the data) is, once reached
+    size_t watch;     // a byte whose bit offset is wanted
+    uint64_t watch_offset;
+} bit_reader;
+
+static void reader_init(bit_reader *reader, const uint8_t *data, size_t start, size_t end, size_t watch) {
+    memset(reader, 0, sizeof *reader);
+    reader->data = data;
+    reader->position = start;
+    reader->end = end;
+    reader->watch = watch;
+    reader->watch_offset = UINT64_MAX;
+}
+
+/* The data bits consumed so far. */
+static inline uint64_t reader_offset(const bit_reader *reader) {
+    return reader->loaded + reader->fed - (uint64_t)reader->count;
+}
+
+/* Loads whole bytes while none of the next eight is 0xFF; 0 when it could not. */
+static inline __attribute__((always_inline)) int refill_fast(bit_reader *reader) {
+    if (reader->at_marker || reader->position + 8 > reader->end) {
+        return 0;
+    }
+    uint64_t word;
+    memcpy(&word, reader->data + reader->position, 8);
+    word = __builtin_bswap64(word);
+    uint64_t inverted = ~word;
+    if (((inverted - 0x0101010101010101ull) & ~inverted & 0x8080808080808080ull) != 0) {
+        return 0;
+    }
+    // Take as many whole bytes as fit (count <= 56, so at least one).
+    int take = (64 - reader->count) >> 3;
+    uint64_t taken = take == 8 ? word : (word >> (64 - 8 * take)) << (64 - 8 * take);
+    if (reader->watch - reader->position < (size_t)take) {  // unsigned: also false when watch < position
+        reader->watch_offset = reader->loaded + 8 * (uint64_t)(reader->watch - reader->position);
+    }
+    reader->bits |= taken >> reader->count;
+    reader->position += (size_t)take;
+    reader->count += 8 * take;
+    reader->loaded += 8 * (uint64_t)take;
+    return 1;
+}
+
+static void refill_slowly(bit_reader *reader) {
+    while (reader->count <= 56) {
+        if (refill_fast(reader)) {
+            continue;
+        }
+        uint64_t byte = 0;
+        if (!reader->at_marker) {
+            if (reader->position == reader->watch) {
+                reader->watch_offset = reader->loaded;
+            }
+            if (reader->position >= reader->end) {
+                reader->at_marker = 1;
+                reader->marker = reader->end;
+            } else if (reader->data[reader->position] != 0xFF) {
+                byte = reader->data[reader->position];
+                reader->position += 1;
+            } else if (reader->position + 1 < reader->end && reader->data[reader->position + 1] == 0) {
+                byte = 0xFF;  // a stuffed 0xFF
+                reader->position += 2;
+            } else {
+                reader->at_marker = 1;
+                reader->marker = reader->position;
+            }
+        }
+        reader->bits |= byte << (56 - reader->count);
+        reader->count += 8;
+        if (reader->at_marker) {
+            reader->fed += 8;
+        } else {
+            reader->loaded += 8;
+        }
+    }
+}
+
+/* Tops the bit buffer up to more than 56 bits. */
+static inline __attribute__((always_inline)) void refill(bit_reader *reader) {
+    if (!refill_fast(reader)) {
+        refill_slowly(reader);
+    }
+}
+
+/* Decodes one symbol from the top bits of `bits`; 0 for an invalid code. */
+static inline int decode_symbol(const huffman_table *table, uint64_t bits, int *length, int *symbol) {
+    int entry = table->symbols[bits >> (64 - SYMBOL_BITS)];
+    if (entry != 0) {
+        *length = entry >> 8;
+        *symbol = entry & 0xFF;
+        return 1;
+    }
+    uint32_t peek = (uint32_t)(bits >> 48);
+    for (int size = SYMBOL_BITS + 1; size <= 16; size++) {
+        int32_t code = (int32_t)(peek >> (16 - size));
+        if (code <= table->max_code[size]) {
+            *length = size;
+            *symbol = table->values[(table->value_offset[size] + code) & 0xFF];
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Decoding MCUs
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    int blocks;
+    /* The scan component of each block of an MCU. */
+    int component_of_block[MAX_BLOCKS_IN_MCU];
+    huffman_table *dc[MAX_COMPS_IN_SCAN];
+    huffman_table *ac[MAX_COMPS_IN_SCAN];
+    int components;
+    /* Per scan component: whether its blocks go through the 2x2 IDCT, with the quantizer it needs. */
+    int uses_2x2[MAX_COMPS_IN_SCAN];
+    const uint16_t *quantizer[MAX_COMPS_IN_SCAN];
+    /* A block's four 2x2 terms start at record[ac_terms_of_block[block]]; -1 for DC-only blocks. */
+    int ac_terms_of_block[MAX_BLOCKS_IN_MCU];
+    /* The 16-bit values an MCU records: a DC value per block, then four terms per 2x2 block. */
+    int record;
+} mcu_layout;
+
+/* The natural (row-major) position of each coefficient in zigzag order, with 16 spare entries so
+   that a corrupt run past the end lands in the last position instead of outside the block. */
+static const uint8_t natural_order[64 + 16] = {
+    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13,
+    6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31,
+    39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
+};
+
+/* libjpeg's 2x2 IDCT (jidctred.c) without the DC coefficient: for each of the four outputs the term
+   Q with output = range_limit((DC * quantizer[0] + Q) >> 3), so that the DC can be added once it is
+   known (the second thread learns its DC values late). This is exact: the dequantized DC d enters
+   the first pass as d << 15, a multiple of that pass's rounding step, and the second as d << 17;
+   with U the rest of the second pass's sum plus its rounding bias, (d * 2^17 + U) >> 20 equals
+   (d + (U >> 17)) >> 3 because the dropped low 17 bits of U cannot carry into bit 20. Terms past
+   16 bits saturate; for a valid image's DC the output is at the end of the range either way. */
+static void idct_2x2_terms(const int32_t *coefficients, const uint16_t *quantizer, int16_t *terms) {
+    enum { C7 = -5906, C5 = 6967, C3 = -10426, C1 = 29692 };  // FIX(0.720959822) and so on, negated as libjpeg does
+    static const int columns[5] = { 0, 1, 3, 5, 7 };
+    int64_t rows[2][8] = { { 0 } };
+    for (int index = 0; index < 5; index++) {
+        int column = columns[index];
+        int64_t z[8];
+        for (int row = 0; row < 8; row++) {
+            z[row] = (int64_t)coefficients[row * 8 + column] * quantizer[row * 8 + column];
+        }
+        if (column == 0) {
+            z[0] = 0;  // the DC, added back by the caller
+        }
+        int64_t odd = z[7] * C7 + z[5] * C5 + z[3] * C3 + z[1] * C1;
+        int64_t even = z[0] * ((int64_t)1 << 15);
+        // DESCALE(x, CONST_BITS - PASS1_BITS + 2) with libjpeg's rounding.
+        rows[0][column] = (even + odd + 4096) >> 13;
+        rows[1][column] = (even - odd + 4096) >> 13;
+    }
+    for (int row = 0; row < 2; row++) {
+        const int64_t *w = rows[row];
+        int64_t odd = w[7] * C7 + w[5] * C5 + w[3] * C3 + w[1] * C1;
+        int64_t base = w[0] * ((int64_t)1 << 15) + ((int64_t)1 << 19);
+        for (int column = 0; column < 2; column++) {
+            int64_t term = (column == 0 ? base + odd : base - odd) >> 17;
+            terms[row * 2 + column] = (int16_t)(term > INT16_MAX ? INT16_MAX : term < INT16_MIN ? INT16_MIN : term);
+        }
+    }
+}
+
+/* Decodes one MCU, storing each block's DC value (with `predictors`, wrapping modulo 2^16). */
+static int decode_mcu(bit_reader *reader, const mcu_layout *layout, uint16_t *predictors, uint16_t *out) {
+    // The bit buffer lives in locals here, so that the compiler keeps it in registers instead of
+    // storing it back through `reader` after every code; it goes back to `reader` to refill.
+    uint64_t bits = reader->bits;
+    int count = reader->count;
+#define ENSURE_BITS()                                                                                                  \
+    if (count < 32) {                                                                                                  \
+        reader->bits = bits;                                                                                           \
+        reader->count = count;                                                                                         \
+        refill(reader);                                                                                                \
+        bits = reader->bits;                                                                                           \
+        count = reader->count;                                                                                         \
+    }
+#define SKIP_BITS_OF(n) (bits <<= (n), count -= (n))
+    int result = 0;
+    for (int block = 0; block < layout->blocks; block++) {
+        int component = layout->component_of_block[block];
+        ENSURE_BITS();
+        int length, size;
+        if (!decode_symbol(layout->dc[component], bits, &length, &size)) {
+            goto out;
+        }
+        SKIP_BITS_OF(length);
+        uint32_t difference = 0;
+        if (size != 0) {
+            uint32_t raw = (uint32_t)(bits >> (64 - size));
+            SKIP_BITS_OF(size);
+            difference = raw < (1u << (size - 1)) ? raw - ((1u << size) - 1) : raw;
+        }
+        predictors[component] = (uint16_t)(predictors[component] + difference);
+        out[block] = predictors[component];
+
+        const huffman_table *ac = layout->ac[component];
+        if (layout->uses_2x2[component]) {
+            // The 2x2 IDCT reads AC coefficients too: decode their values.
+            int32_t coefficients[64] = { 0 };
+            for (int k = 1; k < 64;) {
+                ENSURE_BITS();
+                int symbol;
+                if (!decode_symbol(ac, bits, &length, &symbol)) {
+                    goto out;
+                }
+                SKIP_BITS_OF(length);
+                int run = symbol >> 4;
+                size = symbol & 15;
+                if (size != 0) {
+                    k += run;
+                    uint32_t raw = (uint32_t)(bits >> (64 - size));
+                    SKIP_BITS_OF(size);
+                    int32_t value = raw < (1u << (size - 1)) ? (int32_t)raw - (int32_t)((1u << size) - 1) : (int32_t)raw;
+                    coefficients[natural_order[k]] = value;
+                    k += 1;
+                } else if (run == 15) {
+                    k += 16;
+                } else {
+                    break;
+                }
+            }
+            idct_2x2_terms(coefficients, layout->quantizer[component],
+                           (int16_t *)(out + layout->ac_terms_of_block[block]));
+            continue;
+        }
+        for (int k = 1; k < 64;) {
+            ENSURE_BITS();
+            int entry = ac->skips[bits >> (64 - SKIP_BITS)];
+            if (entry != 0) {
+                SKIP_BITS_OF(entry & 31);
+                k += entry >> 5;
+                continue;
+            }
+            int symbol;
+            if (!decode_symbol(ac, bits, &length, &symbol)) {
+                goto out;
+            }
+            int run = symbol >> 4;
+            size = symbol & 15;
+            SKIP_BITS_OF(length + size);
+            if (size != 0) {
+                k += run + 1;
+            } else if (run == 15) {
+                k += 16;
+            } else {
+                break;
+            }
+        }
+    }
+    result = 1;
+out:
+    reader->bits = bits;
+    reader->count = count;
+    return result;
+#undef ENSURE_BITS
+#undef SKIP_BITS_OF
+}
+
+/* One thread's share: MCUs decoded from `start`, each MCU's start offset recorded when asked. */
+typedef struct {
+    const mcu_layout *layout;
+    bit_reader reader;
+    uint16_t predictors[MAX_COMPS_IN_SCAN];
+    uint16_t *values;    // layout->record per MCU
+    uint64_t *starts;    // capacity + 1 offsets, or NULL
+    size_t capacity;
+    size_t decoded;      // MCUs decoded within the data
+} segment;
+
+/* Whether the bits consumed so far all came from the data (none of the zeros fed after it). */
+static inline int within_data(const bit_reader *reader) {
+    return reader_offset(reader) <= reader->loaded;
+}
+
+/* Decodes MCUs until the capacity, an invalid code or the end of the data; starts[decoded] is
+   where the first MCU not decoded starts. */
+static void *decode_speculatively(void *argument) {
+    segment *part = argument;
+    while (part->decoded < part->capacity) {
+        part->starts[part->decoded] = reader_offset(&part->reader);
+        if (!decode_mcu(&part->reader, part->layout, part->predictors,
+                        part->values + part->decoded * (size_t)part->layout->record) ||
+            !within_data(&part->reader)) {
+            return NULL;  // an MCU that needed bits past the data is not one
+        }
+        part->decoded += 1;
+    }
+    part->starts[part->decoded] = reader_offset(&part->reader);
+    return NULL;
+}
+
+/* Whether the entropy-coded data ends right after `offset` (padding only) with an EOI marker. */
+static int ends_cleanly(bit_reader *reader, uint64_t offset) {
+    // Load on to the marker while less than a whole byte of data follows `offset`.
+    while (!reader->at_marker && offset <= reader->loaded && reader->loaded - offset < 8) {
+        reader->count = 0;  // only the count of bytes loaded matters from here
+        reader->bits = 0;
+        refill(reader);
+    }
+    if (!reader->at_marker || offset > reader->loaded || reader->loaded - offset >= 8) {
+        return 0;
+    }
+    size_t position = reader->marker;
+    while (position < reader->end && reader->data[position] == 0xFF) {
+        position++;
+    }
+    return position < reader->end && position > reader->marker && reader->data[position] == 0xD9;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The decode
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    mcu_layout layout;
+    huffman_table tables[2 * MAX_COMPS_IN_SCAN];
+    /* Per scan component: the frame component, its sampling and its quantizer's DC step. */
+    int frame_component[MAX_COMPS_IN_SCAN];
+    int horizontal[MAX_COMPS_IN_SCAN];
+    int vertical[MAX_COMPS_IN_SCAN];
+    int dc_step[MAX_COMPS_IN_SCAN];
+    size_t mcus_across;
+    size_t mcus_down;
+    int max_horizontal;
+    int max_vertical;
+} scan_plan;
+
+/* Fills `plan` when the DC decoder can take the file at the scale set; 0 otherwise. */
+static int make_plan(const cjpeg_decoder *decoder, scan_plan *plan) {
+    const struct jpeg_decompress_struct *cinfo = &decoder->cinfo;
+    if (!decoder->has_header || decoder->has_decoded || cinfo->scale_num != 1 || cinfo->scale_denom != 8 ||
+        cinfo->progressive_mode || cinfo->arith_code || cinfo->data_precision != 8 || cinfo->restart_interval != 0 ||
+        cinfo->comps_in_scan != cinfo->num_components || cinfo->Ss != 0 || cinfo->Se != 63 || cinfo->Ah != 0 ||
+        cinfo->Al != 0 || cinfo->src == NULL || cinfo->image_width == 0 || cinfo->image_height == 0) {
+        return 0;
+    }
+    if (!(cinfo->jpeg_color_space == JCS_YCbCr && cinfo->num_components == 3) &&
+        !(cinfo->jpeg_color_space == JCS_GRAYSCALE && cinfo->num_components == 1)) {
+        return 0;
+    }
+    memset(plan, 0, sizeof *plan);
+    int max_h = 1, max_v = 1;
+    for (int index = 0; index < cinfo->num_components; index++) {
+        const jpeg_component_info *component = &cinfo->comp_info[index];
+        if (component->h_samp_factor < 1 || component->h_samp_factor > 4 || component->v_samp_factor < 1 ||
+            component->v_samp_factor > 4) {
+            return 0;
+        }
+        max_h = component->h_samp_factor > max_h ? component->h_samp_factor : max_h;
+        max_v = component->v_samp_factor > max_v ? component->v_samp_factor : max_v;
+    }
+    plan->max_horizontal = max_h;
+    plan->max_vertical = max_v;
+    int single = cinfo->comps_in_scan == 1;
+    plan->layout.components = cinfo->comps_in_scan;
+    int two_by_two_blocks = 0;
+    for (int index = 0; index < cinfo->comps_in_scan; index++) {
+        const jpeg_component_info *component = cinfo->cur_comp_info[index];
+        if (component == NULL || component->component_index < 0 ||
+            component->component_index >= cinfo->num_components) {
+            return 0;
+        }
+        int h = single ? 1 : component->h_samp_factor;
+        int v = single ? 1 : component->v_samp_factor;
+        // Luma must be at full resolution, chroma at full or half, so that one pixel is one luma block.
+        int h_ratio = max_h / component->h_samp_factor, v_ratio = max_v / component->v_samp_factor;
+        if (max_h % component->h_samp_factor != 0 || max_v % component->v_samp_factor != 0 || h_ratio > 2 ||
+            v_ratio > 2 || (component->component_index == 0 && (h_ratio != 1 || v_ratio != 1))) {
+            return 0;
+        }
+        plan->frame_component[index] = component->component_index;
+        plan->horizontal[index] = h;
+        plan->vertical[index] = v;
+        // libjpeg scales a component at half the resolution both ways up with its 2x2 IDCT
+        // (jdmaster.c picks the IDCT size so that the upsampler has nothing to do).
+        plan->layout.uses_2x2[index] = !single && h_ratio == 2 && v_ratio == 2;
+        for (int block = 0; block < h * v; block++) {
+            if (plan->layout.blocks >= MAX_BLOCKS_IN_MCU) {
+                return 0;
+            }
+            plan->layout.ac_terms_of_block[plan->layout.blocks] =
+                plan->layout.uses_2x2[index] ? 4 * two_by_two_blocks++ : -1;
+            plan->layout.component_of_block[plan->layout.blocks++] = index;
+        }
+        int quantizer = component->quant_tbl_no;
+        if (quantizer < 0 || quantizer >= NUM_QUANT_TBLS || cinfo->quant_tbl_ptrs[quantizer] == NULL) {
+            return 0;
+        }
+        plan->layout.quantizer[index] = cinfo->quant_tbl_ptrs[quantizer]->quantval;
+        plan->dc_step[index] = cinfo->quant_tbl_ptrs[quantizer]->quantval[0];
+        int dc = component->dc_tbl_no, ac = component->ac_tbl_no;
+        if (dc < 0 || dc >= NUM_HUFF_TBLS || ac < 0 || ac >= NUM_HUFF_TBLS || cinfo->dc_huff_tbl_ptrs[dc] == NULL ||
+            cinfo->ac_huff_tbl_ptrs[ac] == NULL) {
+            return 0;
+        }
+        if (!build_table(&plan->tables[2 * index], cinfo->dc_huff_tbl_ptrs[dc], 1) ||
+            !build_table(&plan->tables[2 * index + 1], cinfo->ac_huff_tbl_ptrs[ac], 0)) {
+            return 0;
+        }
+        plan->layout.dc[index] = &plan->tables[2 * index];
+        plan->layout.ac[index] = &plan->tables[2 * index + 1];
+    }
+    plan->layout.record = plan->layout.blocks + 4 * two_by_two_blocks;
+    for (int block = 0; block < plan->layout.blocks; block++) {
+        if (plan->layout.ac_terms_of_block[block] >= 0) {
+            plan->layout.ac_terms_of_block[block] += plan->layout.blocks;
+        }
+    }
+    size_t width = cinfo->image_width, height = cinfo->image_height;
+    if (single) {
+        plan->mcus_across = (width + 7) / 8;
+        plan->mcus_down = (height + 7) / 8;
+    } else {
+        plan->mcus_across = (width + 8 * (size_t)max_h - 1) / (8 * (size_t)max_h);
+        plan->mcus_down = (height + 8 * (size_t)max_v - 1) / (8 * (size_t)max_v);
+    }
+    return 1;
+}
+
+int cjpeg_decoder_can_decode_dc(const cjpeg_decoder *decoder) {
+    scan_plan *plan = malloc(sizeof *plan);
+    if (decoder == NULL || plan == NULL) {
+        free(plan);
+        return 0;
+    }
+    int result = make_plan(decoder, plan);
+    free(plan);
+    return result;
+}
+
+/* libjpeg's range limit after an IDCT: sample = table[x & 1023], which clamps x + 128 to 0...255
+   for x in -512...511 and wraps beyond (as it does for absurd coefficients). */
+static inline uint8_t range_limit(int32_t x) {
+    int32_t index = x & 1023;
+    return (uint8_t)(index < 128 ? index + 128 : index < 512 ? 255 : index < 896 ? 0 : index - 896);
+}
+
+static inline uint8_t clamp_sample(int value) {
+    return (uint8_t)(value < 0 ? 0 : value > 255 ? 255 : value);
+}
+
+/* One component's samples at its own resolution. */
+typedef struct {
+    uint8_t *samples;
+    size_t width;
+    size_t height;
+    int h_ratio;  // output pixels per sample across: 1 or 2 (repeated, as libjpeg does at this scale)
+    int v_ratio;
+} plane;
+
+/* Writes RGBA rows from the planes with libjpeg's fixed-point JFIF conversion (16 fraction bits). */
+static void write_rgba(const plane *planes, int components, unsigned char *rgba, size_t bytes_per_row,
+                       size_t width, size_t height) {
+    for (size_t y = 0; y < height; y++) {
+        unsigned char *row = rgba + y * bytes_per_row;
+        const uint8_t *luma = planes[0].samples + y * planes[0].width;
+        if (components == 1) {
+            for (size_t x = 0; x < width; x++) {
+                row[4 * x] = row[4 * x + 1] = row[4 * x + 2] = luma[x];
+                row[4 * x + 3] = 255;
+            }
+            continue;
+        }
+        const uint8_t *cb_row = planes[1].samples + y / (size_t)planes[1].v_ratio * planes[1].width;
+        const uint8_t *cr_row = planes[2].samples + y / (size_t)planes[2].v_ratio * planes[2].width;
+        int cb_shift = planes[1].h_ratio - 1, cr_shift = planes[2].h_ratio - 1;
+        for (size_t x = 0; x < width; x++) {
+            int y_value = luma[x];
+            int cb = cb_row[x >> cb_shift] - 128;
+            int cr = cr_row[x >> cr_shift] - 128;
+            row[4 * x] = clamp_sample(y_value + ((91881 * cr + 32768) >> 16));
+            row[4 * x + 1] = clamp_sample(y_value + ((-22554 * cb - 46802 * cr + 32768) >> 16));
+            row[4 * x + 2] = clamp_sample(y_value + ((116130 * cb + 32768) >> 16));
+            row[4 * x + 3] = 255;
+        }
+    }
+}
+
+/* Writes the samples of MCUs [first, first + count) into the planes, from `records` (one record per
+   MCU) with `shift` added to each component's DC values (modulo 2^16). */
+static void fill_planes(const scan_plan *plan, const uint16_t *records, size_t first, size_t count,
+                        const uint16_t *shift, plane *planes) {
+    const mcu_layout *layout = &plan->layout;
+    for (size_t mcu = first; mcu < first + count; mcu++) {
+        size_t mcu_x = mcu % plan->mcus_across, mcu_y = mcu / plan->mcus_across;
+        const uint16_t *record = records + (mcu - first) * (size_t)layout->record;
+        int block = 0;
+        for (int index = 0; index < layout->components; index++) {
+            plane *target = &planes[plan->frame_component[index]];
+            int h = plan->horizontal[index], v = plan->vertical[index];
+            int step = plan->dc_step[index];
+            for (int row = 0; row < v; row++) {
+                for (int column = 0; column < h; column++, block++) {
+                    int32_t dc = (int16_t)(uint16_t)(record[block] + shift[index]);
+                    int32_t dequantized = dc * step;
+                    if (layout->uses_2x2[index]) {
+                        const int16_t *terms = (const int16_t *)(record + layout->ac_terms_of_block[block]);
+                        size_t x = 2 * (mcu_x * (size_t)h + (size_t)column);
+                        uint8_t *top = target->samples + 2 * (mcu_y * (size_t)v + (size_t)row) * target->width + x;
+                        uint8_t *bottom = top + target->width;
+                        top[0] = range_limit((dequantized + terms[0]) >> 3);
+                        top[1] = range_limit((dequantized + terms[1]) >> 3);
+                        bottom[0] = range_limit((dequantized + terms[2]) >> 3);
+                        bottom[1] = range_limit((dequantized + terms[3]) >> 3);
+                    } else {
+                        // libjpeg's 1x1 IDCT: DESCALE(dequantized, 3), level-shifted.
+                        size_t offset = (mcu_y * (size_t)v + (size_t)row) * target->width + mcu_x * (size_t)h + (size_t)column;
+                        target->samples[offset] = range_limit((dequantized + 4) >> 3);
+                    }
+                }
+            }
+        }
+    }
+}
+
+static int allocate_planes(const scan_plan *plan, plane *planes) {
+    int components = plan->layout.components;
+    for (int index = 0; index < components; index++) {
+        plane *target = &planes[plan->frame_component[index]];
+        int scale = plan->layout.uses_2x2[index] ? 2 : 1;
+        target->width = plan->mcus_across * (size_t)plan->horizontal[index] * (size_t)scale;
+        target->height = plan->mcus_down * (size_t)plan->vertical[index] * (size_t)scale;
+        target->h_ratio = components == 1 ? 1 : plan->max_horizontal / plan->horizontal[index] / scale;
+        target->v_ratio = components == 1 ? 1 : plan->max_vertical / plan->vertical[index] / scale;
+        target->samples = malloc(target->width * target->height);
+        if (target->samples == NULL) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Entropy-coded data shorter than this decodes on one thread: a second would not pay for itself. */
+static const size_t minimum_bytes_to_split = 1 << 20;
+
+cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char *rgba, size_t bytes_per_row,
+                                          size_t rgba_byte_count, int threads, int always_split) {
+    if (decoder == NULL || rgba == NULL) {
+        return CJPEG_STATUS_INVALID_ARGUMENT;
+    }
+    scan_plan *plan = malloc(sizeof *plan);
+    if (plan == NULL) {
+        return CJPEG_STATUS_MEMORY_LIMIT;
+    }
+    cjpeg_status status = CJPEG_STATUS_DECLINED;
+    uint16_t *records = NULL, *speculative_records = NULL;
+    uint64_t *starts = NULL;
+    plane planes[3];
+    memset(planes, 0, sizeof planes);
+    if (!make_plan(decoder, plan)) {
+        goto done;
+    }
+    const struct jpeg_decompress_struct *cinfo = &decoder->cinfo;
+    size_t width = (cinfo->image_width + 7) / 8, height = (cinfo->image_height + 7) / 8;
+    if (bytes_per_row < width * 4 || rgba_byte_count < bytes_per_row * (height - 1) + width * 4) {
+        status = CJPEG_STATUS_INVALID_ARGUMENT;
+        goto done;
+    }
+    const uint8_t *data = cinfo->src->next_input_byte;
+    size_t size = cinfo->src->bytes_in_buffer;
+    size_t mcus = plan->mcus_across * plan->mcus_down;
+    size_t record = (size_t)plan->layout.record;
+    // Pages are only touched as MCUs are decoded: each thread fills about its share.
+    records = malloc(mcus * record * sizeof *records);
+    if (records == NULL) {
+        status = CJPEG_STATUS_MEMORY_LIMIT;
+        goto done;
+    }
+
+    // The second thread starts half way, on a byte that is not the zero after a stuffed 0xFF.
+    int split = threads > 1 && (always_split || size >= minimum_bytes_to_split) && size >= 64;
+    size_t middle = size / 2;
+    while (split && middle < size && data[middle - 1] == 0xFF) {
+        middle++;
+    }
+    split = split && middle < size;
+    segment second;
+    memset(&second, 0, sizeof second);
+    pthread_t thread;
+    if (split) {
+        speculative_records = malloc(mcus * record * sizeof *speculative_records);
+        starts = malloc((mcus + 1) * sizeof *starts);
+        second.layout = &plan->layout;
+        second.values = speculative_records;
+        second.starts = starts;
+        second.capacity = mcus;
+        reader_init(&second.reader, data, middle, size, SIZE_MAX);
+        split = speculative_records != NULL && starts != NULL &&
+                pthread_create(&thread, NULL, decode_speculatively, &second) == 0;
+    }
+
+    bit_reader reader;
+    reader_init(&reader, data, 0, size, split ? middle : SIZE_MAX);
+    uint16_t predictors[MAX_COMPS_IN_SCAN] = { 0 };
+    size_t mcu = 0;
+    int failed = 0;
+    // Up to the middle: nothing to compare with yet.
+    while (mcu < mcus && (!split || reader.watch_offset == UINT64_MAX || reader_offset(&reader) < reader.watch_offset)) {
+        if (!decode_mcu(&reader, &plan->layout, predictors, records + mcu * record) || !within_data(&reader)) {
+            failed = 1;
+            break;
+        }
+        mcu++;
+    }
+    if (split) {
+        pthread_join(thread, NULL);
+    }
+    if (failed) {
+        goto done;
+    }
+    // Past the middle: decode on until an MCU starts where one of the second thread's started.
+    size_t own = mcus;          // MCUs decoded here; the second thread's follow
+    size_t borrowed_from = 0;   // the second thread's first MCU in step
+    uint16_t shift[MAX_COMPS_IN_SCAN] = { 0 };
+    bit_reader *final_reader = &reader;
+    uint64_t final_offset = 0;
+    if (split) {
+        size_t next = 0;
+        while (mcu < mcus) {
+            uint64_t offset = reader_offset(&reader) - reader.watch_offset;
+            while (next < second.decoded && starts[next] < offset) {
+                next++;
+            }
+            if (next < second.decoded && starts[next] == offset && second.decoded - next >= mcus - mcu) {
+                // In step from here: the second thread's DC values are off by the difference of the
+                // predictors (its own started at zero), the same for every block of a component.
+                for (int component = 0; component < plan->layout.components; component++) {
+                    shift[component] = predictors[component];
+                }
+                if (next > 0) {
+                    const uint16_t *previous = speculative_records + (next - 1) * record;
+                    for (int block = 0; block < plan->layout.blocks; block++) {
+                        int component = plan->layout.component_of_block[block];
+                        // The last block of each component sets its predictor.
+                        shift[component] = (uint16_t)(predictors[component] - previous[block]);
+                    }
+                }
+                own = mcu;
+                borrowed_from = next;
+                final_reader = &second.reader;
+                final_offset = starts[next + (mcus - mcu)];
+                mcu = mcus;
+                break;
+            }
+            if (!decode_mcu(&reader, &plan->layout, predictors, records + mcu * record) || !within_data(&reader)) {
+                goto done;
+            }
+            mcu++;
+        }
+    }
+    if (final_reader == &reader) {
+        final_offset = reader_offset(&reader);
+    }
+    if (mcu < mcus || !ends_cleanly(final_reader, final_offset)) {
+        goto done;
+    }
+
+    if (!allocate_planes(plan, planes)) {
+        status = CJPEG_STATUS_MEMORY_LIMIT;
+        goto done;
+    }
+    static const uint16_t no_shift[MAX_COMPS_IN_SCAN] = { 0 };
+    fill_planes(plan, records, 0, own, no_shift, planes);
+    if (own < mcus) {
+        fill_planes(plan, speculative_records + borrowed_from * record, own, mcus - own, shift, planes);
+    }
+    write_rgba(planes, plan->layout.components, rgba, bytes_per_row, width, height);
+    status = CJPEG_STATUS_OK;
+
+done:
+    for (int index = 0; index < 3; index++) {
+        free(planes[index].samples);
+    }
+    free(records);
+    free(speculative_records);
+    free(starts);
+    free(plan);
+    return status;
+}

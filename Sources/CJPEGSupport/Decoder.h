@@ -1,0 +1,31 @@
+#ifndef CJPEGSUPPORT_DECODER_H
+#define CJPEGSUPPORT_DECODER_H
+
+/* The decoder handle, shared by the libjpeg wrapper and the DC-only decoder (not part of the module). */
+
+#include <setjmp.h>
+#include <stdio.h>
+
+#include <jpeglib.h>
+
+#include "CJPEGSupport.h"
+
+typedef struct {
+    struct jpeg_error_mgr pub;
+    jmp_buf jump;
+    cjpeg_status failure;
+    int saw_premature_end;
+    int has_message;
+    char message[JMSG_LENGTH_MAX];
+} guarded_error;
+
+struct cjpeg_decoder {
+    struct jpeg_decompress_struct cinfo;
+    guarded_error error;
+    int has_header;
+    int has_decoded;
+    /* Between jpeg_start_decompress and the last row. */
+    int is_started;
+};
+
+#endif

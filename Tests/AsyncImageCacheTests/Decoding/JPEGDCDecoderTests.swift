@@ -1,0 +1,140 @@
+#if os(Linux)
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// The DC-only decoder behind JPEG's 1/8 scale: what it takes, that it gives libjpeg's pixels, and
+/// that splitting the data between two threads changes nothing, damaged data included.
+@Suite("JPEG DC-only decoder")
+struct JPEGDCDecoderTests {
+    static let jpegFixtures = (try? Fixtures.files(in: "jpeg", withExtensions: ["jpg", "jpeg"])) ?? []
+    static let orientationFixtures = (try? Fixtures.files(in: "exif-orientation", withExtensions: ["jpg"])) ?? []
+
+    /// libjpeg's own 1/8 scale, the reference.
+    static func libjpegEighth(_ data: Data) throws -> Bitmap {
+        var decoder = ImageDecoders.JPEG()
+        decoder.allowsDCShortcut = false
+        let header = try ImageHeader.parse(data)
+        return try decoder.decode(data, context: ImageDecodingContext(header: header, minimumSize: PixelSize(width: 1, height: 1)))
+    }
+
+    /// A photo-like image: smooth colour fields with fine noise, so the entropy-coded data is large
+    /// and both chroma and luma vary.
+    static func texturedJPEG(width: Int, height: Int, quality: Int = 92) throws -> Data {
+        var pixels = [UInt8](repeating: 255, count: width * height * 4)
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for y in 0..<height {
+            for x in 0..<width {
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                let noise = Int(state >> 59)  // 0...31
+                let offset = (y * width + x) * 4
+                pixels[offset] = UInt8(clamping: (x * 200) / width + noise)
+                pixels[offset + 1] = UInt8(clamping: (y * 200) / height + noise / 2)
+                pixels[offset + 2] = UInt8(clamping: ((x ^ y) & 0x7F) + noise)
+            }
+        }
+        return try ImageEncoders.JPEG(quality: quality).encode(Bitmap(width: width, height: height, pixels: pixels))
+    }
+
+    @Test func itTakesBaselineHuffmanFilesAndDeclinesTheRest() throws {
+        var taken: [String] = []
+        for name in Self.jpegFixtures {
+            if ImageDecoders.JPEG().decodeFromDC(try Fixtures.data("jpeg", name), threads: 1, alwaysSplit: false) != nil {
+                taken.append(name)
+            }
+        }
+        // Progressive, arithmetic, 12-bit, restart markers, RGB, CMYK, 4:1:1 and 4:1:0 (chroma at a
+        // quarter), several scans and truncated data all go to libjpeg.
+        #expect(
+            taken == [
+                "testorig.jpg", "video-001.221212.jpeg", "video-001.jpeg", "video-001.q50.420.jpeg",
+                "video-001.q50.422.jpeg", "video-001.q50.440.jpeg", "video-001.q50.444.jpeg", "video-005.gray.jpeg",
+            ])
+    }
+
+    @Test func everyFileItTakesComesOutExactlyAsLibjpegGivesIt() throws {
+        // Grayscale, 4:4:4, 4:2:2, 4:4:0, 4:2:0 and Y 2x2 with chroma 1x2, small and large: the same
+        // pixels as libjpeg's own 1/8 scale, split between two threads or not.
+        var files = ["testorig.jpg", "video-001.221212.jpeg", "video-001.jpeg", "video-001.q50.420.jpeg"]
+        files += ["video-001.q50.422.jpeg", "video-001.q50.440.jpeg", "video-001.q50.444.jpeg", "video-005.gray.jpeg"]
+        var samples = try files.map { (name: $0, data: try Fixtures.data("jpeg", $0)) }
+        samples.append((name: "textured 2400x1800", data: try Self.texturedJPEG(width: 2400, height: 1800)))
+        samples.append((name: "textured 1000x700 q60", data: try Self.texturedJPEG(width: 1000, height: 700, quality: 60)))
+        for name in Self.orientationFixtures {
+            samples.append((name: name, data: try Fixtures.data("exif-orientation", name)))
+        }
+        for sample in samples {
+            let reference = try Self.libjpegEighth(sample.data)
+            for threads in [1, 2] {
+                let bitmap = try #require(
+                    ImageDecoders.JPEG().decodeFromDC(sample.data, threads: threads, alwaysSplit: true), "\(sample.name)")
+                #expect(bitmap.pixelSize == reference.pixelSize, "\(sample.name)")
+                #expect(bitmap.pixels == reference.pixels, "\(sample.name), \(threads) threads")
+            }
+        }
+    }
+
+    @Test func twoThreadsGiveTheSamePixelsAsOne() throws {
+        var compared = 0
+        for (folder, names) in [("jpeg", Self.jpegFixtures), ("exif-orientation", Self.orientationFixtures)] {
+            for name in names {
+                let data = try Fixtures.data(folder, name)
+                let one = ImageDecoders.JPEG().decodeFromDC(data, threads: 1, alwaysSplit: false)
+                let two = ImageDecoders.JPEG().decodeFromDC(data, threads: 2, alwaysSplit: true)
+                #expect(one?.pixels == two?.pixels, "\(folder)/\(name)")
+                compared += one == nil ? 0 : 1
+            }
+        }
+        #expect(compared >= 8 + Self.orientationFixtures.count / 2)
+        // Large enough to split without being told to: 1.4 MB of entropy-coded data and more.
+        let photo = try Self.texturedJPEG(width: 2400, height: 1800)
+        #expect(photo.count > 1 << 20)
+        let one = try #require(ImageDecoders.JPEG().decodeFromDC(photo, threads: 1, alwaysSplit: false))
+        let two = try #require(ImageDecoders.JPEG().decodeFromDC(photo, threads: 2, alwaysSplit: false))
+        #expect(one.pixels == two.pixels)
+        #expect(one.pixelSize == PixelSize(width: 300, height: 225))
+    }
+
+    @Test func damagedDataDecodesTheSameWayOnOneThreadAsOnTwo() throws {
+        // A flipped byte anywhere: in the first half it throws the first thread off, near the
+        // middle it is where the second starts, in the second half the second thread decodes it.
+        // Whatever the result (an image with a smear, or a refusal), splitting must not change it.
+        let photo = try Self.texturedJPEG(width: 800, height: 600)
+        var declined = 0
+        for fraction in stride(from: 0.05, to: 1.0, by: 0.05) {
+            var damaged = photo
+            let index = Int(Double(photo.count) * fraction)
+            damaged[index] ^= 0x5A
+            let one = ImageDecoders.JPEG().decodeFromDC(damaged, threads: 1, alwaysSplit: false)
+            let two = ImageDecoders.JPEG().decodeFromDC(damaged, threads: 2, alwaysSplit: true)
+            #expect(one?.pixels == two?.pixels, "byte \(index) of \(photo.count)")
+            declined += one == nil ? 1 : 0
+        }
+        #expect(declined > 0)  // some of these damages are caught
+    }
+
+    @Test func dataThatEndsEarlyOrCarriesJunkIsLeftToLibjpeg() throws {
+        let photo = try Self.texturedJPEG(width: 800, height: 600)
+        for threads in [1, 2] {
+            // Cut inside the entropy-coded data: declined, and the decode through libjpeg says truncated.
+            let cut = photo.prefix(photo.count * 7 / 10)
+            #expect(ImageDecoders.JPEG().decodeFromDC(Data(cut), threads: threads, alwaysSplit: true) == nil)
+            // No EOI, and bytes of junk before it: declined as well.
+            #expect(ImageDecoders.JPEG().decodeFromDC(photo.dropLast(2), threads: threads, alwaysSplit: true) == nil)
+            var junk = photo.dropLast(2)
+            junk.append(contentsOf: [0x12, 0x34, 0x56, 0xFF, 0xD9])
+            #expect(ImageDecoders.JPEG().decodeFromDC(Data(junk), threads: threads, alwaysSplit: true) == nil)
+        }
+        let context = ImageDecodingContext(
+            header: try ImageHeader.parse(photo), minimumSize: PixelSize(width: 50, height: 40))
+        #expect(throws: ImageDecodingError(format: .jpeg, reason: .truncated)) {
+            try ImageDecoders.JPEG().decode(Data(photo.prefix(photo.count * 7 / 10)), context: context)
+        }
+        // Whole, it goes through the shortcut and back out the same as libjpeg's own 1/8 scale would
+        // resize to: the public decode at a 1/8 scale uses it.
+        let decoded = try ImageDecoders.JPEG().decode(photo, context: context)
+        #expect(decoded.pixels == ImageDecoders.JPEG().decodeFromDC(photo, threads: 1, alwaysSplit: false)?.pixels)
+    }
+}
+#endif
