@@ -16,7 +16,8 @@ struct JPEGDCDecoderTests {
         var decoder = ImageDecoders.JPEG()
         decoder.allowsDCShortcut = false
         let header = try ImageHeader.parse(data)
-        return try decoder.decode(data, context: ImageDecodingContext(header: header, minimumSize: PixelSize(width: 1, height: 1)))
+        return try decoder.decode(
+            data, context: ImageDecodingContext(header: header, minimumSize: PixelSize(width: 1, height: 1)))
     }
 
     /// A photo-like image: smooth colour fields with fine noise, so the entropy-coded data is large
@@ -40,7 +41,8 @@ struct JPEGDCDecoderTests {
     @Test func itTakesBaselineHuffmanFilesAndDeclinesTheRest() throws {
         var taken: [String] = []
         for name in Self.jpegFixtures {
-            if ImageDecoders.JPEG().decodeFromDC(try Fixtures.data("jpeg", name), threads: 1, alwaysSplit: false) != nil {
+            if ImageDecoders.JPEG().decodeFromDC(try Fixtures.data("jpeg", name), threads: 1, alwaysSplit: false) != nil
+            {
                 taken.append(name)
             }
         }
@@ -60,7 +62,8 @@ struct JPEGDCDecoderTests {
         files += ["video-001.q50.422.jpeg", "video-001.q50.440.jpeg", "video-001.q50.444.jpeg", "video-005.gray.jpeg"]
         var samples = try files.map { (name: $0, data: try Fixtures.data("jpeg", $0)) }
         samples.append((name: "textured 2400x1800", data: try Self.texturedJPEG(width: 2400, height: 1800)))
-        samples.append((name: "textured 1000x700 q60", data: try Self.texturedJPEG(width: 1000, height: 700, quality: 60)))
+        samples.append(
+            (name: "textured 1000x700 q60", data: try Self.texturedJPEG(width: 1000, height: 700, quality: 60)))
         for name in Self.orientationFixtures {
             samples.append((name: name, data: try Fixtures.data("exif-orientation", name)))
         }
@@ -68,7 +71,8 @@ struct JPEGDCDecoderTests {
             let reference = try Self.libjpegEighth(sample.data)
             for threads in [1, 2] {
                 let bitmap = try #require(
-                    ImageDecoders.JPEG().decodeFromDC(sample.data, threads: threads, alwaysSplit: true), "\(sample.name)")
+                    ImageDecoders.JPEG().decodeFromDC(sample.data, threads: threads, alwaysSplit: true),
+                    "\(sample.name)")
                 #expect(bitmap.pixelSize == reference.pixelSize, "\(sample.name)")
                 #expect(bitmap.pixels == reference.pixels, "\(sample.name), \(threads) threads")
             }
