@@ -131,7 +131,12 @@ extension ImageDecoders {
         static func decodeFromDC(_ decoder: OpaquePointer, _ sizes: Scales, threads: Int, alwaysSplit: Bool = false)
             -> Bitmap?
         {
-            guard sizes.output.pixelCount > 0, cjpeg_decoder_can_decode_dc(decoder) != 0 else { return nil }
+            // It holds the whole 1/8 bitmap and a record per block, about three times the bitmap, where
+            // the row-by-row path holds a few rows: past 4 megapixels at 1/8 (a 256-megapixel photo),
+            // memory matters more than the second core.
+            guard sizes.output.pixelCount > 0, sizes.output.pixelCount <= 1 << 22,
+                cjpeg_decoder_can_decode_dc(decoder) != 0
+            else { return nil }
             let byteCount = sizes.output.pixelCount * 4
             var status = CJPEG_STATUS_DECLINED
             let pixels = [UInt8](unsafeUninitializedCapacity: byteCount) { buffer, initializedCount in
