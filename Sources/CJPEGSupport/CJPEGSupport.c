@@ -53,7 +53,9 @@ static void guarded_emit_message(j_common_ptr cinfo, int message_level) {
         return;  // trace messages
     }
     error->pub.num_warnings++;
-    if (error->pub.msg_code == JWRN_JPEG_EOF) {
+    // The data ran out: at the end of the bytes (EOF), or at a marker (often EOI) while a scan still
+    // needed bits. Either way libjpeg fills the rest with gray and carries on.
+    if (error->pub.msg_code == JWRN_JPEG_EOF || error->pub.msg_code == JWRN_HIT_MARKER) {
         error->saw_premature_end = 1;
     }
     if (!error->has_message) {

@@ -131,8 +131,8 @@ struct JPEGDCDecoderTests {
             #expect(ImageDecoders.JPEG().decodeFromDC(Data(junk), threads: threads, alwaysSplit: true) == nil)
         }
         // A frame header promising 16000x12000 over the data of 800x600: far more blocks than the
-        // data holds. The DC-only decoder runs out of data and declines, and the decode is libjpeg's
-        // (which pads the missing blocks with gray: it met the EOI marker, not the end of the file).
+        // data holds. The DC-only decoder runs out of data and declines; libjpeg meets the EOI marker
+        // with blocks still to decode, which is data that ended early just as a cut file is.
         var inflated = photo
         let frame = try #require((0..<(photo.count - 9)).first { photo[$0] == 0xFF && photo[$0 + 1] == 0xC0 })
         inflated.replaceSubrange((frame + 5)..<(frame + 9), with: [0x2E, 0xE0, 0x3E, 0x80])
@@ -142,10 +142,15 @@ struct JPEGDCDecoderTests {
         }
         let eighth = ImageDecodingContext(
             header: try ImageHeader.parse(inflated), minimumSize: PixelSize(width: 320, height: 240))
-        let padded = try ImageDecoders.JPEG().decode(inflated, context: eighth)
-        let libjpegs = try Self.libjpegEighth(inflated)
-        let same = padded.pixelSize == libjpegs.pixelSize && padded.pixels == libjpegs.pixels
-        #expect(same)
+        #expect(throws: ImageDecodingError(format: .jpeg, reason: .truncated)) {
+            try ImageDecoders.JPEG().decode(inflated, context: eighth)
+        }
+        // The same cut with EOI put back after it: also truncated, not a picture half gray.
+        var cutWithEnd = Data(photo.prefix(photo.count * 7 / 10))
+        cutWithEnd.append(contentsOf: [0xFF, 0xD9])
+        #expect(throws: ImageDecodingError(format: .jpeg, reason: .truncated)) {
+            try ImageDecoders.JPEG().decode(cutWithEnd, context: eighth)
+        }
 
         let context = ImageDecodingContext(
             header: try ImageHeader.parse(photo), minimumSize: PixelSize(width: 50, height: 40))
