@@ -116,7 +116,7 @@ typedef struct {
     size_t end;
     uint64_t bits;    // the next bit is the top one
     int count;        // valid bits in `bits`
-    uint64_t loaded;  // data bits loaded so far (stuffing left out, fed zeros too)
+    uint64_t loaded;  // data bits loaded so far (stuffing and fed zeros left out)
     uint64_t fed;     // zero bits fed after the marker
     int at_marker;
     size_t marker;    // where the marker (or the end of the data) is, once reached
@@ -133,7 +133,7 @@ static void reader_init(bit_reader *reader, const uint8_t *data, size_t start, s
     reader->watch_offset = UINT64_MAX;
 }
 
-/* The data bits consumed so far. */
+/* The bits consumed so far, fed zeros included: past `loaded` once a decode ran beyond the data. */
 static inline uint64_t reader_offset(const bit_reader *reader) {
     return reader->loaded + reader->fed - (uint64_t)reader->count;
 }
@@ -202,6 +202,11 @@ static inline __attribute__((always_inline)) void refill(bit_reader *reader) {
     if (!refill_fast(reader)) {
         refill_slowly(reader);
     }
+}
+
+/* The signed value of `size` extra bits `raw` (JPEG's EXTEND: a leading 0 means negative). */
+static inline int32_t extend(uint32_t raw, int size) {
+    return raw < (1u << (size - 1)) ? (int32_t)raw - (int32_t)((1u << size) - 1) : (int32_t)raw;
 }
 
 /* Decodes one symbol from the top bits of `bits`; 0 for an invalid code. */
@@ -313,13 +318,12 @@ static int decode_mcu(bit_reader *reader, const mcu_layout *layout, uint16_t *pr
             goto out;
         }
         SKIP_BITS_OF(length);
-        uint32_t difference = 0;
+        int32_t difference = 0;
         if (size != 0) {
-            uint32_t raw = (uint32_t)(bits >> (64 - size));
+            difference = extend((uint32_t)(bits >> (64 - size)), size);
             SKIP_BITS_OF(size);
-            difference = raw < (1u << (size - 1)) ? raw - ((1u << size) - 1) : raw;
         }
-        predictors[component] = (uint16_t)(predictors[component] + difference);
+        predictors[component] = (uint16_t)(predictors[component] + (uint16_t)difference);
         out[block] = predictors[component];
 
         const huffman_table *ac = layout->ac[component];
@@ -337,10 +341,8 @@ static int decode_mcu(bit_reader *reader, const mcu_layout *layout, uint16_t *pr
                 size = symbol & 15;
                 if (size != 0) {
                     k += run;
-                    uint32_t raw = (uint32_t)(bits >> (64 - size));
+                    coefficients[natural_order[k]] = extend((uint32_t)(bits >> (64 - size)), size);
                     SKIP_BITS_OF(size);
-                    int32_t value = raw < (1u << (size - 1)) ? (int32_t)raw - (int32_t)((1u << size) - 1) : (int32_t)raw;
-                    coefficients[natural_order[k]] = value;
                     k += 1;
                 } else if (run == 15) {
                     k += 16;
@@ -385,21 +387,23 @@ out:
 #undef SKIP_BITS_OF
 }
 
-/* One thread's share: MCUs decoded from `start`, each MCU's start offset recorded when asked. */
+/* Decodes one MCU into `record`; 0 for an invalid code or an MCU that needed bits past the data
+   (the zeros fed after it make no MCU). */
+static inline int decode_within_data(bit_reader *reader, const mcu_layout *layout, uint16_t *predictors,
+                                     uint16_t *record) {
+    return decode_mcu(reader, layout, predictors, record) && reader_offset(reader) <= reader->loaded;
+}
+
+/* The second thread's share: MCUs decoded from the middle of the data, with where each started. */
 typedef struct {
     const mcu_layout *layout;
     bit_reader reader;
     uint16_t predictors[MAX_COMPS_IN_SCAN];
-    uint16_t *values;    // layout->record per MCU
-    uint64_t *starts;    // capacity + 1 offsets, or NULL
+    uint16_t *records;   // layout->record values per MCU
+    uint64_t *starts;    // capacity + 1 offsets, in bits from the middle
     size_t capacity;
     size_t decoded;      // MCUs decoded within the data
 } segment;
-
-/* Whether the bits consumed so far all came from the data (none of the zeros fed after it). */
-static inline int within_data(const bit_reader *reader) {
-    return reader_offset(reader) <= reader->loaded;
-}
 
 /* Decodes MCUs until the capacity, an invalid code or the end of the data; starts[decoded] is
    where the first MCU not decoded starts. */
@@ -407,10 +411,9 @@ static void *decode_speculatively(void *argument) {
     segment *part = argument;
     while (part->decoded < part->capacity) {
         part->starts[part->decoded] = reader_offset(&part->reader);
-        if (!decode_mcu(&part->reader, part->layout, part->predictors,
-                        part->values + part->decoded * (size_t)part->layout->record) ||
-            !within_data(&part->reader)) {
-            return NULL;  // an MCU that needed bits past the data is not one
+        if (!decode_within_data(&part->reader, part->layout, part->predictors,
+                                part->records + part->decoded * (size_t)part->layout->record)) {
+            return NULL;
         }
         part->decoded += 1;
     }
@@ -443,11 +446,10 @@ static int ends_cleanly(bit_reader *reader, uint64_t offset) {
 typedef struct {
     mcu_layout layout;
     huffman_table tables[2 * MAX_COMPS_IN_SCAN];
-    /* Per scan component: the frame component, its sampling and its quantizer's DC step. */
+    /* Per scan component: the frame component and its blocks in an MCU across and down. */
     int frame_component[MAX_COMPS_IN_SCAN];
     int horizontal[MAX_COMPS_IN_SCAN];
     int vertical[MAX_COMPS_IN_SCAN];
-    int dc_step[MAX_COMPS_IN_SCAN];
     size_t mcus_across;
     size_t mcus_down;
     int max_horizontal;
@@ -516,7 +518,6 @@ static int make_plan(const cjpeg_decoder *decoder, scan_plan *plan) {
             return 0;
         }
         plan->layout.quantizer[index] = cinfo->quant_tbl_ptrs[quantizer]->quantval;
-        plan->dc_step[index] = cinfo->quant_tbl_ptrs[quantizer]->quantval[0];
         int dc = component->dc_tbl_no, ac = component->ac_tbl_no;
         if (dc < 0 || dc >= NUM_HUFF_TBLS || ac < 0 || ac >= NUM_HUFF_TBLS || cinfo->dc_huff_tbl_ptrs[dc] == NULL ||
             cinfo->ac_huff_tbl_ptrs[ac] == NULL) {
@@ -617,7 +618,7 @@ static void fill_planes(const scan_plan *plan, const uint16_t *records, size_t f
         for (int index = 0; index < layout->components; index++) {
             plane *target = &planes[plan->frame_component[index]];
             int h = plan->horizontal[index], v = plan->vertical[index];
-            int step = plan->dc_step[index];
+            int step = layout->quantizer[index][0];
             for (int row = 0; row < v; row++) {
                 for (int column = 0; column < h; column++, block++) {
                     int32_t dc = (int16_t)(uint16_t)(record[block] + shift[index]);
@@ -710,7 +711,7 @@ cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char 
         speculative_records = malloc(mcus * record * sizeof *speculative_records);
         starts = malloc((mcus + 1) * sizeof *starts);
         second.layout = &plan->layout;
-        second.values = speculative_records;
+        second.records = speculative_records;
         second.starts = starts;
         second.capacity = mcus;
         reader_init(&second.reader, data, middle, size, SIZE_MAX);
@@ -721,66 +722,56 @@ cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char 
     bit_reader reader;
     reader_init(&reader, data, 0, size, split ? middle : SIZE_MAX);
     uint16_t predictors[MAX_COMPS_IN_SCAN] = { 0 };
-    size_t mcu = 0;
+    int running = split;        // the second thread, until joined
     int failed = 0;
-    // Up to the middle: nothing to compare with yet.
-    while (mcu < mcus && (!split || reader.watch_offset == UINT64_MAX || reader_offset(&reader) < reader.watch_offset)) {
-        if (!decode_mcu(&reader, &plan->layout, predictors, records + mcu * record) || !within_data(&reader)) {
-            failed = 1;
-            break;
-        }
-        mcu++;
-    }
-    if (split) {
-        pthread_join(thread, NULL);
-    }
-    if (failed) {
-        goto done;
-    }
-    // Past the middle: decode on until an MCU starts where one of the second thread's started.
     size_t own = mcus;          // MCUs decoded here; the second thread's follow
     size_t borrowed_from = 0;   // the second thread's first MCU in step
+    size_t next = 0;            // its first MCU that may still be
     uint16_t shift[MAX_COMPS_IN_SCAN] = { 0 };
     bit_reader *final_reader = &reader;
     uint64_t final_offset = 0;
-    if (split) {
-        size_t next = 0;
-        while (mcu < mcus) {
-            uint64_t offset = reader_offset(&reader) - reader.watch_offset;
-            while (next < second.decoded && starts[next] < offset) {
+    for (size_t mcu = 0; mcu < mcus; mcu++) {
+        uint64_t offset = reader_offset(&reader);
+        if (split && reader.watch_offset != UINT64_MAX && offset >= reader.watch_offset) {
+            // Past the middle: did the second thread start an MCU right here?
+            if (running) {
+                pthread_join(thread, NULL);
+                running = 0;
+            }
+            uint64_t relative = offset - reader.watch_offset;
+            while (next < second.decoded && starts[next] < relative) {
                 next++;
             }
-            if (next < second.decoded && starts[next] == offset && second.decoded - next >= mcus - mcu) {
-                // In step from here: the second thread's DC values are off by the difference of the
-                // predictors (its own started at zero), the same for every block of a component.
+            if (next < second.decoded && starts[next] == relative && second.decoded - next >= mcus - mcu) {
+                // In step from here. Its DC values are off by the difference of the predictors (its
+                // own started at zero), the same for every block of a component; the last block of
+                // each component in its MCU before sets its predictor.
                 for (int component = 0; component < plan->layout.components; component++) {
                     shift[component] = predictors[component];
                 }
-                if (next > 0) {
-                    const uint16_t *previous = speculative_records + (next - 1) * record;
-                    for (int block = 0; block < plan->layout.blocks; block++) {
-                        int component = plan->layout.component_of_block[block];
-                        // The last block of each component sets its predictor.
-                        shift[component] = (uint16_t)(predictors[component] - previous[block]);
-                    }
+                for (int block = 0; next > 0 && block < plan->layout.blocks; block++) {
+                    int component = plan->layout.component_of_block[block];
+                    shift[component] = (uint16_t)(predictors[component] - speculative_records[(next - 1) * record + (size_t)block]);
                 }
                 own = mcu;
                 borrowed_from = next;
                 final_reader = &second.reader;
                 final_offset = starts[next + (mcus - mcu)];
-                mcu = mcus;
                 break;
             }
-            if (!decode_mcu(&reader, &plan->layout, predictors, records + mcu * record) || !within_data(&reader)) {
-                goto done;
-            }
-            mcu++;
         }
+        if (!decode_within_data(&reader, &plan->layout, predictors, records + mcu * record)) {
+            failed = 1;
+            break;
+        }
+    }
+    if (running) {
+        pthread_join(thread, NULL);
     }
     if (final_reader == &reader) {
         final_offset = reader_offset(&reader);
     }
-    if (mcu < mcus || !ends_cleanly(final_reader, final_offset)) {
+    if (failed || !ends_cleanly(final_reader, final_offset)) {
         goto done;
     }
 

@@ -156,12 +156,13 @@ extension ImageDecoders {
                 let one = PixelSize(width: 1, height: 1)
                 let context = ImageDecodingContext(
                     header: ImageHeader(format: .jpeg, storedSize: one), minimumSize: one)
-                var bitmap: Bitmap?
-                _ = Self.withDecoder(bytes, context: context, memoryLimit: 0) { decoder, sizes in
-                    bitmap = Self.decodeFromDC(decoder, sizes, threads: threads, alwaysSplit: alwaysSplit)
-                    return .failure(ImageDecodingError(format: .jpeg, reason: .truncated))
+                let declined = ImageDecodingError(
+                    format: .jpeg, reason: .unsupportedFeature("not for the DC-only decoder"))
+                let result = Self.withDecoder(bytes, context: context, memoryLimit: 0) { decoder, sizes in
+                    Self.decodeFromDC(decoder, sizes, threads: threads, alwaysSplit: alwaysSplit).map { .success($0) }
+                        ?? .failure(declined)
                 }
-                return bitmap
+                return try? result.get()
             }
         }
 
