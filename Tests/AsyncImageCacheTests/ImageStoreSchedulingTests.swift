@@ -29,39 +29,47 @@ import Testing
         #expect(decoder.peakConcurrency >= 1)
     }
 
-    @Test func aVisibleLoadGetsTheNextDecodeSlotBeforeQueuedPrefetches() async throws {
+    /// `count` small JPEGs, a request for each, and a store with one decode slot whose decoder
+    /// waits at a gate, with a log of the stages.
+    struct OneGatedSlot {
         let folder = TemporaryDirectory("slots")
-        let names = try SampleImages.writeJPEGs(
-            Array(repeating: PixelSize(width: 200, height: 100), count: 6), into: folder.url)
-        let urls = names.map { folder.url.appendingPathComponent($0) }
-        let gate = GatedDecoder()
-        let log = StageLog()
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decoder = gate
-            $0.decodeConcurrency = 1
-            $0.stageObserver = log.observer
+        let requests: [ImageRequest]
+        let gate: GatedDecoder
+        let log: StageLog
+        let store: ImageStore
+
+        init(count: Int) throws {
+            let names = try SampleImages.writeJPEGs(
+                Array(repeating: PixelSize(width: 200, height: 100), count: count), into: folder.url)
+            requests = names.map { [folder] in ImageRequest(url: folder.url.appendingPathComponent($0), targetWidth: 50)
+            }
+            let (gate, log) = (GatedDecoder(), StageLog())
+            (self.gate, self.log) = (gate, log)
+            store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+                $0.decoder = gate
+                $0.decodeConcurrency = 1
+                $0.stageObserver = log.observer
+            }
         }
-        store.startPrefetching(urls.prefix(5).map { ImageRequest(url: $0, targetWidth: 50) })
+    }
+
+    @Test func aVisibleLoadGetsTheNextDecodeSlotBeforeQueuedPrefetches() async throws {
+        let slot = try OneGatedSlot(count: 6)
+        let (requests, gate, log, store) = (slot.requests, slot.gate, slot.log, slot.store)
+        store.startPrefetching(Array(requests.prefix(5)))
         try await waitUntil { gate.enteredCount == 1 && store.decodeSlots.waitingCount == 4 }
-        let visible = Task { try await store.image(for: ImageRequest(url: urls[5], targetWidth: 50)) }
+        let visible = Task { try await store.image(for: requests[5]) }
         try await waitUntil { store.decodeSlots.waitingCount == 5 }
         gate.open()
         _ = try await visible.value
         try await waitUntil { log.urls(of: .decode).count == 6 }
         let order = log.urls(of: .decode)
-        #expect(order[1] == urls[5], "decode order: \(order.map(\.lastPathComponent))")
+        #expect(order[1] == requests[5].url, "decode order: \(order.map(\.lastPathComponent))")
     }
 
     @Test func stoppingPrefetchesKeepsQueuedOnesFromEverDecoding() async throws {
-        let folder = TemporaryDirectory("slots")
-        let names = try SampleImages.writeJPEGs(
-            Array(repeating: PixelSize(width: 200, height: 100), count: 5), into: folder.url)
-        let requests = names.map { ImageRequest(url: folder.url.appendingPathComponent($0), targetWidth: 50) }
-        let gate = GatedDecoder()
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decoder = gate
-            $0.decodeConcurrency = 1
-        }
+        let slot = try OneGatedSlot(count: 5)
+        let (requests, gate, store) = (slot.requests, slot.gate, slot.store)
         store.startPrefetching(requests)
         try await waitUntil { gate.enteredCount == 1 && store.decodeSlots.waitingCount == 4 }
         store.stopPrefetching(requests)
@@ -72,17 +80,8 @@ import Testing
     }
 
     @Test func aPrefetchThatAVisibleLoadJoinsIsRaisedToItsPriority() async throws {
-        let folder = TemporaryDirectory("slots")
-        let names = try SampleImages.writeJPEGs(
-            Array(repeating: PixelSize(width: 200, height: 100), count: 4), into: folder.url)
-        let requests = names.map { ImageRequest(url: folder.url.appendingPathComponent($0), targetWidth: 50) }
-        let gate = GatedDecoder()
-        let log = StageLog()
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decoder = gate
-            $0.decodeConcurrency = 1
-            $0.stageObserver = log.observer
-        }
+        let slot = try OneGatedSlot(count: 4)
+        let (requests, gate, log, store) = (slot.requests, slot.gate, slot.log, slot.store)
         store.startPrefetching(requests)
         try await waitUntil { gate.enteredCount == 1 && store.decodeSlots.waitingCount == 3 }
         // The last prefetch is queued last; a visible load of the same request moves it up.
