@@ -34,9 +34,12 @@ let package = Package(
             dependencies: [.target(name: "CPNG", condition: linux)],
             linkerSettings: [.linkedLibrary("png16", .when(platforms: [.linux]))]
         ),
+        // The fixed-point resampling kernels, with SSE2 and AVX2 versions chosen at run time.
+        .target(name: "CResample"),
         .target(
             name: "AsyncImageCache",
             dependencies: [
+                "CResample",
                 .target(name: "CJPEGSupport", condition: linux),
                 .target(name: "CPNGSupport", condition: linux),
                 .target(name: "CPNG", condition: linux),
@@ -50,7 +53,7 @@ let package = Package(
         .executableTarget(name: "aic", dependencies: ["AsyncImageCache"]),
         .testTarget(
             name: "AsyncImageCacheTests",
-            dependencies: ["AsyncImageCache"],
+            dependencies: ["AsyncImageCache", "CResample"],
             resources: [.copy("Fixtures")]
         ),
     ],

@@ -14,8 +14,8 @@ struct ResamplingWeights {
     /// the four lanes of a pixel: loading a ready vector costs one instruction where broadcasting a
     /// scalar costs two.
     private(set) var lanes: [SIMD4<Float>] = []
-    /// The same weights as scalars, while they are worked out.
-    private var weights: [Float]
+    /// The same weights as scalars, `tapCount` per target sample.
+    private(set) var weights: [Float]
 
     /// The Lanczos kernel with three lobes: `sinc(x) * sinc(x / 3)` for `|x| < 3`.
     static func lanczos3(_ x: Double) -> Double {

@@ -130,9 +130,8 @@ extension RowResampler {
     private func withBuffers(
         source: UnsafeRawPointer, bytesPerRow: Int, _ body: (ResamplingBuffers) -> Void
     ) -> [UInt8] {
-        let rows = UnsafeMutablePointer<SIMD4<Float>>.allocate(capacity: targetSize.width * sourceSize.height)
-        defer { rows.deallocate() }
-        let intermediate = IntermediateRows(base: rows, width: targetSize.width, capacity: sourceSize.height)
+        let intermediate = allocateIntermediate(capacity: sourceSize.height)
+        defer { intermediate.base.deallocate() }
         let byteCount = targetSize.width * targetSize.height * 4
         return [UInt8](unsafeUninitializedCapacity: byteCount) { output, initializedCount in
             body(
@@ -181,10 +180,8 @@ private struct RowStream {
         // batch adds at most `streamBatch` more.
         let capacity = min(
             resampler.sourceSize.height, RowResampler.streamBatch + resampler.ringRowsBesidesBatch)
-        let width = resampler.targetSize.width
-        intermediate = IntermediateRows(
-            base: .allocate(capacity: width * capacity), width: width, capacity: capacity)
-        scratch = .allocate(capacity: max(resampler.sourceSize.width, width))
+        intermediate = resampler.allocateIntermediate(capacity: capacity)
+        scratch = .allocate(capacity: max(resampler.sourceSize.width, resampler.targetSize.width))
     }
 
     func deallocate() {

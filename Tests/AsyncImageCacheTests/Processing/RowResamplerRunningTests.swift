@@ -104,7 +104,8 @@ extension RowResampler {
 }
 
 extension Bitmap {
-    fileprivate func withOpaqueAlpha() -> Bitmap {
+    /// The same picture with every pixel opaque.
+    func withOpaqueAlpha() -> Bitmap {
         var pixels = self.pixels
         for index in stride(from: 3, to: pixels.count, by: 4) { pixels[index] = 255 }
         return Bitmap(width: width, height: height, pixels: pixels)
