@@ -1,4 +1,4 @@
-import AsyncImageCache
+@_spi(Benchmarks) import AsyncImageCache
 import Foundation
 
 /// `aic-benchmarks scroll`: the same 30 flings through seed 003's list of local JPEGs, once with our
@@ -104,9 +104,12 @@ enum ScrollBenchmark {
             defer { offMain = now }
             if meter.decodesInFlight == 0 && now - offMain < 0.002 { break }
         }
+        // Read before the floors below, which hold every file and a decode of their own.
+        let peakMemoryMB = ProcessMemory.peakMB - baseline
+        let floors = store.map { _ in Self.floors(layout) }
         return ScrollResult(
             loader: loader, decodesStarted: store?.statistics.decodes ?? meter.decodesStarted,
-            decodeCPUSeconds: offMain - offMainBefore, peakMemoryMB: ProcessMemory.peakMB - baseline,
+            decodeCPUSeconds: offMain - offMainBefore, peakMemoryMB: peakMemoryMB,
             placeholderMeanMs: outcome.placeholders.mean * 1000,
             placeholderP95Ms: outcome.placeholders.percentile(0.95) * 1000,
             appearances: outcome.placeholders.count, leftBeforeImage: outcome.leftBeforeImage,
@@ -117,14 +120,15 @@ enum ScrollBenchmark {
             decodeToFrameMs: store.map { _ in latency.decodeToFrame.mean * 1000 },
             decodedAfterAppearing: store.map { _ in latency.wait.count },
             decodedBeforeAppearing: store.map { _ in latency.before },
-            libjpegAloneSeconds: store.map { _ in libjpegAlone(layout) })
+            libjpegAloneSeconds: floors?.libjpeg, decodeAndResizeSeconds: floors?.decodeAndResize)
     }
 
-    /// The CPU seconds libjpeg alone spends decoding each distinct image of `layout` once, at the DCT
-    /// scale the store picks for the row's request; on this thread, the files read beforehand.
-    private static func libjpegAlone(_ layout: ScrollLayout) -> Double {
+    /// The CPU seconds, on this thread with the files read beforehand, that decoding each distinct
+    /// image of `layout` once takes: with libjpeg alone at the DCT scale the store picks for the row's
+    /// request, and with the store's own decode and resize to the row's size on one thread.
+    private static func floors(_ layout: ScrollLayout) -> (libjpeg: Double, decodeAndResize: Double) {
         var seen = Set<URL>()
-        var jobs: [(Data, ImageDecodingContext)] = []
+        var jobs: [(Data, ImageDecodingContext, PixelSize?)] = []
         for row in layout.rows where seen.insert(row.file).inserted {
             guard let data = try? Data(contentsOf: row.file), let header = try? ImageHeader.parse(data),
                 let width = ModelRowImage.request(for: row)?.targetPixelWidth
@@ -135,11 +139,22 @@ enum ScrollBenchmark {
                 ? PixelSize(
                     width: width, height: max(1, Int((Double(size.height * width) / Double(size.width)).rounded())))
                 : nil
-            jobs.append((data, ImageDecodingContext(header: header, minimumSize: minimum)))
+            jobs.append((data, ImageDecodingContext(header: header, minimumSize: minimum), minimum))
         }
-        let start = ThreadCPU.seconds()
-        for (data, context) in jobs { blackHole(try? ImageDecoders.JPEG().decode(data, context: context)) }
-        return ThreadCPU.seconds() - start
+        var start = ThreadCPU.seconds()
+        for (data, context, _) in jobs { blackHole(try? ImageDecoders.JPEG().decode(data, context: context)) }
+        let libjpeg = ThreadCPU.seconds() - start
+        start = ThreadCPU.seconds()
+        for (data, context, size) in jobs {
+            if let size {
+                blackHole(
+                    try? ImageDecoders.JPEG().benchmarkDecodeResizing(
+                        data, context: context, to: size, overlapping: false))
+            } else {
+                blackHole(try? ImageDecoders.JPEG().decode(data, context: context))
+            }
+        }
+        return (libjpeg, ThreadCPU.seconds() - start)
     }
 
     private static func printTable(ours runsOfOurs: [ScrollResult], naive runsOfNaive: [ScrollResult]) {
@@ -199,6 +214,10 @@ enum ScrollBenchmark {
         print(
             column("ours' floor: libjpeg alone (s)", 32) + column(format(floor, digits: 2), 12) + column("", 12)
                 + column(format(floor / naiveCPU, digits: 2), 12) + "(of naive's decode CPU)")
+        let steps = median(runsOfOurs) { $0.decodeAndResizeSeconds }
+        print(
+            column("  + resize, one thread (s)", 32) + column(format(steps, digits: 2), 12) + column("", 12)
+                + column(format(steps / naiveCPU, digits: 2), 12) + "(of naive's decode CPU)")
         print(
             """
             Placeholder time: from the frame a row appears to the frame its image is set, counted in whole \
@@ -208,8 +227,9 @@ enum ScrollBenchmark {
             loads already started finish. Main thread/frame: the frame loop's CPU time making, updating and \
             dropping rows (and, for ours, prefetching). Peak memory: VmHWM minus VmRSS before the flings, each \
             loader in its own process. Ours' floor: after the flings, libjpeg decoding each distinct image once at \
-            the DCT scale the store picks for its row, bytes already read, nothing else. Entropy decoding, most of \
-            a JPEG decode, costs the same at every scale (a 2400x1600 photo here: 17.2 ms full, 14.6 ms at 1/2).
+            the DCT scale the store picks for its row, bytes already read, nothing else; + resize: the store's own \
+            decode and resize of the same images on one thread, as it runs when every core is busy. Entropy \
+            decoding, most of a JPEG decode, costs the same at every scale (a 2400x1600 photo here: 17.2 ms full, 14.6 ms at 1/2).
             """)
     }
 }

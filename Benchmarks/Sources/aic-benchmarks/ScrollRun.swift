@@ -27,6 +27,10 @@ struct ScrollResult: Codable {
     /// Ours only: the CPU time libjpeg alone takes to decode each distinct image once at the DCT
     /// scale the store picks for its row (bytes already read, no resize): the floor of ours.
     var libjpegAloneSeconds: Double?
+    /// Ours only: the same images decoded and resized to their rows' sizes as the store does it with
+    /// every core busy (one thread, rows resized as they decode), bytes already read: what the store's
+    /// own steps cost, without its scheduling, file reads and the flings around them.
+    var decodeAndResizeSeconds: Double?
 }
 
 /// Flings through the list at a fixed frame rate on the main actor, making and dropping row images

@@ -227,6 +227,14 @@ extension ImageDecoders {
             decodeFromDC(data, threads: threads, alwaysSplit: false)
         }
 
+        /// The store's decode at the smallest DCT scale covering `size`, resized to exactly `size` as
+        /// rows decode, on this thread alone or overlapping on a second one (benchmarks).
+        @_spi(Benchmarks) public func benchmarkDecodeResizing(
+            _ data: Data, context: ImageDecodingContext, to size: PixelSize, overlapping: Bool
+        ) throws(ImageDecodingError) -> Bitmap {
+            try decode(data, context: context, resizedTo: size, overlapping: overlapping)
+        }
+
         /// libjpeg's decode at the scale `context` asks for, without the DC-only decoder (benchmarks).
         @_spi(Benchmarks) public func benchmarkDecodeWithLibjpeg(_ data: Data, context: ImageDecodingContext)
             throws(ImageDecodingError) -> Bitmap
