@@ -92,7 +92,8 @@ public final class ImageStore: Sendable {
     /// Creates a store from a configuration.
     ///
     /// - Throws: ``ConfigurationError/invalidName(_:)`` when the name is not a plain folder name.
-    ///   A cache folder that cannot be created is not an error: the store then keeps no disk tier.
+    ///   A cache folder that cannot be created is not an error: its first write makes the folder, and
+    ///   where that fails the store keeps its images in memory only.
     public init(configuration: Configuration) throws(ConfigurationError) {
         try Self.validate(name: configuration.name)
         self.configuration = configuration
@@ -100,7 +101,7 @@ public final class ImageStore: Sendable {
         decodeSlots = DecodeSlots(limit: configuration.decodeConcurrency)
         originals = MemoryCache(countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryByteLimit)
         sizeMemo = MemoryCache(countLimit: 10_000, costLimit: .max)
-        disk = try? DiskStore(
+        disk = DiskStore(
             directory: configuration.directory, byteLimit: configuration.diskByteLimit,
             attributes: configuration.extendedAttributes)
         registerForMemoryWarnings()

@@ -8,7 +8,7 @@ import Testing
 
     @Test func filesAreNamedByTheSHA256OfTheURLString() throws {
         let folder = TemporaryDirectory("disk")
-        let disk = try DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
         #expect(disk.fileURL(for: url).lastPathComponent == SHA256.hexDigest(of: url.absoluteString))
         #expect(
             disk.fileURL(for: URL(string: "abc")!).lastPathComponent
@@ -17,7 +17,7 @@ import Testing
 
     @Test func storedBytesComeBackWithTheirPixelSizeAttribute() throws {
         let folder = TemporaryDirectory("disk")
-        let disk = try DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
         let bytes = Data((0..<1000).map { UInt8($0 % 251) })
         try disk.store(bytes, pixelSize: PixelSize(width: 1024, height: 768), for: url)
         #expect(disk.data(for: url) == bytes)
@@ -33,7 +33,7 @@ import Testing
 
     @Test func aFileSystemThatRefusesAttributesStillGetsTheBytes() throws {
         let folder = TemporaryDirectory("disk")
-        let disk = try DiskStore(directory: folder.url, byteLimit: 1 << 20, attributes: RefusingAttributes())
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20, attributes: RefusingAttributes())
         try disk.store(Data([1, 2, 3]), pixelSize: PixelSize(width: 2, height: 2), for: url)
         #expect(disk.data(for: url) == Data([1, 2, 3]))
         #expect(disk.pixelSize(for: url) == nil)
@@ -50,7 +50,7 @@ import Testing
 
     @Test func trimRemovesTheLeastRecentlyReadFilesFirst() throws {
         let folder = TemporaryDirectory("disk")
-        let writer = try DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let writer = DiskStore(directory: folder.url, byteLimit: 1 << 20)
         let urls = (0..<3).map { URL(string: "https://example.com/\($0).jpg")! }
         for (offset, url) in urls.enumerated() {
             try writer.store(
@@ -60,7 +60,7 @@ import Testing
         writer.waitForPendingTrims()
         // The same folder with a 2500-byte budget: 3000 bytes are over it. Reading the oldest
         // file makes it the most recently used, so the second oldest goes.
-        let disk = try DiskStore(directory: folder.url, byteLimit: 2500)
+        let disk = DiskStore(directory: folder.url, byteLimit: 2500)
         #expect(disk.data(for: urls[0]) != nil)
         disk.trim()
         #expect(disk.contains(urls[0]))
@@ -71,7 +71,7 @@ import Testing
 
     @Test func writesTrimInTheBackgroundToTheBudget() throws {
         let folder = TemporaryDirectory("disk")
-        let disk = try DiskStore(directory: folder.url, byteLimit: 10_000)
+        let disk = DiskStore(directory: folder.url, byteLimit: 10_000)
         for index in 0..<30 {
             try disk.store(
                 Data(repeating: 7, count: 1000), pixelSize: PixelSize(width: 1, height: 1),
@@ -84,7 +84,7 @@ import Testing
 
     @Test func theBudgetHoldsAfterEveryWriteNotOnlyOnceTrimsCatchUp() throws {
         let folder = TemporaryDirectory("disk")
-        let disk = try DiskStore(directory: folder.url, byteLimit: 10_000)
+        let disk = DiskStore(directory: folder.url, byteLimit: 10_000)
         for index in 0..<40 {
             try disk.store(
                 Data(repeating: UInt8(index), count: 1000 + index * 10), pixelSize: PixelSize(width: 1, height: 1),
@@ -97,7 +97,7 @@ import Testing
 
     @Test func evictExpiredRemovesOnlyFilesUnusedForLongerThanMaxAge() throws {
         let folder = TemporaryDirectory("disk")
-        let disk = try DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
         let old = URL(string: "https://example.com/old.jpg")!
         let recent = URL(string: "https://example.com/recent.jpg")!
         try disk.store(Data([1]), pixelSize: PixelSize(width: 1, height: 1), for: old)
@@ -112,14 +112,18 @@ import Testing
         let folder = TemporaryDirectory("disk")
         let leftover = folder.url.appendingPathComponent(".tmp-interrupted")
         try Data([1, 2, 3]).write(to: leftover)
-        _ = try DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        _ = DiskStore(directory: folder.url, byteLimit: 1 << 20)
         #expect(!FileManager.default.fileExists(atPath: leftover.path))
     }
 
-    @Test func aDeletedDirectoryIsMadeAgainOnTheNextWrite() throws {
+    @Test func theFirstWriteMakesTheFolderAndTheNextMakesItAgainAfterItWasDeleted() throws {
         let folder = TemporaryDirectory("disk")
         let directory = folder.url.appendingPathComponent("store")
-        let disk = try DiskStore(directory: directory, byteLimit: 1 << 20)
+        let disk = DiskStore(directory: directory, byteLimit: 1 << 20)
+        #expect(!FileManager.default.fileExists(atPath: directory.path))
+        #expect(disk.data(for: url) == nil)
+        try disk.store(Data([8]), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        #expect(disk.data(for: url) == Data([8]))
         try FileManager.default.removeItem(at: directory)
         try disk.store(Data([9]), pixelSize: PixelSize(width: 1, height: 1), for: url)
         #expect(disk.data(for: url) == Data([9]))

@@ -30,15 +30,15 @@ final class DiskStore: Sendable {
     /// and after removals, which recount on the next write.
     private let usage = LockedBox<Int?>(nil)
 
-    /// Opens (creating if needed) the store at `directory`, removing temporary files that an
-    /// interrupted write left behind.
-    init(directory: URL, byteLimit: Int, attributes: any ExtendedAttributeStoring = FileExtendedAttributes()) throws {
+    /// Opens the store at `directory`, removing temporary files that an interrupted write left
+    /// behind. The folder is made by the first write, so a store that only reads (or a command
+    /// that only looks) leaves nothing behind.
+    init(directory: URL, byteLimit: Int, attributes: any ExtendedAttributeStoring = FileExtendedAttributes()) {
         self.directory = directory
         self.directoryPath = directory.path.hasSuffix("/") ? directory.path : directory.path + "/"
         self.directoryPathBytes = Array(directoryPath.utf8)
         self.byteLimit = max(0, byteLimit)
         self.attributes = attributes
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         where name.hasPrefix(Self.temporaryPrefix) {
             try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
@@ -156,7 +156,7 @@ final class DiskStore: Sendable {
         do {
             try write(data, to: temporary)
         } catch  where !FileManager.default.fileExists(atPath: directory.path) {
-            // The directory was removed under us (a user clearing caches): make it again, once.
+            // The first write makes the folder, as does the first after a user removed it: once.
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try write(data, to: temporary)
         }

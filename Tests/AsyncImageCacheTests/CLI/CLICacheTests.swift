@@ -84,6 +84,24 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: aic.storeFolder().path).count == 1)
     }
 
+    @Test func lookingAtAStoreThatWasNeverWrittenLeavesNoFolderBehind() async throws {
+        let aic = CommandLineRunner()
+        for action in ["stats", "trim", "clear"] {
+            let result = try json(try await aic.run("cache", action, "--name", "never-used", "--json"))
+            #expect(result["entries"] as? Int == 0, "\(action)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: aic.storeFolder("never-used").path))
+        // The first image stored makes the folder.
+        let server = try aic.serve(["0.jpg": try SampleImages.jpeg(width: 64, height: 64)])
+        defer { server.stop() }
+        let root = aic.cacheHome.url.appendingPathComponent("AsyncImageCache")
+        let store = try ImageStore.makeForTesting(root: root, name: "never-used")
+        #expect(!FileManager.default.fileExists(atPath: store.directory.path))
+        _ = try await store.image(for: ImageRequest(url: server.url("/images/0.jpg")))
+        store.waitForDiskMaintenance()
+        #expect(store.diskUsage().fileCount == 1)
+    }
+
     @Test func nameSelectsAnotherStoreUnderTheSameCacheFolder() async throws {
         let aic = CommandLineRunner()
         let server = try aic.serve(["0.jpg": try SampleImages.jpeg(width: 64, height: 64)])

@@ -57,7 +57,7 @@ import Testing
             #expect(afterKill.problems == [], "after kill \(iteration)")
             leftoverTemporaries += afterKill.temporaryFiles.count
             checkedFiles += afterKill.checkedFiles
-            _ = try DiskStore(directory: directory, byteLimit: 600_000)  // what the next launch does
+            _ = DiskStore(directory: directory, byteLimit: 600_000)  // what the next launch does
             #expect(CacheAudit(sources: sources).check(directory).temporaryFiles == [], "after reopening \(iteration)")
         }
         print(
@@ -85,7 +85,7 @@ import Testing
         #expect(report.problems == [])
         #expect(report.temporaryFiles == [])
         #expect(report.checkedFiles > 0)
-        let total = try DiskStore(directory: directory, byteLimit: budget).totalByteCount
+        let total = DiskStore(directory: directory, byteLimit: budget).totalByteCount
         #expect(total <= budget)
     }
 }
