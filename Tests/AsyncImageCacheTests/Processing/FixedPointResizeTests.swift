@@ -81,7 +81,9 @@ import Testing
     @Test func aConstantOpaqueColourStaysExactlyThatColour() {
         let color: [UInt8] = [201, 3, 128, 255]
         let flat = ResizeTests.filled(width: 413, height: 97, color)
-        for size in [PixelSize(width: 954, height: 31), PixelSize(width: 40, height: 97), PixelSize(width: 1, height: 1)] {
+        for size in [
+            PixelSize(width: 954, height: 31), PixelSize(width: 40, height: 97), PixelSize(width: 1, height: 1),
+        ] {
             #expect(flat.resized(to: size).pixels == color.repeated(size.width * size.height), "\(size)")
         }
     }
