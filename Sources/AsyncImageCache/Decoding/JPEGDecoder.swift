@@ -103,7 +103,7 @@ extension ImageDecoders {
                     guard status == CJPEG_STATUS_OK else {
                         return .failure(Self.error(status, decoder, context, sizes.image))
                     }
-                    let resampler = RowResampler(sourceSize: outputSize, targetSize: size, isOpaque: true)
+                    let resampler = RowResampler.reused(sourceSize: outputSize, targetSize: size, isOpaque: true)
                     // Batches big enough to amortize a hand-over, small enough to start early; the
                     // streaming resize asks for fewer rows than that.
                     let batch = max(8, outputSize.height / 32)

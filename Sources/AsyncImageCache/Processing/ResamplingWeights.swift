@@ -25,10 +25,11 @@ struct ResamplingWeights {
         return 3 * sin(piX) * sin(piX / 3) / (piX * piX)
     }
 
-    init(sourceCount: Int, targetCount: Int) {
+    /// - Parameter lanes: whether to fill ``lanes``, which only the Float passes read.
+    init(sourceCount: Int, targetCount: Int, lanes: Bool = true) {
         self.init(paddedFor: sourceCount, targetCount: targetCount)
         trimZeroTaps(sourceCount: sourceCount)
-        lanes = weights.map { SIMD4(repeating: $0) }
+        if lanes { self.lanes = weights.map { SIMD4(repeating: $0) } }
     }
 
     /// Weights with a tap count that surely covers the filter, some taps at the edges weighing zero.

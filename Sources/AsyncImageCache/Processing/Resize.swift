@@ -13,7 +13,7 @@ extension Bitmap {
         guard size != pixelSize else { return self }
         // Rows first: when shrinking, the intermediate (target width x source height) is the
         // narrow one, and the vertical pass then sums whole contiguous rows of it.
-        let resampler = RowResampler(sourceSize: pixelSize, targetSize: size, isOpaque: isOpaque)
+        let resampler = RowResampler.reused(sourceSize: pixelSize, targetSize: size, isOpaque: isOpaque)
         let result = pixels.withUnsafeBytes { source in
             resampler.resample(source: source.baseAddress!, bytesPerRow: bytesPerRow)
         }

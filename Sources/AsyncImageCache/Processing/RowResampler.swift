@@ -24,7 +24,7 @@ struct RowResampler {
     private let horizontal: ResamplingWeights
     private let vertical: ResamplingWeights
     /// The two axes in fixed point, for an opaque image; `nil` means Float.
-    private let fixedPoint: FixedPointAxes?
+    let fixedPoint: FixedPointAxes?
     /// For each target row, how many intermediate rows (from the top) it and the rows above it read.
     private let rowsNeeded: [Int]
 
@@ -32,9 +32,18 @@ struct RowResampler {
         self.sourceSize = sourceSize
         self.targetSize = targetSize
         self.isOpaque = isOpaque
-        horizontal = ResamplingWeights(sourceCount: sourceSize.width, targetCount: targetSize.width)
-        vertical = ResamplingWeights(sourceCount: sourceSize.height, targetCount: targetSize.height)
+        var horizontal = ResamplingWeights(
+            sourceCount: sourceSize.width, targetCount: targetSize.width, lanes: !isOpaque)
+        var vertical = ResamplingWeights(
+            sourceCount: sourceSize.height, targetCount: targetSize.height, lanes: !isOpaque)
         fixedPoint = isOpaque ? FixedPointAxes(horizontal, vertical, sourceSize) : nil
+        if isOpaque && fixedPoint == nil {
+            // The C side refused the weights (out of memory): the Float passes need their lanes.
+            horizontal = ResamplingWeights(sourceCount: sourceSize.width, targetCount: targetSize.width)
+            vertical = ResamplingWeights(sourceCount: sourceSize.height, targetCount: targetSize.height)
+        }
+        self.horizontal = horizontal
+        self.vertical = vertical
         // Windows move down with the target row, but trimmed taps can make one start a row before
         // the one above it: keep the running maximum, and the largest such step back.
         let taps = vertical.tapCount
@@ -50,6 +59,26 @@ struct RowResampler {
             stepBack = max(stepBack, start - lowest)
         }
         ringRowsBesidesBatch = taps + stepBack
+    }
+
+    /// A resampler for these sizes, made once and kept among the last four made: a list of photos of
+    /// one size shown at one width needs the same weights for each, and working them out (two sines
+    /// per tap) costs about a tenth of a resize. Only resamplers of up to 32k weights are kept (a
+    /// 1200x800 to 954x636 one has 19k), so the kept ones stay under a few megabytes.
+    static func reused(sourceSize: PixelSize, targetSize: PixelSize, isOpaque: Bool) -> RowResampler {
+        let matches = { (resampler: RowResampler) in
+            resampler.sourceSize == sourceSize && resampler.targetSize == targetSize && resampler.isOpaque == isOpaque
+        }
+        if let kept = recentResamplers.withLock({ $0.last(where: matches) }) { return kept }
+        // Made outside the lock; two threads making the same one at once both keep a copy briefly.
+        let made = RowResampler(sourceSize: sourceSize, targetSize: targetSize, isOpaque: isOpaque)
+        guard made.horizontal.weights.count + made.vertical.weights.count <= 1 << 15 else { return made }
+        recentResamplers.withLock { kept in
+            kept.removeAll(where: matches)
+            kept.append(made)
+            if kept.count > 4 { kept.removeFirst() }
+        }
+        return made
     }
 
     /// Allocates `capacity` intermediate rows of the target width, in the form the passes use.
@@ -219,6 +248,9 @@ struct RowResampler {
         output[3] = UInt8(min(alpha, 255) + 0.5)
     }
 }
+
+/// The resamplers ``RowResampler/reused(sourceSize:targetSize:isOpaque:)`` keeps, most recent last.
+private let recentResamplers = LockedBox<[RowResampler]>([])
 
 /// The horizontally resampled rows, the target width wide: premultiplied Float RGBA, or RGBA bytes
 /// for the fixed-point passes (``RowResampler/allocateIntermediate(capacity:)`` makes the right

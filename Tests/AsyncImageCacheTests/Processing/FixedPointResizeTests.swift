@@ -88,6 +88,31 @@ import Testing
         }
     }
 
+    @Test func resamplersForTheSameSizesAreMadeOnceAndGiveTheSameBytes() throws {
+        let (source, target) = (PixelSize(width: 611, height: 409), PixelSize(width: 487, height: 326))
+        let first = RowResampler.reused(sourceSize: source, targetSize: target, isOpaque: true)
+        let second = RowResampler.reused(sourceSize: source, targetSize: target, isOpaque: true)
+        let axes = try #require(first.fixedPoint)
+        #expect(axes === second.fixedPoint)
+        let other = RowResampler.reused(
+            sourceSize: source, targetSize: PixelSize(width: 486, height: 325), isOpaque: true)
+        #expect(other.targetSize.width == 486 && other.fixedPoint !== first.fixedPoint)
+        let card = Self.opaqueCard(width: source.width, height: source.height, seed: 7)
+        let made = RowResampler(sourceSize: source, targetSize: target, isOpaque: true)
+        let kept = card.pixels.withUnsafeBytes {
+            first.resample(source: $0.baseAddress!, bytesPerRow: card.bytesPerRow)
+        }
+        let fresh = card.pixels.withUnsafeBytes {
+            made.resample(source: $0.baseAddress!, bytesPerRow: card.bytesPerRow)
+        }
+        #expect(kept == fresh)
+        // A resampler with more than 32k weights is not kept: a large shrink made twice is made twice.
+        let large = (PixelSize(width: 6000, height: 4000), PixelSize(width: 300, height: 200))
+        let once = RowResampler.reused(sourceSize: large.0, targetSize: large.1, isOpaque: true)
+        let twice = RowResampler.reused(sourceSize: large.0, targetSize: large.1, isOpaque: true)
+        #expect(once.fixedPoint !== twice.fixedPoint)
+    }
+
     @Test func inconsistentWeightsAreRefused() {
         // A window reaching past the end of the source, and more taps than the source has.
         var starts: [Int32] = [0, 3]
