@@ -13,6 +13,7 @@ enum FuzzTargets {
         "png": { data in decode(data, as: .png) },
         "webp": { data in decode(data, as: .webp) },
         "gif": { data in decode(data, as: .gif) },
+        "resize": { data in resize(data) },
     ]
 
     /// The target named by the `FUZZ_TARGET` environment variable.
@@ -43,5 +44,22 @@ enum FuzzTargets {
             _ = ImageDecoders.JPEG.fuzzDCDecodeAgreement(data)
         }
         #endif
+    }
+
+    /// A resize whose sizes (up to 256x64), opacity and pixels all come from the input: every
+    /// kernel level must give the same bytes, and none may read or write outside its buffers.
+    static func resize(_ data: Data) {
+        let bytes = [UInt8](data)
+        guard bytes.count >= 6 else { return }
+        let source = PixelSize(width: 1 + Int(bytes[0]), height: 1 + Int(bytes[1]) % 64)
+        let target = PixelSize(width: 1 + Int(bytes[2]), height: 1 + Int(bytes[3]) % 64)
+        let opaque = bytes[4] & 1 == 0
+        let content = bytes[5...]
+        var pixels = [UInt8](repeating: 0, count: source.width * source.height * 4)
+        for index in pixels.indices {
+            pixels[index] =
+                opaque && index % 4 == 3 ? 255 : content[content.startIndex + index % content.count]
+        }
+        Bitmap(width: source.width, height: source.height, pixels: pixels).fuzzResizeAgreement(to: target)
     }
 }

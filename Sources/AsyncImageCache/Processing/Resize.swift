@@ -1,3 +1,5 @@
+import CResample
+
 extension Bitmap {
     /// The bitmap resampled to exactly `size`.
     ///
@@ -18,5 +20,24 @@ extension Bitmap {
             resampler.resample(source: source.baseAddress!, bytesPerRow: bytesPerRow)
         }
         return Bitmap(width: size.width, height: size.height, pixels: result)
+    }
+
+    /// Resizes to `size` with every kernel level the processor has (plain C, SSE2, AVX2) and stops
+    /// the process if two results differ or the size is wrong (the fuzzer). The level is a
+    /// process-wide setting: only for a single-threaded caller.
+    @_spi(Fuzzing) public func fuzzResizeAgreement(to size: PixelSize) {
+        let best = cresample_set_level(2)
+        defer { cresample_set_level(2) }
+        var first: Bitmap?
+        for level in stride(from: best, through: 0, by: -1) {
+            cresample_set_level(level)
+            let resized = resized(to: size)
+            precondition(resized.pixelSize == size, "resized to \(resized.pixelSize), not \(size)")
+            if let first {
+                precondition(first.pixels == resized.pixels, "\(pixelSize) -> \(size): level \(level) differs")
+            } else {
+                first = resized
+            }
+        }
     }
 }
