@@ -47,12 +47,19 @@ static int detect_level(void) {
 #endif
 }
 
-int cresample_level(void) {
+static int available_level(void) {
     int level = atomic_load_explicit(&detected_level, memory_order_relaxed);
     if (level < 0) {
         level = detect_level();
         atomic_store_explicit(&detected_level, level, memory_order_relaxed);
     }
+    return level;
+}
+
+int cresample_has_vector_kernels(void) { return available_level() > 0; }
+
+int cresample_level(void) {
+    int level = available_level();
     int cap = atomic_load_explicit(&level_cap, memory_order_relaxed);
     return level < cap ? level : cap;
 }

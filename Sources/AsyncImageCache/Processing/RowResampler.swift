@@ -7,9 +7,10 @@ import Foundation
 /// The horizontal pass turns source rows (straight-alpha RGBA8) into intermediate rows of the target
 /// width; the vertical pass sums those into target rows of straight-alpha bytes. An image with
 /// transparency is filtered premultiplied, in Float. An opaque one (every JPEG) needs no alpha
-/// arithmetic, and is filtered in fixed point with byte rows in between, as Pillow does: the C
-/// kernels of `CResample` multiply-add pairs of 16-bit values, several times the work per
-/// instruction of Float, on a quarter of the memory. Calls on
+/// arithmetic, and on x86-64 is filtered in fixed point with byte rows in between, as Pillow does:
+/// the SSE2 and AVX2 kernels of `CResample` multiply-add pairs of 16-bit values, several times the
+/// work per instruction of Float, on a quarter of the memory. Elsewhere (ARM) its plain C kernels
+/// would be slower than SIMD Float, so opaque images take the Float passes there. Calls on
 /// disjoint ranges write disjoint memory, so they can run at once. Target row `y` of the vertical pass
 /// needs intermediate rows up to ``sourceRowsNeeded(forTargetRows:)``, which lets a caller start it
 /// while later source rows are still being decoded.
@@ -36,9 +37,12 @@ struct RowResampler {
             sourceCount: sourceSize.width, targetCount: targetSize.width, lanes: !isOpaque)
         var vertical = ResamplingWeights(
             sourceCount: sourceSize.height, targetCount: targetSize.height, lanes: !isOpaque)
-        fixedPoint = isOpaque ? FixedPointAxes(horizontal, vertical, sourceSize) : nil
+        // Without vector kernels (on ARM, for now) plain C integers are slower than SIMD Float.
+        let fixed = isOpaque && cresample_has_vector_kernels() != 0
+        fixedPoint = fixed ? FixedPointAxes(horizontal, vertical, sourceSize) : nil
         if isOpaque && fixedPoint == nil {
-            // The C side refused the weights (out of memory): the Float passes need their lanes.
+            // Float after all (no vector kernels, or the C side refused the weights): its passes
+            // need the lanes.
             horizontal = ResamplingWeights(sourceCount: sourceSize.width, targetCount: targetSize.width)
             vertical = ResamplingWeights(sourceCount: sourceSize.height, targetCount: targetSize.height)
         }

@@ -28,6 +28,10 @@ void cresample_column(const cresample_axis *axis, int y, const uint8_t *const *r
 int cresample_axis_start(const cresample_axis *axis, int y);
 int cresample_axis_taps(const cresample_axis *axis);
 
+/// Whether the processor runs vector kernels (SSE2 or AVX2 on x86-64), whatever level is set: without
+/// them the plain C kernels are slower than resampling in floating point, so callers should prefer that.
+int cresample_has_vector_kernels(void);
+
 /// Which instructions the kernels use: 0 plain C, 1 SSE2, 2 AVX2. `cresample_set_level` lowers the
 /// level for the calling process (tests compare the levels); it returns the level now in use.
 int cresample_level(void);
