@@ -18,6 +18,11 @@
  * chroma at half the resolution one way is repeated (libjpeg upsamples without its triangle filter
  * at this scale); the colour conversion uses its fixed-point JFIF factors.
  *
+ * The first thread's DC values are final as it decodes them, so its MCUs go straight out as RGBA
+ * pixels. Only the second thread keeps a record per MCU (its DC values and 2x2 terms) and where
+ * each MCU starts, until the first thread reaches it: about as much memory as the output for the
+ * half it decodes.
+ *
  * Anything this decoder does not expect (a restart interval, an invalid code, data that ends early
  * or is followed by anything but EOI) makes it decline, and the caller decodes with libjpeg, which
  * gives the canonical result or error. It only reads libjpeg's parsed header and the bytes.
@@ -400,7 +405,7 @@ typedef struct {
     bit_reader reader;
     uint16_t predictors[MAX_COMPS_IN_SCAN];
     uint16_t *records;   // layout->record values per MCU
-    uint64_t *starts;    // capacity + 1 offsets, in bits from the middle
+    uint32_t *starts;    // capacity + 1 offsets, in bits from the middle
     size_t capacity;
     size_t decoded;      // MCUs decoded within the data
 } segment;
@@ -410,14 +415,14 @@ typedef struct {
 static void *decode_speculatively(void *argument) {
     segment *part = argument;
     while (part->decoded < part->capacity) {
-        part->starts[part->decoded] = reader_offset(&part->reader);
+        part->starts[part->decoded] = (uint32_t)reader_offset(&part->reader);
         if (!decode_within_data(&part->reader, part->layout, part->predictors,
                                 part->records + part->decoded * (size_t)part->layout->record)) {
             return NULL;
         }
         part->decoded += 1;
     }
-    part->starts[part->decoded] = reader_offset(&part->reader);
+    part->starts[part->decoded] = (uint32_t)reader_offset(&part->reader);
     return NULL;
 }
 
@@ -569,95 +574,71 @@ static inline uint8_t clamp_sample(int value) {
     return (uint8_t)(value < 0 ? 0 : value > 255 ? 255 : value);
 }
 
-/* One component's samples at its own resolution. */
-typedef struct {
-    uint8_t *samples;
-    size_t width;
-    size_t height;
-    int h_ratio;  // output pixels per sample across: 1 or 2 (repeated, as libjpeg does at this scale)
-    int v_ratio;
-} plane;
+/* The most 16-bit values an MCU records: a DC value per block and four terms per 2x2 block. */
+enum { MAX_RECORD = 5 * MAX_BLOCKS_IN_MCU };
 
-/* Writes RGBA rows from the planes with libjpeg's fixed-point JFIF conversion (16 fraction bits). */
-static void write_rgba(const plane *planes, int components, unsigned char *rgba, size_t bytes_per_row,
-                       size_t width, size_t height) {
-    for (size_t y = 0; y < height; y++) {
-        unsigned char *row = rgba + y * bytes_per_row;
-        const uint8_t *luma = planes[0].samples + y * planes[0].width;
-        if (components == 1) {
-            for (size_t x = 0; x < width; x++) {
-                row[4 * x] = row[4 * x + 1] = row[4 * x + 2] = luma[x];
-                row[4 * x + 3] = 255;
-            }
-            continue;
-        }
-        const uint8_t *cb_row = planes[1].samples + y / (size_t)planes[1].v_ratio * planes[1].width;
-        const uint8_t *cr_row = planes[2].samples + y / (size_t)planes[2].v_ratio * planes[2].width;
-        int cb_shift = planes[1].h_ratio - 1, cr_shift = planes[2].h_ratio - 1;
-        for (size_t x = 0; x < width; x++) {
-            int y_value = luma[x];
-            int cb = cb_row[x >> cb_shift] - 128;
-            int cr = cr_row[x >> cr_shift] - 128;
-            row[4 * x] = clamp_sample(y_value + ((91881 * cr + 32768) >> 16));
-            row[4 * x + 1] = clamp_sample(y_value + ((-22554 * cb - 46802 * cr + 32768) >> 16));
-            row[4 * x + 2] = clamp_sample(y_value + ((116130 * cb + 32768) >> 16));
-            row[4 * x + 3] = 255;
-        }
-    }
-}
-
-/* Writes the samples of MCUs [first, first + count) into the planes, from `records` (one record per
-   MCU) with `shift` added to each component's DC values (modulo 2^16). */
-static void fill_planes(const scan_plan *plan, const uint16_t *records, size_t first, size_t count,
-                        const uint16_t *shift, plane *planes) {
+/* Writes the RGBA pixels of MCU `mcu` (clipped to the `width` x `height` image) from its record, with
+   `shift` added to each component's DC values (modulo 2^16): the 1x1 or 2x2 IDCT per block, chroma
+   repeated where it has half the resolution in one direction (as libjpeg does at this scale), then
+   libjpeg's fixed-point JFIF conversion (16 fraction bits). */
+static void write_mcu(const scan_plan *plan, const uint16_t *record, size_t mcu, const uint16_t *shift,
+                      unsigned char *rgba, size_t bytes_per_row, size_t width, size_t height) {
     const mcu_layout *layout = &plan->layout;
-    for (size_t mcu = first; mcu < first + count; mcu++) {
-        size_t mcu_x = mcu % plan->mcus_across, mcu_y = mcu / plan->mcus_across;
-        const uint16_t *record = records + (mcu - first) * (size_t)layout->record;
-        int block = 0;
-        for (int index = 0; index < layout->components; index++) {
-            plane *target = &planes[plan->frame_component[index]];
-            int h = plan->horizontal[index], v = plan->vertical[index];
-            int step = layout->quantizer[index][0];
-            for (int row = 0; row < v; row++) {
-                for (int column = 0; column < h; column++, block++) {
-                    int32_t dc = (int16_t)(uint16_t)(record[block] + shift[index]);
-                    int32_t dequantized = dc * step;
-                    if (layout->uses_2x2[index]) {
-                        const int16_t *terms = (const int16_t *)(record + layout->ac_terms_of_block[block]);
-                        size_t x = 2 * (mcu_x * (size_t)h + (size_t)column);
-                        uint8_t *top = target->samples + 2 * (mcu_y * (size_t)v + (size_t)row) * target->width + x;
-                        uint8_t *bottom = top + target->width;
-                        top[0] = range_limit((dequantized + terms[0]) >> 3);
-                        top[1] = range_limit((dequantized + terms[1]) >> 3);
-                        bottom[0] = range_limit((dequantized + terms[2]) >> 3);
-                        bottom[1] = range_limit((dequantized + terms[3]) >> 3);
-                    } else {
-                        // libjpeg's 1x1 IDCT: DESCALE(dequantized, 3), level-shifted.
-                        size_t offset = (mcu_y * (size_t)v + (size_t)row) * target->width + mcu_x * (size_t)h + (size_t)column;
-                        target->samples[offset] = range_limit((dequantized + 4) >> 3);
-                    }
+    // Each frame component's samples within the MCU, row by row, `across` to a row.
+    uint8_t samples[3][4 * MAX_BLOCKS_IN_MCU];
+    int across[3] = { 1, 1, 1 }, h_ratio[3] = { 1, 1, 1 }, v_ratio[3] = { 1, 1, 1 };
+    int block = 0;
+    for (int index = 0; index < layout->components; index++) {
+        int component = plan->frame_component[index];
+        int h = plan->horizontal[index], v = plan->vertical[index];
+        int scale = layout->uses_2x2[index] ? 2 : 1;
+        across[component] = h * scale;
+        if (layout->components > 1) {
+            h_ratio[component] = plan->max_horizontal / h / scale;
+            v_ratio[component] = plan->max_vertical / v / scale;
+        }
+        int step = layout->quantizer[index][0];
+        uint8_t *own = samples[component];
+        for (int row = 0; row < v; row++) {
+            for (int column = 0; column < h; column++, block++) {
+                int32_t dequantized = (int32_t)(int16_t)(uint16_t)(record[block] + shift[index]) * step;
+                if (scale == 2) {
+                    const int16_t *terms = (const int16_t *)(record + layout->ac_terms_of_block[block]);
+                    uint8_t *top = own + 2 * row * across[component] + 2 * column;
+                    top[0] = range_limit((dequantized + terms[0]) >> 3);
+                    top[1] = range_limit((dequantized + terms[1]) >> 3);
+                    top[across[component]] = range_limit((dequantized + terms[2]) >> 3);
+                    top[across[component] + 1] = range_limit((dequantized + terms[3]) >> 3);
+                } else {
+                    // libjpeg's 1x1 IDCT: DESCALE(dequantized, 3), level-shifted.
+                    own[row * across[component] + column] = range_limit((dequantized + 4) >> 3);
                 }
             }
         }
     }
-}
-
-static int allocate_planes(const scan_plan *plan, plane *planes) {
-    int components = plan->layout.components;
-    for (int index = 0; index < components; index++) {
-        plane *target = &planes[plan->frame_component[index]];
-        int scale = plan->layout.uses_2x2[index] ? 2 : 1;
-        target->width = plan->mcus_across * (size_t)plan->horizontal[index] * (size_t)scale;
-        target->height = plan->mcus_down * (size_t)plan->vertical[index] * (size_t)scale;
-        target->h_ratio = components == 1 ? 1 : plan->max_horizontal / plan->horizontal[index] / scale;
-        target->v_ratio = components == 1 ? 1 : plan->max_vertical / plan->vertical[index] / scale;
-        target->samples = malloc(target->width * target->height);
-        if (target->samples == NULL) {
-            return 0;
+    // One pixel per luma block: the MCU covers the largest sampling factors' blocks.
+    size_t pixels_across = layout->components > 1 ? (size_t)plan->max_horizontal : 1;
+    size_t pixels_down = layout->components > 1 ? (size_t)plan->max_vertical : 1;
+    size_t x0 = mcu % plan->mcus_across * pixels_across, y0 = mcu / plan->mcus_across * pixels_down;
+    for (size_t y = y0; y < y0 + pixels_down && y < height; y++) {
+        size_t py = y - y0;
+        unsigned char *pixel = rgba + y * bytes_per_row + 4 * x0;
+        for (size_t x = x0; x < x0 + pixels_across && x < width; x++, pixel += 4) {
+            size_t px = x - x0;
+            int luma = samples[0][py * (size_t)across[0] + px];
+            if (layout->components == 1) {
+                pixel[0] = pixel[1] = pixel[2] = (unsigned char)luma;
+                pixel[3] = 255;
+                continue;
+            }
+            int cb = samples[1][py / (size_t)v_ratio[1] * (size_t)across[1] + px / (size_t)h_ratio[1]] - 128;
+            int cr = samples[2][py / (size_t)v_ratio[2] * (size_t)across[2] + px / (size_t)h_ratio[2]] - 128;
+            pixel[0] = clamp_sample(luma + ((91881 * cr + 32768) >> 16));
+            pixel[1] = clamp_sample(luma + ((-22554 * cb - 46802 * cr + 32768) >> 16));
+            pixel[2] = clamp_sample(luma + ((116130 * cb + 32768) >> 16));
+            pixel[3] = 255;
         }
     }
-    return 1;
 }
 
 /* Entropy-coded data shorter than this decodes on one thread: a second would not pay for itself. */
@@ -673,11 +654,9 @@ cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char 
         return CJPEG_STATUS_MEMORY_LIMIT;
     }
     cjpeg_status status = CJPEG_STATUS_DECLINED;
-    uint16_t *records = NULL, *speculative_records = NULL;
-    uint64_t *starts = NULL;
-    plane planes[3];
-    memset(planes, 0, sizeof planes);
-    if (!make_plan(decoder, plan)) {
+    uint16_t *speculative_records = NULL;
+    uint32_t *starts = NULL;
+    if (!make_plan(decoder, plan) || plan->layout.record > MAX_RECORD) {
         goto done;
     }
     const struct jpeg_decompress_struct *cinfo = &decoder->cinfo;
@@ -690,15 +669,12 @@ cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char 
     size_t size = cinfo->src->bytes_in_buffer;
     size_t mcus = plan->mcus_across * plan->mcus_down;
     size_t record = (size_t)plan->layout.record;
-    // Pages are only touched as MCUs are decoded: each thread fills about its share.
-    records = malloc(mcus * record * sizeof *records);
-    if (records == NULL) {
-        status = CJPEG_STATUS_MEMORY_LIMIT;
-        goto done;
-    }
 
-    // The second thread starts half way, on a byte that is not the zero after a stuffed 0xFF.
-    int split = threads > 1 && (always_split || size >= minimum_bytes_to_split) && size >= 64;
+    // The second thread starts half way, on a byte that is not the zero after a stuffed 0xFF. It
+    // keeps a record per MCU (its DC values are only right once the first thread reaches it), and
+    // where each MCU starts in bits from the middle, which 32 bits hold below 512 MB of data.
+    int split = threads > 1 && (always_split || size >= minimum_bytes_to_split) && size >= 64 &&
+                size < ((size_t)1 << 29);
     size_t middle = size / 2;
     while (split && middle < size && data[middle - 1] == 0xFF) {
         middle++;
@@ -708,6 +684,7 @@ cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char 
     memset(&second, 0, sizeof second);
     pthread_t thread;
     if (split) {
+        // Pages are only touched as MCUs are decoded: about half of each array.
         speculative_records = malloc(mcus * record * sizeof *speculative_records);
         starts = malloc((mcus + 1) * sizeof *starts);
         second.layout = &plan->layout;
@@ -728,6 +705,8 @@ cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char 
     size_t borrowed_from = 0;   // the second thread's first MCU in step
     size_t next = 0;            // its first MCU that may still be
     uint16_t shift[MAX_COMPS_IN_SCAN] = { 0 };
+    static const uint16_t no_shift[MAX_COMPS_IN_SCAN] = { 0 };
+    uint16_t own_record[MAX_RECORD];
     bit_reader *final_reader = &reader;
     uint64_t final_offset = 0;
     for (size_t mcu = 0; mcu < mcus; mcu++) {
@@ -760,10 +739,13 @@ cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char 
                 break;
             }
         }
-        if (!decode_within_data(&reader, &plan->layout, predictors, records + mcu * record)) {
+        // This thread's DC values are final as decoded: its pixels go straight out. (If the decode
+        // fails later, the caller discards them.)
+        if (!decode_within_data(&reader, &plan->layout, predictors, own_record)) {
             failed = 1;
             break;
         }
+        write_mcu(plan, own_record, mcu, no_shift, rgba, bytes_per_row, width, height);
     }
     if (running) {
         pthread_join(thread, NULL);
@@ -775,23 +757,13 @@ cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char 
         goto done;
     }
 
-    if (!allocate_planes(plan, planes)) {
-        status = CJPEG_STATUS_MEMORY_LIMIT;
-        goto done;
+    for (size_t mcu = own; mcu < mcus; mcu++) {
+        write_mcu(plan, speculative_records + (borrowed_from + mcu - own) * record, mcu, shift, rgba, bytes_per_row,
+                  width, height);
     }
-    static const uint16_t no_shift[MAX_COMPS_IN_SCAN] = { 0 };
-    fill_planes(plan, records, 0, own, no_shift, planes);
-    if (own < mcus) {
-        fill_planes(plan, speculative_records + borrowed_from * record, own, mcus - own, shift, planes);
-    }
-    write_rgba(planes, plan->layout.components, rgba, bytes_per_row, width, height);
     status = CJPEG_STATUS_OK;
 
 done:
-    for (int index = 0; index < 3; index++) {
-        free(planes[index].samples);
-    }
-    free(records);
     free(speculative_records);
     free(starts);
     free(plan);

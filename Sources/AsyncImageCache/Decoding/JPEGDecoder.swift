@@ -131,9 +131,9 @@ extension ImageDecoders {
         static func decodeFromDC(_ decoder: OpaquePointer, _ sizes: Scales, threads: Int, alwaysSplit: Bool = false)
             -> Bitmap?
         {
-            // It holds the whole 1/8 bitmap and a record per block, about three times the bitmap, where
-            // the row-by-row path holds a few rows: past 4 megapixels at 1/8 (a 256-megapixel photo),
-            // memory matters more than the second core.
+            // It holds the whole 1/8 bitmap, and split in two a record per block of the second half
+            // (as much again), where the row-by-row path holds a few rows: past 4 megapixels at 1/8
+            // (a 256-megapixel photo), memory matters more than the second core.
             guard sizes.output.pixelCount > 0, sizes.output.pixelCount <= 1 << 22,
                 cjpeg_decoder_can_decode_dc(decoder) != 0
             else { return nil }
