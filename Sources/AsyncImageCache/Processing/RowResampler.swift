@@ -33,16 +33,15 @@ struct RowResampler {
         self.sourceSize = sourceSize
         self.targetSize = targetSize
         self.isOpaque = isOpaque
-        var horizontal = ResamplingWeights(
-            sourceCount: sourceSize.width, targetCount: targetSize.width, lanes: !isOpaque)
-        var vertical = ResamplingWeights(
-            sourceCount: sourceSize.height, targetCount: targetSize.height, lanes: !isOpaque)
         // Without vector kernels (on ARM, for now) plain C integers are slower than SIMD Float.
-        let fixed = isOpaque && cresample_has_vector_kernels() != 0
-        fixedPoint = fixed ? FixedPointAxes(horizontal, vertical, sourceSize) : nil
-        if isOpaque && fixedPoint == nil {
-            // Float after all (no vector kernels, or the C side refused the weights): its passes
-            // need the lanes.
+        let wantsFixedPoint = isOpaque && cresample_has_vector_kernels() != 0
+        var horizontal = ResamplingWeights(
+            sourceCount: sourceSize.width, targetCount: targetSize.width, lanes: !wantsFixedPoint)
+        var vertical = ResamplingWeights(
+            sourceCount: sourceSize.height, targetCount: targetSize.height, lanes: !wantsFixedPoint)
+        fixedPoint = wantsFixedPoint ? FixedPointAxes(horizontal, vertical, sourceSize) : nil
+        if wantsFixedPoint && fixedPoint == nil {
+            // The C side refused the weights (out of memory): Float after all, whose passes need the lanes.
             horizontal = ResamplingWeights(sourceCount: sourceSize.width, targetCount: targetSize.width)
             vertical = ResamplingWeights(sourceCount: sourceSize.height, targetCount: targetSize.height)
         }
