@@ -96,11 +96,16 @@ import Testing
         let (source, target) = (PixelSize(width: 611, height: 409), PixelSize(width: 487, height: 326))
         let first = RowResampler.reused(sourceSize: source, targetSize: target, isOpaque: true)
         let second = RowResampler.reused(sourceSize: source, targetSize: target, isOpaque: true)
-        let axes = try #require(first.fixedPoint)
-        #expect(axes === second.fixedPoint)
         let other = RowResampler.reused(
             sourceSize: source, targetSize: PixelSize(width: 486, height: 325), isOpaque: true)
-        #expect(other.targetSize.width == 486 && other.fixedPoint !== first.fixedPoint)
+        #expect(other.targetSize.width == 486 && second.targetSize == target)
+        #if arch(x86_64)
+        // The kept fixed-point axes are one object. (Elsewhere opaque images take the Float passes,
+        // and there is no object to compare; the bytes below still must agree.)
+        let axes = try #require(first.fixedPoint)
+        #expect(axes === second.fixedPoint)
+        #expect(other.fixedPoint !== first.fixedPoint)
+        #endif
         let card = Self.opaqueCard(width: source.width, height: source.height, seed: 7)
         let made = RowResampler(sourceSize: source, targetSize: target, isOpaque: true)
         let kept = card.pixels.withUnsafeBytes {
@@ -114,7 +119,11 @@ import Testing
         let large = (PixelSize(width: 6000, height: 4000), PixelSize(width: 300, height: 200))
         let once = RowResampler.reused(sourceSize: large.0, targetSize: large.1, isOpaque: true)
         let twice = RowResampler.reused(sourceSize: large.0, targetSize: large.1, isOpaque: true)
-        #expect(once.fixedPoint !== twice.fixedPoint)
+        #expect(once.targetSize == twice.targetSize)
+        #if arch(x86_64)
+        let onceAxes = try #require(once.fixedPoint)
+        #expect(onceAxes !== twice.fixedPoint)
+        #endif
     }
 
     @Test func inconsistentWeightsAreRefused() {
