@@ -19,15 +19,13 @@
 #endif
 
 struct cresample_axis {
-    int source_count;
     int target_count;
-    /// The taps of the caller's windows, which the column pass keeps (its rows are the caller's).
+    /// The taps of the caller's windows, which the column pass keeps (the caller hands it their rows).
     int taps;
     /// The row pass reads whole groups of four taps: `taps` rounded up, or `taps` itself when the
     /// source is too short for that (the row pass then runs in plain C).
     int row_taps;
     int precision;
-    int32_t *starts;
     int16_t *weights;
     int32_t *row_starts;
     int16_t *row_weights;
@@ -112,7 +110,6 @@ static int quantize(const float *weights, int taps, int precision, int16_t *out)
 
 void cresample_axis_destroy(cresample_axis *axis) {
     if (!axis) return;
-    free(axis->starts);
     free(axis->weights);
     free(axis->row_starts);
     free(axis->row_weights);
@@ -127,17 +124,15 @@ cresample_axis *cresample_axis_create(int source_count, int target_count, int ta
     }
     cresample_axis *axis = calloc(1, sizeof *axis);
     if (!axis) return NULL;
-    axis->source_count = source_count;
     axis->target_count = target_count;
     axis->taps = taps;
     axis->row_taps = (taps + 3) / 4 * 4 <= source_count ? (taps + 3) / 4 * 4 : taps;
     axis->precision = choose_precision(weights, target_count, taps);
     size_t count = (size_t)target_count;
-    axis->starts = malloc(count * sizeof(int32_t));
     axis->weights = malloc(count * (size_t)taps * sizeof(int16_t));
     axis->row_starts = malloc(count * sizeof(int32_t));
     axis->row_weights = calloc(count * (size_t)axis->row_taps, sizeof(int16_t));
-    if (!axis->starts || !axis->weights || !axis->row_starts || !axis->row_weights) {
+    if (!axis->weights || !axis->row_starts || !axis->row_weights) {
         cresample_axis_destroy(axis);
         return NULL;
     }
@@ -147,7 +142,6 @@ cresample_axis *cresample_axis_create(int source_count, int target_count, int ta
             cresample_axis_destroy(axis);
             return NULL;
         }
-        axis->starts[target] = starts[target];
         // The row pass's wider window must stay inside the row: near the right edge it starts
         // earlier, and the weights move right within it; the extra taps weigh zero.
         int start = starts[target];
@@ -158,10 +152,6 @@ cresample_axis *cresample_axis_create(int source_count, int target_count, int ta
     }
     return axis;
 }
-
-int cresample_axis_start(const cresample_axis *axis, int y) { return axis->starts[y]; }
-
-int cresample_axis_taps(const cresample_axis *axis) { return axis->taps; }
 
 static inline uint8_t clamp_byte(int32_t sum, int precision) {
     int32_t value = (sum + (1 << (precision - 1))) >> precision;

@@ -21,12 +21,8 @@ void cresample_axis_destroy(cresample_axis *axis);
 void cresample_row(const cresample_axis *axis, const uint8_t *source, uint8_t *target);
 
 /// Sums the rows of target row `y` into `target` (`width` RGBA pixels): `rows[t]` is source row
-/// `first_row(y) + t`, for every tap `t` of the axis.
+/// `starts[y] + t` of the `starts` the axis was made with, for each of its `taps` taps.
 void cresample_column(const cresample_axis *axis, int y, const uint8_t *const *rows, uint8_t *target, int width);
-
-/// The first source sample target sample `y` reads, and the number of taps it reads.
-int cresample_axis_start(const cresample_axis *axis, int y);
-int cresample_axis_taps(const cresample_axis *axis);
 
 /// Whether the processor runs vector kernels (SSE2 or AVX2 on x86-64), whatever level is set: without
 /// them the plain C kernels are slower than resampling in floating point, so callers should prefer that.
