@@ -13,8 +13,8 @@ extension ImageStore {
     }
 
     /// The path of the disk-tier file for `url`, whether or not it exists.
-    @_spi(Benchmarks) public func benchmarkDiskFilePath(for url: URL) -> String? {
-        disk?.filePath(for: url)
+    @_spi(Benchmarks) public func benchmarkDiskFilePath(for url: URL) -> String {
+        disk.filePath(for: url)
     }
 }
 
@@ -22,7 +22,6 @@ extension ImageStore {
     /// Writes `data` into the disk tier for `url` as a completed remote load would, with its size
     /// attribute; for benchmarks that need a warm disk without a server.
     @_spi(Benchmarks) public func benchmarkStoreOriginal(_ data: Data, for url: URL) throws {
-        guard let disk else { throw CocoaError(.fileWriteUnknown) }
         let header = try ImageHeader.parse(data)
         try disk.store(data, pixelSize: header.displaySize, for: url)
     }

@@ -27,7 +27,7 @@ extension ImageStore {
     /// store never transcodes), for copying or sharing.
     public func cachedOriginalBytes(for url: URL) -> (data: Data, pixelSize: CGSize)? {
         if let original = originals.value(forKey: url.cacheKey) { return (original.data, original.pixelSize.cgSize) }
-        guard url.isRemote, let disk, let data = disk.data(for: url), let header = try? ImageHeader.parse(data) else {
+        guard url.isRemote, let data = disk.data(for: url), let header = try? ImageHeader.parse(data) else {
             return nil
         }
         let original = OriginalImage(data: data, header: header, fileStamp: nil)
@@ -50,7 +50,7 @@ extension ImageStore {
                 return size
             }
             guard let size = sizeFromHeader(for: url) else { return nil }
-            disk?.setPixelSize(size, for: url)
+            disk.setPixelSize(size, for: url)
             return remember(size, for: url)
         }
         if url.isFileURL {
@@ -70,13 +70,12 @@ extension ImageStore {
 
     /// The size in the disk-tier file's extended attribute: one `getxattr`, no file read.
     func sizeFromAttribute(for url: URL) -> PixelSize? {
-        disk?.pixelSize(for: url)
+        disk.pixelSize(for: url)
     }
 
     /// The size parsed from the disk-tier file's header, reading only the first kilobytes.
     func sizeFromHeader(for url: URL) -> PixelSize? {
-        guard let disk else { return nil }
-        return Self.readHeader(from: { disk.prefix(for: url, maxLength: $0) })?.displaySize
+        Self.readHeader(from: { disk.prefix(for: url, maxLength: $0) })?.displaySize
     }
 
     private func remember(_ size: PixelSize, for url: URL) -> PixelSize {

@@ -95,7 +95,7 @@ extension ImageStore {
                 return .failure(.decodingFailed(error))
             }
             originals.removeValue(forKey: request.url.cacheKey)  // ``cachedOriginalBytes(for:)`` may have read the file
-            disk?.remove(request.url)
+            disk.remove(request.url)
             if afterDamagedFile || Task.isCancelled { return .failure(.decodingFailed(error)) }
             return await prepare(request, priority: priority, afterDamagedFile: true)
         case .success(let value)?:
@@ -173,7 +173,7 @@ extension ImageStore {
     }
 
     private func fetchOriginal(_ url: URL) async -> Result<FetchedOriginal, ImageLoadingError> {
-        if url.isRemote, let disk, let data = disk.data(for: url) {
+        if url.isRemote, let data = disk.data(for: url) {
             if let header = try? ImageHeader.parse(data) {
                 count { $0.diskHits += 1 }
                 if disk.pixelSize(for: url) != header.displaySize { disk.setPixelSize(header.displaySize, for: url) }

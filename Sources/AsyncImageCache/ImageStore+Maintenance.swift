@@ -13,7 +13,7 @@ extension ImageStore {
     /// Empties memory and deletes every file of the disk tier.
     public func removeAll() {
         clearMemory()
-        disk?.removeAll()
+        disk.removeAll()
     }
 
     /// Deletes disk-tier files not used (read or written) for longer than `maxAge` seconds.
@@ -22,17 +22,17 @@ extension ImageStore {
     /// - Returns: The number of files deleted.
     @discardableResult
     public func evictExpired(maxAge: TimeInterval = 7 * 24 * 60 * 60) -> Int {
-        disk?.removeEntries(unusedFor: maxAge) ?? 0
+        disk.removeEntries(unusedFor: maxAge)
     }
 
     /// The number of files and their total size in bytes in the disk tier.
     public func diskUsage() -> (fileCount: Int, byteCount: Int) {
-        let entries = disk?.entries() ?? []
+        let entries = disk.entries()
         return (entries.count, entries.reduce(0) { $0 + $1.byteCount })
     }
 
     /// Blocks until the disk trims scheduled by earlier writes have run (for tools and tests).
     public func waitForDiskMaintenance() {
-        disk?.waitForPendingTrims()
+        disk.waitForPendingTrims()
     }
 }

@@ -8,7 +8,6 @@ extension ImageStore {
     func keepRemote(_ original: OriginalImage, policy: HTTPCachePolicy, for url: URL) {
         let metadata = HTTPCacheMetadata(policy: policy)
         cacheMetadata.insert(metadata, forKey: url.cacheKey, cost: 0)
-        guard let disk else { return }
         if policy.isStorable {
             // A full or read-only disk costs the next launch a download, never this load.
             try? disk.store(original.data, pixelSize: original.pixelSize, metadata: metadata, for: url)
@@ -23,7 +22,7 @@ extension ImageStore {
         if let metadata = cacheMetadata.value(forKey: key) { return metadata }
         // An entry without the attribute (written where attributes fail, or by an older build) is
         // remembered as fresh, so the disk is asked once per URL, not at every load.
-        let metadata = disk?.cacheMetadata(for: url) ?? HTTPCacheMetadata(policy: HTTPCachePolicy())
+        let metadata = disk.cacheMetadata(for: url) ?? HTTPCacheMetadata(policy: HTTPCachePolicy())
         cacheMetadata.insert(metadata, forKey: key, cost: 0)
         return metadata
     }
@@ -55,7 +54,7 @@ extension ImageStore {
             refreshed.entityTag = refreshed.entityTag ?? metadata.entityTag
             refreshed.lastModified = refreshed.lastModified ?? metadata.lastModified
             cacheMetadata.insert(refreshed, forKey: url.cacheKey, cost: 0)
-            disk?.setCacheMetadata(refreshed, for: url)
+            disk.setCacheMetadata(refreshed, for: url)
             count { $0.notModified += 1 }
         case .modified(let data, let policy):
             count {

@@ -51,9 +51,9 @@ public final class ImageStore: Sendable {
     // comparing `URL` values costs several times more, and the string is what names the disk file.
     let originals: MemoryCache<String, OriginalImage>
     let sizeMemo: MemoryCache<String, PixelSize>
-    /// `nil` when the store's folder could not be created: the store then works from memory and
-    /// sources alone.
-    let disk: DiskStore?
+    /// The disk tier. Its folder is made by the first write; where that fails, writes fail quietly
+    /// and the store works from memory and sources alone.
+    let disk: DiskStore
     let variantRuns = InFlightTable<ImageRequest, PreparedImage>()
     let fetchRuns = InFlightTable<String, FetchedOriginal>()
     let counters = LockedBox(Statistics())

@@ -60,7 +60,7 @@ import Testing
         let url = fixture.server.url(path)
         _ = try await fixture.store().image(for: ImageRequest(url: url, targetWidth: 100))
         let relaunched = try fixture.store()
-        let disk = try #require(relaunched.disk)
+        let disk = relaunched.disk
         let file = disk.fileURL(for: url)
         let inodeBefore = try FileManager.default.attributesOfItem(atPath: file.path)[.systemFileNumber] as? Int
         // Stale: the size is known at once, and the stale bytes are shown.
@@ -94,8 +94,8 @@ import Testing
         let newBytes = try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))
         #expect(store.cachedOriginalBytes(for: url)?.data == newBytes)
         store.waitForDiskMaintenance()
-        #expect(try #require(store.disk).data(for: url) == newBytes)
-        #expect(try #require(store.disk).pixelSize(for: url) == PixelSize(width: 200, height: 200))
+        #expect(store.disk.data(for: url) == newBytes)
+        #expect(store.disk.pixelSize(for: url) == PixelSize(width: 200, height: 200))
     }
 
     @Test func aFailedRevalidationKeepsTheStaleImage() async throws {
@@ -112,7 +112,7 @@ import Testing
         try await waitUntil { try await fixture.server.statuses(for: path).count == 2 }
         try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
         #expect(store.cachedOriginalBytes(for: url)?.data == original)
-        #expect(try #require(store.disk).data(for: url) == original)
+        #expect(store.disk.data(for: url) == original)
         #expect(
             try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize
                 == PixelSize(width: 100, height: 75))

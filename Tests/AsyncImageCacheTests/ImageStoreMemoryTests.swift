@@ -66,7 +66,7 @@ import Testing
         let url = server.url("/images/0.jpg")
         _ = try await store.image(for: ImageRequest(url: url))
         #expect(store.evictExpired(maxAge: 3600) == 0)
-        let file = try #require(store.disk).fileURL(for: url)
+        let file = store.disk.fileURL(for: url)
         try FileManager.default.setAttributes(
             [.modificationDate: Date().addingTimeInterval(-7200)], ofItemAtPath: file.path)
         #expect(store.evictExpired(maxAge: 3600) == 1)

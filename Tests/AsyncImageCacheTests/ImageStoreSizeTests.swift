@@ -44,7 +44,7 @@ import Testing
         let root = TemporaryDirectory("root")
         let urls = try await warmCache(root: root.url)
         let relaunched = try ImageStore.makeForTesting(root: root.url)
-        let disk = try #require(relaunched.disk)
+        let disk = relaunched.disk
         for url in urls {
             FileExtendedAttributes().removeValue(named: PixelSizeAttribute.name, atPath: disk.fileURL(for: url).path)
             #expect(disk.pixelSize(for: url) == nil)
@@ -75,7 +75,7 @@ import Testing
         #expect(store.cachedPixelSize(for: url) == CGSize(width: 1800, height: 1200))
         let relaunched = try ImageStore.makeForTesting(root: root.url)
         #expect(relaunched.cachedPixelSize(for: url) == CGSize(width: 1800, height: 1200))
-        #expect(try #require(relaunched.disk).pixelSize(for: url) == PixelSize(width: 1800, height: 1200))
+        #expect(relaunched.disk.pixelSize(for: url) == PixelSize(width: 1800, height: 1200))
     }
 
     @Test func anUnknownURLHasNoSize() throws {

@@ -37,7 +37,7 @@ enum SizeLookupBenchmark {
             let url = URL(string: "https://images.example.com/gallery/\(index).jpg")!
             try store.benchmarkStoreOriginal(data, for: url)
             urls.append(url)
-            files.append((store.benchmarkDiskFilePath(for: url)!, data))
+            files.append((store.benchmarkDiskFilePath(for: url), data))
         }
         for url in urls { _ = store.cachedPixelSize(for: url) }  // fills the memo
 

@@ -41,7 +41,7 @@ import Testing
     func storeWithDamagedFile(in root: TemporaryDirectory, _ damage: (Data) -> Data) async throws -> (ImageStore, URL) {
         let store = try ImageStore.makeForTesting(root: root.url)
         _ = try await load(store, 0)
-        let file = try #require(store.disk).fileURL(for: url(0))
+        let file = store.disk.fileURL(for: url(0))
         try damage(try Data(contentsOf: file)).write(to: file)
         store.clearMemory()
         return (store, file)
@@ -154,6 +154,6 @@ import Testing
                 == .decodingFailed(
                     ImageDecodingError(format: .jpeg, reason: .pixelBudgetExceeded(pixels: 120_000, budget: 119_999))))
         #expect(try await server.hits(for: "/images/0.jpg") == 1)
-        #expect(FileManager.default.fileExists(atPath: try #require(store.disk).fileURL(for: url(0)).path))
+        #expect(FileManager.default.fileExists(atPath: store.disk.fileURL(for: url(0)).path))
     }
 }
