@@ -15,7 +15,6 @@
  * nothing is ever printed or exit()ed.
  * ------------------------------------------------------------------------------------------- */
 
-
 static cjpeg_status status_for_error(guarded_error *error) {
     switch (error->pub.msg_code) {
     case JERR_BAD_PRECISION:
@@ -79,7 +78,6 @@ static void guarded_error_install(guarded_error *error, j_common_ptr cinfo) {
 /* ---------------------------------------------------------------------------------------------
  * Decoding
  * ------------------------------------------------------------------------------------------- */
-
 
 cjpeg_decoder *cjpeg_decoder_create(const unsigned char *bytes, size_t count, long max_memory_bytes) {
     cjpeg_decoder *decoder = calloc(1, sizeof *decoder);

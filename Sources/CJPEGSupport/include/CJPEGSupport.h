@@ -91,9 +91,9 @@ cjpeg_status cjpeg_decoder_read_rows(cjpeg_decoder *decoder, unsigned char *rgba
    luma at full resolution and chroma at full or half. */
 int cjpeg_decoder_can_decode_dc(const cjpeg_decoder *decoder);
 
-/* Decodes the 1/8 scale from DC coefficients alone, as cjpeg_decoder_decode_rgba would (luma
-   exactly; chroma at half resolution within a fraction of a level), with the entropy-coded data
-   split between `threads` (1 or 2) threads when it is large enough (always, with `always_split`).
+/* Decodes the 1/8 scale from DC coefficients alone, to exactly the pixels libjpeg-turbo gives at that
+   scale, with the entropy-coded data split between `threads` (1 or 2) threads when it is large
+   enough (always, with `always_split`).
    Returns CJPEG_STATUS_DECLINED, with the decoder untouched, when the file is not one it takes or
    its data is anything but well formed: then decode it the usual way. */
 cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char *rgba, size_t bytes_per_row,
