@@ -5,7 +5,8 @@ import Foundation
 extension ImageDecoders {
     /// Decodes PNG with libpng's simplified API into 8-bit straight RGBA.
     ///
-    /// Every PNG colour type and bit depth decodes, interlaced or not: 16-bit samples are reduced to 8 bits,
+    /// Every PNG colour type and bit depth decodes, interlaced or not: 16-bit samples are reduced to 8 bits
+    /// (read as sRGB when the file has no gAMA or sRGB chunk, as browsers read them),
     /// palettes expanded (with `tRNS` transparency), grayscale widened to RGB. PNG has no reduced-size
     /// decode, so the bitmap is always full size and the caller resizes; the pixel budget is checked on
     /// the header's size before the bitmap is allocated.
@@ -64,6 +65,9 @@ extension ImageDecoders {
             let isSixteenBit = image.format & UInt32(PNG_FORMAT_FLAG_LINEAR) != 0
             let readsLinear = isSixteenBit && (isInterlaced || sixteenBitPath == .linear)
             image.format = png_image.rgbaFormat
+            // Without gAMA or sRGB chunks the simplified API takes 16-bit samples as linear light; such
+            // files are sRGB-encoded like 8-bit ones in practice, and browsers and ImageIO read them so.
+            image.flags |= UInt32(PNG_IMAGE_FLAG_16BIT_sRGB)
             let size = PixelSize(width: Int(image.width), height: Int(image.height))
             guard size.pixelCount <= context.pixelBudget else {
                 let reason = ImageDecodingError.Reason.pixelBudgetExceeded(
@@ -106,10 +110,11 @@ extension ImageDecoders {
             return .success(Bitmap(width: size.width, height: size.height, pixels: pixels))
         }
 
-        /// The 8-bit sRGB encoding of a linear intensity from 0 to 1 (IEC 61966-2-1).
+        /// The 8-bit encoding of a linear intensity from 0 to 1 as libpng's simplified API makes it: its
+        /// "sRGB" is a pure power of 1/2.2 (`PNG_DEFAULT_sRGB`, gamma 0.45455), not the piecewise curve of
+        /// IEC 61966-2-1, and it decodes with the same power, so a file read as sRGB comes back unchanged.
         private static func encodedSRGB(_ linear: Double) -> UInt8 {
-            let encoded = linear <= 0.0031308 ? linear * 12.92 : 1.055 * pow(linear, 1 / 2.4) - 0.055
-            return UInt8((encoded * 255).rounded())
+            UInt8((pow(linear, 0.45455) * 255).rounded())
         }
 
         private static func error(from image: inout png_image) -> ImageDecodingError {
