@@ -1,5 +1,6 @@
 #if canImport(CPNG)
 import CPNG
+import CPNGSupport
 import Foundation
 
 extension ImageDecoders {
@@ -25,6 +26,94 @@ extension ImageDecoders {
         /// Decodes `data` at full size; `context.minimumSize` is ignored.
         public func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
             try decode(data, context: context, sixteenBitPath: .automatic)
+        }
+
+        /// Decodes `data` and resamples it to exactly `size` (as ``Bitmap/resized(to:)`` would) row by row,
+        /// so the full-size bitmap never exists: an 8000x6000 file shown 320 wide holds a few of its rows
+        /// and the result, not 192 MB. The pixels are the simplified API's. `nil` when `size` is the
+        /// file's own, or for a file only a whole-image decode reads right (Adam7-interlaced, or with a
+        /// gamma that libpng corrects): decode those whole and resize. The pixel budget applies as in
+        /// ``decode(_:context:)``.
+        func decode(_ data: Data, context: ImageDecodingContext, resizedTo size: PixelSize)
+            throws(ImageDecodingError) -> Bitmap?
+        {
+            guard !data.isEmpty else { throw ImageDecodingError(format: .png, reason: .truncated) }
+            return try data.withUnsafeBytes { bytes in
+                Self.decodeStreaming(bytes.bindMemory(to: UInt8.self), context: context, resizedTo: size)
+            }.get()
+        }
+
+        /// Every row of `data` through the row reader into a full bitmap, `nil` where ``decode(_:context:resizedTo:)``
+        /// would be: what the resize consumes, for tests to compare with the simplified API's pixels.
+        func decodeRowByRow(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap? {
+            guard !data.isEmpty else { throw ImageDecodingError(format: .png, reason: .truncated) }
+            return try data.withUnsafeBytes { bytes in
+                Self.withRowReader(bytes.bindMemory(to: UInt8.self), context: context) { reader, size, _ in
+                    var pixels = [UInt8](repeating: 0, count: size.pixelCount * 4)
+                    let read = cpng_reader_read_rows(reader, &pixels, size.width * 4, UInt32(size.height)) == 0
+                    return read ? Bitmap(width: size.width, height: size.height, pixels: pixels) : nil
+                }
+            }.get()
+        }
+
+        /// Reads `data` through the row reader and through the simplified API and stops the process if both
+        /// succeed with different pixels; then resizes row by row to `size` (the fuzzer: the two readers
+        /// must agree, and neither may read or write outside its buffers). Whether the row reader read it.
+        @_spi(Fuzzing) public static func fuzzRowReaderAgreement(
+            _ data: Data, context: ImageDecodingContext, resizedTo size: PixelSize
+        ) -> Bool {
+            guard let rows = try? PNG().decodeRowByRow(data, context: context) else { return false }
+            if let whole = try? PNG().decode(data, context: context) {
+                precondition(rows.pixels == whole.pixels, "the row reader and the simplified API gave different pixels")
+            }
+            _ = try? PNG().decode(data, context: context, resizedTo: size)
+            return true
+        }
+
+        private static func decodeStreaming(
+            _ bytes: UnsafeBufferPointer<UInt8>, context: ImageDecodingContext, resizedTo size: PixelSize
+        ) -> Result<Bitmap?, ImageDecodingError> {
+            withRowReader(bytes, context: context) { reader, imageSize, hasAlpha in
+                let resampler = RowResampler.reused(sourceSize: imageSize, targetSize: size, isOpaque: !hasAlpha)
+                let pixels = resampler.resample(streamingRowsWith: { rows, _, limit in
+                    cpng_reader_read_rows(reader, rows, imageSize.width * 4, UInt32(limit)) == 0 ? limit : nil
+                })
+                return pixels.map { Bitmap(width: size.width, height: size.height, pixels: $0) }
+            } skippingSize: {
+                $0 == size
+            }
+        }
+
+        /// Opens a row reader on `bytes` and runs `body` with it, the image size and whether it has alpha;
+        /// `body` returns `nil` when a read failed, which becomes the reader's error. `nil` without running
+        /// `body` for a file that must decode whole, or whose size `skippingSize` turns down.
+        private static func withRowReader(
+            _ bytes: UnsafeBufferPointer<UInt8>, context: ImageDecodingContext,
+            _ body: (OpaquePointer, PixelSize, Bool) -> Bitmap?,
+            skippingSize: (PixelSize) -> Bool = { _ in false }
+        ) -> Result<Bitmap?, ImageDecodingError> {
+            var reader: OpaquePointer?
+            var (width, height, hasAlpha): (UInt32, UInt32, Int32) = (0, 0, 0)
+            var message = [CChar](repeating: 0, count: 200)
+            let status = cpng_reader_open(
+                bytes.baseAddress, bytes.count, &reader, &width, &height, &hasAlpha, &message)
+            guard status == CPNG_READER_READY, let reader else {
+                if status == CPNG_READER_NEEDS_WHOLE_IMAGE { return .success(nil) }
+                let text = message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+                return .failure(error(message: String(decoding: text, as: UTF8.self)))
+            }
+            defer { cpng_reader_close(reader) }
+            let imageSize = PixelSize(width: Int(width), height: Int(height))
+            guard imageSize.pixelCount <= context.pixelBudget else {
+                let reason = ImageDecodingError.Reason.pixelBudgetExceeded(
+                    pixels: imageSize.pixelCount, budget: context.pixelBudget)
+                return .failure(ImageDecodingError(format: .png, reason: reason))
+            }
+            guard !skippingSize(imageSize) else { return .success(nil) }
+            guard let bitmap = body(reader, imageSize, hasAlpha != 0) else {
+                return .failure(error(message: String(cString: cpng_reader_message(reader))))
+            }
+            return .success(bitmap)
         }
 
         /// How 16-bit files are reduced to 8 bits.
@@ -118,7 +207,10 @@ extension ImageDecoders {
         }
 
         private static func error(from image: inout png_image) -> ImageDecodingError {
-            let message = image.messageText
+            error(message: image.messageText)
+        }
+
+        private static func error(message: String) -> ImageDecodingError {
             // The simplified reader words a short stream as "read beyond end of data"; libpng's row reader
             // as "Not enough image data" or "... too short".
             let truncationPhrases = ["end of data", "not enough image data", "too short"]

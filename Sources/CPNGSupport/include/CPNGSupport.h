@@ -18,4 +18,36 @@ int cpng_encode_rgba(const unsigned char *rgba, int width, int height, size_t by
 /// Frees the bytes of a `cpng_encoded`.
 void cpng_free(void *pointer);
 
+/// A PNG read row by row as 8-bit straight RGBA, the pixels libpng's simplified API gives for the same
+/// file, without ever holding the whole image. Opaque; made by `cpng_reader_open`.
+typedef struct cpng_reader cpng_reader;
+
+/// What `cpng_reader_open` found.
+typedef enum {
+    /// The reader is ready: `cpng_reader_read_rows` gives the rows top to bottom.
+    CPNG_READER_READY = 0,
+    /// A valid PNG that only a whole-image decode reads right: Adam7-interlaced (its last pass
+    /// finishes every row), or a gamma other than sRGB's, which the simplified API corrects.
+    CPNG_READER_NEEDS_WHOLE_IMAGE = 1,
+    /// libpng failed; the message says why.
+    CPNG_READER_FAILED = 2,
+} cpng_reader_status;
+
+/// Reads the chunks before the image data of the `count` bytes at `bytes`, which must stay valid
+/// until `cpng_reader_close`. On `CPNG_READER_READY`, `*reader` is set and `*width`, `*height` and
+/// `*has_alpha` (an alpha channel or a tRNS chunk) describe the rows; otherwise `*reader` is NULL
+/// and, on failure, `message` (200 bytes) says why.
+cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cpng_reader **reader,
+                                    unsigned *width, unsigned *height, int *has_alpha, char *message);
+
+/// Writes the next `count` rows, each `width * 4` bytes, `stride` bytes apart from `rows` on.
+/// Returns 0, or -1 when libpng fails: then the reader's message says why and no more rows come.
+int cpng_reader_read_rows(cpng_reader *reader, unsigned char *rows, size_t stride, unsigned count);
+
+/// The error message of the last failure (empty when none).
+const char *cpng_reader_message(const cpng_reader *reader);
+
+/// Frees the reader.
+void cpng_reader_close(cpng_reader *reader);
+
 #endif

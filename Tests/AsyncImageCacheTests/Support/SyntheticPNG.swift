@@ -17,7 +17,8 @@ enum SyntheticPNG {
         ihdr.append([16, channels == 1 ? 0 : 2, 0, 0, interlaced ? 1 : 0])
         var scanlines: [UInt8] = []
         // Adam7's passes as (first column, first row, column step, row step); a sequential file is one pass.
-        let passes = interlaced
+        let passes =
+            interlaced
             ? [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
             : [(0, 0, 1, 1)]
         for (firstColumn, firstRow, columnStep, rowStep) in passes {
