@@ -146,20 +146,35 @@ extension ImageStore {
         return bitmap
     }
 
-    /// A JPEG for the default decoder decoded and resized in one step, row by row; `nil` for anything
-    /// else (which takes the steps one by one). The resize overlaps the decode on a second thread only
-    /// while a core has no decode of its own: when all are busy, the handing over would only cost.
+    /// A JPEG or PNG for the default decoder decoded and resized in one step, row by row; `nil` for
+    /// anything else (which takes the steps one by one), and for the PNGs that only decode whole. A
+    /// JPEG's resize overlaps its decode on a second thread only while a core has no decode of its own:
+    /// when all are busy, the handing over would only cost.
     private func decodeResizing(
         _ data: Data, _ context: ImageDecodingContext, to size: PixelSize, url: URL
     ) throws(ImageDecodingError) -> Bitmap? {
-        #if canImport(CJPEGSupport)
-        guard context.header.format == .jpeg, configuration.decoder is ImageDecoders.Default else { return nil }
-        report(.resize, url)
-        let idleCore = decodeSlots.busyCount < ProcessInfo.processInfo.activeProcessorCount
-        return try ImageDecoders.JPEG().decode(data, context: context, resizedTo: size, overlapping: idleCore)
-        #else
-        return nil
-        #endif
+        guard configuration.decoder is ImageDecoders.Default else { return nil }
+        switch context.header.format {
+        case .jpeg:
+            #if canImport(CJPEGSupport)
+            report(.resize, url)
+            let idleCore = decodeSlots.busyCount < ProcessInfo.processInfo.activeProcessorCount
+            return try ImageDecoders.JPEG().decode(data, context: context, resizedTo: size, overlapping: idleCore)
+            #else
+            return nil
+            #endif
+        case .png:
+            #if canImport(CPNG)
+            // Reported once it is known to have streamed, so a PNG that decodes whole reports one resize.
+            let bitmap = try ImageDecoders.PNG().decode(data, context: context, resizedTo: size)
+            if bitmap != nil { report(.resize, url) }
+            return bitmap
+            #else
+            return nil
+            #endif
+        default:
+            return nil
+        }
     }
 
     /// The original bytes for `url`: from memory, else one shared fetch from disk or the source.
