@@ -43,6 +43,11 @@ enum FuzzTargets {
             // whose last byte picks 1/8: that byte is EOI's in every seed.)
             _ = ImageDecoders.JPEG.fuzzDCDecodeAgreement(data)
         }
+        if format == .png {
+            // The row reader behind the row-by-row resize: the simplified API's pixels, and a resize to
+            // the scale the last byte picks (the full size when it picks none, which the reader declines).
+            _ = ImageDecoders.PNG.fuzzRowReaderAgreement(data, context: context, resizedTo: minimum ?? stored)
+        }
         #endif
     }
 
