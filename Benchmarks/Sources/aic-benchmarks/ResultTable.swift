@@ -4,20 +4,21 @@ import Foundation
 struct ResultTable {
     private var rows: [[String]] = []
 
-    /// A timing row; `ours` and `reference` in milliseconds, the goal a ceiling on their ratio.
-    mutating func add(_ name: String, ours: Double, reference: Double, goalRatio: Double) {
+    /// A timing row; `ours` and `reference` in milliseconds, the goal a ceiling on their ratio (none: "-").
+    mutating func add(_ name: String, ours: Double, reference: Double, goalRatio: Double?) {
         let ratio = ours / reference
         rows.append([
-            name, format(ours, digits: 1), format(reference, digits: 1), format(ratio), "<= \(format(goalRatio))x",
-            ratio <= goalRatio ? "met" : "NOT MET",
+            name, format(ours, digits: 1), format(reference, digits: 1), format(ratio),
+            goalRatio.map { "<= \(format($0))x" } ?? "-", goalRatio.map { ratio <= $0 ? "met" : "NOT MET" } ?? "",
         ])
     }
 
-    /// A memory row; values in megabytes, the goal a ceiling on ours alone.
-    mutating func addMemory(_ name: String, ours: Double, reference: Double, goalMegabytes: Double) {
+    /// A memory row; values in megabytes, the goal a ceiling on ours alone (none: "-").
+    mutating func addMemory(_ name: String, ours: Double, reference: Double, goalMegabytes: Double?) {
         rows.append([
             name, format(ours, digits: 1) + " MB", format(reference, digits: 1) + " MB", format(ours / reference),
-            "<= \(format(goalMegabytes, digits: 0)) MB", ours <= goalMegabytes ? "met" : "NOT MET",
+            goalMegabytes.map { "<= \(format($0, digits: 0)) MB" } ?? "-",
+            goalMegabytes.map { ours <= $0 ? "met" : "NOT MET" } ?? "",
         ])
     }
 
