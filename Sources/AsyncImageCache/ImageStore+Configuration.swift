@@ -82,6 +82,9 @@ extension ImageStore {
         case orient
         /// Resampling to the requested width.
         case resize
+        /// Converting the colours of an image with an embedded ICC profile other than sRGB to sRGB (on
+        /// Linux, after resizing; ImageIO converts while it decodes on Apple platforms).
+        case convertColor
         /// Rounding the corners.
         case roundCorners
     }

@@ -107,7 +107,8 @@ extension ImageStore {
         return .success(prepared)
     }
 
-    /// Decodes at the smallest size that covers the request, then orients, resizes and rounds.
+    /// Decodes at the smallest size that covers the request, then orients, resizes, converts an embedded
+    /// colour profile to sRGB and rounds.
     func render(_ original: OriginalImage, for request: ImageRequest) throws(ImageDecodingError) -> Bitmap {
         let header = original.header
         let natural = header.displaySize
@@ -139,6 +140,15 @@ extension ImageStore {
             report(.resize, request.url)
             bitmap = bitmap.resized(to: target)
         }
+        #if !canImport(ImageIO)
+        // The Linux decoders hand out samples as stored; converted now, there are the fewest of them.
+        if configuration.decoder is ImageDecoders.Default,
+            let profile = ColorProfile.embedded(in: original.data, format: header.format), !profile.isSRGB
+        {
+            report(.convertColor, request.url)
+            bitmap = bitmap.convertedToSRGB(from: profile)
+        }
+        #endif
         if request.cornerPixelRadius > 0 {
             report(.roundCorners, request.url)
             bitmap = bitmap.roundingCorners(radius: request.cornerPixelRadius)

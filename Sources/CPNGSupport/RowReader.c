@@ -155,3 +155,44 @@ int cpng_reader_read_rows(cpng_reader *reader, unsigned char *rows, size_t strid
 const char *cpng_reader_message(const cpng_reader *reader) {
     return reader->message;
 }
+
+int cpng_read_icc_profile(const unsigned char *bytes, size_t count, unsigned char **profile, size_t *length) {
+    *profile = NULL;
+    *length = 0;
+    cpng_reader *reader = calloc(1, sizeof *reader);
+    if (reader == NULL) {
+        return -1;
+    }
+    reader->bytes = bytes;
+    reader->count = count;
+    reader->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, reader, record_error, ignore_warning);
+    if (reader->png != NULL) {
+        reader->info = png_create_info_struct(reader->png);
+    }
+    if (reader->png == NULL || reader->info == NULL) {
+        cpng_reader_close(reader);
+        return -1;
+    }
+    if (setjmp(png_jmpbuf(reader->png))) {
+        free(*profile);
+        *profile = NULL;
+        *length = 0;
+        cpng_reader_close(reader);
+        return -1;
+    }
+    png_set_read_fn(reader->png, reader, read_bytes);
+    png_read_info(reader->png, reader->info);
+    png_charp name = NULL;
+    int compression = 0;
+    png_bytep data = NULL;
+    png_uint_32 size = 0;
+    if (png_get_iCCP(reader->png, reader->info, &name, &compression, &data, &size) == PNG_INFO_iCCP && size > 0) {
+        *profile = malloc(size);
+        if (*profile != NULL) {
+            memcpy(*profile, data, size);
+            *length = size;
+        }
+    }
+    cpng_reader_close(reader);
+    return *profile != NULL ? 1 : 0;
+}

@@ -14,6 +14,7 @@ enum FuzzTargets {
         "webp": { data in decode(data, as: .webp) },
         "gif": { data in decode(data, as: .gif) },
         "resize": { data in resize(data) },
+        "icc": { data in Bitmap.fuzzColorProfile(data) },
     ]
 
     /// The target named by the `FUZZ_TARGET` environment variable.

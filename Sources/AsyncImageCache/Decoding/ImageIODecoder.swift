@@ -7,10 +7,11 @@ extension ImageDecoders {
     /// Decodes with ImageIO on Apple platforms: every format the system reads (JPEG, PNG, GIF, WebP, HEIF,
     /// AVIF, BMP), at the smallest size that covers the one asked for.
     ///
-    /// The result is what every portable decoder returns: 8-bit sRGB RGBA with straight alpha, in stored
+    /// The result has the layout every portable decoder returns, 8-bit RGBA with straight alpha in stored
     /// orientation, so the store orients, resizes and rounds it with the same portable code on every
-    /// platform. This type only calls ImageIO and Core Graphics; the size arithmetic and the alpha
-    /// conversion are portable and tested on Linux.
+    /// platform; its colours are already converted to sRGB (the store converts an embedded profile itself
+    /// only for the Linux decoders, which return samples as stored). This type only calls ImageIO and
+    /// Core Graphics; the size arithmetic and the alpha conversion are portable and tested on Linux.
     ///
     /// ```swift
     /// let context = ImageDecodingContext(header: header, minimumSize: PixelSize(width: 300, height: 225))

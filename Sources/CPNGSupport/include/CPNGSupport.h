@@ -50,4 +50,9 @@ const char *cpng_reader_message(const cpng_reader *reader);
 /// Frees the reader.
 void cpng_reader_close(cpng_reader *reader);
 
+/// The ICC profile of the PNG in the `count` bytes at `bytes` (its iCCP chunk, inflated and checked by
+/// libpng), in `*profile` (free with `cpng_free`) and `*length`. Returns 1 with a profile, 0 when the
+/// file has none, -1 when libpng fails before the image data.
+int cpng_read_icc_profile(const unsigned char *bytes, size_t count, unsigned char **profile, size_t *length);
+
 #endif

@@ -100,10 +100,16 @@ struct PNGRowReaderTests {
 
     @Test func itsOwnSizeOrAnInterlacedFileIsLeftToTheWholeImageDecode() throws {
         let sequential = try Fixtures.data("pngsuite", "g04n2c08.png")
-        #expect(try decoder.decode(sequential, context: decodingContext(.png), resizedTo: PixelSize(width: 32, height: 32)) == nil)
-        #expect(try decoder.decode(sequential, context: decodingContext(.png), resizedTo: PixelSize(width: 16, height: 16)) != nil)
+        #expect(
+            try decoder.decode(sequential, context: decodingContext(.png), resizedTo: PixelSize(width: 32, height: 32))
+                == nil)
+        #expect(
+            try decoder.decode(sequential, context: decodingContext(.png), resizedTo: PixelSize(width: 16, height: 16))
+                != nil)
         let interlaced = Self.removingChunks("gAMA", from: try Fixtures.data("pngsuite", "basi2c08.png"))
-        #expect(try decoder.decode(interlaced, context: decodingContext(.png), resizedTo: PixelSize(width: 16, height: 16)) == nil)
+        #expect(
+            try decoder.decode(interlaced, context: decodingContext(.png), resizedTo: PixelSize(width: 16, height: 16))
+                == nil)
     }
 
     @Test(arguments: PNGDecoderTests.corrupt)

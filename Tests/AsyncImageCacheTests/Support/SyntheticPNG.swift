@@ -48,7 +48,7 @@ enum SyntheticPNG {
     }
 
     /// `bytes` as a zlib stream of stored deflate blocks, with its Adler-32.
-    private static func storedZlib(_ bytes: [UInt8]) -> [UInt8] {
+    static func storedZlib(_ bytes: [UInt8]) -> [UInt8] {
         ByteWriter.build { stream in
             stream.append([0x78, 0x01])
             var start = 0

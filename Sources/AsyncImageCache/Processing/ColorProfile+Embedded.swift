@@ -1,0 +1,152 @@
+#if canImport(CPNGSupport)
+import CPNGSupport
+#endif
+import Foundation
+
+extension ColorProfile {
+    /// The profile embedded in `data`, a file of `format`, when it is one this type reads: a JPEG's
+    /// `ICC_PROFILE` APP2 segments (joined in their order), a PNG's `iCCP` chunk, a WebP's `ICCP` chunk.
+    static func embedded(in data: Data, format: ImageFormat) -> ColorProfile? {
+        embeddedICCData(in: data, format: format).flatMap { ColorProfile(iccData: $0) }
+    }
+
+    /// The ICC bytes embedded in `data`; `nil` when there are none, or they are incomplete.
+    static func embeddedICCData(in data: Data, format: ImageFormat) -> Data? {
+        let bytes = [UInt8](data)
+        switch format {
+        case .jpeg: return jpegICCData(bytes)
+        case .webp: return webPICCData(bytes)
+        case .png: return pngICCData(data)
+        default: return nil
+        }
+    }
+
+    /// Walks the segments before the first scan. A profile over 64 KB spans several APP2 segments,
+    /// each `ICC_PROFILE\0`, its number (from 1) and the count; all must be there, once each.
+    private static func jpegICCData(_ bytes: [UInt8]) -> Data? {
+        guard bytes.count >= 4, bytes[0] == 0xFF, bytes[1] == 0xD8 else { return nil }
+        let tag = Array("ICC_PROFILE".utf8) + [0]
+        var chunks: [Int: ArraySlice<UInt8>] = [:]
+        var expected = 0
+        var offset = 2
+        while offset + 4 <= bytes.count {
+            guard bytes[offset] == 0xFF else { return nil }
+            let marker = bytes[offset + 1]
+            if marker == 0xFF {  // fill byte
+                offset += 1
+                continue
+            }
+            if marker == 0x01 || (0xD0...0xD7).contains(marker) {  // no length
+                offset += 2
+                continue
+            }
+            if marker == 0xDA || marker == 0xD9 { break }  // the first scan, or the end
+            let length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
+            let end = offset + 2 + length
+            guard length >= 2, end <= bytes.count else { return nil }
+            let payload = bytes[(offset + 4)..<end]
+            if marker == 0xE2, payload.count > tag.count + 2, payload.starts(with: tag) {
+                let number = Int(payload[payload.startIndex + tag.count])
+                let count = Int(payload[payload.startIndex + tag.count + 1])
+                guard number >= 1, number <= count, expected == 0 || expected == count, chunks[number] == nil else {
+                    return nil
+                }
+                expected = count
+                chunks[number] = payload.dropFirst(tag.count + 2)
+            }
+            offset = end
+        }
+        guard expected > 0, chunks.count == expected else { return nil }
+        return Data((1...expected).flatMap { chunks[$0]! })
+    }
+
+    /// Walks the RIFF chunks for `ICCP` (extended files only put it right after `VP8X`).
+    private static func webPICCData(_ bytes: [UInt8]) -> Data? {
+        guard bytes.count >= 12, bytes[0..<4].elementsEqual("RIFF".utf8), bytes[8..<12].elementsEqual("WEBP".utf8)
+        else { return nil }
+        var offset = 12
+        while offset + 8 <= bytes.count {
+            let size = (0..<4).reduce(0) { $0 | Int(bytes[offset + 4 + $1]) << (8 * $1) }
+            let end = offset + 8 + size
+            guard end <= bytes.count else { return nil }
+            if bytes[offset..<(offset + 4)].elementsEqual("ICCP".utf8) { return Data(bytes[(offset + 8)..<end]) }
+            offset = end + (size & 1)  // chunks are padded to an even size
+        }
+        return nil
+    }
+
+    /// libpng inflates and checks the `iCCP` chunk.
+    private static func pngICCData(_ data: Data) -> Data? {
+        #if canImport(CPNGSupport)
+        return data.withUnsafeBytes { raw -> Data? in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            var profile: UnsafeMutablePointer<UInt8>?
+            var length = 0
+            guard cpng_read_icc_profile(bytes.baseAddress, bytes.count, &profile, &length) == 1, let profile else {
+                return nil
+            }
+            defer { cpng_free(profile) }
+            return Data(bytes: profile, count: length)
+        }
+        #else
+        return nil
+        #endif
+    }
+}
+
+extension Bitmap {
+    /// The bitmap with its colours, read in `profile`'s colour space, converted to sRGB; alpha unchanged.
+    ///
+    /// Each sample goes through its channel's tone curve (a table of 256), the 3x3 matrix into linear
+    /// sRGB, a clamp to sRGB's gamut and sRGB's encoding (a table fine enough to need no interpolation).
+    func convertedToSRGB(from profile: ColorProfile) -> Bitmap {
+        // One table for the three curves: red's 256 entries, then green's, then blue's.
+        let curves = profile.curves.flatMap { curve in (0...255).map { Float(curve.linear(Double($0) / 255)) } }
+        let m = profile.toLinearSRGB.rows.flatMap { $0.map(Float.init) }
+        let (m00, m01, m02, m10, m11, m12, m20, m21, m22) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8])
+        let scale = Float(SRGBCurve.encodingTable.count - 1)
+        let converted = [UInt8](unsafeUninitializedCapacity: pixels.count) { output, initialized in
+            SRGBCurve.encodingTable.withUnsafeBufferPointer { encodingTable in
+                curves.withUnsafeBufferPointer { curveTable in
+                    pixels.withUnsafeBufferPointer { sourceBuffer in
+                        let (encoding, curve) = (encodingTable.baseAddress!, curveTable.baseAddress!)
+                        let (source, target) = (sourceBuffer.baseAddress!, output.baseAddress!)
+                        @inline(__always) func encode(_ linear: Float) -> UInt8 {
+                            encoding[Int(min(max(linear, 0), 1) * scale + 0.5)]
+                        }
+                        for offset in stride(from: 0, to: sourceBuffer.count, by: 4) {
+                            let r = curve[Int(source[offset])]
+                            let g = curve[256 + Int(source[offset + 1])]
+                            let b = curve[512 + Int(source[offset + 2])]
+                            target[offset] = encode(m00 * r + m01 * g + m02 * b)
+                            target[offset + 1] = encode(m10 * r + m11 * g + m12 * b)
+                            target[offset + 2] = encode(m20 * r + m21 * g + m22 * b)
+                            target[offset + 3] = source[offset + 3]
+                        }
+                    }
+                }
+            }
+            initialized = pixels.count
+        }
+        return Bitmap(width: width, height: height, pixels: converted)
+    }
+}
+
+extension Bitmap {
+    /// Reads `data` as an ICC profile and, when it parses, converts a bitmap of every level with it; then
+    /// looks for an embedded profile in `data` as a JPEG, a PNG and a WebP (the fuzzer: neither may
+    /// crash or read outside its bytes, and a conversion keeps alpha).
+    @_spi(Fuzzing) public static func fuzzColorProfile(_ data: Data) {
+        if let profile = ColorProfile(iccData: data) {
+            var pixels: [UInt8] = []
+            for level in 0..<256 { pixels += [UInt8(level), UInt8(255 - level), UInt8(level / 2), UInt8(level)] }
+            let levels = Bitmap(width: 256, height: 1, pixels: pixels)
+            let converted = levels.convertedToSRGB(from: profile)
+            precondition(converted.alphaChannel == levels.alphaChannel, "a conversion changed alpha")
+            _ = profile.isSRGB
+        }
+        for format in [ImageFormat.jpeg, .png, .webp] { _ = ColorProfile.embedded(in: data, format: format) }
+    }
+
+    private var alphaChannel: [UInt8] { stride(from: 3, to: pixels.count, by: 4).map { pixels[$0] } }
+}

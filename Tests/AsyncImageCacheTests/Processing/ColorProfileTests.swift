@@ -1,0 +1,211 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// Embedded ICC profiles: read from JPEG, PNG and WebP, and converted to sRGB as the colour spaces'
+/// published matrices say (worked out here independently, in D65, from the colour spaces' definitions).
+@Suite("Colour profiles")
+struct ColorProfileTests {
+    /// Linear Display P3 to linear sRGB.
+    static let displayP3ToSRGB = [[1.224940, -0.224940, 0], [-0.042057, 1.042057, 0], [-0.019638, -0.078636, 1.098273]]
+    /// Linear Adobe RGB (1998) to linear sRGB.
+    static let adobeRGBToSRGB = [[1.398283, -0.398283, 0], [0, 1, 0], [0, -0.042929, 1.042929]]
+
+    static func srgbDecode(_ value: Double) -> Double {
+        value <= 0.04045 ? value / 12.92 : pow((value + 0.055) / 1.055, 2.4)
+    }
+
+    static func srgbEncode(_ value: Double) -> Int {
+        let clamped = min(max(value, 0), 1)
+        let encoded = clamped <= 0.0031308 ? clamped * 12.92 : 1.055 * pow(clamped, 1 / 2.4) - 0.055
+        return Int((encoded * 255).rounded())
+    }
+
+    /// Every combination of a few levels per channel, one pixel each, with alpha varying.
+    static let swatches: Bitmap = {
+        let levels = [0, 19, 37, 90, 128, 180, 230, 255]
+        var pixels: [UInt8] = []
+        for r in levels { for g in levels { for b in levels { pixels += [UInt8(r), UInt8(g), UInt8(b), UInt8(r ^ b)] } } }
+        return Bitmap(width: levels.count * levels.count, height: levels.count, pixels: pixels)
+    }()
+
+    /// The largest difference, in levels, between `converted` and `source` put through `decode` and
+    /// `matrix` by hand; alpha must be untouched.
+    static func largestError(
+        _ converted: Bitmap, from source: Bitmap, decode: (Double) -> Double, matrix: [[Double]]
+    ) -> Int {
+        var largest = 0
+        for offset in stride(from: 0, to: source.pixels.count, by: 4) {
+            let linear = (0..<3).map { decode(Double(source.pixels[offset + $0]) / 255) }
+            for row in 0..<3 {
+                let expected = srgbEncode((0..<3).reduce(0) { $0 + matrix[row][$1] * linear[$1] })
+                largest = max(largest, abs(Int(converted.pixels[offset + row]) - expected))
+            }
+            if converted.pixels[offset + 3] != source.pixels[offset + 3] { return .max }
+        }
+        return largest
+    }
+
+    @Test func aProfileMadeFromSRGBsPrimariesIsSRGBAndChangesNothing() throws {
+        let profile = try #require(ColorProfile(iccData: SyntheticICC.profile(.sRGB, curve: .sRGB)))
+        #expect(profile.isSRGB)
+        // The test's own Bradford adaptation lands on the colorants of IEC 61966-2-1's profile.
+        for (made, standard) in zip(profile.colorants, ColorProfile.sRGBColorants) {
+            for (a, b) in zip(made, standard) { #expect(abs(a - b) < 0.0005) }
+        }
+        #expect(Self.largestError(Self.swatches.convertedToSRGB(from: profile), from: Self.swatches,
+            decode: Self.srgbDecode, matrix: [[1, 0, 0], [0, 1, 0], [0, 0, 1]]) == 0)
+    }
+
+    @Test(arguments: [false, true])
+    func displayP3ColoursBecomeWhatThePublishedMatrixGives(version4: Bool) throws {
+        let data = SyntheticICC.profile(.displayP3, curve: .sRGB, version4: version4)
+        let profile = try #require(ColorProfile(iccData: data))
+        #expect(!profile.isSRGB)
+        let converted = Self.swatches.convertedToSRGB(from: profile)
+        #expect(Self.largestError(converted, from: Self.swatches, decode: Self.srgbDecode, matrix: Self.displayP3ToSRGB) <= 1)
+        // Read as sRGB, P3's pure green would be about 23 levels too dull in green's neighbours; it is changed.
+        #expect(converted.pixels != Self.swatches.pixels)
+    }
+
+    @Test func adobeRGBColoursWithAGammaCurveBecomeWhatThePublishedMatrixGives() throws {
+        let profile = try #require(ColorProfile(iccData: SyntheticICC.profile(.adobeRGB, curve: .gamma(563.0 / 256))))
+        let converted = Self.swatches.convertedToSRGB(from: profile)
+        #expect(
+            Self.largestError(converted, from: Self.swatches, decode: { pow($0, 563.0 / 256) }, matrix: Self.adobeRGBToSRGB)
+                <= 1)
+    }
+
+    @Test func aTableCurveIsInterpolatedAndGraysStayGray() throws {
+        let entries = (0..<1024).map { UInt16((pow(Double($0) / 1023, 1.8) * 65535).rounded()) }
+        let profile = try #require(ColorProfile(iccData: SyntheticICC.profile(.displayP3, curve: .table(entries))))
+        for level in stride(from: 0.0, through: 1.0, by: 0.01) {
+            #expect(abs(profile.curves[0].linear(level) - pow(level, 1.8)) < 0.0002)
+        }
+        let grays = Bitmap(width: 256, height: 1, pixels: (0..<256).flatMap { [UInt8($0), UInt8($0), UInt8($0), 255] })
+        let converted = grays.convertedToSRGB(from: profile)
+        for offset in stride(from: 0, to: converted.pixels.count, by: 4) {
+            let (r, g, b) = (Int(converted.pixels[offset]), Int(converted.pixels[offset + 1]), Int(converted.pixels[offset + 2]))
+            #expect(max(r, g, b) - min(r, g, b) <= 1, "gray \(offset / 4) became \(r), \(g), \(b)")
+        }
+    }
+
+    @Test func damagedOrOtherProfilesAreRefusedNotTrusted() {
+        let valid = [UInt8](SyntheticICC.displayP3())
+        #expect(ColorProfile(iccData: Data(valid)) != nil)
+        // Every truncation: the declared size no longer fits, or a tag runs past the end.
+        for length in 0..<valid.count { #expect(ColorProfile(iccData: Data(valid.prefix(length))) == nil) }
+        func changed(at offset: Int, to replacement: String) -> Data {
+            var bytes = valid
+            bytes.replaceSubrange(offset..<(offset + 4), with: Array(replacement.utf8))
+            return Data(bytes)
+        }
+        #expect(ColorProfile(iccData: changed(at: 16, to: "CMYK")) == nil)  // not RGB
+        #expect(ColorProfile(iccData: changed(at: 20, to: "Lab ")) == nil)  // Lab connection space
+        #expect(ColorProfile(iccData: changed(at: 132, to: "A2B0")) == nil)  // no rXYZ: tables only
+        // The red colorant three times: no matrix to invert.
+        var flat = valid
+        func elementOffset(_ tag: Int) -> Int { valid[(136 + 12 * tag)..<(140 + 12 * tag)].reduce(0) { $0 << 8 | Int($1) } }
+        for tag in [1, 2] {
+            flat.replaceSubrange((elementOffset(tag) + 8)..<(elementOffset(tag) + 20), with: valid[(elementOffset(0) + 8)..<(elementOffset(0) + 20)])
+        }
+        #expect(ColorProfile(iccData: Data(flat)) == nil)
+        // Random damage never crashes; whatever still parses gives finite curves.
+        var generator = SeededGenerator(seed: 11)
+        for _ in 0..<2000 {
+            var bytes = valid
+            for _ in 0..<Int.random(in: 1...6, using: &generator) {
+                bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+            }
+            if let profile = ColorProfile(iccData: Data(bytes)) {
+                #expect(profile.curves.allSatisfy { curve in (0...8).allSatisfy { curve.linear(Double($0) / 8).isFinite } })
+            }
+        }
+    }
+
+    @Test func theFuzzersSeedProfilesAreWhatTheTestsWrite() throws {
+        for (name, data) in ICCSeeds.all {
+            #expect(try Fixtures.data("icc", name) == data, "\(name)")
+            #expect(ColorProfile(iccData: data) != nil)
+        }
+    }
+
+    @Test(arguments: [nil, [1, 0], [0, 1]] as [[Int]?])
+    func aJPEGsProfileIsJoinedFromItsSegments(order: [Int]?) throws {
+        let profile = SyntheticICC.displayP3()
+        let jpeg = try SampleImages.jpeg(width: 20, height: 10)
+        // Split in two when an order is given, written in that order.
+        let embedded = SyntheticICC.embedding(
+            profile, inJPEG: jpeg, segmentSize: order == nil ? 65_519 : 300, order: order)
+        #expect(ColorProfile.embeddedICCData(in: embedded, format: .jpeg) == profile)
+        #expect(ColorProfile.embeddedICCData(in: jpeg, format: .jpeg) == nil)
+    }
+
+    @Test func aJPEGWithASegmentMissingOrTwiceHasNoProfile() throws {
+        let profile = SyntheticICC.displayP3()
+        #expect(profile.count > 300 && profile.count <= 400)  // four segments of 100 bytes
+        let jpeg = try SampleImages.jpeg(width: 20, height: 10)
+        let missing = SyntheticICC.embedding(profile, inJPEG: jpeg, segmentSize: 100, order: [0, 1, 3])
+        let twice = SyntheticICC.embedding(profile, inJPEG: jpeg, segmentSize: 100, order: [0, 1, 1, 2, 3])
+        #expect(ColorProfile.embeddedICCData(in: missing, format: .jpeg) == nil)
+        #expect(ColorProfile.embeddedICCData(in: twice, format: .jpeg) == nil)
+        #expect(try ImageDecoders.Default().decode(missing, context: decodingContext(.jpeg)).width == 20)
+    }
+
+    #if os(Linux)
+    @Test func aPNGsProfileComesFromItsICCPChunk() throws {
+        let profile = SyntheticICC.displayP3()
+        let png = try SampleImages.png(width: 12, height: 8)
+        let embedded = SyntheticICC.embedding(profile, inPNG: png)
+        #expect(ColorProfile.embeddedICCData(in: embedded, format: .png) == profile)
+        #expect(ColorProfile.embeddedICCData(in: png, format: .png) == nil)
+        // The chunk changes nothing about the pixels libpng gives.
+        #expect(
+            try ImageDecoders.PNG().decode(embedded, context: decodingContext(.png))
+                == (try ImageDecoders.PNG().decode(png, context: decodingContext(.png))))
+    }
+    #endif
+
+    @Test func aWebPsProfileComesFromItsICCPChunk() throws {
+        let profile = [UInt8](SyntheticICC.displayP3())
+        var bytes = [UInt8](try Fixtures.data("webp", "lossy_alpha.webp"))
+        #expect(ColorProfile.embeddedICCData(in: Data(bytes), format: .webp) == nil)
+        // ICCP goes right after VP8X (20 + 10 bytes in), whose flags then say so.
+        let chunk = Array("ICCP".utf8) + (0..<4).map { UInt8(truncatingIfNeeded: profile.count >> (8 * $0)) } + profile
+            + (profile.count % 2 == 1 ? [0] : [])
+        bytes.insert(contentsOf: chunk, at: 30)
+        bytes[20] |= 0x20
+        let riffSize = bytes.count - 8
+        for index in 0..<4 { bytes[4 + index] = UInt8(truncatingIfNeeded: riffSize >> (8 * index)) }
+        #expect(ColorProfile.embeddedICCData(in: Data(bytes), format: .webp) == Data(profile))
+    }
+
+    @Test func theStoreConvertsAJPEGWithADisplayP3ProfileAndLeavesAnSRGBOneAlone() async throws {
+        let folder = TemporaryDirectory("profiles")
+        let jpeg = try SampleImages.jpeg(width: 300, height: 200)
+        let files = [
+            ("plain.jpg", jpeg),
+            ("p3.jpg", SyntheticICC.embedding(SyntheticICC.displayP3(), inJPEG: jpeg)),
+            ("srgb.jpg", SyntheticICC.embedding(SyntheticICC.profile(.sRGB, curve: .sRGB), inJPEG: jpeg)),
+        ]
+        for (name, data) in files { try data.write(to: folder.url.appendingPathComponent(name)) }
+        let conversions = LockedBox([(URL, Bool)]())
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.stageObserver = { stage, url in
+                if stage == .convertColor { conversions.withLock { $0.append((url, Thread.isMainThread)) } }
+            }
+        }
+        func image(_ name: String) async throws -> Bitmap {
+            try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent(name), targetWidth: 150))
+        }
+        let plain = try await image("plain.jpg")
+        let p3 = try await image("p3.jpg")
+        #expect(try await image("srgb.jpg") == plain)
+        #expect(p3 != plain)
+        #expect(Self.largestError(p3, from: plain, decode: Self.srgbDecode, matrix: Self.displayP3ToSRGB) <= 1)
+        let recorded = conversions.withLock { $0 }
+        #expect(recorded.map(\.0.lastPathComponent) == ["p3.jpg"])
+        #expect(recorded.allSatisfy { !$0.1 })
+    }
+}
