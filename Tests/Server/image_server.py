@@ -33,11 +33,15 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
                                      the same without an ETag (Last-Modified only).
   GET /alias/<n>/images/<name>       the file <name>, as /images/<name> serves it: one file under as
                                      many distinct URLs as a test needs (counted per full path).
+  GET /negotiate/<stem>              content negotiation as image CDNs do it: <stem>.webp when the
+                                     request's Accept lists image/webp, else <stem>.jpg; Vary: Accept.
 
 Control routes (not counted as hits)
   GET /__hits                        JSON {path: count} of every request so far, query strings removed.
   GET /__sent                        JSON {path: bytes} of body bytes sent by the oversized routes.
   GET /__statuses                    JSON {path: [status, ...]} of the statuses the /cache routes sent.
+  GET /__accepts                     JSON {path: [accept, ...]} of the Accept headers of every request
+                                     ("" for none), control routes not included.
   GET /__reset                       clears every table.
 """
 
@@ -69,6 +73,11 @@ class State:
         self.hits = {}
         self.sent = {}
         self.statuses = {}
+        self.accepts = {}
+
+    def record_accept(self, path, accept):
+        with self.lock:
+            self.accepts.setdefault(path, []).append(accept)
 
     def record_status(self, path, code):
         with self.lock:
@@ -91,6 +100,7 @@ class State:
             self.hits.clear()
             self.sent.clear()
             self.statuses.clear()
+            self.accepts.clear()
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -110,6 +120,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.control(path)
             return
         self.state.record_hit(path)
+        self.state.record_accept(path, self.headers.get("Accept", ""))
         try:
             self.route(path)
         except (BrokenPipeError, ConnectionResetError):
@@ -122,6 +133,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_json(self.state.snapshot("statuses"))
         elif path == "/__sent":
             self.send_json(self.state.snapshot("sent"))
+        elif path == "/__accepts":
+            self.send_json(self.state.snapshot("accepts"))
         elif path == "/__reset":
             self.state.reset()
             self.send_json({})
@@ -152,6 +165,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_cacheable(path, rest[2], rest[0], with_etag=(head == "cache"))
         elif head == "alias" and len(rest) == 3 and rest[0].isdigit() and rest[1] == "images":
             self.send_file(rest[2])
+        elif head == "negotiate" and len(rest) == 1:
+            accepted = [part.split(";")[0].strip() for part in self.headers.get("Accept", "").split(",")]
+            self.send_file(rest[0] + (".webp" if "image/webp" in accepted else ".jpg"), vary=True)
         elif head == "redirect" and rest:
             self.send_response(302)
             self.send_header("Location", "/" + "/".join(rest))
@@ -169,7 +185,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with open(file_path, "rb") as file:
             return file_path, file.read()
 
-    def send_file(self, name, truncate=False, etag=False):
+    def send_file(self, name, truncate=False, etag=False, vary=False):
         found = self.read_served_file(name)
         if found is None:
             return
@@ -186,7 +202,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
-        headers = {}
+        headers = {"Vary": "Accept"} if vary else {}
         if etag:
             tag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
             headers = {"ETag": tag, "Cache-Control": "max-age=60"}

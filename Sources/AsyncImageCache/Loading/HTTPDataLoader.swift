@@ -13,7 +13,9 @@ import FoundationNetworking
 /// ``ImageLoadingError/cancelled`` at once.
 ///
 /// By default it uses an ephemeral session without a `URLCache`: the store keeps its own memory and
-/// disk tiers, and a second copy of every response would only cost memory and disk.
+/// disk tiers, and a second copy of every response would only cost memory and disk. Requests carry
+/// ``acceptHeader``, so an image CDN that negotiates the format sends one this platform decodes,
+/// WebP rather than a larger JPEG among them; a session configuration with its own `Accept` keeps it.
 ///
 /// ```swift
 /// let loader = HTTPDataLoader(timeout: 10, maximumResponseBytes: 8 << 20)
@@ -25,6 +27,14 @@ public final class HTTPDataLoader: DataLoading {
     /// The default ``maximumResponseBytes``: 64 MiB.
     public static let defaultMaximumResponseBytes = 64 << 20
 
+    /// The `Accept` header of every request: the formats the default decoder reads on this platform,
+    /// then anything else at a lower quality (a server with nothing better still answers).
+    #if canImport(ImageIO)
+    public static let acceptHeader = "image/avif,image/heic,image/webp,image/jpeg,image/png,image/gif,*/*;q=0.8"
+    #else
+    public static let acceptHeader = "image/webp,image/jpeg,image/png,image/gif,*/*;q=0.8"
+    #endif
+
     /// How long, in seconds, a request may wait for its response or for more of its body.
     public let timeout: TimeInterval
     /// The largest body, in bytes, the loader accepts.
@@ -32,6 +42,8 @@ public final class HTTPDataLoader: DataLoading {
 
     private let session: URLSession
     private let tasks: HTTPTaskTable
+    /// Whether requests get ``acceptHeader``: unless the session configuration has an `Accept` of its own.
+    private let setsAccept: Bool
 
     /// Creates a loader with its own `URLSession`.
     ///
@@ -58,6 +70,9 @@ public final class HTTPDataLoader: DataLoading {
             configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         }
         configuration.timeoutIntervalForRequest = timeout
+        setsAccept = !(configuration.httpAdditionalHeaders ?? [:]).keys.contains {
+            ($0 as? String)?.lowercased() == "accept"
+        }
         tasks = HTTPTaskTable()
         // The delegate queue is only the place where callbacks run; the table has its own lock.
         session = URLSession(configuration: configuration, delegate: tasks, delegateQueue: nil)
@@ -119,6 +134,9 @@ public final class HTTPDataLoader: DataLoading {
         guard !Task.isCancelled else { throw .cancelled }
         var request = request
         request.timeoutInterval = timeout
+        if setsAccept && request.value(forHTTPHeaderField: "Accept") == nil {
+            request.setValue(Self.acceptHeader, forHTTPHeaderField: "Accept")
+        }
         let task = session.dataTask(with: request)
         let tasks = self.tasks
         tasks.insert(task, url: url, byteLimit: maximumResponseBytes)

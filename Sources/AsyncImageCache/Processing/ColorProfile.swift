@@ -169,7 +169,8 @@ struct Matrix3: Sendable {
 
     /// The product `self * other`.
     func multiplied(by other: Matrix3) -> Matrix3 {
-        Matrix3(rows: (0..<3).map { i in (0..<3).map { j in (0..<3).reduce(0) { $0 + rows[i][$1] * other.rows[$1][j] } } })
+        Matrix3(
+            rows: (0..<3).map { i in (0..<3).map { j in (0..<3).reduce(0) { $0 + rows[i][$1] * other.rows[$1][j] } } })
     }
 
     /// The inverse; `nil` when the matrix is singular.

@@ -34,6 +34,27 @@ import FoundationNetworking
         #expect(response.header("Cache-Control") == "max-age=60")
     }
 
+    @Test func requestsAcceptTheFormatsTheDecoderReadsAndAServerThatNegotiatesSendsWebP() async throws {
+        try Data("RIFF-stand-in".utf8).write(to: directory.url.appendingPathComponent("photo.webp"))
+        let data = try await HTTPDataLoader().loadData(for: server.url("/negotiate/photo"))
+        #expect(data == Data("RIFF-stand-in".utf8))
+        let accept = try #require(try await server.accepts(for: "/negotiate/photo").first)
+        #expect(accept == HTTPDataLoader.acceptHeader)
+        #if os(Linux)
+        let types = accept.split(separator: ",").map { $0.split(separator: ";")[0] }
+        #expect(types == ["image/webp", "image/jpeg", "image/png", "image/gif", "*/*"])
+        #endif
+    }
+
+    @Test func aSessionConfigurationWithItsOwnAcceptKeepsIt() async throws {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpAdditionalHeaders = ["Accept": "image/jpeg"]
+        let data = try await HTTPDataLoader(sessionConfiguration: configuration).loadData(
+            for: server.url("/negotiate/photo"))
+        #expect(data == imageBytes)  // the JPEG
+        #expect(try await server.accepts(for: "/negotiate/photo") == ["image/jpeg"])
+    }
+
     @Test func redirectsAreFollowed() async throws {
         #expect(try await HTTPDataLoader().loadData(for: server.url("/redirect/images/photo.jpg")) == imageBytes)
     }

@@ -8,7 +8,9 @@ import Testing
 @Suite("Colour profiles")
 struct ColorProfileTests {
     /// Linear Display P3 to linear sRGB.
-    static let displayP3ToSRGB = [[1.224940, -0.224940, 0], [-0.042057, 1.042057, 0], [-0.019638, -0.078636, 1.098273]]
+    static let displayP3ToSRGB = [
+        [1.224940, -0.224940, 0], [-0.042057, 1.042057, 0], [-0.019638, -0.078636, 1.098273],
+    ]
     /// Linear Adobe RGB (1998) to linear sRGB.
     static let adobeRGBToSRGB = [[1.398283, -0.398283, 0], [0, 1, 0], [0, -0.042929, 1.042929]]
 
@@ -26,7 +28,9 @@ struct ColorProfileTests {
     static let swatches: Bitmap = {
         let levels = [0, 19, 37, 90, 128, 180, 230, 255]
         var pixels: [UInt8] = []
-        for r in levels { for g in levels { for b in levels { pixels += [UInt8(r), UInt8(g), UInt8(b), UInt8(r ^ b)] } } }
+        for r in levels {
+            for g in levels { for b in levels { pixels += [UInt8(r), UInt8(g), UInt8(b), UInt8(r ^ b)] } }
+        }
         return Bitmap(width: levels.count * levels.count, height: levels.count, pixels: pixels)
     }()
 
@@ -54,8 +58,10 @@ struct ColorProfileTests {
         for (made, standard) in zip(profile.colorants, ColorProfile.sRGBColorants) {
             for (a, b) in zip(made, standard) { #expect(abs(a - b) < 0.0005) }
         }
-        #expect(Self.largestError(Self.swatches.convertedToSRGB(from: profile), from: Self.swatches,
-            decode: Self.srgbDecode, matrix: [[1, 0, 0], [0, 1, 0], [0, 0, 1]]) == 0)
+        #expect(
+            Self.largestError(
+                Self.swatches.convertedToSRGB(from: profile), from: Self.swatches,
+                decode: Self.srgbDecode, matrix: [[1, 0, 0], [0, 1, 0], [0, 0, 1]]) == 0)
     }
 
     @Test(arguments: [false, true])
@@ -64,7 +70,9 @@ struct ColorProfileTests {
         let profile = try #require(ColorProfile(iccData: data))
         #expect(!profile.isSRGB)
         let converted = Self.swatches.convertedToSRGB(from: profile)
-        #expect(Self.largestError(converted, from: Self.swatches, decode: Self.srgbDecode, matrix: Self.displayP3ToSRGB) <= 1)
+        #expect(
+            Self.largestError(converted, from: Self.swatches, decode: Self.srgbDecode, matrix: Self.displayP3ToSRGB)
+                <= 1)
         // Read as sRGB, P3's pure green would be about 23 levels too dull in green's neighbours; it is changed.
         #expect(converted.pixels != Self.swatches.pixels)
     }
@@ -73,7 +81,8 @@ struct ColorProfileTests {
         let profile = try #require(ColorProfile(iccData: SyntheticICC.profile(.adobeRGB, curve: .gamma(563.0 / 256))))
         let converted = Self.swatches.convertedToSRGB(from: profile)
         #expect(
-            Self.largestError(converted, from: Self.swatches, decode: { pow($0, 563.0 / 256) }, matrix: Self.adobeRGBToSRGB)
+            Self.largestError(
+                converted, from: Self.swatches, decode: { pow($0, 563.0 / 256) }, matrix: Self.adobeRGBToSRGB)
                 <= 1)
     }
 
@@ -86,7 +95,9 @@ struct ColorProfileTests {
         let grays = Bitmap(width: 256, height: 1, pixels: (0..<256).flatMap { [UInt8($0), UInt8($0), UInt8($0), 255] })
         let converted = grays.convertedToSRGB(from: profile)
         for offset in stride(from: 0, to: converted.pixels.count, by: 4) {
-            let (r, g, b) = (Int(converted.pixels[offset]), Int(converted.pixels[offset + 1]), Int(converted.pixels[offset + 2]))
+            let (r, g, b) = (
+                Int(converted.pixels[offset]), Int(converted.pixels[offset + 1]), Int(converted.pixels[offset + 2])
+            )
             #expect(max(r, g, b) - min(r, g, b) <= 1, "gray \(offset / 4) became \(r), \(g), \(b)")
         }
     }
@@ -106,9 +117,13 @@ struct ColorProfileTests {
         #expect(ColorProfile(iccData: changed(at: 132, to: "A2B0")) == nil)  // no rXYZ: tables only
         // The red colorant three times: no matrix to invert.
         var flat = valid
-        func elementOffset(_ tag: Int) -> Int { valid[(136 + 12 * tag)..<(140 + 12 * tag)].reduce(0) { $0 << 8 | Int($1) } }
+        func elementOffset(_ tag: Int) -> Int {
+            valid[(136 + 12 * tag)..<(140 + 12 * tag)].reduce(0) { $0 << 8 | Int($1) }
+        }
         for tag in [1, 2] {
-            flat.replaceSubrange((elementOffset(tag) + 8)..<(elementOffset(tag) + 20), with: valid[(elementOffset(0) + 8)..<(elementOffset(0) + 20)])
+            flat.replaceSubrange(
+                (elementOffset(tag) + 8)..<(elementOffset(tag) + 20),
+                with: valid[(elementOffset(0) + 8)..<(elementOffset(0) + 20)])
         }
         #expect(ColorProfile(iccData: Data(flat)) == nil)
         // Random damage never crashes; whatever still parses gives finite curves.
@@ -119,7 +134,8 @@ struct ColorProfileTests {
                 bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
             }
             if let profile = ColorProfile(iccData: Data(bytes)) {
-                #expect(profile.curves.allSatisfy { curve in (0...8).allSatisfy { curve.linear(Double($0) / 8).isFinite } })
+                #expect(
+                    profile.curves.allSatisfy { curve in (0...8).allSatisfy { curve.linear(Double($0) / 8).isFinite } })
             }
         }
     }
@@ -172,7 +188,8 @@ struct ColorProfileTests {
         var bytes = [UInt8](try Fixtures.data("webp", "lossy_alpha.webp"))
         #expect(ColorProfile.embeddedICCData(in: Data(bytes), format: .webp) == nil)
         // ICCP goes right after VP8X (20 + 10 bytes in), whose flags then say so.
-        let chunk = Array("ICCP".utf8) + (0..<4).map { UInt8(truncatingIfNeeded: profile.count >> (8 * $0)) } + profile
+        let chunk =
+            Array("ICCP".utf8) + (0..<4).map { UInt8(truncatingIfNeeded: profile.count >> (8 * $0)) } + profile
             + (profile.count % 2 == 1 ? [0] : [])
         bytes.insert(contentsOf: chunk, at: 30)
         bytes[20] |= 0x20

@@ -78,7 +78,9 @@ enum SyntheticICC {
         let white = xyz(primaries.white)
         let matrix = Matrix3(rows: (0..<3).map { row in columns.map { $0[row] } })
         let scales = matrix.inverted!.multiplied(by: Matrix3(rows: white.map { [$0, 0, 0] })).rows.map { $0[0] }
-        let bradford = Matrix3(rows: [[0.8951, 0.2664, -0.1614], [-0.7502, 1.7135, 0.0367], [0.0389, -0.0685, 1.0296]])
+        let bradford = Matrix3(rows: [
+            [0.8951, 0.2664, -0.1614], [-0.7502, 1.7135, 0.0367], [0.0389, -0.0685, 1.0296],
+        ])
         func cone(_ xyz: [Double]) -> [Double] {
             bradford.multiplied(by: Matrix3(rows: xyz.map { [$0, 0, 0] })).rows.map { $0[0] }
         }

@@ -95,6 +95,11 @@ final class TestHTTPServer: @unchecked Sendable {
         try JSONDecoder().decode([String: [Int]].self, from: await get("/__statuses"))[path] ?? []
     }
 
+    /// The Accept headers of the requests for `path`, in order ("" for a request without one).
+    func accepts(for path: String) async throws -> [String] {
+        try JSONDecoder().decode([String: [String]].self, from: await get("/__accepts"))[path] ?? []
+    }
+
     /// Clears the hit and byte counters.
     func reset() async throws {
         _ = try await get("/__reset")
