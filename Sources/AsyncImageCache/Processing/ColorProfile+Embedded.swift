@@ -12,10 +12,9 @@ extension ColorProfile {
 
     /// The ICC bytes embedded in `data`; `nil` when there are none, or they are incomplete.
     static func embeddedICCData(in data: Data, format: ImageFormat) -> Data? {
-        let bytes = [UInt8](data)
         switch format {
-        case .jpeg: return jpegICCData(bytes)
-        case .webp: return webPICCData(bytes)
+        case .jpeg: return data.withUnsafeBytes { jpegICCData(UnsafeRawBufferPointer($0)) }
+        case .webp: return data.withUnsafeBytes { webPICCData(UnsafeRawBufferPointer($0)) }
         case .png: return pngICCData(data)
         default: return nil
         }
@@ -23,10 +22,10 @@ extension ColorProfile {
 
     /// Walks the segments before the first scan. A profile over 64 KB spans several APP2 segments,
     /// each `ICC_PROFILE\0`, its number (from 1) and the count; all must be there, once each.
-    private static func jpegICCData(_ bytes: [UInt8]) -> Data? {
+    private static func jpegICCData(_ bytes: UnsafeRawBufferPointer) -> Data? {
         guard bytes.count >= 4, bytes[0] == 0xFF, bytes[1] == 0xD8 else { return nil }
         let tag = Array("ICC_PROFILE".utf8) + [0]
-        var chunks: [Int: ArraySlice<UInt8>] = [:]
+        var chunks: [Int: Slice<UnsafeRawBufferPointer>] = [:]
         var expected = 0
         var offset = 2
         while offset + 4 <= bytes.count {
@@ -61,7 +60,7 @@ extension ColorProfile {
     }
 
     /// Walks the RIFF chunks for `ICCP` (extended files only put it right after `VP8X`).
-    private static func webPICCData(_ bytes: [UInt8]) -> Data? {
+    private static func webPICCData(_ bytes: UnsafeRawBufferPointer) -> Data? {
         guard bytes.count >= 12, bytes[0..<4].elementsEqual("RIFF".utf8), bytes[8..<12].elementsEqual("WEBP".utf8)
         else { return nil }
         var offset = 12
