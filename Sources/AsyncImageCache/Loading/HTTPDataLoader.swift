@@ -27,11 +27,13 @@ public final class HTTPDataLoader: DataLoading {
     /// The default ``maximumResponseBytes``: 64 MiB.
     public static let defaultMaximumResponseBytes = 64 << 20
 
-    /// The `Accept` header of every request: the formats the default decoder reads on this platform,
-    /// then anything else at a lower quality (a server with nothing better still answers).
     #if canImport(ImageIO)
+    /// The `Accept` header of every request: the formats ImageIO reads, then anything else at a lower
+    /// quality (a server with nothing better still answers).
     public static let acceptHeader = "image/avif,image/heic,image/webp,image/jpeg,image/png,image/gif,*/*;q=0.8"
     #else
+    /// The `Accept` header of every request: the formats the Linux decoders read, then anything else
+    /// at a lower quality (a server with nothing better still answers).
     public static let acceptHeader = "image/webp,image/jpeg,image/png,image/gif,*/*;q=0.8"
     #endif
 
