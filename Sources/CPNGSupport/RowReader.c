@@ -70,14 +70,12 @@ void cpng_reader_close(cpng_reader *reader) {
     free(reader);
 }
 
-cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cpng_reader **result,
-                                    unsigned *width, unsigned *height, int *has_alpha, char *message) {
-    *result = NULL;
-    message[0] = 0;
+/* A reader over `count` bytes with libpng's structures made and its reads coming from the bytes;
+ * NULL when memory runs out. */
+static cpng_reader *new_reader(const unsigned char *bytes, size_t count) {
     cpng_reader *reader = calloc(1, sizeof *reader);
     if (reader == NULL) {
-        snprintf(message, 200, "out of memory");
-        return CPNG_READER_FAILED;
+        return NULL;
     }
     reader->bytes = bytes;
     reader->count = count;
@@ -86,8 +84,20 @@ cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cp
         reader->info = png_create_info_struct(reader->png);
     }
     if (reader->png == NULL || reader->info == NULL) {
-        snprintf(message, 200, "out of memory");
         cpng_reader_close(reader);
+        return NULL;
+    }
+    png_set_read_fn(reader->png, reader, read_bytes);
+    return reader;
+}
+
+cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cpng_reader **result,
+                                    unsigned *width, unsigned *height, int *has_alpha, char *message) {
+    *result = NULL;
+    message[0] = 0;
+    cpng_reader *reader = new_reader(bytes, count);
+    if (reader == NULL) {
+        snprintf(message, 200, "out of memory");
         return CPNG_READER_FAILED;
     }
     if (setjmp(png_jmpbuf(reader->png))) {
@@ -95,7 +105,6 @@ cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cp
         cpng_reader_close(reader);
         return CPNG_READER_FAILED;
     }
-    png_set_read_fn(reader->png, reader, read_bytes);
     png_read_info(reader->png, reader->info);
 
     png_uint_32 image_width = 0, image_height = 0;
@@ -159,18 +168,8 @@ const char *cpng_reader_message(const cpng_reader *reader) {
 int cpng_read_icc_profile(const unsigned char *bytes, size_t count, unsigned char **profile, size_t *length) {
     *profile = NULL;
     *length = 0;
-    cpng_reader *reader = calloc(1, sizeof *reader);
+    cpng_reader *reader = new_reader(bytes, count);
     if (reader == NULL) {
-        return -1;
-    }
-    reader->bytes = bytes;
-    reader->count = count;
-    reader->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, reader, record_error, ignore_warning);
-    if (reader->png != NULL) {
-        reader->info = png_create_info_struct(reader->png);
-    }
-    if (reader->png == NULL || reader->info == NULL) {
-        cpng_reader_close(reader);
         return -1;
     }
     if (setjmp(png_jmpbuf(reader->png))) {
@@ -180,7 +179,6 @@ int cpng_read_icc_profile(const unsigned char *bytes, size_t count, unsigned cha
         cpng_reader_close(reader);
         return -1;
     }
-    png_set_read_fn(reader->png, reader, read_bytes);
     png_read_info(reader->png, reader->info);
     png_charp name = NULL;
     int compression = 0;
