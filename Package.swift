@@ -17,6 +17,7 @@ let package = Package(
         .systemLibrary(name: "CPNG", path: "Sources/CPNG"),
         .systemLibrary(name: "CWebP", path: "Sources/CWebP"),
         .systemLibrary(name: "CGIF", path: "Sources/CGIF"),
+        .systemLibrary(name: "CHEIF", path: "Sources/CHEIF"),
         .systemLibrary(name: "CXattr", path: "Sources/CXattr"),
         // libjpeg reports errors through a callback that must not return; this C target wraps
         // every libjpeg call in setjmp so that a corrupt file becomes an error code, never exit().
@@ -45,6 +46,7 @@ let package = Package(
                 .target(name: "CPNG", condition: linux),
                 .target(name: "CWebP", condition: linux),
                 .target(name: "CGIF", condition: linux),
+                .target(name: "CHEIF", condition: linux),
                 .target(name: "CXattr", condition: linux),
             ]
         ),

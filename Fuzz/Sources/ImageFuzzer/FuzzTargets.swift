@@ -13,6 +13,10 @@ enum FuzzTargets {
         "png": { data in decode(data, as: .png) },
         "webp": { data in decode(data, as: .webp) },
         "gif": { data in decode(data, as: .gif) },
+        "heif": { data in
+            decode(data, as: .heif)
+            decode(data, as: .avif)
+        },
         "resize": { data in resize(data) },
         "icc": { data in Bitmap.fuzzColorProfile(data) },
     ]

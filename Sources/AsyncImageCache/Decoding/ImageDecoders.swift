@@ -5,8 +5,8 @@ public enum ImageDecoders {
     /// The default decoder: picks the codec for the header's format.
     ///
     /// On Apple platforms every format goes to ImageIO (`ImageDecoders.ImageIO`). On Linux, JPEG
-    /// goes to ``ImageDecoders/JPEG``, PNG to ``ImageDecoders/PNG``, WebP to ``ImageDecoders/WebP``
-    /// and GIF to ``ImageDecoders/GIF``; every other format throws
+    /// goes to ``ImageDecoders/JPEG``, PNG to ``ImageDecoders/PNG``, WebP to ``ImageDecoders/WebP``,
+    /// GIF to ``ImageDecoders/GIF``, and HEIF and AVIF to ``ImageDecoders/HEIF``; BMP throws
     /// ``ImageDecodingError/Reason/unsupportedFormat``.
     public struct Default: ImageDecoding {
         /// Creates the default decoder.
@@ -33,6 +33,10 @@ public enum ImageDecoders {
             #if canImport(CGIF)
             case .gif:
                 return try GIF().decode(data, context: context)
+            #endif
+            #if canImport(CHEIF)
+            case .heif, .avif:
+                return try HEIF().decode(data, context: context)
             #endif
             default:
                 throw ImageDecodingError(format: context.header.format, reason: .unsupportedFormat)

@@ -10,9 +10,9 @@ public enum ImageFormat: String, Sendable, CaseIterable, CustomStringConvertible
     case webp
     /// Windows BMP; decoded on Apple platforms only (ImageIO).
     case bmp
-    /// HEIF or HEIC; decoded on Apple platforms only (ImageIO).
+    /// HEIF or HEIC: decoded by ImageIO on Apple platforms, by libheif on Linux.
     case heif
-    /// AVIF; decoded on Apple platforms only, where ImageIO supports it.
+    /// AVIF: decoded by ImageIO on Apple platforms, by libheif on Linux.
     case avif
 
     /// The format's common name in upper case, e.g. `JPEG`.

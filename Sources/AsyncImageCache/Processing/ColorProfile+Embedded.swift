@@ -5,7 +5,8 @@ import Foundation
 
 extension ColorProfile {
     /// The profile embedded in `data`, a file of `format`, when it is one this type reads: a JPEG's
-    /// `ICC_PROFILE` APP2 segments (joined in their order), a PNG's `iCCP` chunk, a WebP's `ICCP` chunk.
+    /// `ICC_PROFILE` APP2 segments (joined in their order), a PNG's `iCCP` chunk, a WebP's `ICCP` chunk,
+    /// a HEIF or AVIF primary image's `prof` or `rICC` colour information.
     static func embedded(in data: Data, format: ImageFormat) -> ColorProfile? {
         embeddedICCData(in: data, format: format).flatMap { ColorProfile(iccData: $0) }
     }
@@ -16,6 +17,12 @@ extension ColorProfile {
         case .jpeg: return data.withUnsafeBytes { jpegICCData(UnsafeRawBufferPointer($0)) }
         case .webp: return data.withUnsafeBytes { webPICCData(UnsafeRawBufferPointer($0)) }
         case .png: return pngICCData(data)
+        case .heif, .avif:
+            #if canImport(CHEIF)
+            return ImageDecoders.HEIF.iccProfile(in: data, format: format)
+            #else
+            return nil
+            #endif
         default: return nil
         }
     }

@@ -1,0 +1,148 @@
+#if canImport(CHEIF)
+import CHEIF
+import Foundation
+
+extension ImageDecoders {
+    /// Decodes HEIF (HEVC, what iPhones write as HEIC) and AVIF (AV1) still images with libheif into
+    /// 8-bit straight RGBA, on Linux.
+    ///
+    /// The primary image decodes, with its alpha plane if it has one; 10-bit images are reduced to 8
+    /// bits. Neither codec has a reduced-size decode, so the bitmap is always the full stored size and
+    /// the caller resizes; the pixel budget is checked on the header's size before anything decodes.
+    /// The result is in stored orientation, as from every decoder: the file's `irot` and `imir`, which
+    /// the header reads as an EXIF orientation, are left to the store, like the clean-aperture crop.
+    ///
+    /// ```swift
+    /// let bitmap = try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
+    /// ```
+    ///
+    /// Errors: data that ends early throws ``ImageDecodingError/Reason/truncated``, a codec libheif was
+    /// built without `.unsupportedFeature`, anything malformed `.corrupt` with libheif's message.
+    public struct HEIF: ImageDecoding {
+        /// Creates a HEIF and AVIF decoder.
+        public init() {}
+
+        /// Decodes the primary image of `data` at full size; `context.minimumSize` is ignored.
+        public func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
+            let format: ImageFormat = context.header.format == .avif ? .avif : .heif
+            guard !data.isEmpty else { throw ImageDecodingError(format: format, reason: .truncated) }
+            try Self.checkBudget(context.header.storedSize, format: format, context)
+            return try data.withUnsafeBytes { bytes in
+                Result { () throws(ImageDecodingError) in try Self.decode(bytes, format: format, context) }
+            }.get()
+        }
+
+        private static func decode(_ bytes: UnsafeRawBufferPointer, format: ImageFormat, _ context: ImageDecodingContext)
+            throws(ImageDecodingError) -> Bitmap
+        {
+            try withPrimaryImage(bytes, format: format) { handle throws(ImageDecodingError) in
+                // The header's size can disagree with the file's; the decoded size is what gets allocated.
+                let stored = PixelSize(
+                    width: Int(heif_image_handle_get_ispe_width(handle)),
+                    height: Int(heif_image_handle_get_ispe_height(handle)))
+                try checkBudget(stored, format: format, context)
+                guard let options = heif_decoding_options_alloc() else {
+                    throw ImageDecodingError(format: format, reason: .corrupt("out of memory"))
+                }
+                defer { heif_decoding_options_free(options) }
+                options.pointee.ignore_transformations = 1
+                options.pointee.convert_hdr_to_8bit = 1
+                options.pointee.strict_decoding = 1  // an error for damaged data, not a half-decoded image
+                var image: OpaquePointer?
+                try check(
+                    heif_decode_image(handle, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, options),
+                    format: format)
+                guard let image else { throw ImageDecodingError(format: format, reason: .corrupt("no image")) }
+                defer { heif_image_release(image) }
+                let size = PixelSize(
+                    width: Int(heif_image_get_primary_width(image)), height: Int(heif_image_get_primary_height(image)))
+                var stride: Int32 = 0
+                guard size.width > 0, size.height > 0, size.pixelCount <= context.pixelBudget,
+                    let plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride),
+                    Int(stride) >= size.width * 4
+                else {
+                    throw ImageDecodingError(format: format, reason: .corrupt("libheif gave no usable RGBA plane"))
+                }
+                let rowBytes = size.width * 4
+                let pixels = [UInt8](unsafeUninitializedCapacity: size.pixelCount * 4) { buffer, initialized in
+                    for row in 0..<size.height {
+                        (buffer.baseAddress! + row * rowBytes).initialize(
+                            from: plane + row * Int(stride), count: rowBytes)
+                    }
+                    initialized = size.pixelCount * 4
+                }
+                if heif_image_handle_is_premultiplied_alpha(handle) != 0 {
+                    return Bitmap(width: size.width, height: size.height, premultipliedPixels: pixels)
+                }
+                return Bitmap(width: size.width, height: size.height, pixels: pixels)
+            }
+        }
+
+        /// The raw ICC profile of the primary image of `data` (`prof` or `rICC` colour information);
+        /// `nil` when it has none, only `nclx` colour information, or libheif cannot read the file.
+        static func iccProfile(in data: Data, format: ImageFormat) -> Data? {
+            data.withUnsafeBytes { bytes in
+                try? withPrimaryImage(bytes, format: format) { handle throws(ImageDecodingError) -> Data? in
+                    let type = heif_image_handle_get_color_profile_type(handle)
+                    guard type == heif_color_profile_type_prof || type == heif_color_profile_type_rICC else {
+                        return nil
+                    }
+                    let size = heif_image_handle_get_raw_color_profile_size(handle)
+                    guard size > 0 else { return nil }
+                    var profile = Data(count: size)
+                    let error = profile.withUnsafeMutableBytes {
+                        heif_image_handle_get_raw_color_profile(handle, $0.baseAddress)
+                    }
+                    return error.code == heif_error_Ok ? profile : nil
+                }
+            } ?? nil
+        }
+
+        /// libheif is set up once per process (its plugins, where it has them).
+        private static let initialized: Bool = heif_init(nil).code == heif_error_Ok
+
+        /// Reads the file's boxes from `bytes` (not copied) and runs `body` with its primary image.
+        private static func withPrimaryImage<T>(
+            _ bytes: UnsafeRawBufferPointer, format: ImageFormat,
+            _ body: (OpaquePointer) throws(ImageDecodingError) -> T
+        ) throws(ImageDecodingError) -> T {
+            guard initialized, let base = bytes.baseAddress, let context = heif_context_alloc() else {
+                throw ImageDecodingError(format: format, reason: .corrupt("libheif could not start"))
+            }
+            defer { heif_context_free(context) }
+            // The store runs as many decodes as there are cores; each decodes on its own thread.
+            heif_context_set_max_decoding_threads(context, 1)
+            try check(heif_context_read_from_memory_without_copy(context, base, bytes.count, nil), format: format)
+            var handle: OpaquePointer?
+            try check(heif_context_get_primary_image_handle(context, &handle), format: format)
+            guard let handle else { throw ImageDecodingError(format: format, reason: .corrupt("no primary image")) }
+            defer { heif_image_handle_release(handle) }
+            return try body(handle)
+        }
+
+        private static func checkBudget(_ size: PixelSize, format: ImageFormat, _ context: ImageDecodingContext)
+            throws(ImageDecodingError)
+        {
+            guard size.pixelCount <= context.pixelBudget else {
+                let reason = ImageDecodingError.Reason.pixelBudgetExceeded(
+                    pixels: size.pixelCount, budget: context.pixelBudget)
+                throw ImageDecodingError(format: format, reason: reason)
+            }
+        }
+
+        private static func check(_ error: heif_error, format: ImageFormat) throws(ImageDecodingError) {
+            guard error.code != heif_error_Ok else { return }
+            let message = error.message.map { String(cString: $0) } ?? "libheif failed"
+            if error.subcode == heif_suberror_End_of_data {
+                throw ImageDecodingError(format: format, reason: .truncated)
+            }
+            switch error.code {
+            case heif_error_Unsupported_feature, heif_error_Unsupported_filetype:
+                throw ImageDecodingError(format: format, reason: .unsupportedFeature(message))
+            default:
+                throw ImageDecodingError(format: format, reason: .corrupt(message))
+            }
+        }
+    }
+}
+#endif

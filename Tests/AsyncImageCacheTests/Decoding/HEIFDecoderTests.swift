@@ -1,0 +1,127 @@
+#if os(Linux)
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// HEIF and AVIF through libheif, against the pictures the fixtures were encoded from
+/// (`Fixtures/heif`, written by `scripts/make-heif-fixtures`).
+@Suite("HEIF and AVIF decoder")
+struct HEIFDecoderTests {
+    let decoder = ImageDecoders.HEIF()
+
+    static func source(_ name: String = "source.png") throws -> Bitmap {
+        try ImageDecoders.PNG().decode(try Fixtures.data("heif", name), context: decodingContext(.png))
+    }
+
+    /// The peak signal-to-noise ratio of `image` against `reference` over the colour channels, in dB.
+    static func psnr(_ image: Bitmap, _ reference: Bitmap) -> Double {
+        guard image.pixelSize == reference.pixelSize else { return 0 }  // a wrong size fails the threshold
+        var squares = 0.0
+        for offset in stride(from: 0, to: image.pixels.count, by: 4) {
+            for channel in 0..<3 {
+                let difference = Double(image.pixels[offset + channel]) - Double(reference.pixels[offset + channel])
+                squares += difference * difference
+            }
+        }
+        let mean = squares / Double(image.pixels.count / 4 * 3)
+        return mean == 0 ? .infinity : 10 * log10(255 * 255 / mean)
+    }
+
+    @Test(arguments: ["photo.heic", "photo.avif"])
+    func aLossyFileDecodesAtItsSizeCloseToItsSource(name: String) throws {
+        let data = try Fixtures.data("heif", name)
+        let header = try ImageHeader.parse(data)
+        #expect(header.format == (name.hasSuffix("avif") ? .avif : .heif))
+        let bitmap = try decoder.decode(data, context: ImageDecodingContext(header: header))
+        #expect(bitmap.pixelSize == header.storedSize)
+        #expect(bitmap.alphaValues.allSatisfy { $0 == 255 })
+        // Encoded at quality 90; a wrong channel order or chroma placement scores far below 30 dB.
+        let psnr = Self.psnr(bitmap, try Self.source())
+        #expect(psnr > 30, "\(psnr) dB")
+    }
+
+    @Test func anAVIFWithAnAlphaPlaneKeepsItsAlpha() throws {
+        let data = try Fixtures.data("heif", "alpha.avif")
+        let bitmap = try decoder.decode(data, context: ImageDecodingContext(header: try ImageHeader.parse(data)))
+        let source = try Self.source("source-alpha.png")
+        let largestAlphaError = zip(bitmap.alphaValues, source.alphaValues).map { abs(Int($0) - Int($1)) }.max() ?? 0
+        #expect(largestAlphaError <= 4)
+        #expect(Set(bitmap.alphaValues).count > 50)
+    }
+
+    @Test func aRotatedFileDecodesStoredAndTheStoreTurnsItUpright() async throws {
+        // Coded as the source, 96x64, with an irot that turns it a quarter clockwise for display.
+        let data = try Fixtures.data("heif", "rotated-6.heic")
+        let header = try ImageHeader.parse(data)
+        #expect(header.orientation == .right)
+        #expect(header.storedSize == PixelSize(width: 96, height: 64))
+        let stored = try decoder.decode(data, context: ImageDecodingContext(header: header))
+        #expect(stored.pixelSize == header.storedSize)
+        #expect(Self.psnr(stored, try Self.source()) > 30)
+        let folder = TemporaryDirectory("heif")
+        let file = folder.url.appendingPathComponent("rotated.heic")
+        try data.write(to: file)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        // The small one first: once the full size is cached, it would serve the small request too.
+        let small = try await store.image(for: ImageRequest(url: file, targetWidth: 32))
+        #expect(small.pixelSize == PixelSize(width: 32, height: 48))
+        let upright = try await store.image(for: ImageRequest(url: file))
+        #expect(upright.pixelSize == PixelSize(width: 64, height: 96))
+        #expect(Self.psnr(upright, try Self.source().oriented(.right)) > 30)
+    }
+
+    @Test func aDisplayP3HEICIsConvertedToSRGBByTheStore() async throws {
+        let tagged = try Fixtures.data("heif", "display-p3.heic")
+        #expect(ColorProfile.embeddedICCData(in: tagged, format: .heif) == (try Fixtures.data("icc", "display-p3-parametric.icc")))
+        #expect(ColorProfile.embeddedICCData(in: try Fixtures.data("heif", "photo.heic"), format: .heif) == nil)
+        let folder = TemporaryDirectory("heif")
+        try tagged.write(to: folder.url.appendingPathComponent("p3.heic"))
+        try Fixtures.data("heif", "photo.heic").write(to: folder.url.appendingPathComponent("plain.heic"))
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        let p3 = try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent("p3.heic")))
+        let plain = try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent("plain.heic")))
+        #expect(p3 != plain)
+        let error = ColorProfileTests.largestError(
+            p3, from: plain, decode: ColorProfileTests.srgbDecode, matrix: ColorProfileTests.displayP3ToSRGB)
+        #expect(error <= 1)
+    }
+
+    @Test(arguments: ["photo.heic", "photo.avif", "alpha.avif"])
+    func everyPrefixOfAFileThrowsATypedError(name: String) throws {
+        let data = try Fixtures.data("heif", name)
+        let format = try ImageHeader.parse(data).format
+        for length in stride(from: 0, to: data.count - 1, by: 29) {
+            let prefix = data.prefix(length)
+            let error = decodingError { () throws(ImageDecodingError) in
+                try decoder.decode(prefix, context: decodingContext(format))
+            }
+            #expect(error?.format == format, "prefix of \(length) bytes: \(String(describing: error))")
+        }
+    }
+
+    @Test func aFilePastThePixelBudgetIsRefusedBeforeDecoding() throws {
+        let data = try Fixtures.data("heif", "photo.avif")
+        let error = decodingError { () throws(ImageDecodingError) in
+            try decoder.decode(data, context: decodingContext(.avif, pixelBudget: 1000))
+        }
+        #expect(error == ImageDecodingError(format: .avif, reason: .pixelBudgetExceeded(pixels: 96 * 64, budget: 1000)))
+    }
+
+    @Test func randomBytesAfterAnAVIFHeaderThrowATypedError() throws {
+        let data = [UInt8](try Fixtures.data("heif", "photo.avif"))
+        var generator = SeededGenerator(seed: 5)
+        for _ in 0..<100 {
+            var damaged = data
+            for _ in 0..<8 { damaged[Int.random(in: 40..<data.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator) }
+            // Damage may land where nothing checks it; what must never happen is a crash or a wrong size.
+            do {
+                let bitmap = try decoder.decode(Data(damaged), context: decodingContext(.avif))
+                #expect(bitmap.pixelSize.pixelCount <= 96 * 64 * 4)
+            } catch {
+                #expect(error.format == .avif)
+            }
+        }
+    }
+}
+#endif

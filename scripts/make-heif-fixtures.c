@@ -1,0 +1,144 @@
+/* Writes the HEIF and AVIF test fixtures (Tests/AsyncImageCacheTests/Fixtures/heif) with libheif's
+ * own encoders (x265 for HEVC, libaom for AV1), from a picture drawn here, so they belong to the
+ * project. scripts/make-heif-fixtures builds and runs it; the files are committed, so the tests never
+ * encode. Usage: make-heif-fixtures OUTPUT_FOLDER DISPLAY_P3_ICC_FILE */
+#include <libheif/heif.h>
+#include <png.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { WIDTH = 96, HEIGHT = 64 };
+
+/* Smooth colour, two discs and fine texture: something a codec has to work on, the same every run. */
+static void draw(unsigned char *rgba, int with_alpha) {
+    unsigned state = 12345;
+    for (int y = 0; y < HEIGHT; y++) {
+        for (int x = 0; x < WIDTH; x++) {
+            unsigned char *p = rgba + (y * WIDTH + x) * 4;
+            double r = 40 + 170.0 * x / WIDTH, g = 60 + 150.0 * y / HEIGHT, b = 200 - 120.0 * x / WIDTH;
+            double d1 = hypot(x - 30, y - 28), d2 = hypot(x - 70, y - 40);
+            if (d1 < 14) { r = 230; g = 70; b = 50; }
+            if (d2 < 11) { r = 30; g = 160; b = 90; }
+            state = state * 1103515245u + 12345u;
+            double noise = (double)((state >> 16) % 9) - 4;
+            p[0] = (unsigned char)fmin(255, fmax(0, r + noise));
+            p[1] = (unsigned char)fmin(255, fmax(0, g + noise));
+            p[2] = (unsigned char)fmin(255, fmax(0, b + noise));
+            p[3] = with_alpha ? (unsigned char)(255.0 * x / (WIDTH - 1)) : 255;
+        }
+    }
+}
+
+static void check(struct heif_error error, const char *what) {
+    if (error.code != heif_error_Ok) {
+        fprintf(stderr, "%s: %s\n", what, error.message);
+        exit(1);
+    }
+}
+
+static void write_png(const char *folder, const char *name, const unsigned char *rgba) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", folder, name);
+    png_image image;
+    memset(&image, 0, sizeof image);
+    image.version = PNG_IMAGE_VERSION;
+    image.width = WIDTH;
+    image.height = HEIGHT;
+    image.format = PNG_FORMAT_RGBA;
+    if (!png_image_write_to_file(&image, path, 0, rgba, 0, NULL)) {
+        fprintf(stderr, "%s: %s\n", path, image.message);
+        exit(1);
+    }
+}
+
+static void write_heif(const char *folder, const char *name, enum heif_compression_format format,
+                       const unsigned char *rgba, int with_alpha, enum heif_orientation orientation,
+                       const unsigned char *icc, size_t icc_size) {
+    struct heif_image *image = NULL;
+    enum heif_chroma chroma = with_alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB;
+    check(heif_image_create(WIDTH, HEIGHT, heif_colorspace_RGB, chroma, &image), "create");
+    check(heif_image_add_plane(image, heif_channel_interleaved, WIDTH, HEIGHT, 8), "plane");
+    int stride = 0;
+    uint8_t *plane = heif_image_get_plane(image, heif_channel_interleaved, &stride);
+    int channels = with_alpha ? 4 : 3;
+    for (int y = 0; y < HEIGHT; y++) {
+        for (int x = 0; x < WIDTH; x++) {
+            memcpy(plane + y * stride + x * channels, rgba + (y * WIDTH + x) * 4, channels);
+        }
+    }
+    if (icc != NULL) {
+        check(heif_image_set_raw_color_profile(image, "prof", icc, icc_size), "profile");
+    }
+    struct heif_context *context = heif_context_alloc();
+    struct heif_encoder *encoder = NULL;
+    check(heif_context_get_encoder_for_format(context, format, &encoder), "encoder");
+    check(heif_encoder_set_lossy_quality(encoder, 90), "quality");
+    struct heif_encoding_options *options = heif_encoding_options_alloc();
+    options->image_orientation = orientation;
+    check(heif_context_encode_image(context, image, encoder, options, NULL), "encode");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", folder, name);
+    check(heif_context_write_to_file(context, path), "write");
+    heif_encoding_options_free(options);
+    heif_encoder_release(encoder);
+    heif_context_free(context);
+    heif_image_release(image);
+}
+
+/* libheif 1.15 writes the `ispe` of an image it encodes with an orientation after the rotation, where
+ * ISO/IEC 23008-12 wants the size of the coded image, before `irot`; Apple's files follow the standard.
+ * This swaps the two numbers back (same length, so no offset moves). */
+static void fix_rotated_extent(const char *folder, const char *name) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", folder, name);
+    FILE *file = fopen(path, "r+b");
+    if (file == NULL) {
+        perror(path);
+        exit(1);
+    }
+    unsigned char bytes[65536];
+    size_t count = fread(bytes, 1, sizeof bytes, file);
+    for (size_t i = 4; i + 16 <= count; i++) {
+        if (memcmp(bytes + i, "ispe", 4) == 0) {
+            unsigned char swapped[8];
+            memcpy(swapped, bytes + i + 12, 4);
+            memcpy(swapped + 4, bytes + i + 8, 4);
+            fseek(file, (long)(i + 8), SEEK_SET);
+            fwrite(swapped, 1, 8, file);
+            break;
+        }
+    }
+    fclose(file);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: make-heif-fixtures OUTPUT_FOLDER DISPLAY_P3_ICC_FILE\n");
+        return 2;
+    }
+    const char *folder = argv[1];
+    FILE *file = fopen(argv[2], "rb");
+    if (file == NULL) {
+        perror(argv[2]);
+        return 1;
+    }
+    unsigned char icc[65536];
+    size_t icc_size = fread(icc, 1, sizeof icc, file);
+    fclose(file);
+    heif_init(NULL);
+    unsigned char opaque[WIDTH * HEIGHT * 4], translucent[WIDTH * HEIGHT * 4];
+    draw(opaque, 0);
+    draw(translucent, 1);
+    write_png(folder, "source.png", opaque);
+    write_png(folder, "source-alpha.png", translucent);
+    write_heif(folder, "photo.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, NULL, 0);
+    write_heif(folder, "photo.avif", heif_compression_AV1, opaque, 0, heif_orientation_normal, NULL, 0);
+    write_heif(folder, "alpha.avif", heif_compression_AV1, translucent, 1, heif_orientation_normal, NULL, 0);
+    write_heif(folder, "rotated-6.heic", heif_compression_HEVC, opaque, 0, heif_orientation_rotate_90_cw, NULL, 0);
+    fix_rotated_extent(folder, "rotated-6.heic");
+    write_heif(folder, "display-p3.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, icc, icc_size);
+    heif_deinit();
+    return 0;
+}
