@@ -32,7 +32,9 @@ extension ImageDecoders {
             }.get()
         }
 
-        private static func decode(_ bytes: UnsafeRawBufferPointer, format: ImageFormat, _ context: ImageDecodingContext)
+        private static func decode(
+            _ bytes: UnsafeRawBufferPointer, format: ImageFormat, _ context: ImageDecodingContext
+        )
             throws(ImageDecodingError) -> Bitmap
         {
             try withPrimaryImage(bytes, format: format) { handle throws(ImageDecodingError) in

@@ -73,7 +73,9 @@ struct HEIFDecoderTests {
 
     @Test func aDisplayP3HEICIsConvertedToSRGBByTheStore() async throws {
         let tagged = try Fixtures.data("heif", "display-p3.heic")
-        #expect(ColorProfile.embeddedICCData(in: tagged, format: .heif) == (try Fixtures.data("icc", "display-p3-parametric.icc")))
+        #expect(
+            ColorProfile.embeddedICCData(in: tagged, format: .heif)
+                == (try Fixtures.data("icc", "display-p3-parametric.icc")))
         #expect(ColorProfile.embeddedICCData(in: try Fixtures.data("heif", "photo.heic"), format: .heif) == nil)
         let folder = TemporaryDirectory("heif")
         try tagged.write(to: folder.url.appendingPathComponent("p3.heic"))
@@ -113,7 +115,10 @@ struct HEIFDecoderTests {
         var generator = SeededGenerator(seed: 5)
         for _ in 0..<100 {
             var damaged = data
-            for _ in 0..<8 { damaged[Int.random(in: 40..<data.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator) }
+            for _ in 0..<8 {
+                damaged[Int.random(in: 40..<data.count, using: &generator)] = UInt8.random(
+                    in: 0...255, using: &generator)
+            }
             // Damage may land where nothing checks it; what must never happen is a crash or a wrong size.
             do {
                 let bitmap = try decoder.decode(Data(damaged), context: decodingContext(.avif))
