@@ -55,7 +55,7 @@ static void write_png(const char *folder, const char *name, const unsigned char 
 
 static void write_heif(const char *folder, const char *name, enum heif_compression_format format,
                        const unsigned char *rgba, int with_alpha, enum heif_orientation orientation,
-                       const unsigned char *icc, size_t icc_size) {
+                       const unsigned char *icc, size_t icc_size, int thumbnail_size) {
     struct heif_image *image = NULL;
     enum heif_chroma chroma = with_alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB;
     check(heif_image_create(WIDTH, HEIGHT, heif_colorspace_RGB, chroma, &image), "create");
@@ -77,7 +77,15 @@ static void write_heif(const char *folder, const char *name, enum heif_compressi
     check(heif_encoder_set_lossy_quality(encoder, 90), "quality");
     struct heif_encoding_options *options = heif_encoding_options_alloc();
     options->image_orientation = orientation;
-    check(heif_context_encode_image(context, image, encoder, options, NULL), "encode");
+    struct heif_image_handle *handle = NULL;
+    check(heif_context_encode_image(context, image, encoder, options, &handle), "encode");
+    if (thumbnail_size > 0) {
+        struct heif_image_handle *thumbnail = NULL;
+        check(heif_context_encode_thumbnail(context, image, handle, encoder, options, thumbnail_size, &thumbnail),
+              "thumbnail");
+        heif_image_handle_release(thumbnail);
+    }
+    heif_image_handle_release(handle);
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", folder, name);
     check(heif_context_write_to_file(context, path), "write");
@@ -87,9 +95,10 @@ static void write_heif(const char *folder, const char *name, enum heif_compressi
     heif_image_release(image);
 }
 
-/* libheif 1.15 writes the `ispe` of an image it encodes with an orientation after the rotation, where
- * ISO/IEC 23008-12 wants the size of the coded image, before `irot`; Apple's files follow the standard.
- * This swaps the two numbers back (same length, so no offset moves). */
+/* libheif 1.15 writes the `ispe` of an image it encodes with a quarter-turn orientation (and of its
+ * thumbnail) after the rotation, where ISO/IEC 23008-12 wants the size of the coded image, before
+ * `irot`; Apple's files follow the standard. This swaps the two numbers of every `ispe` back (same
+ * length, so no offset moves); a square one, a grid tile's, stays as it is either way. */
 static void fix_rotated_extent(const char *folder, const char *name) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", folder, name);
@@ -107,7 +116,6 @@ static void fix_rotated_extent(const char *folder, const char *name) {
             memcpy(swapped + 4, bytes + i + 8, 4);
             fseek(file, (long)(i + 8), SEEK_SET);
             fwrite(swapped, 1, 8, file);
-            break;
         }
     }
     fclose(file);
@@ -133,12 +141,16 @@ int main(int argc, char **argv) {
     draw(translucent, 1);
     write_png(folder, "source.png", opaque);
     write_png(folder, "source-alpha.png", translucent);
-    write_heif(folder, "photo.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, NULL, 0);
-    write_heif(folder, "photo.avif", heif_compression_AV1, opaque, 0, heif_orientation_normal, NULL, 0);
-    write_heif(folder, "alpha.avif", heif_compression_AV1, translucent, 1, heif_orientation_normal, NULL, 0);
-    write_heif(folder, "rotated-6.heic", heif_compression_HEVC, opaque, 0, heif_orientation_rotate_90_cw, NULL, 0);
+    write_heif(folder, "photo.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, NULL, 0, 0);
+    write_heif(folder, "photo.avif", heif_compression_AV1, opaque, 0, heif_orientation_normal, NULL, 0, 0);
+    write_heif(folder, "alpha.avif", heif_compression_AV1, translucent, 1, heif_orientation_normal, NULL, 0, 0);
+    write_heif(folder, "rotated-6.heic", heif_compression_HEVC, opaque, 0, heif_orientation_rotate_90_cw, NULL, 0, 0);
     fix_rotated_extent(folder, "rotated-6.heic");
-    write_heif(folder, "display-p3.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, icc, icc_size);
+    write_heif(folder, "display-p3.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, icc, icc_size, 0);
+    write_heif(folder, "thumbnail.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, NULL, 0, 48);
+    write_heif(folder, "rotated-6-thumbnail.heic", heif_compression_HEVC, opaque, 0, heif_orientation_rotate_90_cw,
+               NULL, 0, 48);
+    fix_rotated_extent(folder, "rotated-6-thumbnail.heic");
     heif_deinit();
     return 0;
 }

@@ -7,8 +7,10 @@ extension ImageDecoders {
     /// 8-bit straight RGBA, on Linux.
     ///
     /// The primary image decodes, with its alpha plane if it has one; 10-bit images are reduced to 8
-    /// bits. Neither codec has a reduced-size decode, so the bitmap is always the full stored size and
-    /// the caller resizes; the pixel budget is checked on the header's size before anything decodes.
+    /// bits. Neither codec has a reduced-size decode, but a file may carry thumbnails of its primary
+    /// image (an iPhone's HEIC has one of about 320 pixels): the smallest that covers
+    /// `context.minimumSize`, of the same shape, decodes instead. Otherwise the bitmap is the full stored
+    /// size and the caller resizes; the pixel budget is checked on the header's size before anything decodes.
     /// The result is in stored orientation, as from every decoder: the file's `irot` and `imir`, which
     /// the header reads as an EXIF orientation, are left to the store, like the clean-aperture crop.
     ///
@@ -22,7 +24,8 @@ extension ImageDecoders {
         /// Creates a HEIF and AVIF decoder.
         public init() {}
 
-        /// Decodes the primary image of `data` at full size; `context.minimumSize` is ignored.
+        /// Decodes the primary image of `data`: from a thumbnail that covers `context.minimumSize` when
+        /// the file has one, else at full size.
         public func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
             let format: ImageFormat = context.header.format == .avif ? .avif : .heif
             guard !data.isEmpty else { throw ImageDecodingError(format: format, reason: .truncated) }
@@ -34,50 +37,95 @@ extension ImageDecoders {
 
         private static func decode(
             _ bytes: UnsafeRawBufferPointer, format: ImageFormat, _ context: ImageDecodingContext
-        )
-            throws(ImageDecodingError) -> Bitmap
-        {
+        ) throws(ImageDecodingError) -> Bitmap {
             try withPrimaryImage(bytes, format: format) { handle throws(ImageDecodingError) in
-                // The header's size can disagree with the file's; the decoded size is what gets allocated.
-                let stored = PixelSize(
-                    width: Int(heif_image_handle_get_ispe_width(handle)),
-                    height: Int(heif_image_handle_get_ispe_height(handle)))
-                try checkBudget(stored, format: format, context)
-                guard let options = heif_decoding_options_alloc() else {
-                    throw ImageDecodingError(format: format, reason: .corrupt("out of memory"))
+                if let minimumSize = context.minimumSize, let thumbnail = coveringThumbnail(of: handle, minimumSize) {
+                    defer { heif_image_handle_release(thumbnail) }
+                    // A thumbnail that fails to decode is no reason to fail: the primary image follows.
+                    if let bitmap = try? decodeImage(thumbnail, format: format, context) { return bitmap }
                 }
-                defer { heif_decoding_options_free(options) }
-                options.pointee.ignore_transformations = 1
-                options.pointee.convert_hdr_to_8bit = 1
-                options.pointee.strict_decoding = 1  // an error for damaged data, not a half-decoded image
-                var image: OpaquePointer?
-                try check(
-                    heif_decode_image(handle, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, options),
-                    format: format)
-                guard let image else { throw ImageDecodingError(format: format, reason: .corrupt("no image")) }
-                defer { heif_image_release(image) }
-                let size = PixelSize(
-                    width: Int(heif_image_get_primary_width(image)), height: Int(heif_image_get_primary_height(image)))
-                var stride: Int32 = 0
-                guard size.width > 0, size.height > 0, size.pixelCount <= context.pixelBudget,
-                    let plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride),
-                    Int(stride) >= size.width * 4
-                else {
-                    throw ImageDecodingError(format: format, reason: .corrupt("libheif gave no usable RGBA plane"))
-                }
-                let rowBytes = size.width * 4
-                let pixels = [UInt8](unsafeUninitializedCapacity: size.pixelCount * 4) { buffer, initialized in
-                    for row in 0..<size.height {
-                        (buffer.baseAddress! + row * rowBytes).initialize(
-                            from: plane + row * Int(stride), count: rowBytes)
-                    }
-                    initialized = size.pixelCount * 4
-                }
-                if heif_image_handle_is_premultiplied_alpha(handle) != 0 {
-                    return Bitmap(width: size.width, height: size.height, premultipliedPixels: pixels)
-                }
-                return Bitmap(width: size.width, height: size.height, pixels: pixels)
+                return try decodeImage(handle, format: format, context)
             }
+        }
+
+        /// The smallest thumbnail of the primary image `handle` that covers `minimumSize` and has the
+        /// primary image's shape (so it was coded the same way up: its `irot` is the primary's, as in
+        /// Apple's files); `nil` when there is none. iPhones store one of about 320 pixels: measured here on
+        /// a 12-megapixel HEIC with one, 10 ms of CPU against 1.2 s for the photo (libde265).
+        private static func coveringThumbnail(of handle: OpaquePointer, _ minimumSize: PixelSize) -> OpaquePointer? {
+            let count = Int(heif_image_handle_get_number_of_thumbnails(handle))
+            guard count > 0 else { return nil }
+            var ids = [heif_item_id](repeating: 0, count: count)
+            let listed = Int(heif_image_handle_get_list_of_thumbnail_IDs(handle, &ids, Int32(count)))
+            let primaryWidth = Double(heif_image_handle_get_ispe_width(handle))
+            let primaryHeight = Double(heif_image_handle_get_ispe_height(handle))
+            guard primaryWidth > 0, primaryHeight > 0 else { return nil }
+            var best: (handle: OpaquePointer, pixels: Int)?
+            for id in ids.prefix(max(0, min(listed, count))) {
+                var thumbnail: OpaquePointer?
+                guard heif_image_handle_get_thumbnail(handle, id, &thumbnail).code == heif_error_Ok, let thumbnail
+                else { continue }
+                let size = PixelSize(
+                    width: Int(heif_image_handle_get_ispe_width(thumbnail)),
+                    height: Int(heif_image_handle_get_ispe_height(thumbnail)))
+                let sameShape =
+                    size.width > 0 && size.height > 0
+                    && abs(Double(size.width) / Double(size.height) / (primaryWidth / primaryHeight) - 1) < 0.02
+                if sameShape, size.width >= minimumSize.width, size.height >= minimumSize.height,
+                    size.pixelCount < best?.pixels ?? .max
+                {
+                    if let previous = best?.handle { heif_image_handle_release(previous) }
+                    best = (thumbnail, size.pixelCount)
+                } else {
+                    heif_image_handle_release(thumbnail)
+                }
+            }
+            return best?.handle
+        }
+
+        /// Decodes the image `handle` in stored orientation (its transformations ignored) as straight RGBA.
+        private static func decodeImage(
+            _ handle: OpaquePointer, format: ImageFormat, _ context: ImageDecodingContext
+        ) throws(ImageDecodingError) -> Bitmap {
+            // The header's size can disagree with the file's; the decoded size is what gets allocated.
+            let stored = PixelSize(
+                width: Int(heif_image_handle_get_ispe_width(handle)),
+                height: Int(heif_image_handle_get_ispe_height(handle)))
+            try checkBudget(stored, format: format, context)
+            guard let options = heif_decoding_options_alloc() else {
+                throw ImageDecodingError(format: format, reason: .corrupt("out of memory"))
+            }
+            defer { heif_decoding_options_free(options) }
+            options.pointee.ignore_transformations = 1
+            options.pointee.convert_hdr_to_8bit = 1
+            options.pointee.strict_decoding = 1  // an error for damaged data, not a half-decoded image
+            var image: OpaquePointer?
+            try check(
+                heif_decode_image(handle, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, options),
+                format: format)
+            guard let image else { throw ImageDecodingError(format: format, reason: .corrupt("no image")) }
+            defer { heif_image_release(image) }
+            let size = PixelSize(
+                width: Int(heif_image_get_primary_width(image)), height: Int(heif_image_get_primary_height(image)))
+            var stride: Int32 = 0
+            guard size.width > 0, size.height > 0, size.pixelCount <= context.pixelBudget,
+                let plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride),
+                Int(stride) >= size.width * 4
+            else {
+                throw ImageDecodingError(format: format, reason: .corrupt("libheif gave no usable RGBA plane"))
+            }
+            let rowBytes = size.width * 4
+            let pixels = [UInt8](unsafeUninitializedCapacity: size.pixelCount * 4) { buffer, initialized in
+                for row in 0..<size.height {
+                    (buffer.baseAddress! + row * rowBytes).initialize(
+                        from: plane + row * Int(stride), count: rowBytes)
+                }
+                initialized = size.pixelCount * 4
+            }
+            if heif_image_handle_is_premultiplied_alpha(handle) != 0 {
+                return Bitmap(width: size.width, height: size.height, premultipliedPixels: pixels)
+            }
+            return Bitmap(width: size.width, height: size.height, pixels: pixels)
         }
 
         /// The raw ICC profile of the primary image of `data` (`prof` or `rICC` colour information);

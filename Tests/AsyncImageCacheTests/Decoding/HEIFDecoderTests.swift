@@ -71,6 +71,44 @@ struct HEIFDecoderTests {
         #expect(Self.psnr(upright, try Self.source().oriented(.right)) > 30)
     }
 
+    @Test func aThumbnailThatCoversTheSizeDecodesInsteadOfThePrimaryImage() throws {
+        let data = try Fixtures.data("heif", "thumbnail.heic")  // 96x64, with a 48x32 thumbnail
+        let header = try ImageHeader.parse(data)
+        func decoded(covering minimumSize: PixelSize?) throws -> Bitmap {
+            try decoder.decode(data, context: ImageDecodingContext(header: header, minimumSize: minimumSize))
+        }
+        let thumbnail = try decoded(covering: PixelSize(width: 40, height: 27))
+        #expect(thumbnail.pixelSize == PixelSize(width: 48, height: 32))
+        let psnr = Self.psnr(thumbnail, try Self.source().resized(to: thumbnail.pixelSize))
+        #expect(psnr > 25, "\(psnr) dB")
+        #expect(try decoded(covering: PixelSize(width: 48, height: 33)).pixelSize == PixelSize(width: 96, height: 64))
+        #expect(try decoded(covering: nil).pixelSize == PixelSize(width: 96, height: 64))
+        // A file without thumbnails decodes whole whatever the size.
+        let plain = try Fixtures.data("heif", "photo.heic")
+        let context = ImageDecodingContext(
+            header: try ImageHeader.parse(plain), minimumSize: PixelSize(width: 8, height: 6))
+        #expect(try decoder.decode(plain, context: context).pixelSize == PixelSize(width: 96, height: 64))
+    }
+
+    @Test func aRotatedFilesThumbnailComesOutUprightThroughTheStore() async throws {
+        // Stored 96x64 with a 48x32 thumbnail, both turned a quarter clockwise for display.
+        let data = try Fixtures.data("heif", "rotated-6-thumbnail.heic")
+        let stored = try decoder.decode(
+            data,
+            context: ImageDecodingContext(
+                header: try ImageHeader.parse(data), minimumSize: PixelSize(width: 30, height: 20)))
+        #expect(stored.pixelSize == PixelSize(width: 48, height: 32))
+        let folder = TemporaryDirectory("heif")
+        let file = folder.url.appendingPathComponent("rotated.heic")
+        try data.write(to: file)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        let upright = try await store.image(for: ImageRequest(url: file, targetWidth: 20))
+        #expect(upright.pixelSize == PixelSize(width: 20, height: 30))
+        let expected = try Self.source().oriented(.right).resized(to: upright.pixelSize)
+        let psnr = Self.psnr(upright, expected)
+        #expect(psnr > 25, "\(psnr) dB")
+    }
+
     @Test func aDisplayP3HEICIsConvertedToSRGBByTheStore() async throws {
         let tagged = try Fixtures.data("heif", "display-p3.heic")
         #expect(
