@@ -55,7 +55,7 @@ static void write_png(const char *folder, const char *name, const unsigned char 
 
 static void write_heif(const char *folder, const char *name, enum heif_compression_format format,
                        const unsigned char *rgba, int with_alpha, enum heif_orientation orientation,
-                       const unsigned char *icc, size_t icc_size, int thumbnail_size) {
+                       const unsigned char *icc, size_t icc_size, int thumbnail_size, int p3_nclx) {
     struct heif_image *image = NULL;
     enum heif_chroma chroma = with_alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB;
     check(heif_image_create(WIDTH, HEIGHT, heif_colorspace_RGB, chroma, &image), "create");
@@ -70,6 +70,16 @@ static void write_heif(const char *folder, const char *name, enum heif_compressi
     }
     if (icc != NULL) {
         check(heif_image_set_raw_color_profile(image, "prof", icc, icc_size), "profile");
+    }
+    if (p3_nclx) {
+        // Display P3 as AVIF encoders describe it: P3 primaries, sRGB's transfer, BT.601 matrix, full range.
+        struct heif_color_profile_nclx *nclx = heif_nclx_color_profile_alloc();
+        heif_nclx_color_profile_set_color_primaries(nclx, 12);
+        heif_nclx_color_profile_set_transfer_characteristics(nclx, 13);
+        heif_nclx_color_profile_set_matrix_coefficients(nclx, 6);
+        nclx->full_range_flag = 1;
+        check(heif_image_set_nclx_color_profile(image, nclx), "nclx");
+        heif_nclx_color_profile_free(nclx);
     }
     struct heif_context *context = heif_context_alloc();
     struct heif_encoder *encoder = NULL;
@@ -141,15 +151,16 @@ int main(int argc, char **argv) {
     draw(translucent, 1);
     write_png(folder, "source.png", opaque);
     write_png(folder, "source-alpha.png", translucent);
-    write_heif(folder, "photo.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, NULL, 0, 0);
-    write_heif(folder, "photo.avif", heif_compression_AV1, opaque, 0, heif_orientation_normal, NULL, 0, 0);
-    write_heif(folder, "alpha.avif", heif_compression_AV1, translucent, 1, heif_orientation_normal, NULL, 0, 0);
-    write_heif(folder, "rotated-6.heic", heif_compression_HEVC, opaque, 0, heif_orientation_rotate_90_cw, NULL, 0, 0);
+    write_heif(folder, "photo.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, NULL, 0, 0, 0);
+    write_heif(folder, "photo.avif", heif_compression_AV1, opaque, 0, heif_orientation_normal, NULL, 0, 0, 0);
+    write_heif(folder, "alpha.avif", heif_compression_AV1, translucent, 1, heif_orientation_normal, NULL, 0, 0, 0);
+    write_heif(folder, "rotated-6.heic", heif_compression_HEVC, opaque, 0, heif_orientation_rotate_90_cw, NULL, 0, 0, 0);
     fix_rotated_extent(folder, "rotated-6.heic");
-    write_heif(folder, "display-p3.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, icc, icc_size, 0);
-    write_heif(folder, "thumbnail.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, NULL, 0, 48);
+    write_heif(folder, "display-p3.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, icc, icc_size, 0, 0);
+    write_heif(folder, "display-p3-nclx.avif", heif_compression_AV1, opaque, 0, heif_orientation_normal, NULL, 0, 0, 1);
+    write_heif(folder, "thumbnail.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, NULL, 0, 48, 0);
     write_heif(folder, "rotated-6-thumbnail.heic", heif_compression_HEVC, opaque, 0, heif_orientation_rotate_90_cw,
-               NULL, 0, 48);
+               NULL, 0, 48, 0);
     fix_rotated_extent(folder, "rotated-6-thumbnail.heic");
     heif_deinit();
     return 0;

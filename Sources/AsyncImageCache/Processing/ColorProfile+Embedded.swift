@@ -6,9 +6,13 @@ import Foundation
 extension ColorProfile {
     /// The profile embedded in `data`, a file of `format`, when it is one this type reads: a JPEG's
     /// `ICC_PROFILE` APP2 segments (joined in their order), a PNG's `iCCP` chunk, a WebP's `ICCP` chunk,
-    /// a HEIF or AVIF primary image's `prof` or `rICC` colour information.
+    /// a HEIF or AVIF primary image's `prof` or `rICC` colour information (or, with no ICC profile, its
+    /// `nclx` colour description: see ``ImageDecoders/HEIF``).
     static func embedded(in data: Data, format: ImageFormat) -> ColorProfile? {
-        embeddedICCData(in: data, format: format).flatMap { ColorProfile(iccData: $0) }
+        #if canImport(CHEIF)
+        if format == .heif || format == .avif { return ImageDecoders.HEIF.colorProfile(in: data, format: format) }
+        #endif
+        return embeddedICCData(in: data, format: format).flatMap { ColorProfile(iccData: $0) }
     }
 
     /// The ICC bytes embedded in `data`; `nil` when there are none, or they are incomplete.

@@ -46,6 +46,41 @@ struct ColorProfile: Sendable {
         guard Self.matrix(colorants).inverted != nil else { return nil }
     }
 
+    /// A profile for primaries and a white point given as chromaticities (x, y), with `curve` for every
+    /// channel: what a HEIF's or AVIF's `nclx` colour description says. The colorants are adapted to
+    /// D50 with the Bradford transform, as profile makers do; `nil` for degenerate chromaticities.
+    init?(
+        red: (Double, Double), green: (Double, Double), blue: (Double, Double), white: (Double, Double),
+        curve: ToneCurve
+    ) {
+        func xyz(_ chromaticity: (Double, Double)) -> [Double]? {
+            let (x, y) = chromaticity
+            guard y > 0, x >= 0, x + y <= 1 else { return nil }
+            return [x / y, 1, (1 - x - y) / y]
+        }
+        guard let r = xyz(red), let g = xyz(green), let b = xyz(blue), let w = xyz(white),
+            let unscaled = Self.matrix([r, g, b]).inverted
+        else { return nil }
+        // Scale each primary so that the three add up to the white point.
+        let scales = (0..<3).map { row in (0..<3).reduce(0) { $0 + unscaled.rows[row][$1] * w[$1] } }
+        let bradford = Matrix3(rows: [
+            [0.8951, 0.2664, -0.1614], [-0.7502, 1.7135, 0.0367], [0.0389, -0.0685, 1.0296],
+        ])
+        func apply(_ matrix: Matrix3, _ vector: [Double]) -> [Double] {
+            (0..<3).map { row in (0..<3).reduce(0) { $0 + matrix.rows[row][$1] * vector[$1] } }
+        }
+        let (source, target) = (apply(bradford, w), apply(bradford, [0.9642, 1.0, 0.8249]))
+        guard source.allSatisfy({ $0 != 0 }), let inverseBradford = bradford.inverted else { return nil }
+        let diagonal = Matrix3(rows: (0..<3).map { i in (0..<3).map { i == $0 ? target[i] / source[i] : 0 } })
+        let adaptation = inverseBradford.multiplied(by: diagonal).multiplied(by: bradford)
+        let colorants = [r, g, b].enumerated().map { index, primary in
+            apply(adaptation, primary.map { $0 * scales[index] })
+        }
+        guard Self.matrix(colorants).inverted != nil, colorants.joined().allSatisfy(\.isFinite) else { return nil }
+        self.colorants = colorants
+        self.curves = [curve, curve, curve]
+    }
+
     /// sRGB's colorants in the D50 connection space, as the sRGB profile of IEC 61966-2-1 gives them.
     static let sRGBColorants: [[Double]] = [
         [0.436066, 0.222488, 0.013916], [0.385147, 0.716873, 0.097076], [0.143066, 0.060608, 0.714096],
@@ -88,6 +123,14 @@ struct ToneCurve: Sendable {
     }
 
     private let shape: Shape
+
+    private init(_ shape: Shape) { self.shape = shape }
+
+    /// A pure power.
+    static func gamma(_ gamma: Double) -> ToneCurve { ToneCurve(.gamma(gamma)) }
+
+    /// sRGB's curve, as ICC's parametric curve of type 3.
+    static let sRGB = ToneCurve(.parametric(type: 3, [2.4, 1 / 1.055, 0.055 / 1.055, 1 / 12.92, 0.04045]))
 
     /// Reads a `curv` or `para` element of `size` bytes at `offset`.
     init?(_ bytes: ICCBytes, at offset: Int, size: Int) {

@@ -127,6 +127,24 @@ struct HEIFDecoderTests {
         #expect(error <= 1)
     }
 
+    @Test func anAVIFWhoseColourDescriptionSaysDisplayP3IsConvertedAndAnUnspecifiedOneIsNot() async throws {
+        let tagged = try Fixtures.data("heif", "display-p3-nclx.avif")
+        let profile = try #require(ColorProfile.embedded(in: tagged, format: .avif))
+        #expect(!profile.isSRGB)
+        // photo.avif says "unspecified" for primaries and transfer, as encoders write for sRGB.
+        #expect(ColorProfile.embedded(in: try Fixtures.data("heif", "photo.avif"), format: .avif) == nil)
+        let folder = TemporaryDirectory("heif")
+        try tagged.write(to: folder.url.appendingPathComponent("p3.avif"))
+        try Fixtures.data("heif", "photo.avif").write(to: folder.url.appendingPathComponent("plain.avif"))
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        let p3 = try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent("p3.avif")))
+        let plain = try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent("plain.avif")))
+        #expect(p3 != plain)
+        let error = ColorProfileTests.largestError(
+            p3, from: plain, decode: ColorProfileTests.srgbDecode, matrix: ColorProfileTests.displayP3ToSRGB)
+        #expect(error <= 1)
+    }
+
     @Test(arguments: ["photo.heic", "photo.avif", "alpha.avif"])
     func everyPrefixOfAFileThrowsATypedError(name: String) throws {
         let data = try Fixtures.data("heif", name)

@@ -54,7 +54,8 @@ struct ColorProfileTests {
     @Test func aProfileMadeFromSRGBsPrimariesIsSRGBAndChangesNothing() throws {
         let profile = try #require(ColorProfile(iccData: SyntheticICC.profile(.sRGB, curve: .sRGB)))
         #expect(profile.isSRGB)
-        // The test's own Bradford adaptation lands on the colorants of IEC 61966-2-1's profile.
+        // The Bradford adaptation the test profiles are written with (ColorProfile's chromaticity
+        // initializer) lands on the colorants of IEC 61966-2-1's profile.
         for (made, standard) in zip(profile.colorants, ColorProfile.sRGBColorants) {
             for (a, b) in zip(made, standard) { #expect(abs(a - b) < 0.0005) }
         }
@@ -75,6 +76,26 @@ struct ColorProfileTests {
                 <= 1)
         // Read as sRGB, P3's pure green would be about 23 levels too dull in green's neighbours; it is changed.
         #expect(converted.pixels != Self.swatches.pixels)
+    }
+
+    @Test func aProfileFromChromaticitiesConvertsAsThePublishedMatrixSays() throws {
+        // What a HEIF's or AVIF's nclx colour description gives: primaries, white point, one curve.
+        let p3 = try #require(
+            ColorProfile(
+                red: (0.68, 0.32), green: (0.265, 0.69), blue: (0.15, 0.06), white: (0.3127, 0.3290), curve: .sRGB))
+        let converted = Self.swatches.convertedToSRGB(from: p3)
+        #expect(
+            Self.largestError(converted, from: Self.swatches, decode: Self.srgbDecode, matrix: Self.displayP3ToSRGB)
+                <= 1)
+        let srgb = try #require(
+            ColorProfile(
+                red: (0.64, 0.33), green: (0.30, 0.60), blue: (0.15, 0.06), white: (0.3127, 0.3290), curve: .sRGB))
+        #expect(srgb.isSRGB)
+        // Unspecified primaries come from libheif as zeros; collinear ones span no gamut.
+        #expect(ColorProfile(red: (0, 0), green: (0, 0), blue: (0, 0), white: (0, 0), curve: .sRGB) == nil)
+        #expect(
+            ColorProfile(red: (0.2, 0.2), green: (0.3, 0.3), blue: (0.4, 0.4), white: (0.3127, 0.3290), curve: .sRGB)
+                == nil)
     }
 
     @Test func adobeRGBColoursWithAGammaCurveBecomeWhatThePublishedMatrixGives() throws {

@@ -68,29 +68,15 @@ enum SyntheticICC {
     /// The profile of `primaries` with a tone curve, ready to embed.
     static func displayP3() -> Data { profile(.displayP3, curve: .sRGB) }
 
-    /// Linear RGB to XYZ for `primaries`, adapted to D50 with the Bradford transform; the columns.
+    /// Linear RGB to XYZ for `primaries`, adapted to D50 with the Bradford transform; the columns. For
+    /// degenerate primaries (no profile), the three unadapted and unscaled, to write a profile that must fail.
     static func d50Colorants(_ primaries: Primaries) -> [[Double]] {
-        func xyz(_ chromaticity: (Double, Double)) -> [Double] {
-            let (x, y) = chromaticity
-            return [x / y, 1, (1 - x - y) / y]
+        if let profile = ColorProfile(
+            red: primaries.red, green: primaries.green, blue: primaries.blue, white: primaries.white, curve: .sRGB)
+        {
+            return profile.colorants
         }
-        let columns = [primaries.red, primaries.green, primaries.blue].map(xyz)
-        let white = xyz(primaries.white)
-        let matrix = Matrix3(rows: (0..<3).map { row in columns.map { $0[row] } })
-        let scales = matrix.inverted!.multiplied(by: Matrix3(rows: white.map { [$0, 0, 0] })).rows.map { $0[0] }
-        let bradford = Matrix3(rows: [
-            [0.8951, 0.2664, -0.1614], [-0.7502, 1.7135, 0.0367], [0.0389, -0.0685, 1.0296],
-        ])
-        func cone(_ xyz: [Double]) -> [Double] {
-            bradford.multiplied(by: Matrix3(rows: xyz.map { [$0, 0, 0] })).rows.map { $0[0] }
-        }
-        let (source, target) = (cone(white), cone([0.9642, 1.0, 0.8249]))
-        let diagonal = Matrix3(rows: (0..<3).map { i in (0..<3).map { i == $0 ? target[i] / source[i] : 0 } })
-        let adaptation = bradford.inverted!.multiplied(by: diagonal).multiplied(by: bradford)
-        return columns.indices.map { index in
-            let scaled = columns[index].map { $0 * scales[index] }
-            return adaptation.multiplied(by: Matrix3(rows: scaled.map { [$0, 0, 0] })).rows.map { $0[0] }
-        }
+        return [primaries.red, primaries.green, primaries.blue].map { [$0.0, $0.1, 1 - $0.0 - $0.1] }
     }
 
     static func fixed(_ value: Double) -> Int { Int(UInt32(bitPattern: Int32((value * 65536).rounded()))) }
