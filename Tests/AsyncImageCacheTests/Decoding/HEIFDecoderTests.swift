@@ -115,15 +115,22 @@ struct HEIFDecoderTests {
             ColorProfile.embeddedICCData(in: tagged, format: .heif)
                 == (try Fixtures.data("icc", "display-p3-parametric.icc")))
         #expect(ColorProfile.embeddedICCData(in: try Fixtures.data("heif", "photo.heic"), format: .heif) == nil)
+        try await Self.expectConvertedFromDisplayP3("display-p3.heic", plain: "photo.heic")
+    }
+
+    /// Loads the fixtures `tagged` and `plain` (the same picture, the first described as Display P3)
+    /// through a store and expects the first to be the second converted from Display P3, within a level.
+    static func expectConvertedFromDisplayP3(_ tagged: String, plain: String) async throws {
         let folder = TemporaryDirectory("heif")
-        try tagged.write(to: folder.url.appendingPathComponent("p3.heic"))
-        try Fixtures.data("heif", "photo.heic").write(to: folder.url.appendingPathComponent("plain.heic"))
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
-        let p3 = try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent("p3.heic")))
-        let plain = try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent("plain.heic")))
-        #expect(p3 != plain)
+        var images: [Bitmap] = []
+        for name in [tagged, plain] {
+            try Fixtures.data("heif", name).write(to: folder.url.appendingPathComponent(name))
+            images.append(try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent(name))))
+        }
+        #expect(images[0] != images[1])
         let error = ColorProfileTests.largestError(
-            p3, from: plain, decode: ColorProfileTests.srgbDecode, matrix: ColorProfileTests.displayP3ToSRGB)
+            images[0], from: images[1], decode: ColorProfileTests.srgbDecode, matrix: ColorProfileTests.displayP3ToSRGB)
         #expect(error <= 1)
     }
 
@@ -133,16 +140,7 @@ struct HEIFDecoderTests {
         #expect(!profile.isSRGB)
         // photo.avif says "unspecified" for primaries and transfer, as encoders write for sRGB.
         #expect(ColorProfile.embedded(in: try Fixtures.data("heif", "photo.avif"), format: .avif) == nil)
-        let folder = TemporaryDirectory("heif")
-        try tagged.write(to: folder.url.appendingPathComponent("p3.avif"))
-        try Fixtures.data("heif", "photo.avif").write(to: folder.url.appendingPathComponent("plain.avif"))
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
-        let p3 = try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent("p3.avif")))
-        let plain = try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent("plain.avif")))
-        #expect(p3 != plain)
-        let error = ColorProfileTests.largestError(
-            p3, from: plain, decode: ColorProfileTests.srgbDecode, matrix: ColorProfileTests.displayP3ToSRGB)
-        #expect(error <= 1)
+        try await Self.expectConvertedFromDisplayP3("display-p3-nclx.avif", plain: "photo.avif")
     }
 
     @Test(arguments: ["photo.heic", "photo.avif", "alpha.avif"])
