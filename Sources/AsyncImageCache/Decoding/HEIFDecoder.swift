@@ -10,9 +10,15 @@ extension ImageDecoders {
     /// bits. Neither codec has a reduced-size decode, but a file may carry thumbnails of its primary
     /// image (an iPhone's HEIC has one of about 320 pixels): the smallest that covers
     /// `context.minimumSize`, of the same shape, decodes instead. Otherwise the bitmap is the full stored
-    /// size and the caller resizes; the pixel budget is checked on the header's size before anything decodes.
+    /// size and the caller resizes.
+    ///
     /// The result is in stored orientation, as from every decoder: the file's `irot` and `imir`, which
-    /// the header reads as an EXIF orientation, are left to the store, like the clean-aperture crop.
+    /// the header reads as an EXIF orientation, are left to the store. A clean-aperture crop (`clap`) is
+    /// not applied yet: such a file comes out at its coded size, edges included.
+    ///
+    /// The pixel budget is checked on the size the file declares (`ispe`) before decoding, and on the
+    /// decoded size after; a file whose coded image is larger than it declares is refused only after
+    /// libheif has decoded it.
     ///
     /// ```swift
     /// let bitmap = try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
@@ -107,8 +113,10 @@ extension ImageDecoders {
             defer { heif_image_release(image) }
             let size = PixelSize(
                 width: Int(heif_image_get_primary_width(image)), height: Int(heif_image_get_primary_height(image)))
+            // A coded image larger than its declared size (ispe) is only seen here, after libheif made it.
+            try checkBudget(size, format: format, context)
             var stride: Int32 = 0
-            guard size.width > 0, size.height > 0, size.pixelCount <= context.pixelBudget,
+            guard size.width > 0, size.height > 0,
                 let plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride),
                 Int(stride) >= size.width * 4
             else {
@@ -138,7 +146,7 @@ extension ImageDecoders {
                         return nil
                     }
                     let size = heif_image_handle_get_raw_color_profile_size(handle)
-                    guard size > 0 else { return nil }
+                    guard size > 0, size <= ColorProfile.largestProfile else { return nil }
                     var profile = Data(count: size)
                     let error = profile.withUnsafeMutableBytes {
                         heif_image_handle_get_raw_color_profile(handle, $0.baseAddress)

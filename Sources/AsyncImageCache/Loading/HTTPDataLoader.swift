@@ -33,8 +33,9 @@ public final class HTTPDataLoader: DataLoading {
     public static let acceptHeader = "image/avif,image/heic,image/webp,image/jpeg,image/png,image/gif,*/*;q=0.8"
     #else
     /// The `Accept` header of every request: WebP, JPEG, PNG and GIF, then anything else at a lower
-    /// quality (a server with nothing better still answers). AVIF and HEIF decode too, but only at
-    /// full size, where a JPEG decodes at a fraction of it: a CDN is not asked for them.
+    /// quality (a server with nothing better still answers). AVIF and HEIF decode too, but at full size
+    /// unless the file carries a thumbnail that covers the size, where a JPEG decodes at a fraction of
+    /// it: a CDN is not asked for them.
     public static let acceptHeader = "image/webp,image/jpeg,image/png,image/gif,*/*;q=0.8"
     #endif
 

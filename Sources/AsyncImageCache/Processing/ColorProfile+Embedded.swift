@@ -63,6 +63,8 @@ extension ColorProfile {
                 }
                 expected = count
                 chunks[number] = payload.dropFirst(tag.count + 2)
+                // Stop gathering past the size a profile is parsed at.
+                if chunks.values.reduce(0, { $0 + $1.count }) > largestProfile { return nil }
             }
             offset = end
         }
@@ -79,7 +81,9 @@ extension ColorProfile {
             let size = (0..<4).reduce(0) { $0 | Int(bytes[offset + 4 + $1]) << (8 * $1) }
             let end = offset + 8 + size
             guard end <= bytes.count else { return nil }
-            if bytes[offset..<(offset + 4)].elementsEqual("ICCP".utf8) { return Data(bytes[(offset + 8)..<end]) }
+            if bytes[offset..<(offset + 4)].elementsEqual("ICCP".utf8) {
+                return size <= largestProfile ? Data(bytes[(offset + 8)..<end]) : nil
+            }
             offset = end + (size & 1)  // chunks are padded to an even size
         }
         return nil

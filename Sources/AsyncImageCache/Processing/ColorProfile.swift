@@ -19,6 +19,8 @@ struct ColorProfile: Sendable {
 
     /// Parses `iccData`; `nil` unless it is a well-formed RGB profile with matrix colorants and tone curves.
     init?(iccData: Data) {
+        // A matrix-and-curves profile takes kilobytes; a larger one is not parsed on every render.
+        guard iccData.count <= Self.largestProfile else { return nil }
         let bytes = ICCBytes([UInt8](iccData))
         guard bytes.count >= 132, let declared = bytes.uint32(at: 0), Int(declared) <= bytes.count,
             bytes.signature(at: 16) == "RGB ", bytes.signature(at: 20) == "XYZ ", bytes.signature(at: 36) == "acsp",
@@ -34,10 +36,13 @@ struct ColorProfile: Sendable {
         }
         var colorants: [[Double]] = []
         var curves: [ToneCurve] = []
+        var curvesByOffset: [Int: ToneCurve] = [:]  // the three channels often share one element
         for channel in ["r", "g", "b"] {
             guard let colorant = tags[channel + "XYZ"].flatMap({ bytes.xyz(at: $0.offset, size: $0.size) }),
-                let curve = tags[channel + "TRC"].flatMap({ ToneCurve(bytes, at: $0.offset, size: $0.size) })
+                let element = tags[channel + "TRC"],
+                let curve = curvesByOffset[element.offset] ?? ToneCurve(bytes, at: element.offset, size: element.size)
             else { return nil }
+            curvesByOffset[element.offset] = curve
             colorants.append(colorant)
             curves.append(curve)
         }
@@ -81,6 +86,10 @@ struct ColorProfile: Sendable {
         self.curves = [curve, curve, curve]
     }
 
+    /// The largest ICC profile parsed, 1 MiB: the matrix-and-curves kind takes a few kilobytes (its longest
+    /// curves, 4,096 entries, 8 KB each), and a profile is read again for every render.
+    static let largestProfile = 1 << 20
+
     /// sRGB's colorants in the D50 connection space, as the sRGB profile of IEC 61966-2-1 gives them.
     static let sRGBColorants: [[Double]] = [
         [0.436066, 0.222488, 0.013916], [0.385147, 0.716873, 0.097076], [0.143066, 0.060608, 0.714096],
@@ -96,8 +105,9 @@ struct ColorProfile: Sendable {
         Self.matrix(Self.sRGBColorants).inverted!.multiplied(by: Self.matrix(colorants))
     }
 
-    /// Whether converting would change no 8-bit sample by a level: sRGB's colorants and tone curve,
-    /// give or take the rounding of the profile's fixed-point numbers.
+    /// Whether the profile is sRGB's, give or take the rounding of its fixed-point numbers, so that
+    /// converting is skipped: its matrix into sRGB is the identity within 0.002 (half a level at white),
+    /// and each curve, re-encoded with sRGB's, moves no 8-bit level by more than one.
     var isSRGB: Bool {
         let matrix = toLinearSRGB
         for row in 0..<3 {
@@ -107,7 +117,8 @@ struct ColorProfile: Sendable {
         }
         return curves.allSatisfy { curve in
             (0...255).allSatisfy { level in
-                abs(curve.linear(Double(level) / 255) - SRGBCurve.linear(Double(level) / 255)) < 0.0005
+                let reencoded = (SRGBCurve.encoded(curve.linear(Double(level) / 255)) * 255).rounded()
+                return abs(reencoded - Double(level)) <= 1
             }
         }
     }
@@ -137,7 +148,9 @@ struct ToneCurve: Sendable {
         guard size >= 12, bytes.contains(offset, length: size) else { return nil }
         switch bytes.signature(at: offset) {
         case "curv":
-            guard let count = bytes.uint32(at: offset + 8), Int(count) <= (size - 12) / 2 else { return nil }
+            guard let count = bytes.uint32(at: offset + 8), Int(count) <= (size - 12) / 2, count <= 65_536 else {
+                return nil
+            }
             if count == 0 {
                 shape = .gamma(1)
             } else if count == 1 {

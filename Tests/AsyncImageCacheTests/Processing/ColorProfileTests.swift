@@ -123,6 +123,49 @@ struct ColorProfileTests {
         }
     }
 
+    /// ICC.1's parametric curves, written out here from the specification's table, for each type with
+    /// parameters that exercise both branches.
+    static let parametricCurves: [(type: Int, parameters: [Double], formula: @Sendable (Double) -> Double)] = [
+        (0, [2.2], { pow($0, 2.2) }),
+        (1, [2.0, 1.25, -0.25], { $0 >= 0.2 ? pow(1.25 * $0 - 0.25, 2.0) : 0 }),
+        (2, [1.8, 1.1, -0.1, 0.05], { $0 >= 0.1 / 1.1 ? pow(1.1 * $0 - 0.1, 1.8) + 0.05 : 0.05 }),
+        (
+            3, [2.4, 1 / 1.055, 0.055 / 1.055, 1 / 12.92, 0.04045],
+            { $0 >= 0.04045 ? pow(($0 + 0.055) / 1.055, 2.4) : $0 / 12.92 }
+        ),
+        (4, [2.0, 0.9, 0.1, 0.5, 0.2, 0.02, 0.01], { $0 >= 0.2 ? pow(0.9 * $0 + 0.1, 2.0) + 0.02 : 0.5 * $0 + 0.01 }),
+    ]
+
+    @Test(arguments: 0..<5)
+    func everyParametricCurveTypeFollowsTheSpecification(index: Int) throws {
+        let (type, parameters, formula) = Self.parametricCurves[index]
+        let data = SyntheticICC.profile(.displayP3, curve: .parametric(type: type, parameters))
+        let curve = try #require(ColorProfile(iccData: data)).curves[0]
+        for step in 0...100 {
+            let x = Double(step) / 100
+            // The parameters are stored as 15.16 fixed point, good to about 1e-5.
+            #expect(abs(curve.linear(x) - min(max(formula(x), 0), 1)) < 0.0005, "type \(type) at \(x)")
+        }
+    }
+
+    @Test func aCurveWithNoEntriesIsTheIdentity() throws {
+        let curve = try #require(ColorProfile(iccData: SyntheticICC.profile(.displayP3, curve: .table([])))).curves[0]
+        for step in 0...10 { #expect(curve.linear(Double(step) / 10) == Double(step) / 10) }
+    }
+
+    @Test func oversizedProfilesAndCurvesAreRefusedBeforeTheyCostMemory() throws {
+        // 70,000 curve entries (the longest real ones have 4,096), and a profile past 1 MiB.
+        let longCurve = SyntheticICC.profile(.displayP3, curve: .table([UInt16](repeating: 1000, count: 70_000)))
+        #expect(ColorProfile(iccData: longCurve) == nil)
+        var padded = SyntheticICC.displayP3()
+        padded.append(Data(count: ColorProfile.largestProfile))
+        #expect(ColorProfile(iccData: padded) == nil)
+        // A JPEG whose APP2 segments add up past the limit has no profile: they are not even joined.
+        let jpeg = SyntheticICC.embedding(padded, inJPEG: try SampleImages.jpeg(width: 20, height: 10))
+        #expect(ColorProfile.embeddedICCData(in: jpeg, format: .jpeg) == nil)
+        #expect(try ImageDecoders.Default().decode(jpeg, context: decodingContext(.jpeg)).width == 20)
+    }
+
     @Test func damagedOrOtherProfilesAreRefusedNotTrusted() {
         let valid = [UInt8](SyntheticICC.displayP3())
         #expect(ColorProfile(iccData: Data(valid)) != nil)

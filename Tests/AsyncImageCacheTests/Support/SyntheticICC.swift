@@ -10,8 +10,10 @@ enum SyntheticICC {
         case gamma(Double)
         /// `para` type 3 with sRGB's parameters (what Display P3 profiles carry).
         case sRGB
-        /// `curv` with a table of 16-bit entries.
+        /// `curv` with a table of 16-bit entries (none: the identity).
         case table([UInt16])
+        /// `para` of `type` (0 to 4) with its parameters g, a, b, c, d, e, f as the type takes them.
+        case parametric(type: Int, [Double])
     }
 
     /// Chromaticities (x, y) of the red, green and blue primaries and of the white point.
@@ -102,14 +104,18 @@ enum SyntheticICC {
                 element.uint32(0, bigEndian: true)
                 element.uint32(entries.count, bigEndian: true)
                 for entry in entries { element.uint16(Int(entry), bigEndian: true) }
-            case .sRGB:
+            case .sRGB, .parametric:
+                let (type, parameters) =
+                    if case .parametric(let type, let parameters) = curve {
+                        (type, parameters)
+                    } else {
+                        (3, [2.4, 1 / 1.055, 0.055 / 1.055, 1 / 12.92, 0.04045])
+                    }
                 element.ascii("para")
                 element.uint32(0, bigEndian: true)
-                element.uint16(3, bigEndian: true)
+                element.uint16(type, bigEndian: true)
                 element.uint16(0, bigEndian: true)
-                for parameter in [2.4, 1 / 1.055, 0.055 / 1.055, 1 / 12.92, 0.04045] {
-                    element.uint32(fixed(parameter), bigEndian: true)
-                }
+                for parameter in parameters { element.uint32(fixed(parameter), bigEndian: true) }
             }
         }
     }
