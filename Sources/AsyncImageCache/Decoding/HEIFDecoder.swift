@@ -16,9 +16,10 @@ extension ImageDecoders {
     /// the header reads as an EXIF orientation, are left to the store. A clean-aperture crop (`clap`) is
     /// not applied yet: such a file comes out at its coded size, edges included.
     ///
-    /// The pixel budget is checked on the size the file declares (`ispe`) before decoding, and on the
-    /// decoded size after; a file whose coded image is larger than it declares is refused only after
-    /// libheif has decoded it.
+    /// The pixel budget is checked before decoding on the size the file declares (`ispe`) and on the
+    /// sizes its codec streams code (HEVC parameter sets, AV1 sequence headers: see `HEIFCodedSize`),
+    /// which libheif allocates whatever the file declares, and on the decoded size after. A grid's own
+    /// output size is not read before decoding.
     ///
     /// ```swift
     /// let bitmap = try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
@@ -36,6 +37,8 @@ extension ImageDecoders {
             let format: ImageFormat = context.header.format == .avif ? .avif : .heif
             guard !data.isEmpty else { throw ImageDecodingError(format: format, reason: .truncated) }
             try Self.checkBudget(context.header.storedSize, format: format, context)
+            // What the codec streams say they code, which libheif allocates whatever the file declares.
+            if let coded = HEIFCodedSize.largest(in: data) { try Self.checkBudget(coded, format: format, context) }
             return try data.withUnsafeBytes { bytes in
                 Result { () throws(ImageDecodingError) in try Self.decode(bytes, format: format, context) }
             }.get()

@@ -164,6 +164,53 @@ struct HEIFDecoderTests {
         #expect(error == ImageDecodingError(format: .avif, reason: .pixelBudgetExceeded(pixels: 96 * 64, budget: 1000)))
     }
 
+    @Test(arguments: [
+        "photo.heic", "photo.avif", "alpha.avif", "rotated-6.heic", "display-p3.heic", "display-p3-nclx.avif",
+        "thumbnail.heic", "rotated-6-thumbnail.heic",
+    ])
+    func theCodedSizeIsReadFromTheCodecStreamWithoutDecoding(name: String) throws {
+        // HEVC from the sequence parameter set in hvcC (the thumbnail's grid tiles are 64x64, smaller);
+        // AV1 from the sequence header at the start of the item's data (libheif writes none in av1C).
+        let coded = try #require(HEIFCodedSize.largest(in: try Fixtures.data("heif", name)))
+        #expect(coded == PixelSize(width: 96, height: 64))
+    }
+
+    @Test(arguments: ["declares-64-codes-4096.heic", "declares-64-codes-4096.avif"])
+    func aFileThatCodesMoreThanItDeclaresIsRefusedBeforeDecoding(name: String) throws {
+        let data = try Fixtures.data("heif", name)
+        let header = try ImageHeader.parse(data)
+        #expect(header.storedSize == PixelSize(width: 64, height: 64))
+        #expect(HEIFCodedSize.largest(in: data) == PixelSize(width: 4096, height: 4096))
+        let error = decodingError { () throws(ImageDecodingError) in
+            try decoder.decode(data, context: ImageDecodingContext(header: header, pixelBudget: 1_000_000))
+        }
+        #expect(
+            error
+                == ImageDecodingError(
+                    format: header.format, reason: .pixelBudgetExceeded(pixels: 4096 * 4096, budget: 1_000_000)))
+        // Within the budget it decodes, at the coded size.
+        #expect(
+            try decoder.decode(data, context: ImageDecodingContext(header: header)).pixelSize
+                == PixelSize(width: 4096, height: 4096))
+    }
+
+    @Test func damagedCodecStreamsGiveNoCodedSizeRatherThanAWrongOne() throws {
+        let data = [UInt8](try Fixtures.data("heif", "photo.heic"))
+        var generator = SeededGenerator(seed: 9)
+        for _ in 0..<300 {
+            var damaged = data
+            for _ in 0..<4 {
+                damaged[Int.random(in: 0..<data.count, using: &generator)] = UInt8.random(
+                    in: 0...255, using: &generator)
+            }
+            for length in [damaged.count, damaged.count / 2, 40] {
+                if let size = HEIFCodedSize.largest(in: Data(damaged.prefix(length))) {
+                    #expect(size.width > 0 && size.height > 0)
+                }
+            }
+        }
+    }
+
     @Test func randomBytesAfterAnAVIFHeaderThrowATypedError() throws {
         let data = [UInt8](try Fixtures.data("heif", "photo.avif"))
         var generator = SeededGenerator(seed: 5)
