@@ -188,6 +188,12 @@ struct HEIFDecoderTests {
             error
                 == ImageDecodingError(
                     format: header.format, reason: .pixelBudgetExceeded(pixels: 4096 * 4096, budget: 1_000_000)))
+        // Refused before libheif runs: with the image data cut short, libheif would say truncated.
+        let cut = data.prefix(data.count - 40)
+        let cutError = decodingError { () throws(ImageDecodingError) in
+            try decoder.decode(cut, context: ImageDecodingContext(header: header, pixelBudget: 1_000_000))
+        }
+        #expect(cutError?.reason == .pixelBudgetExceeded(pixels: 4096 * 4096, budget: 1_000_000))
         // Within the budget it decodes, at the coded size.
         #expect(
             try decoder.decode(data, context: ImageDecodingContext(header: header)).pixelSize
