@@ -59,14 +59,10 @@ struct HEIFDecoderTests {
         let stored = try decoder.decode(data, context: ImageDecodingContext(header: header))
         #expect(stored.pixelSize == header.storedSize)
         #expect(Self.psnr(stored, try Self.source()) > 30)
-        let folder = TemporaryDirectory("heif")
-        let file = folder.url.appendingPathComponent("rotated.heic")
-        try data.write(to: file)
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         // The small one first: once the full size is cached, it would serve the small request too.
-        let small = try await store.image(for: ImageRequest(url: file, targetWidth: 32))
+        let images = try await Self.loadedThroughAStore("rotated-6.heic", widths: [32, nil])
+        let (small, upright) = (images[0], images[1])
         #expect(small.pixelSize == PixelSize(width: 32, height: 48))
-        let upright = try await store.image(for: ImageRequest(url: file))
         #expect(upright.pixelSize == PixelSize(width: 64, height: 96))
         #expect(Self.psnr(upright, try Self.source().oriented(.right)) > 30)
     }
@@ -98,11 +94,7 @@ struct HEIFDecoderTests {
             context: ImageDecodingContext(
                 header: try ImageHeader.parse(data), minimumSize: PixelSize(width: 30, height: 20)))
         #expect(stored.pixelSize == PixelSize(width: 48, height: 32))
-        let folder = TemporaryDirectory("heif")
-        let file = folder.url.appendingPathComponent("rotated.heic")
-        try data.write(to: file)
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
-        let upright = try await store.image(for: ImageRequest(url: file, targetWidth: 20))
+        let upright = try await Self.loadedThroughAStore("rotated-6-thumbnail.heic", widths: [20])[0]
         #expect(upright.pixelSize == PixelSize(width: 20, height: 30))
         let expected = try Self.source().oriented(.right).resized(to: upright.pixelSize)
         let psnr = Self.psnr(upright, expected)
@@ -116,6 +108,17 @@ struct HEIFDecoderTests {
                 == (try Fixtures.data("icc", "display-p3-parametric.icc")))
         #expect(ColorProfile.embeddedICCData(in: try Fixtures.data("heif", "photo.heic"), format: .heif) == nil)
         try await Self.expectConvertedFromDisplayP3("display-p3.heic", plain: "photo.heic")
+    }
+
+    /// The fixture `name` loaded through a fresh store at each width in turn (`nil`: the full size).
+    static func loadedThroughAStore(_ name: String, widths: [CGFloat?]) async throws -> [Bitmap] {
+        let folder = TemporaryDirectory("heif")
+        let file = folder.url.appendingPathComponent(name)
+        try Fixtures.data("heif", name).write(to: file)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        var images: [Bitmap] = []
+        for width in widths { images.append(try await store.image(for: ImageRequest(url: file, targetWidth: width))) }
+        return images
     }
 
     /// Loads the fixtures `tagged` and `plain` (the same picture, the first described as Display P3)
@@ -201,16 +204,10 @@ struct HEIFDecoderTests {
     }
 
     @Test func damagedCodecStreamsGiveNoCodedSizeRatherThanAWrongOne() throws {
-        let data = [UInt8](try Fixtures.data("heif", "photo.heic"))
         var generator = SeededGenerator(seed: 9)
-        for _ in 0..<300 {
-            var damaged = data
-            for _ in 0..<4 {
-                damaged[Int.random(in: 0..<data.count, using: &generator)] = UInt8.random(
-                    in: 0...255, using: &generator)
-            }
+        for damaged in generator.mutations(of: try Fixtures.data("heif", "photo.heic"), count: 300, from: 0) {
             for length in [damaged.count, damaged.count / 2, 40] {
-                if let size = HEIFCodedSize.largest(in: Data(damaged.prefix(length))) {
+                if let size = HEIFCodedSize.largest(in: damaged.prefix(length)) {
                     #expect(size.width > 0 && size.height > 0)
                 }
             }
@@ -218,17 +215,11 @@ struct HEIFDecoderTests {
     }
 
     @Test func randomBytesAfterAnAVIFHeaderThrowATypedError() throws {
-        let data = [UInt8](try Fixtures.data("heif", "photo.avif"))
         var generator = SeededGenerator(seed: 5)
-        for _ in 0..<100 {
-            var damaged = data
-            for _ in 0..<8 {
-                damaged[Int.random(in: 40..<data.count, using: &generator)] = UInt8.random(
-                    in: 0...255, using: &generator)
-            }
+        for damaged in generator.mutations(of: try Fixtures.data("heif", "photo.avif"), count: 100, from: 40) {
             // Damage may land where nothing checks it; what must never happen is a crash or a wrong size.
             do {
-                let bitmap = try decoder.decode(Data(damaged), context: decodingContext(.avif))
+                let bitmap = try decoder.decode(damaged, context: decodingContext(.avif))
                 #expect(bitmap.pixelSize.pixelCount <= 96 * 64 * 4)
             } catch {
                 #expect(error.format == .avif)
