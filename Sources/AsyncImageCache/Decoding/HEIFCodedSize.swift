@@ -2,8 +2,8 @@ import Foundation
 
 /// The sizes a HEIF or AVIF file's codec streams say they code, read without decoding: the
 /// `pic_width_in_luma_samples` and `pic_height_in_luma_samples` of every HEVC sequence parameter set
-/// in an `hvcC` property, and the largest frame of every AV1 sequence header in an `av1C` property or
-/// at the start of an `av01` item's data.
+/// in an `hvcC` property, the largest frame of every AV1 sequence header in an `av1C` property or at
+/// the start of an `av01` item's data, and the output size of every `grid` item.
 ///
 /// The `ispe` property a decoder checks is only what the file declares; a coded picture larger than
 /// that is allocated in full by the codec before anyone sees its size (a 488-byte AVIF declaring
@@ -26,7 +26,7 @@ enum HEIFCodedSize {
             default: break
             }
         }
-        sizes += av1ItemSizes(bytes)
+        sizes += itemSizes(bytes)
         return sizes.max { $0.pixelCount < $1.pixelCount }
     }
 
@@ -158,8 +158,10 @@ enum HEIFCodedSize {
         return PixelSize(width: width + 1, height: height + 1)
     }
 
-    /// The sequence headers at the start of every `av01` item's data, found through `iinf` and `iloc`.
-    private static func av1ItemSizes(_ bytes: [UInt8]) -> [PixelSize] {
+    /// The sizes items' own data give, found through `iinf` and `iloc`: the sequence header at the start
+    /// of every `av01` item, and the output size of every `grid` item (the canvas libheif allocates for
+    /// the tiles, ISO/IEC 23008-12 6.6.2.3).
+    private static func itemSizes(_ bytes: [UInt8]) -> [PixelSize] {
         guard let iinf = BoxPath.find(["meta", "iinf"], in: bytes),
             let iloc = BoxPath.find(["meta", "iloc"], in: bytes)
         else { return [] }
@@ -168,28 +170,41 @@ enum HEIFCodedSize {
         let version = bytes[iinf.content.lowerBound]
         let entriesStart = iinf.content.lowerBound + 4 + (version == 0 ? 2 : 4)
         guard entriesStart <= iinf.content.upperBound else { return [] }
-        var av1Items: Set<Int> = []
+        var types: [Int: String] = [:]
         for infe in BoxPath.children(of: entriesStart..<iinf.content.upperBound, in: bytes) where infe.type == "infe" {
             let start = infe.content.lowerBound
             guard infe.content.count >= 12, bytes[start] >= 2 else { continue }
-            let wide = bytes[start] >= 3
-            let idLength = wide ? 4 : 2
+            let idLength = bytes[start] >= 3 ? 4 : 2
             let id = bytes[(start + 4)..<(start + 4 + idLength)].reduce(0) { $0 << 8 | Int($1) }
             let typeOffset = start + 4 + idLength + 2
             guard typeOffset + 4 <= infe.content.upperBound else { continue }
-            if String(decoding: bytes[typeOffset..<(typeOffset + 4)], as: UTF8.self) == "av01" { av1Items.insert(id) }
+            types[id] = String(decoding: bytes[typeOffset..<(typeOffset + 4)], as: UTF8.self)
         }
-        guard !av1Items.isEmpty else { return [] }
+        guard types.values.contains(where: { $0 == "av01" || $0 == "grid" }) else { return [] }
+        let idat = BoxPath.find(["meta", "idat"], in: bytes)?.content
         var sizes: [PixelSize] = []
-        for (id, range) in itemExtents(bytes, iloc: iloc.content) where av1Items.contains(id) {
-            // The sequence header comes first; a few hundred bytes are more than enough.
-            sizes += av1Sizes(Array(bytes[range].prefix(1024)))
+        for (id, range) in itemExtents(bytes, iloc: iloc.content, idat: idat) {
+            switch types[id] {
+            case "av01":
+                // The sequence header comes first; a few hundred bytes are more than enough.
+                sizes += av1Sizes(Array(bytes[range].prefix(1024)))
+            case "grid":
+                // Version, flags (bit 0: 32-bit sizes), rows - 1, columns - 1, output width and height.
+                let grid = Array(bytes[range])
+                let fieldLength = grid.count >= 2 && grid[1] & 1 == 1 ? 4 : 2
+                guard grid.count >= 4 + 2 * fieldLength else { continue }
+                let width = grid[4..<(4 + fieldLength)].reduce(0) { $0 << 8 | Int($1) }
+                let height = grid[(4 + fieldLength)..<(4 + 2 * fieldLength)].reduce(0) { $0 << 8 | Int($1) }
+                if width > 0, height > 0 { sizes.append(PixelSize(width: width, height: height)) }
+            default:
+                break
+            }
         }
         return sizes
     }
 
-    /// The first extent of each item stored in the file itself (construction method 0), from `iloc`.
-    private static func itemExtents(_ bytes: [UInt8], iloc: Range<Int>) -> [(Int, Range<Int>)] {
+    /// The first extent of each item stored in the file (construction method 0) or in `idat` (1), from `iloc`.
+    private static func itemExtents(_ bytes: [UInt8], iloc: Range<Int>, idat: Range<Int>?) -> [(Int, Range<Int>)] {
         var reader = ByteReader(bytes, iloc)
         guard let version = reader.integer(1), reader.skip(3), let sizes = reader.integer(1),
             let moreSizes = reader.integer(1)
@@ -207,17 +222,20 @@ enum HEIFCodedSize {
             }
             guard reader.skip(2), let base = reader.integer(baseOffsetSize), let extentCount = reader.integer(2)
             else { break }
+            // What the offsets count from: the file, or the content of idat.
+            let container: Range<Int>? = method == 0 ? 0..<bytes.count : method == 1 ? idat : nil
             var first: Range<Int>?
             for _ in 0..<extentCount {
                 guard reader.skip(indexSize), let offset = reader.integer(offsetSize),
                     let length = reader.integer(lengthSize)
                 else { return extents }
+                guard first == nil, let container else { continue }
                 // Eight-byte fields can hold anything: no sum may overflow, no range run backwards.
-                let (start, overflow) = base.addingReportingOverflow(offset)
-                if first == nil, method == 0, !overflow, start >= 0, start <= bytes.count, length >= 0 {
-                    let end = length == 0 || length > bytes.count - start ? bytes.count : start + length
-                    first = start..<end
-                }
+                let (relative, overflow) = base.addingReportingOverflow(offset)
+                guard !overflow, relative >= 0, relative <= container.count, length >= 0 else { continue }
+                let start = container.lowerBound + relative
+                let available = container.count - relative
+                first = start..<(length == 0 || length > available ? container.upperBound : start + length)
             }
             if let first { extents.append((id, first)) }
         }

@@ -17,9 +17,9 @@ extension ImageDecoders {
     /// not applied yet: such a file comes out at its coded size, edges included.
     ///
     /// The pixel budget is checked before decoding on the size the file declares (`ispe`) and on the
-    /// sizes its codec streams code (HEVC parameter sets, AV1 sequence headers: see `HEIFCodedSize`),
-    /// which libheif allocates whatever the file declares, and on the decoded size after. A grid's own
-    /// output size is not read before decoding.
+    /// sizes its codec streams code and its grids' canvases (HEVC parameter sets, AV1 sequence headers,
+    /// grid descriptors: see `HEIFCodedSize`), which libheif allocates whatever the file declares, and
+    /// on the decoded size after.
     ///
     /// ```swift
     /// let bitmap = try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))

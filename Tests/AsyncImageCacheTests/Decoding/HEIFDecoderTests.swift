@@ -203,6 +203,23 @@ struct HEIFDecoderTests {
                 == PixelSize(width: 4096, height: 4096))
     }
 
+    @Test func aGridWhoseCanvasIsLargerThanDeclaredIsRefusedBeforeDecoding() throws {
+        // thumbnail.heic's thumbnail is a grid (its one tile 64x64, its canvas 48x32), described in idat:
+        // version, flags, rows - 1, columns - 1, then the canvas as two 16-bit numbers.
+        var bytes = [UInt8](try Fixtures.data("heif", "thumbnail.heic"))
+        let idat = try #require(Data(bytes).range(of: Data("idat".utf8))).upperBound
+        #expect(Array(bytes[(idat + 4)..<(idat + 8)]) == [0, 48, 0, 32])
+        bytes.replaceSubrange((idat + 4)..<(idat + 8), with: [0x20, 0x00, 0x20, 0x00])  // 8192x8192
+        let data = Data(bytes)
+        let header = try ImageHeader.parse(data)
+        #expect(HEIFCodedSize.largest(in: data) == PixelSize(width: 8192, height: 8192))
+        let error = decodingError { () throws(ImageDecodingError) in
+            try decoder.decode(
+                data, context: ImageDecodingContext(header: header, pixelBudget: 1_000_000))
+        }
+        #expect(error?.reason == .pixelBudgetExceeded(pixels: 8192 * 8192, budget: 1_000_000))
+    }
+
     @Test func damagedCodecStreamsGiveNoCodedSizeRatherThanAWrongOne() throws {
         var generator = SeededGenerator(seed: 9)
         for damaged in generator.mutations(of: try Fixtures.data("heif", "photo.heic"), count: 300, from: 0) {
