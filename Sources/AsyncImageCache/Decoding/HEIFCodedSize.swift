@@ -12,22 +12,32 @@ enum HEIFCodedSize {
     /// The largest coded size in `data`; `nil` when none could be read (the caller then has only the
     /// declared size to go by).
     static func largest(in data: Data) -> PixelSize? {
-        let bytes = [UInt8](data)
+        let file = HEIFBoxes(bytes: HeaderBytes(data, format: nil))
+        // Every read is bounds-checked by HeaderBytes; damage anywhere gives no size rather than a wrong one.
+        guard let meta = try? file.child("meta", from: 0, to: file.bytes.count) else { return nil }
+        let metaContent = meta.contentStart + 4  // FullBox version and flags
         var sizes: [PixelSize] = []
-        guard let ipco = BoxPath.find(["meta", "iprp", "ipco"], in: bytes) else { return nil }
-        for property in BoxPath.children(of: ipco, in: bytes) {
-            switch property.type {
-            case "hvcC": sizes += hevcSizes(Array(bytes[property.content]))
-            case "av1C":
+        if let iprp = try? file.child("iprp", from: metaContent, to: meta.end),
+            let ipco = try? file.child("ipco", from: iprp.contentStart, to: iprp.end),
+            let properties = try? file.children(from: ipco.contentStart, to: ipco.end)
+        {
+            for property in properties {
+                let content = slice(data, property.contentStart..<property.end)
+                switch property.type {
+                case "hvcC": sizes += hevcSizes(content)
                 // Four bytes of fields, then optional configuration OBUs (often none).
-                if property.content.count > 4 {
-                    sizes += av1Sizes(Array(bytes[(property.content.lowerBound + 4)..<property.content.upperBound]))
+                case "av1C": sizes += av1Sizes(Array(content.dropFirst(4)))
+                default: break
                 }
-            default: break
             }
         }
-        sizes += itemSizes(bytes)
+        sizes += (try? itemSizes(file, data: data, metaContent: metaContent, metaEnd: meta.end)) ?? []
         return sizes.max { $0.pixelCount < $1.pixelCount }
+    }
+
+    /// The bytes of `data` in `range`, counted from its start.
+    private static func slice(_ data: Data, _ range: Range<Int>) -> [UInt8] {
+        Array(data[(data.startIndex + range.lowerBound)..<(data.startIndex + range.upperBound)])
     }
 
     // MARK: HEVC
@@ -161,40 +171,38 @@ enum HEIFCodedSize {
     /// The sizes items' own data give, found through `iinf` and `iloc`: the sequence header at the start
     /// of every `av01` item, and the output size of every `grid` item (the canvas libheif allocates for
     /// the tiles, ISO/IEC 23008-12 6.6.2.3).
-    private static func itemSizes(_ bytes: [UInt8]) -> [PixelSize] {
-        guard let iinf = BoxPath.find(["meta", "iinf"], in: bytes),
-            let iloc = BoxPath.find(["meta", "iloc"], in: bytes)
+    private static func itemSizes(_ file: HEIFBoxes, data: Data, metaContent: Int, metaEnd: Int)
+        throws(ImageDecodingError) -> [PixelSize]
+    {
+        let bytes = file.bytes
+        guard let iinf = try file.child("iinf", from: metaContent, to: metaEnd),
+            let iloc = try file.child("iloc", from: metaContent, to: metaEnd)
         else { return [] }
         // iinf: FullBox, entry count (16 or 32 bits), then infe boxes: FullBox, item ID, protection, type.
-        guard iinf.content.count >= 8 else { return [] }
-        let version = bytes[iinf.content.lowerBound]
-        let entriesStart = iinf.content.lowerBound + 4 + (version == 0 ? 2 : 4)
-        guard entriesStart <= iinf.content.upperBound else { return [] }
+        let entriesStart = iinf.contentStart + 4 + (try bytes.byte(at: iinf.contentStart) == 0 ? 2 : 4)
         var types: [Int: String] = [:]
-        for infe in BoxPath.children(of: entriesStart..<iinf.content.upperBound, in: bytes) where infe.type == "infe" {
-            let start = infe.content.lowerBound
-            guard infe.content.count >= 12, bytes[start] >= 2 else { continue }
-            let idLength = bytes[start] >= 3 ? 4 : 2
-            let id = bytes[(start + 4)..<(start + 4 + idLength)].reduce(0) { $0 << 8 | Int($1) }
-            let typeOffset = start + 4 + idLength + 2
-            guard typeOffset + 4 <= infe.content.upperBound else { continue }
-            types[id] = String(decoding: bytes[typeOffset..<(typeOffset + 4)], as: UTF8.self)
+        for infe in try file.children(from: entriesStart, to: iinf.end) where infe.type == "infe" {
+            let version = try bytes.byte(at: infe.contentStart)
+            guard version >= 2 else { continue }
+            let idLength = version >= 3 ? 4 : 2
+            let id = Int(try bytes.unsigned(at: infe.contentStart + 4, length: idLength, bigEndian: true))
+            types[id] = try bytes.fourCC(at: infe.contentStart + 4 + idLength + 2)
         }
         guard types.values.contains(where: { $0 == "av01" || $0 == "grid" }) else { return [] }
-        let idat = BoxPath.find(["meta", "idat"], in: bytes)?.content
+        let idat = try file.child("idat", from: metaContent, to: metaEnd)
         var sizes: [PixelSize] = []
-        for (id, range) in itemExtents(bytes, iloc: iloc.content, idat: idat) {
+        for (id, range) in try itemExtents(file, iloc: iloc, idat: idat) {
+            let content = slice(data, range)
             switch types[id] {
             case "av01":
                 // The sequence header comes first; a few hundred bytes are more than enough.
-                sizes += av1Sizes(Array(bytes[range].prefix(1024)))
+                sizes += av1Sizes(Array(content.prefix(1024)))
             case "grid":
                 // Version, flags (bit 0: 32-bit sizes), rows - 1, columns - 1, output width and height.
-                let grid = Array(bytes[range])
-                let fieldLength = grid.count >= 2 && grid[1] & 1 == 1 ? 4 : 2
-                guard grid.count >= 4 + 2 * fieldLength else { continue }
-                let width = grid[4..<(4 + fieldLength)].reduce(0) { $0 << 8 | Int($1) }
-                let height = grid[(4 + fieldLength)..<(4 + 2 * fieldLength)].reduce(0) { $0 << 8 | Int($1) }
+                let fieldLength = content.count >= 2 && content[1] & 1 == 1 ? 4 : 2
+                guard content.count >= 4 + 2 * fieldLength else { continue }
+                let width = content[4..<(4 + fieldLength)].reduce(0) { $0 << 8 | Int($1) }
+                let height = content[(4 + fieldLength)..<(4 + 2 * fieldLength)].reduce(0) { $0 << 8 | Int($1) }
                 if width > 0, height > 0 { sizes.append(PixelSize(width: width, height: height)) }
             default:
                 break
@@ -203,39 +211,45 @@ enum HEIFCodedSize {
         return sizes
     }
 
-    /// The first extent of each item stored in the file (construction method 0) or in `idat` (1), from `iloc`.
-    private static func itemExtents(_ bytes: [UInt8], iloc: Range<Int>, idat: Range<Int>?) -> [(Int, Range<Int>)] {
-        var reader = ByteReader(bytes, iloc)
-        guard let version = reader.integer(1), reader.skip(3), let sizes = reader.integer(1),
-            let moreSizes = reader.integer(1)
-        else { return [] }
+    /// The first extent of each item stored in the file (construction method 0) or in `idat` (1), from
+    /// `iloc`, clipped to the bytes present.
+    private static func itemExtents(_ file: HEIFBoxes, iloc: HEIFBoxes.Box, idat: HEIFBoxes.Box?)
+        throws(ImageDecodingError) -> [(Int, Range<Int>)]
+    {
+        let bytes = file.bytes
+        var offset = iloc.contentStart
+        // The fields one after another; eight-byte ones can hold anything, so past Int32 they are damage.
+        func field(_ length: Int) throws(ImageDecodingError) -> Int {
+            guard length > 0 else { return 0 }
+            let value = try bytes.unsigned(at: offset, length: length, bigEndian: true)
+            offset += length
+            guard value <= UInt64(Int32.max) else { throw bytes.corrupt("iloc field of \(value)") }
+            return Int(value)
+        }
+        let version = try field(1)
+        _ = try field(3)  // flags
+        let sizes = try field(1)
+        let moreSizes = try field(1)
         let (offsetSize, lengthSize, baseOffsetSize) = (sizes >> 4, sizes & 0x0F, moreSizes >> 4)
         let indexSize = version == 1 || version == 2 ? moreSizes & 0x0F : 0
-        guard let count = reader.integer(version < 2 ? 2 : 4) else { return [] }
         var extents: [(Int, Range<Int>)] = []
-        for _ in 0..<count {
-            guard let id = reader.integer(version < 2 ? 2 : 4) else { break }
-            var method = 0
-            if version == 1 || version == 2 {
-                guard let value = reader.integer(2) else { break }
-                method = value & 0x0F
-            }
-            guard reader.skip(2), let base = reader.integer(baseOffsetSize), let extentCount = reader.integer(2)
-            else { break }
+        for _ in 0..<(try field(version < 2 ? 2 : 4)) {
+            let id = try field(version < 2 ? 2 : 4)
+            let method = version == 1 || version == 2 ? try field(2) & 0x0F : 0
+            _ = try field(2)  // data reference index
+            let base = try field(baseOffsetSize)
             // What the offsets count from: the file, or the content of idat.
-            let container: Range<Int>? = method == 0 ? 0..<bytes.count : method == 1 ? idat : nil
+            let container: Range<Int>? =
+                method == 0 ? 0..<bytes.count : method == 1 ? idat.map { $0.contentStart..<$0.end } : nil
             var first: Range<Int>?
-            for _ in 0..<extentCount {
-                guard reader.skip(indexSize), let offset = reader.integer(offsetSize),
-                    let length = reader.integer(lengthSize)
-                else { return extents }
-                guard first == nil, let container else { continue }
-                // Eight-byte fields can hold anything: no sum may overflow, no range run backwards.
-                let (relative, overflow) = base.addingReportingOverflow(offset)
-                guard !overflow, relative >= 0, relative <= container.count, length >= 0 else { continue }
-                let start = container.lowerBound + relative
-                let available = container.count - relative
-                first = start..<(length == 0 || length > available ? container.upperBound : start + length)
+            for _ in 0..<(try field(2)) {
+                _ = try field(indexSize)
+                let start = base + (try field(offsetSize))
+                let length = try field(lengthSize)
+                guard first == nil, let container, start <= container.count else { continue }
+                let available = container.count - start
+                let lower = container.lowerBound + start
+                first = lower..<(length == 0 || length > available ? container.upperBound : lower + length)
             }
             if let first { extents.append((id, first)) }
         }
@@ -251,77 +265,6 @@ enum HEIFCodedSize {
             if byte & 0x80 == 0 { return (value, index + 1) }
         }
         return nil
-    }
-}
-
-/// Boxes of an ISO-BMFF file found by path, for ``HEIFCodedSize``; every read is bounds-checked.
-private enum BoxPath {
-    struct Box {
-        let type: String
-        let content: Range<Int>
-    }
-
-    /// The boxes directly inside `range` (a FullBox's content must start after its 4 bytes of fields).
-    static func children(of range: Range<Int>, in bytes: [UInt8]) -> [Box] {
-        var boxes: [Box] = []
-        var offset = range.lowerBound
-        while offset + 8 <= range.upperBound {
-            var size = bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) }
-            let type = String(decoding: bytes[(offset + 4)..<(offset + 8)], as: UTF8.self)
-            var header = 8
-            if size == 1 {
-                guard offset + 16 <= range.upperBound else { break }
-                size = bytes[(offset + 8)..<(offset + 16)].reduce(0) { $0 << 8 | Int($1) }
-                header = 16
-            } else if size == 0 {
-                size = range.upperBound - offset
-            }
-            guard size >= header, size <= range.upperBound - offset else { break }
-            boxes.append(Box(type: type, content: (offset + header)..<(offset + size)))
-            offset += size
-        }
-        return boxes
-    }
-
-    static func children(of box: Box, in bytes: [UInt8]) -> [Box] { children(of: box.content, in: bytes) }
-
-    /// The box at `path` from the top of the file; `meta` is a FullBox, so its children start 4 bytes in.
-    static func find(_ path: [String], in bytes: [UInt8]) -> Box? {
-        var range = 0..<bytes.count
-        var found: Box?
-        for type in path {
-            guard let box = children(of: range, in: bytes).first(where: { $0.type == type }) else { return nil }
-            found = box
-            let fieldBytes = type == "meta" ? 4 : 0
-            guard box.content.count >= fieldBytes else { return nil }
-            range = (box.content.lowerBound + fieldBytes)..<box.content.upperBound
-        }
-        return found
-    }
-}
-
-/// Big-endian integers of 0 to 8 bytes within a range, for `iloc`.
-private struct ByteReader {
-    let bytes: [UInt8]
-    var offset: Int
-    let end: Int
-
-    init(_ bytes: [UInt8], _ range: Range<Int>) {
-        self.bytes = bytes
-        offset = range.lowerBound
-        end = range.upperBound
-    }
-
-    mutating func integer(_ length: Int) -> Int? {
-        guard length >= 0, length <= 8, offset + length <= end else { return nil }
-        defer { offset += length }
-        return bytes[offset..<(offset + length)].reduce(0) { $0 << 8 | Int($1) }
-    }
-
-    mutating func skip(_ length: Int) -> Bool {
-        guard length >= 0, offset + length <= end else { return false }
-        offset += length
-        return true
     }
 }
 
