@@ -143,18 +143,8 @@ extension ImageDecoders {
         /// `nil` when it has none, only `nclx` colour information, or libheif cannot read the file.
         static func iccProfile(in data: Data, format: ImageFormat) -> Data? {
             data.withUnsafeBytes { bytes in
-                try? withPrimaryImage(bytes, format: format) { handle throws(ImageDecodingError) -> Data? in
-                    let type = heif_image_handle_get_color_profile_type(handle)
-                    guard type == heif_color_profile_type_prof || type == heif_color_profile_type_rICC else {
-                        return nil
-                    }
-                    let size = heif_image_handle_get_raw_color_profile_size(handle)
-                    guard size > 0, size <= ColorProfile.largestProfile else { return nil }
-                    var profile = Data(count: size)
-                    let error = profile.withUnsafeMutableBytes {
-                        heif_image_handle_get_raw_color_profile(handle, $0.baseAddress)
-                    }
-                    return error.code == heif_error_Ok ? profile : nil
+                try? withPrimaryImage(bytes, format: format) { handle throws(ImageDecodingError) in
+                    rawICCProfile(handle)
                 }
             } ?? nil
         }
@@ -164,31 +154,47 @@ extension ImageDecoders {
         /// AVIF encoders write for sRGB), linear light or a power of 2.2; `nil` for other transfers (HDR's
         /// PQ and HLG, video's BT.709 and BT.601), which leave the pixels as decoded.
         static func colorProfile(in data: Data, format: ImageFormat) -> ColorProfile? {
-            if let icc = iccProfile(in: data, format: format) { return ColorProfile(iccData: icc) }
-            return data.withUnsafeBytes { bytes in
+            data.withUnsafeBytes { bytes in
                 try? withPrimaryImage(bytes, format: format) { handle throws(ImageDecodingError) -> ColorProfile? in
-                    var description: UnsafeMutablePointer<heif_color_profile_nclx>?
-                    guard heif_image_handle_get_nclx_color_profile(handle, &description).code == heif_error_Ok,
-                        let nclx = description?.pointee
-                    else { return nil }
-                    defer { heif_nclx_color_profile_free(description) }
-                    let curve: ToneCurve
-                    switch nclx.transfer_characteristics.rawValue {
-                    case 2, 13: curve = .sRGB
-                    case 4: curve = .gamma(2.2)
-                    case 8: curve = .gamma(1)
-                    default: return nil
-                    }
-                    // libheif fills in the chromaticities of the primaries it knows; unspecified ones come as
-                    // zeros, which make no profile: such a file stays as decoded, that is, sRGB.
-                    func point(_ x: Float, _ y: Float) -> (Double, Double) { (Double(x), Double(y)) }
-                    return ColorProfile(
-                        red: point(nclx.color_primary_red_x, nclx.color_primary_red_y),
-                        green: point(nclx.color_primary_green_x, nclx.color_primary_green_y),
-                        blue: point(nclx.color_primary_blue_x, nclx.color_primary_blue_y),
-                        white: point(nclx.color_primary_white_x, nclx.color_primary_white_y), curve: curve)
+                    if let icc = rawICCProfile(handle) { return ColorProfile(iccData: icc) }
+                    return nclxProfile(handle)
                 }
             } ?? nil
+        }
+
+        private static func rawICCProfile(_ handle: OpaquePointer) -> Data? {
+            let type = heif_image_handle_get_color_profile_type(handle)
+            guard type == heif_color_profile_type_prof || type == heif_color_profile_type_rICC else { return nil }
+            let size = heif_image_handle_get_raw_color_profile_size(handle)
+            guard size > 0, size <= ColorProfile.largestProfile else { return nil }
+            var profile = Data(count: size)
+            let error = profile.withUnsafeMutableBytes {
+                heif_image_handle_get_raw_color_profile(handle, $0.baseAddress)
+            }
+            return error.code == heif_error_Ok ? profile : nil
+        }
+
+        private static func nclxProfile(_ handle: OpaquePointer) -> ColorProfile? {
+            var description: UnsafeMutablePointer<heif_color_profile_nclx>?
+            guard heif_image_handle_get_nclx_color_profile(handle, &description).code == heif_error_Ok,
+                let nclx = description?.pointee
+            else { return nil }
+            defer { heif_nclx_color_profile_free(description) }
+            let curve: ToneCurve
+            switch nclx.transfer_characteristics.rawValue {
+            case 2, 13: curve = .sRGB
+            case 4: curve = .gamma(2.2)
+            case 8: curve = .gamma(1)
+            default: return nil
+            }
+            // libheif fills in the chromaticities of the primaries it knows; unspecified ones come as
+            // zeros, which make no profile: such a file stays as decoded, that is, sRGB.
+            func point(_ x: Float, _ y: Float) -> (Double, Double) { (Double(x), Double(y)) }
+            return ColorProfile(
+                red: point(nclx.color_primary_red_x, nclx.color_primary_red_y),
+                green: point(nclx.color_primary_green_x, nclx.color_primary_green_y),
+                blue: point(nclx.color_primary_blue_x, nclx.color_primary_blue_y),
+                white: point(nclx.color_primary_white_x, nclx.color_primary_white_y), curve: curve)
         }
 
         /// libheif is set up once per process (its plugins, where it has them).
