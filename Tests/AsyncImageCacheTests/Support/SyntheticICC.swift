@@ -31,7 +31,10 @@ enum SyntheticICC {
 
     /// The profile's bytes. `version4` writes a v4.3 header (the parser reads both).
     static func profile(_ primaries: Primaries, curve: Curve, version4: Bool = false) -> Data {
-        let colorants = d50Colorants(primaries)
+        // Colorants adapted to D50 with the Bradford transform, as ColorProfile makes them from chromaticities.
+        let colorants = ColorProfile(
+            red: primaries.red, green: primaries.green, blue: primaries.blue, white: primaries.white, curve: .sRGB)!
+            .colorants
         var elements: [(tags: [String], bytes: [UInt8])] = []
         for (index, name) in ["rXYZ", "gXYZ", "bXYZ"].enumerated() {
             elements.append(([name], xyz(colorants[index])))
@@ -69,17 +72,6 @@ enum SyntheticICC {
 
     /// The profile of `primaries` with a tone curve, ready to embed.
     static func displayP3() -> Data { profile(.displayP3, curve: .sRGB) }
-
-    /// Linear RGB to XYZ for `primaries`, adapted to D50 with the Bradford transform; the columns. For
-    /// degenerate primaries (no profile), the three unadapted and unscaled, to write a profile that must fail.
-    static func d50Colorants(_ primaries: Primaries) -> [[Double]] {
-        if let profile = ColorProfile(
-            red: primaries.red, green: primaries.green, blue: primaries.blue, white: primaries.white, curve: .sRGB)
-        {
-            return profile.colorants
-        }
-        return [primaries.red, primaries.green, primaries.blue].map { [$0.0, $0.1, 1 - $0.0 - $0.1] }
-    }
 
     static func fixed(_ value: Double) -> Int { Int(UInt32(bitPattern: Int32((value * 65536).rounded()))) }
 
