@@ -38,19 +38,24 @@ static void check(struct heif_error error, const char *what) {
     }
 }
 
-static void write_png(const char *folder, const char *name, const unsigned char *rgba) {
+static void write_png_sized(const char *folder, const char *name, const unsigned char *rgba, int width,
+                            int height, int stride) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", folder, name);
     png_image image;
     memset(&image, 0, sizeof image);
     image.version = PNG_IMAGE_VERSION;
-    image.width = WIDTH;
-    image.height = HEIGHT;
+    image.width = (png_uint_32)width;
+    image.height = (png_uint_32)height;
     image.format = PNG_FORMAT_RGBA;
-    if (!png_image_write_to_file(&image, path, 0, rgba, 0, NULL)) {
+    if (!png_image_write_to_file(&image, path, 0, rgba, stride, NULL)) {
         fprintf(stderr, "%s: %s\n", path, image.message);
         exit(1);
     }
+}
+
+static void write_png(const char *folder, const char *name, const unsigned char *rgba) {
+    write_png_sized(folder, name, rgba, WIDTH, HEIGHT, 0);
 }
 
 static void write_heif(const char *folder, const char *name, enum heif_compression_format format,
@@ -131,6 +136,96 @@ static void fix_rotated_extent(const char *folder, const char *name) {
     fclose(file);
 }
 
+/* A CROP_WIDTH x CROP_HEIGHT piece of `rgba` from (CROP_X, CROP_Y), as HEVC without libheif's macOS
+ * workaround: the codec's picture is padded to whole coding blocks and a `clap` box crops it back,
+ * as libheif-based encoders write odd sizes. */
+enum { CROP_X = 3, CROP_Y = 2, CROP_WIDTH = 90, CROP_HEIGHT = 60 };
+
+static void write_cropped_heif(const char *folder, const char *name, const unsigned char *rgba,
+                               enum heif_orientation orientation) {
+    struct heif_image *image = NULL;
+    check(heif_image_create(CROP_WIDTH, CROP_HEIGHT, heif_colorspace_RGB, heif_chroma_interleaved_RGB, &image),
+          "create");
+    check(heif_image_add_plane(image, heif_channel_interleaved, CROP_WIDTH, CROP_HEIGHT, 8), "plane");
+    int stride = 0;
+    uint8_t *plane = heif_image_get_plane(image, heif_channel_interleaved, &stride);
+    for (int y = 0; y < CROP_HEIGHT; y++) {
+        for (int x = 0; x < CROP_WIDTH; x++) {
+            memcpy(plane + y * stride + x * 3, rgba + ((y + CROP_Y) * WIDTH + x + CROP_X) * 4, 3);
+        }
+    }
+    struct heif_context *context = heif_context_alloc();
+    struct heif_encoder *encoder = NULL;
+    check(heif_context_get_encoder_for_format(context, heif_compression_HEVC, &encoder), "encoder");
+    check(heif_encoder_set_lossy_quality(encoder, 90), "quality");
+    struct heif_encoding_options *options = heif_encoding_options_alloc();
+    options->image_orientation = orientation;
+    options->macOS_compatibility_workaround = 0;
+    struct heif_image_handle *handle = NULL;
+    check(heif_context_encode_image(context, image, encoder, options, &handle), "encode");
+    heif_image_handle_release(handle);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", folder, name);
+    check(heif_context_write_to_file(context, path), "write");
+    heif_encoding_options_free(options);
+    heif_encoder_release(encoder);
+    heif_context_free(context);
+    heif_image_release(image);
+}
+
+/* Overwrites the eight numbers of the file's `clap` box (same length, so no offset moves): width,
+ * height, horizontal and vertical offset of the clean aperture, each a numerator and a denominator. */
+static void set_clean_aperture(const char *folder, const char *name, const int values[8]) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", folder, name);
+    FILE *file = fopen(path, "r+b");
+    if (file == NULL) {
+        perror(path);
+        exit(1);
+    }
+    unsigned char bytes[65536];
+    size_t count = fread(bytes, 1, sizeof bytes, file);
+    size_t at = 0;
+    for (size_t i = 4; i + 36 <= count && at == 0; i++) {
+        if (memcmp(bytes + i, "clap", 4) == 0) at = i + 4;
+    }
+    if (at == 0) {
+        fprintf(stderr, "%s: no clap box\n", path);
+        exit(1);
+    }
+    unsigned char field[32];
+    for (int index = 0; index < 8; index++) {
+        unsigned value = (unsigned)values[index];
+        field[index * 4] = (unsigned char)(value >> 24);
+        field[index * 4 + 1] = (unsigned char)(value >> 16);
+        field[index * 4 + 2] = (unsigned char)(value >> 8);
+        field[index * 4 + 3] = (unsigned char)value;
+    }
+    fseek(file, (long)at, SEEK_SET);
+    fwrite(field, 1, sizeof field, file);
+    fclose(file);
+}
+
+/* The primary image of `heif_name` as libheif itself shows it, every transformation applied (clap, then
+ * irot and imir), written as a PNG: what the decoder's own crop and the store's turn must reproduce. */
+static void write_transformed_png(const char *folder, const char *heif_name, const char *png_name) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", folder, heif_name);
+    struct heif_context *context = heif_context_alloc();
+    check(heif_context_read_from_file(context, path, NULL), "read");
+    struct heif_image_handle *handle = NULL;
+    check(heif_context_get_primary_image_handle(context, &handle), "primary");
+    struct heif_image *image = NULL;
+    check(heif_decode_image(handle, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, NULL), "decode");
+    int stride = 0;
+    const uint8_t *plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride);
+    write_png_sized(folder, png_name, plane, heif_image_get_primary_width(image),
+                    heif_image_get_primary_height(image), stride);
+    heif_image_release(image);
+    heif_image_handle_release(handle);
+    heif_context_free(context);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: make-heif-fixtures OUTPUT_FOLDER DISPLAY_P3_ICC_FILE\n");
@@ -162,6 +257,17 @@ int main(int argc, char **argv) {
     write_heif(folder, "rotated-6-thumbnail.heic", heif_compression_HEVC, opaque, 0, heif_orientation_rotate_90_cw,
                NULL, 0, 48, 0);
     fix_rotated_extent(folder, "rotated-6-thumbnail.heic");
+    write_cropped_heif(folder, "cropped.heic", opaque, heif_orientation_normal);
+    /* 70x40 from (16, 10) of the coded picture, with offsets in halves: 12/2 right of centre, -4/2 up. */
+    const int inner[8] = {70, 1, 80, 2, 12, 2, -4, 2};
+    write_cropped_heif(folder, "cropped-offset.heic", opaque, heif_orientation_normal);
+    set_clean_aperture(folder, "cropped-offset.heic", inner);
+    write_cropped_heif(folder, "cropped-offset-rotated-6.heic", opaque, heif_orientation_rotate_90_cw);
+    fix_rotated_extent(folder, "cropped-offset-rotated-6.heic");
+    set_clean_aperture(folder, "cropped-offset-rotated-6.heic", inner);
+    write_transformed_png(folder, "cropped.heic", "cropped.libheif.png");
+    write_transformed_png(folder, "cropped-offset.heic", "cropped-offset.libheif.png");
+    write_transformed_png(folder, "cropped-offset-rotated-6.heic", "cropped-offset-rotated-6.libheif.png");
     heif_deinit();
     return 0;
 }

@@ -13,8 +13,9 @@ extension ImageDecoders {
     /// size and the caller resizes.
     ///
     /// The result is in stored orientation, as from every decoder: the file's `irot` and `imir`, which
-    /// the header reads as an EXIF orientation, are left to the store. A clean-aperture crop (`clap`) is
-    /// not applied yet: such a file comes out at its coded size, edges included.
+    /// the header reads as an EXIF orientation, are left to the store. Its clean aperture (`clap`), which
+    /// HEIF applies before them, is applied here: the picture is cropped to it, to the size the header
+    /// reads. A file with one decodes its primary image, never a thumbnail (whose crop it does not say).
     ///
     /// The pixel budget is checked before decoding on the size the file declares (`ispe`) and on the
     /// sizes its codec streams code and its grids' canvases (HEVC parameter sets, AV1 sequence headers,
@@ -39,21 +40,27 @@ extension ImageDecoders {
             try Self.checkBudget(context.header.storedSize, format: format, context)
             // What the codec streams say they code, which libheif allocates whatever the file declares.
             if let coded = HEIFCodedSize.largest(in: data) { try Self.checkBudget(coded, format: format, context) }
+            let aperture = ImageHeader.heifCleanAperture(in: data)
             return try data.withUnsafeBytes { bytes in
-                Result { () throws(ImageDecodingError) in try Self.decode(bytes, format: format, context) }
+                Result { () throws(ImageDecodingError) in
+                    try Self.decode(bytes, format: format, context, cleanAperture: aperture)
+                }
             }.get()
         }
 
         private static func decode(
-            _ bytes: UnsafeRawBufferPointer, format: ImageFormat, _ context: ImageDecodingContext
+            _ bytes: UnsafeRawBufferPointer, format: ImageFormat, _ context: ImageDecodingContext,
+            cleanAperture: HEIFCleanAperture?
         ) throws(ImageDecodingError) -> Bitmap {
             try withPrimaryImage(bytes, format: format) { handle throws(ImageDecodingError) in
-                if let minimumSize = context.minimumSize, let thumbnail = coveringThumbnail(of: handle, minimumSize) {
+                if cleanAperture == nil, let minimumSize = context.minimumSize,
+                    let thumbnail = coveringThumbnail(of: handle, minimumSize)
+                {
                     defer { heif_image_handle_release(thumbnail) }
                     // A thumbnail that fails to decode is no reason to fail: the primary image follows.
                     if let bitmap = try? decodeImage(thumbnail, format: format, context) { return bitmap }
                 }
-                return try decodeImage(handle, format: format, context)
+                return try decodeImage(handle, format: format, context, cleanAperture: cleanAperture)
             }
         }
 
@@ -92,9 +99,11 @@ extension ImageDecoders {
             return best?.handle
         }
 
-        /// Decodes the image `handle` in stored orientation (its transformations ignored) as straight RGBA.
+        /// Decodes the image `handle` in stored orientation (libheif's transformations ignored) as
+        /// straight RGBA, keeping only the part `cleanAperture` shows when there is one.
         private static func decodeImage(
-            _ handle: OpaquePointer, format: ImageFormat, _ context: ImageDecodingContext
+            _ handle: OpaquePointer, format: ImageFormat, _ context: ImageDecodingContext,
+            cleanAperture: HEIFCleanAperture? = nil
         ) throws(ImageDecodingError) -> Bitmap {
             // The header's size can disagree with the file's; the decoded size is what gets allocated.
             let stored = PixelSize(
@@ -114,22 +123,26 @@ extension ImageDecoders {
                 format: format)
             guard let image else { throw ImageDecodingError(format: format, reason: .corrupt("no image")) }
             defer { heif_image_release(image) }
-            let size = PixelSize(
+            let decoded = PixelSize(
                 width: Int(heif_image_get_primary_width(image)), height: Int(heif_image_get_primary_height(image)))
             // A coded image larger than its declared size (ispe) is only seen here, after libheif made it.
-            try checkBudget(size, format: format, context)
+            try checkBudget(decoded, format: format, context)
             var stride: Int32 = 0
-            guard size.width > 0, size.height > 0,
+            guard decoded.width > 0, decoded.height > 0,
                 let plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride),
-                Int(stride) >= size.width * 4
+                Int(stride) >= decoded.width * 4
             else {
                 throw ImageDecodingError(format: format, reason: .corrupt("libheif gave no usable RGBA plane"))
             }
+            // An aperture that shows nothing of the picture is ignored, as the header ignores it.
+            let crop =
+                cleanAperture?.crop(in: decoded) ?? (x: 0, y: 0, width: decoded.width, height: decoded.height)
+            let size = PixelSize(width: crop.width, height: crop.height)
             let rowBytes = size.width * 4
             let pixels = [UInt8](unsafeUninitializedCapacity: size.pixelCount * 4) { buffer, initialized in
+                let first = plane + crop.y * Int(stride) + crop.x * 4
                 for row in 0..<size.height {
-                    (buffer.baseAddress! + row * rowBytes).initialize(
-                        from: plane + row * Int(stride), count: rowBytes)
+                    (buffer.baseAddress! + row * rowBytes).initialize(from: first + row * Int(stride), count: rowBytes)
                 }
                 initialized = size.pixelCount * 4
             }

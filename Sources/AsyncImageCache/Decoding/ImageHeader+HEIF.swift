@@ -1,3 +1,5 @@
+import Foundation
+
 extension ImageHeader {
     private static let avifBrands: Set<String> = ["avif", "avis"]
     private static let heifBrands: Set<String> = ["heic", "heix", "heim", "heis", "hevc", "hevx", "mif1", "msf1"]
@@ -22,11 +24,35 @@ extension ImageHeader {
         return .heif
     }
 
-    /// Reads an HEIF or AVIF file's size from the `ispe` property of its primary item, and its
-    /// orientation from that item's `irot` and `imir` properties, found in `meta` / `iprp`.
+    /// Reads an HEIF or AVIF file's size from the `ispe` property of its primary item, cropped by its
+    /// clean aperture (`clap`) when it has one, and its orientation from that item's `irot` and `imir`
+    /// properties, found in `meta` / `iprp`.
     ///
-    /// When the primary item cannot be matched to its properties, the largest `ispe` is taken, upright.
+    /// When the primary item cannot be matched to its properties, the largest `ispe` is taken, upright
+    /// and uncropped.
     static func parseHEIF(_ bytes: HeaderBytes) throws(ImageDecodingError) -> ImageHeader {
+        let (file, properties, extent) = try primaryHEIFItem(bytes)
+        return try file.completeBoxes { () throws(ImageDecodingError) -> ImageHeader in
+            let orientation = try file.orientation(from: properties)
+            let shown = try file.cleanAperture(among: properties)?.shownSize(of: extent) ?? extent
+            return try validated(bytes, width: shown.width, height: shown.height, orientation: orientation)
+        }
+    }
+
+    /// The clean aperture of the primary item of an HEIF or AVIF file; `nil` when it has none, or
+    /// the file cannot be read that far.
+    static func heifCleanAperture(in data: Data) -> HEIFCleanAperture? {
+        let bytes = HeaderBytes(data, format: nil)
+        guard let (file, properties, _) = try? primaryHEIFItem(bytes) else { return nil }
+        return (try? file.completeBoxes { () throws(ImageDecodingError) in try file.cleanAperture(among: properties) })
+            ?? nil
+    }
+
+    /// The properties associated with the primary item, and the size its `ispe` declares. When the
+    /// primary item cannot be matched to its properties: no properties, and the largest `ispe`.
+    private static func primaryHEIFItem(
+        _ bytes: HeaderBytes
+    ) throws(ImageDecodingError) -> (HEIFBoxes, properties: [HEIFBoxes.Box], extent: PixelSize) {
         let file = HEIFBoxes(bytes: bytes)
         // The file's length is unknown while reading a prefix, so top-level boxes have no end.
         guard let meta = try file.child("meta", from: 0, to: Int.max) else { throw bytes.corrupt("no meta box") }
@@ -40,7 +66,7 @@ extension ImageHeader {
         if let pitm = try file.child("pitm", from: metaContent, to: meta.end) {
             primaryItem = try file.primaryItemID(pitm)
         }
-        return try file.completeBoxes { () throws(ImageDecodingError) -> ImageHeader in
+        return try file.completeBoxes { () throws(ImageDecodingError) in
             guard let container = try file.child("ipco", from: properties.contentStart, to: properties.end) else {
                 throw bytes.corrupt("no item property container")
             }
@@ -50,14 +76,9 @@ extension ImageHeader {
                 let indices = try file.associations(of: primaryItem, from: properties.contentStart, to: properties.end)
                 chosen = indices.compactMap { $0 >= 1 && $0 <= all.count ? all[$0 - 1] : nil }
             }
-            var size = try file.largestExtent(among: chosen)
-            if size == nil {
-                chosen = []
-                size = try file.largestExtent(among: all)
-            }
-            guard let size else { throw bytes.corrupt("no ispe property") }
-            let orientation = try file.orientation(from: chosen)
-            return try validated(bytes, width: size.width, height: size.height, orientation: orientation)
+            if let size = try file.largestExtent(among: chosen) { return (file, chosen, size) }
+            guard let size = try file.largestExtent(among: all) else { throw bytes.corrupt("no ispe property") }
+            return (file, [], size)
         }
     }
 }

@@ -1,0 +1,110 @@
+/// An HEIF or AVIF item's clean aperture (`clap`): the part of the decoded image that is shown.
+///
+/// Encoders write one when the codec's picture is larger than the image, padded to whole coding
+/// blocks (libheif does, for sizes HEVC cannot code exactly), or to crop without re-encoding. HEIF
+/// applies it first, before `irot` and `imir`. Its numbers are fractions: a width and a height, and
+/// the offset of its centre from the centre of the image.
+struct HEIFCleanAperture: Equatable {
+    /// A fraction as the box stores it; the denominator is positive once read.
+    struct Fraction: Equatable {
+        var numerator: Int
+        var denominator: Int
+    }
+
+    var width: Fraction
+    var height: Fraction
+    var horizontalOffset: Fraction
+    var verticalOffset: Fraction
+
+    /// The eight fields of a `clap` box's content: width, height, horizontal and vertical offset, each
+    /// a 32-bit numerator and denominator; the offsets' numerators are signed. `nil` for a zero
+    /// denominator or a width or height that is not positive: such a box is ignored.
+    init?(fields: [Int]) {
+        guard fields.count == 8 else { return nil }
+        func signed(_ value: Int) -> Int { value >= 1 << 31 ? value - (1 << 32) : value }
+        width = Fraction(numerator: fields[0], denominator: fields[1])
+        height = Fraction(numerator: fields[2], denominator: fields[3])
+        horizontalOffset = Fraction(numerator: signed(fields[4]), denominator: fields[5])
+        verticalOffset = Fraction(numerator: signed(fields[6]), denominator: fields[7])
+        // The width and height numerators are unsigned in the standard; libheif reads them signed.
+        let widthAndHeight = [width, height].allSatisfy { $0.numerator > 0 && $0.numerator < 1 << 31 }
+        guard widthAndHeight, [width, height, horizontalOffset, verticalOffset].allSatisfy({ $0.denominator > 0 })
+        else { return nil }
+    }
+
+    /// The size the aperture shows of an image declared as `size` (its `ispe`): its width and height
+    /// rounded, at most the image's. The header's size, read without decoding: it leaves the offsets
+    /// out because libheif 1.15 writes the shown size as the `ispe` of the files it crops, where the
+    /// offsets only make sense against the decoded picture. For an aperture inside the image, as the
+    /// standard requires, it is the size ``crop(in:)`` gives.
+    func shownSize(of size: PixelSize) -> PixelSize? {
+        guard let shownWidth = Self.rounded(width), let shownHeight = Self.rounded(height) else { return nil }
+        let shown = PixelSize(width: min(shownWidth, size.width), height: min(shownHeight, size.height))
+        return shown.width > 0 && shown.height > 0 ? shown : nil
+    }
+
+    /// The rectangle of a decoded image of `size` that the aperture shows, computed as libheif does
+    /// (first column: the offset centre less half the width less a half, rounded down; last column:
+    /// that plus the width rounded, less one; rows alike), then clipped to the image. `nil` when
+    /// nothing is left or the numbers overflow.
+    func crop(in size: PixelSize) -> (x: Int, y: Int, width: Int, height: Int)? {
+        guard let columns = Self.span(extent: size.width, length: width, offset: horizontalOffset),
+            let rows = Self.span(extent: size.height, length: height, offset: verticalOffset)
+        else { return nil }
+        return (columns.lowerBound, rows.lowerBound, columns.count, rows.count)
+    }
+
+    /// The columns (or rows) of an image `extent` wide that an aperture `length` wide, its centre
+    /// `offset` from the image's, covers, clipped to the image.
+    private static func span(extent: Int, length: Fraction, offset: Fraction) -> ClosedRange<Int>? {
+        // first = floor(offset + (extent - 1) / 2 - (length - 1) / 2) = floor(offset + (extent - length) / 2),
+        // over the common denominator 2 * offset.d * length.d.
+        let (o, od, l, ld) = (offset.numerator, offset.denominator, length.numerator, length.denominator)
+        guard let scaledOffset = multiply(2 * o, ld),
+            let extentInLength = multiply(extent, ld).flatMap({ subtract($0, l) }),
+            let scaledExtent = multiply(extentInLength, od),
+            let numerator = add(scaledOffset, scaledExtent),
+            let denominator = multiply(2 * od, ld),
+            let roundedLength = rounded(length)
+        else { return nil }
+        let first = floorDivide(numerator, denominator)
+        let (lower, upper) = (max(0, first), min(extent - 1, first + roundedLength - 1))
+        return lower <= upper ? lower...upper : nil
+    }
+
+    /// A positive fraction rounded half up, as libheif rounds: (n + d / 2) / d.
+    private static func rounded(_ fraction: Fraction) -> Int? {
+        add(fraction.numerator, fraction.denominator / 2).map { $0 / fraction.denominator }
+    }
+
+    private static func floorDivide(_ numerator: Int, _ denominator: Int) -> Int {
+        let quotient = numerator / denominator
+        return numerator % denominator != 0 && (numerator < 0) != (denominator < 0) ? quotient - 1 : quotient
+    }
+
+    private static func multiply(_ a: Int, _ b: Int) -> Int? {
+        let (value, overflow) = a.multipliedReportingOverflow(by: b)
+        return overflow ? nil : value
+    }
+
+    private static func add(_ a: Int, _ b: Int) -> Int? {
+        let (value, overflow) = a.addingReportingOverflow(b)
+        return overflow ? nil : value
+    }
+
+    private static func subtract(_ a: Int, _ b: Int) -> Int? {
+        let (value, overflow) = a.subtractingReportingOverflow(b)
+        return overflow ? nil : value
+    }
+}
+
+extension HEIFBoxes {
+    /// The clean aperture among `properties` (an item's), if it has a usable one.
+    func cleanAperture(among properties: [Box]) throws(ImageDecodingError) -> HEIFCleanAperture? {
+        guard let clap = properties.first(where: { $0.type == "clap" }) else { return nil }
+        guard clap.end - clap.contentStart >= 32 else { throw bytes.corrupt("clap of the wrong length") }
+        var fields: [Int] = []
+        for index in 0..<8 { fields.append(try bytes.uint32BE(at: clap.contentStart + index * 4)) }
+        return HEIFCleanAperture(fields: fields)
+    }
+}
