@@ -3,7 +3,7 @@ import Foundation
 /// The sizes a HEIF or AVIF file's codec streams say they code, read without decoding: the
 /// `pic_width_in_luma_samples` and `pic_height_in_luma_samples` of every HEVC sequence parameter set
 /// in an `hvcC` property, the largest frame of every AV1 sequence header in an `av1C` property or at
-/// the start of an `av01` item's data, and the output size of every `grid` item.
+/// the start of an `av01` item's data, and the output size of every `grid` and `iovl` item.
 ///
 /// The `ispe` property a decoder checks is only what the file declares; a coded picture larger than
 /// that is allocated in full by the codec before anyone sees its size (a 488-byte AVIF declaring
@@ -169,8 +169,8 @@ enum HEIFCodedSize {
     }
 
     /// The sizes items' own data give, found through `iinf` and `iloc`: the sequence header at the start
-    /// of every `av01` item, and the output size of every `grid` item (the canvas libheif allocates for
-    /// the tiles, ISO/IEC 23008-12 6.6.2.3).
+    /// of every `av01` item, and the output size of every `grid` and `iovl` item (the canvas libheif
+    /// allocates for the tiles or the overlaid images, ISO/IEC 23008-12 6.6.2.3 and 6.6.2.2).
     private static func itemSizes(_ file: HEIFBoxes, data: Data, metaContent: Int, metaEnd: Int)
         throws(ImageDecodingError) -> [PixelSize]
     {
@@ -188,7 +188,7 @@ enum HEIFCodedSize {
             let id = Int(try bytes.unsigned(at: infe.contentStart + 4, length: idLength, bigEndian: true))
             types[id] = try bytes.fourCC(at: infe.contentStart + 4 + idLength + 2)
         }
-        guard types.values.contains(where: { $0 == "av01" || $0 == "grid" }) else { return [] }
+        guard types.values.contains(where: { ["av01", "grid", "iovl"].contains($0) }) else { return [] }
         let idat = try file.child("idat", from: metaContent, to: metaEnd)
         var sizes: [PixelSize] = []
         for (id, range) in try itemExtents(file, iloc: iloc, idat: idat) {
@@ -199,16 +199,25 @@ enum HEIFCodedSize {
                 sizes += av1Sizes(Array(content.prefix(1024)))
             case "grid":
                 // Version, flags (bit 0: 32-bit sizes), rows - 1, columns - 1, output width and height.
-                let fieldLength = content.count >= 2 && content[1] & 1 == 1 ? 4 : 2
-                guard content.count >= 4 + 2 * fieldLength else { continue }
-                let width = content[4..<(4 + fieldLength)].reduce(0) { $0 << 8 | Int($1) }
-                let height = content[(4 + fieldLength)..<(4 + 2 * fieldLength)].reduce(0) { $0 << 8 | Int($1) }
-                if width > 0, height > 0 { sizes.append(PixelSize(width: width, height: height)) }
+                if let size = canvasSize(content, at: 4) { sizes.append(size) }
+            case "iovl":
+                // Version, flags (bit 0: 32-bit sizes), four 16-bit fill values, output width and height.
+                if let size = canvasSize(content, at: 10) { sizes.append(size) }
             default:
                 break
             }
         }
         return sizes
+    }
+
+    /// The output width and height of a `grid` or `iovl` description, at `offset` in `content`: 16-bit
+    /// numbers, or 32-bit when bit 0 of the flags (the second byte) is set.
+    private static func canvasSize(_ content: [UInt8], at offset: Int) -> PixelSize? {
+        let fieldLength = content.count >= 2 && content[1] & 1 == 1 ? 4 : 2
+        guard content.count >= offset + 2 * fieldLength else { return nil }
+        let width = content[offset..<(offset + fieldLength)].reduce(0) { $0 << 8 | Int($1) }
+        let height = content[(offset + fieldLength)..<(offset + 2 * fieldLength)].reduce(0) { $0 << 8 | Int($1) }
+        return width > 0 && height > 0 ? PixelSize(width: width, height: height) : nil
     }
 
     /// The first extent of each item stored in the file (construction method 0) or in `idat` (1), from

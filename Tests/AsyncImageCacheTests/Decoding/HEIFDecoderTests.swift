@@ -169,7 +169,7 @@ struct HEIFDecoderTests {
 
     @Test(arguments: [
         "photo.heic", "photo.avif", "alpha.avif", "rotated-6.heic", "display-p3.heic", "display-p3-nclx.avif",
-        "thumbnail.heic", "rotated-6-thumbnail.heic",
+        "thumbnail.heic", "rotated-6-thumbnail.heic", "overlay.heic",
     ])
     func theCodedSizeIsReadFromTheCodecStreamWithoutDecoding(name: String) throws {
         // HEVC from the sequence parameter set in hvcC (the thumbnail's grid tiles are 64x64, smaller);
@@ -218,6 +218,36 @@ struct HEIFDecoderTests {
                 data, context: ImageDecodingContext(header: header, pixelBudget: 1_000_000))
         }
         #expect(error?.reason == .pixelBudgetExceeded(pixels: 8192 * 8192, budget: 1_000_000))
+    }
+
+    @Test func anOverlayDecodesAsLibheifComposesIt() throws {
+        // The photo's coded picture as the one image of an overlay (iovl) of its own size.
+        let data = try Fixtures.data("heif", "overlay.heic")
+        let header = try ImageHeader.parse(data)
+        #expect(header.storedSize == PixelSize(width: 96, height: 64))
+        let bitmap = try decoder.decode(data, context: ImageDecodingContext(header: header))
+        #expect(bitmap.pixelSize == PixelSize(width: 96, height: 64))
+        let psnr = Self.psnr(bitmap, try Self.source())
+        #expect(psnr > 30, "\(psnr) dB")
+    }
+
+    @Test func anOverlayWhoseCanvasIsLargerThanDeclaredIsRefusedBeforeDecoding() throws {
+        // Declares 96x64 in its ispe; its overlay canvas, which libheif allocates whole, is 8192x8192.
+        let data = try Fixtures.data("heif", "overlay-declares-96-canvas-8192.heic")
+        let header = try ImageHeader.parse(data)
+        #expect(header.storedSize == PixelSize(width: 96, height: 64))
+        #expect(HEIFCodedSize.largest(in: data) == PixelSize(width: 8192, height: 8192))
+        let budget = 1_000_000
+        let error = decodingError { () throws(ImageDecodingError) in
+            try decoder.decode(data, context: ImageDecodingContext(header: header, pixelBudget: budget))
+        }
+        #expect(error?.reason == .pixelBudgetExceeded(pixels: 8192 * 8192, budget: budget))
+        // Refused before libheif runs: with the coded data cut short, libheif would fail otherwise.
+        let cut = data.prefix(data.count - 40)
+        let cutError = decodingError { () throws(ImageDecodingError) in
+            try decoder.decode(cut, context: ImageDecodingContext(header: header, pixelBudget: budget))
+        }
+        #expect(cutError?.reason == .pixelBudgetExceeded(pixels: 8192 * 8192, budget: budget))
     }
 
     @Test func damagedCodecStreamsGiveNoCodedSizeRatherThanAWrongOne() throws {
