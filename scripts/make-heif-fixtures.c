@@ -60,7 +60,8 @@ static void write_png(const char *folder, const char *name, const unsigned char 
 
 static void write_heif(const char *folder, const char *name, enum heif_compression_format format,
                        const unsigned char *rgba, int with_alpha, enum heif_orientation orientation,
-                       const unsigned char *icc, size_t icc_size, int thumbnail_size, int p3_nclx) {
+                       const unsigned char *icc, size_t icc_size, int thumbnail_size, int p3_nclx,
+                       int macos_workaround) {
     struct heif_image *image = NULL;
     enum heif_chroma chroma = with_alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB;
     check(heif_image_create(WIDTH, HEIGHT, heif_colorspace_RGB, chroma, &image), "create");
@@ -92,6 +93,7 @@ static void write_heif(const char *folder, const char *name, enum heif_compressi
     check(heif_encoder_set_lossy_quality(encoder, 90), "quality");
     struct heif_encoding_options *options = heif_encoding_options_alloc();
     options->image_orientation = orientation;
+    options->macOS_compatibility_workaround = (uint8_t)macos_workaround;
     struct heif_image_handle *handle = NULL;
     check(heif_context_encode_image(context, image, encoder, options, &handle), "encode");
     if (thumbnail_size > 0) {
@@ -246,16 +248,16 @@ int main(int argc, char **argv) {
     draw(translucent, 1);
     write_png(folder, "source.png", opaque);
     write_png(folder, "source-alpha.png", translucent);
-    write_heif(folder, "photo.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, NULL, 0, 0, 0);
-    write_heif(folder, "photo.avif", heif_compression_AV1, opaque, 0, heif_orientation_normal, NULL, 0, 0, 0);
-    write_heif(folder, "alpha.avif", heif_compression_AV1, translucent, 1, heif_orientation_normal, NULL, 0, 0, 0);
-    write_heif(folder, "rotated-6.heic", heif_compression_HEVC, opaque, 0, heif_orientation_rotate_90_cw, NULL, 0, 0, 0);
+    write_heif(folder, "photo.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, NULL, 0, 0, 0, 1);
+    write_heif(folder, "photo.avif", heif_compression_AV1, opaque, 0, heif_orientation_normal, NULL, 0, 0, 0, 1);
+    write_heif(folder, "alpha.avif", heif_compression_AV1, translucent, 1, heif_orientation_normal, NULL, 0, 0, 0, 1);
+    write_heif(folder, "rotated-6.heic", heif_compression_HEVC, opaque, 0, heif_orientation_rotate_90_cw, NULL, 0, 0, 0, 1);
     fix_rotated_extent(folder, "rotated-6.heic");
-    write_heif(folder, "display-p3.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, icc, icc_size, 0, 0);
-    write_heif(folder, "display-p3-nclx.avif", heif_compression_AV1, opaque, 0, heif_orientation_normal, NULL, 0, 0, 1);
-    write_heif(folder, "thumbnail.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, NULL, 0, 48, 0);
+    write_heif(folder, "display-p3.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, icc, icc_size, 0, 0, 1);
+    write_heif(folder, "display-p3-nclx.avif", heif_compression_AV1, opaque, 0, heif_orientation_normal, NULL, 0, 0, 1, 1);
+    write_heif(folder, "thumbnail.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, NULL, 0, 48, 0, 1);
     write_heif(folder, "rotated-6-thumbnail.heic", heif_compression_HEVC, opaque, 0, heif_orientation_rotate_90_cw,
-               NULL, 0, 48, 0);
+               NULL, 0, 48, 0, 1);
     fix_rotated_extent(folder, "rotated-6-thumbnail.heic");
     write_cropped_heif(folder, "cropped.heic", opaque, heif_orientation_normal);
     /* 70x40 from (16, 10) of the coded picture, with offsets in halves: 12/2 right of centre, -4/2 up. */
@@ -265,7 +267,20 @@ int main(int argc, char **argv) {
     write_cropped_heif(folder, "cropped-offset-rotated-6.heic", opaque, heif_orientation_rotate_90_cw);
     fix_rotated_extent(folder, "cropped-offset-rotated-6.heic");
     set_clean_aperture(folder, "cropped-offset-rotated-6.heic", inner);
+    /* Half-pixel edges: the first column rounds toward zero (20.5 to 20), the first row half up (16.5 to 17). */
+    const int halves[8] = {50, 1, 31, 1, 1, 2, 0, 1};
+    write_cropped_heif(folder, "cropped-halves.heic", opaque, heif_orientation_normal);
+    set_clean_aperture(folder, "cropped-halves.heic", halves);
+    /* A left edge at -0.5, which libheif rounds toward zero, to column 0 (not -1): 80 columns. */
+    const int left_edge[8] = {80, 1, 10, 1, -11, 2, 0, 1};
+    write_cropped_heif(folder, "cropped-left-edge.heic", opaque, heif_orientation_normal);
+    set_clean_aperture(folder, "cropped-left-edge.heic", left_edge);
+    /* The photo whole, its 48x32 thumbnail coded padded (64x64) with a clap of its own. */
+    write_heif(folder, "thumbnail-cropped.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, NULL, 0,
+               48, 0, 0);
     write_transformed_png(folder, "cropped.heic", "cropped.libheif.png");
+    write_transformed_png(folder, "cropped-halves.heic", "cropped-halves.libheif.png");
+    write_transformed_png(folder, "cropped-left-edge.heic", "cropped-left-edge.libheif.png");
     write_transformed_png(folder, "cropped-offset.heic", "cropped-offset.libheif.png");
     write_transformed_png(folder, "cropped-offset-rotated-6.heic", "cropped-offset-rotated-6.libheif.png");
     heif_deinit();

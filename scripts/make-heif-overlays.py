@@ -48,9 +48,10 @@ def photo_parts(data):
     }
 
 
-def overlay_file(parts, declared, canvas, position):
+def overlay_file(parts, declared, canvas, position, split=False):
     """A file whose primary item is an overlay of `canvas` (width, height) declaring `declared` in
-    its ispe, with the photo placed at `position` on a black, opaque background."""
+    its ispe, with the photo placed at `position` on a black, opaque background; with `split`, its
+    description in two extents of idat, cut after the fill values."""
     description = struct.pack(">BB4H", 0, 0, 0, 0, 0, 0xFFFF)  # version, flags, RGBA fill
     description += struct.pack(">HHhh", canvas[0], canvas[1], position[0], position[1])
     infe = lambda item, kind: full_box("infe", 2, 0, struct.pack(">HH4s", item, 0, kind.encode()) + b"\0")
@@ -69,7 +70,10 @@ def overlay_file(parts, declared, canvas, position):
     def meta_with(coded_offset):
         # iloc version 1: 4-byte offsets and lengths, no base offset; item 1 in the file, item 2 in idat.
         entries = struct.pack(">HHHHII", 1, 0, 0, 1, coded_offset, len(parts["coded"]))
-        entries += struct.pack(">HHHHII", 2, 1, 0, 1, 0, len(description))
+        if split:
+            entries += struct.pack(">HHHHIIII", 2, 1, 0, 2, 0, 10, 10, len(description) - 10)
+        else:
+            entries += struct.pack(">HHHHII", 2, 1, 0, 1, 0, len(description))
         iloc = full_box("iloc", 1, 0, struct.pack(">BBH", 0x44, 0x00, 2) + entries)
         return full_box("meta", 0, 0, parts["hdlr"] + pitm + iloc + iinf + iref + iprp + idat)
 
@@ -93,6 +97,9 @@ def main():
     for name, (declared, canvas, position) in variants.items():
         with open(f"{folder}/{name}", "wb") as file:
             file.write(overlay_file(parts, declared, canvas, position))
+    # The same, its description in two pieces, which libheif joins.
+    with open(f"{folder}/overlay-split-declares-96-canvas-8192.heic", "wb") as file:
+        file.write(overlay_file(parts, (96, 64), (8192, 8192), (0, 0), split=True))
 
 
 if __name__ == "__main__":

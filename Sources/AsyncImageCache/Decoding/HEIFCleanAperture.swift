@@ -38,48 +38,62 @@ struct HEIFCleanAperture: Equatable {
     /// offsets only make sense against the decoded picture. For an aperture inside the image, as the
     /// standard requires, it is the size ``crop(in:)`` gives.
     func shownSize(of size: PixelSize) -> PixelSize? {
-        guard let shownWidth = Self.rounded(width), let shownHeight = Self.rounded(height) else { return nil }
+        guard let shownWidth = Self.libheifRounded(width), let shownHeight = Self.libheifRounded(height) else {
+            return nil
+        }
         let shown = PixelSize(width: min(shownWidth, size.width), height: min(shownHeight, size.height))
         return shown.width > 0 && shown.height > 0 ? shown : nil
     }
 
-    /// The rectangle of a decoded image of `size` that the aperture shows, computed as libheif does
-    /// (first column: the offset centre less half the width less a half, rounded down; last column:
-    /// that plus the width rounded, less one; rows alike), then clipped to the image. `nil` when
-    /// nothing is left or the numbers overflow.
+    /// The rectangle of a decoded image of `size` that the aperture shows, computed as libheif 1.15
+    /// crops: the first column is the aperture's left edge rounded toward zero, the first row its top
+    /// edge rounded half up, then the last column and row the first plus the width or height rounded (all
+    /// with libheif's rounding, which divides toward zero), clipped to the image. `nil` when libheif
+    /// would refuse it (nothing left, or a single column or row) or the numbers overflow. libheif does
+    /// its arithmetic in 32 bits and coarsens fractions past 65,536; such numbers may crop otherwise.
     func crop(in size: PixelSize) -> (x: Int, y: Int, width: Int, height: Int)? {
-        guard let columns = Self.span(extent: size.width, length: width, offset: horizontalOffset),
-            let rows = Self.span(extent: size.height, length: height, offset: verticalOffset)
+        guard let leftEdge = Self.edge(extent: size.width, length: width, offset: horizontalOffset),
+            let topEdge = Self.edge(extent: size.height, length: height, offset: verticalOffset),
+            let doubledTop = Self.multiply(topEdge.numerator, 2).flatMap({ Self.add($0, topEdge.denominator) }),
+            let doubledDenominator = Self.multiply(topEdge.denominator, 2)
         else { return nil }
-        return (columns.lowerBound, rows.lowerBound, columns.count, rows.count)
+        // Toward zero for the column; half up (toward zero after adding a half) for the row.
+        let left = leftEdge.numerator / leftEdge.denominator
+        let top = doubledTop / doubledDenominator
+        guard let right = Self.lastIndex(first: left, length: width),
+            let bottom = Self.lastIndex(first: top, length: height)
+        else { return nil }
+        let (x, y) = (max(0, left), max(0, top))
+        let (lastColumn, lastRow) = (min(size.width - 1, right), min(size.height - 1, bottom))
+        guard x < lastColumn, y < lastRow else { return nil }
+        return (x, y, lastColumn - x + 1, lastRow - y + 1)
     }
 
-    /// The columns (or rows) of an image `extent` wide that an aperture `length` wide, its centre
-    /// `offset` from the image's, covers, clipped to the image.
-    private static func span(extent: Int, length: Fraction, offset: Fraction) -> ClosedRange<Int>? {
-        // first = floor(offset + (extent - 1) / 2 - (length - 1) / 2) = floor(offset + (extent - length) / 2),
-        // over the common denominator 2 * offset.d * length.d.
+    /// The aperture's first column (or row) before rounding, offset + (extent - 1) / 2 - (length - 1) / 2,
+    /// as a fraction over 2 * offset.d * length.d.
+    private static func edge(extent: Int, length: Fraction, offset: Fraction) -> Fraction? {
         let (o, od, l, ld) = (offset.numerator, offset.denominator, length.numerator, length.denominator)
         guard let scaledOffset = multiply(2 * o, ld),
             let extentInLength = multiply(extent, ld).flatMap({ subtract($0, l) }),
             let scaledExtent = multiply(extentInLength, od),
             let numerator = add(scaledOffset, scaledExtent),
-            let denominator = multiply(2 * od, ld),
-            let roundedLength = rounded(length)
+            let denominator = multiply(2 * od, ld)
         else { return nil }
-        let first = floorDivide(numerator, denominator)
-        let (lower, upper) = (max(0, first), min(extent - 1, first + roundedLength - 1))
-        return lower <= upper ? lower...upper : nil
+        return Fraction(numerator: numerator, denominator: denominator)
     }
 
-    /// A positive fraction rounded half up, as libheif rounds: (n + d / 2) / d.
-    private static func rounded(_ fraction: Fraction) -> Int? {
+    /// libheif's last column (or row): `length - 1 + first`, as the fraction (n - d + first * d) / d,
+    /// rounded its way.
+    private static func lastIndex(first: Int, length: Fraction) -> Int? {
+        guard let scaledFirst = multiply(first, length.denominator),
+            let numerator = subtract(length.numerator, length.denominator).flatMap({ add($0, scaledFirst) })
+        else { return nil }
+        return libheifRounded(Fraction(numerator: numerator, denominator: length.denominator))
+    }
+
+    /// libheif's rounding: (n + d / 2) / d, dividing toward zero; half up for positive fractions.
+    private static func libheifRounded(_ fraction: Fraction) -> Int? {
         add(fraction.numerator, fraction.denominator / 2).map { $0 / fraction.denominator }
-    }
-
-    private static func floorDivide(_ numerator: Int, _ denominator: Int) -> Int {
-        let quotient = numerator / denominator
-        return numerator % denominator != 0 && (numerator < 0) != (denominator < 0) ? quotient - 1 : quotient
     }
 
     private static func multiply(_ a: Int, _ b: Int) -> Int? {

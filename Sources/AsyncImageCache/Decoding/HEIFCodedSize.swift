@@ -191,12 +191,16 @@ enum HEIFCodedSize {
         guard types.values.contains(where: { ["av01", "grid", "iovl"].contains($0) }) else { return [] }
         let idat = try file.child("idat", from: metaContent, to: metaEnd)
         var sizes: [PixelSize] = []
-        for (id, range) in try itemExtents(file, iloc: iloc, idat: idat) {
-            let content = slice(data, range)
+        for (id, ranges) in try itemExtents(file, iloc: iloc, idat: idat) {
+            // An item's data is its extents joined, as libheif reads it; the first kilobyte is plenty.
+            var content: [UInt8] = []
+            for range in ranges where content.count < 1024 {
+                content += slice(data, range.prefix(1024 - content.count))
+            }
             switch types[id] {
             case "av01":
                 // The sequence header comes first; a few hundred bytes are more than enough.
-                sizes += av1Sizes(Array(content.prefix(1024)))
+                sizes += av1Sizes(content)
             case "grid":
                 // Version, flags (bit 0: 32-bit sizes), rows - 1, columns - 1, output width and height.
                 if let size = canvasSize(content, at: 4) { sizes.append(size) }
@@ -220,10 +224,10 @@ enum HEIFCodedSize {
         return width > 0 && height > 0 ? PixelSize(width: width, height: height) : nil
     }
 
-    /// The first extent of each item stored in the file (construction method 0) or in `idat` (1), from
-    /// `iloc`, clipped to the bytes present.
+    /// The extents of each item stored in the file (construction method 0) or in `idat` (1), in order,
+    /// from `iloc`, clipped to the bytes present.
     private static func itemExtents(_ file: HEIFBoxes, iloc: HEIFBoxes.Box, idat: HEIFBoxes.Box?)
-        throws(ImageDecodingError) -> [(Int, Range<Int>)]
+        throws(ImageDecodingError) -> [(Int, [Range<Int>])]
     {
         let bytes = file.bytes
         var offset = iloc.contentStart
@@ -241,7 +245,7 @@ enum HEIFCodedSize {
         let moreSizes = try field(1)
         let (offsetSize, lengthSize, baseOffsetSize) = (sizes >> 4, sizes & 0x0F, moreSizes >> 4)
         let indexSize = version == 1 || version == 2 ? moreSizes & 0x0F : 0
-        var extents: [(Int, Range<Int>)] = []
+        var extents: [(Int, [Range<Int>])] = []
         for _ in 0..<(try field(version < 2 ? 2 : 4)) {
             let id = try field(version < 2 ? 2 : 4)
             let method = version == 1 || version == 2 ? try field(2) & 0x0F : 0
@@ -250,17 +254,17 @@ enum HEIFCodedSize {
             // What the offsets count from: the file, or the content of idat.
             let container: Range<Int>? =
                 method == 0 ? 0..<bytes.count : method == 1 ? idat.map { $0.contentStart..<$0.end } : nil
-            var first: Range<Int>?
+            var ranges: [Range<Int>] = []
             for _ in 0..<(try field(2)) {
                 _ = try field(indexSize)
                 let start = base + (try field(offsetSize))
                 let length = try field(lengthSize)
-                guard first == nil, let container, start <= container.count else { continue }
+                guard let container, start <= container.count else { continue }
                 let available = container.count - start
                 let lower = container.lowerBound + start
-                first = lower..<(length == 0 || length > available ? container.upperBound : lower + length)
+                ranges.append(lower..<(length == 0 || length > available ? container.upperBound : lower + length))
             }
-            if let first { extents.append((id, first)) }
+            if !ranges.isEmpty { extents.append((id, ranges)) }
         }
         return extents
     }

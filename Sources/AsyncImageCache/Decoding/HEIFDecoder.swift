@@ -15,12 +15,14 @@ extension ImageDecoders {
     /// The result is in stored orientation, as from every decoder: the file's `irot` and `imir`, which
     /// the header reads as an EXIF orientation, are left to the store. Its clean aperture (`clap`), which
     /// HEIF applies before them, is applied here: the picture is cropped to it, to the size the header
-    /// reads. A file with one decodes its primary image, never a thumbnail (whose crop it does not say).
+    /// reads; an aperture outside the picture is `.corrupt`, as libheif has it. A file with one decodes
+    /// its primary image, never a thumbnail (whose crop it does not say), and a thumbnail with an
+    /// aperture of its own is passed over.
     ///
     /// The pixel budget is checked before decoding on the size the file declares (`ispe`) and on the
-    /// sizes its codec streams code and its grids' canvases (HEVC parameter sets, AV1 sequence headers,
-    /// grid descriptors: see `HEIFCodedSize`), which libheif allocates whatever the file declares, and
-    /// on the decoded size after.
+    /// sizes its codec streams code and its grids' and overlays' canvases (HEVC parameter sets, AV1
+    /// sequence headers, `grid` and `iovl` descriptions: see `HEIFCodedSize`), which libheif allocates
+    /// whatever the file declares, and on the decoded size after.
     ///
     /// ```swift
     /// let bitmap = try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
@@ -53,8 +55,9 @@ extension ImageDecoders {
             cleanAperture: HEIFCleanAperture?
         ) throws(ImageDecodingError) -> Bitmap {
             try withPrimaryImage(bytes, format: format) { handle throws(ImageDecodingError) in
+                // A thumbnail shows the whole picture, so one of a cropped image would need cropping too.
                 if cleanAperture == nil, let minimumSize = context.minimumSize,
-                    let thumbnail = coveringThumbnail(of: handle, minimumSize)
+                    let thumbnail = coveringThumbnail(of: handle, minimumSize, in: bytes)
                 {
                     defer { heif_image_handle_release(thumbnail) }
                     // A thumbnail that fails to decode is no reason to fail: the primary image follows.
@@ -68,7 +71,9 @@ extension ImageDecoders {
         /// primary image's shape (so it was coded the same way up: its `irot` is the primary's, as in
         /// Apple's files); `nil` when there is none. iPhones store one of about 320 pixels: measured here on
         /// a 12-megapixel HEIC with one, 10 ms of CPU against 1.2 s for the photo (libde265).
-        private static func coveringThumbnail(of handle: OpaquePointer, _ minimumSize: PixelSize) -> OpaquePointer? {
+        private static func coveringThumbnail(
+            of handle: OpaquePointer, _ minimumSize: PixelSize, in bytes: UnsafeRawBufferPointer
+        ) -> OpaquePointer? {
             let count = Int(heif_image_handle_get_number_of_thumbnails(handle))
             guard count > 0 else { return nil }
             var ids = [heif_item_id](repeating: 0, count: count)
@@ -87,8 +92,9 @@ extension ImageDecoders {
                 let sameShape =
                     size.width > 0 && size.height > 0
                     && abs(Double(size.width) / Double(size.height) / (primaryWidth / primaryHeight) - 1) < 0.02
+                // A thumbnail with a clean aperture of its own is left alone (the primary image has none).
                 if sameShape, size.width >= minimumSize.width, size.height >= minimumSize.height,
-                    size.pixelCount < best?.pixels ?? .max
+                    size.pixelCount < best?.pixels ?? .max, !hasCleanAperture(Int(id), in: bytes)
                 {
                     if let previous = best?.handle { heif_image_handle_release(previous) }
                     best = (thumbnail, size.pixelCount)
@@ -97,6 +103,13 @@ extension ImageDecoders {
                 }
             }
             return best?.handle
+        }
+
+        private static func hasCleanAperture(_ item: Int, in bytes: UnsafeRawBufferPointer) -> Bool {
+            guard let base = bytes.baseAddress else { return false }
+            let data = Data(
+                bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
+            return ImageHeader.heifCleanAperture(in: data, item: item) != nil
         }
 
         /// Decodes the image `handle` in stored orientation (libheif's transformations ignored) as
@@ -134,9 +147,26 @@ extension ImageDecoders {
             else {
                 throw ImageDecodingError(format: format, reason: .corrupt("libheif gave no usable RGBA plane"))
             }
-            // An aperture that shows nothing of the picture is ignored, as the header ignores it.
-            let crop =
-                cleanAperture?.crop(in: decoded) ?? (x: 0, y: 0, width: decoded.width, height: decoded.height)
+            var crop = (x: 0, y: 0, width: decoded.width, height: decoded.height)
+            if let cleanAperture {
+                // libheif refuses an aperture that leaves nothing (or a single row or column) of the picture.
+                guard let shown = cleanAperture.crop(in: decoded) else {
+                    throw ImageDecodingError(
+                        format: format, reason: .corrupt("the clean aperture lies outside the picture"))
+                }
+                crop = shown
+                // The header promised the aperture's size: a crop the picture's edge cut short (the aperture
+                // reaching past it, against the standard) grows back inwards, so the bitmap keeps that size.
+                let declared = PixelSize(
+                    width: Int(heif_image_handle_get_ispe_width(handle)),
+                    height: Int(heif_image_handle_get_ispe_height(handle)))
+                if let promised = cleanAperture.shownSize(of: declared) {
+                    crop.width = min(promised.width, decoded.width)
+                    crop.height = min(promised.height, decoded.height)
+                    crop.x = min(crop.x, decoded.width - crop.width)
+                    crop.y = min(crop.y, decoded.height - crop.height)
+                }
+            }
             let size = PixelSize(width: crop.width, height: crop.height)
             let rowBytes = size.width * 4
             let pixels = [UInt8](unsafeUninitializedCapacity: size.pixelCount * 4) { buffer, initialized in

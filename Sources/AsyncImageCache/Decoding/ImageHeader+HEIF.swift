@@ -31,7 +31,7 @@ extension ImageHeader {
     /// When the primary item cannot be matched to its properties, the largest `ispe` is taken, upright
     /// and uncropped.
     static func parseHEIF(_ bytes: HeaderBytes) throws(ImageDecodingError) -> ImageHeader {
-        let (file, properties, extent) = try primaryHEIFItem(bytes)
+        let (file, properties, extent) = try heifItem(bytes, id: nil)
         return try file.completeBoxes { () throws(ImageDecodingError) -> ImageHeader in
             let orientation = try file.orientation(from: properties)
             let shown = try file.cleanAperture(among: properties)?.shownSize(of: extent) ?? extent
@@ -39,19 +39,19 @@ extension ImageHeader {
         }
     }
 
-    /// The clean aperture of the primary item of an HEIF or AVIF file; `nil` when it has none, or
-    /// the file cannot be read that far.
-    static func heifCleanAperture(in data: Data) -> HEIFCleanAperture? {
+    /// The clean aperture of an item of an HEIF or AVIF file (by default its primary item); `nil` when
+    /// it has none, or the file cannot be read that far.
+    static func heifCleanAperture(in data: Data, item: Int? = nil) -> HEIFCleanAperture? {
         let bytes = HeaderBytes(data, format: nil)
-        guard let (file, properties, _) = try? primaryHEIFItem(bytes) else { return nil }
+        guard let (file, properties, _) = try? heifItem(bytes, id: item) else { return nil }
         return (try? file.completeBoxes { () throws(ImageDecodingError) in try file.cleanAperture(among: properties) })
             ?? nil
     }
 
-    /// The properties associated with the primary item, and the size its `ispe` declares. When the
-    /// primary item cannot be matched to its properties: no properties, and the largest `ispe`.
-    private static func primaryHEIFItem(
-        _ bytes: HeaderBytes
+    /// The properties associated with the item `id` (`nil`: the primary item), and the size its `ispe`
+    /// declares. When the item cannot be matched to its properties: no properties, and the largest `ispe`.
+    private static func heifItem(
+        _ bytes: HeaderBytes, id: Int?
     ) throws(ImageDecodingError) -> (HEIFBoxes, properties: [HEIFBoxes.Box], extent: PixelSize) {
         let file = HEIFBoxes(bytes: bytes)
         // The file's length is unknown while reading a prefix, so top-level boxes have no end.
@@ -62,9 +62,9 @@ extension ImageHeader {
         }
         // Everything below reads inside iprp, so wait for all of it before trusting its lengths.
         try bytes.require(properties.contentStart, length: properties.end - properties.contentStart)
-        var primaryItem: Int?
-        if let pitm = try file.child("pitm", from: metaContent, to: meta.end) {
-            primaryItem = try file.primaryItemID(pitm)
+        var item = id
+        if item == nil, let pitm = try file.child("pitm", from: metaContent, to: meta.end) {
+            item = try file.primaryItemID(pitm)
         }
         return try file.completeBoxes { () throws(ImageDecodingError) in
             guard let container = try file.child("ipco", from: properties.contentStart, to: properties.end) else {
@@ -72,8 +72,8 @@ extension ImageHeader {
             }
             let all = try file.children(from: container.contentStart, to: container.end)
             var chosen: [HEIFBoxes.Box] = []
-            if let primaryItem {
-                let indices = try file.associations(of: primaryItem, from: properties.contentStart, to: properties.end)
+            if let item {
+                let indices = try file.associations(of: item, from: properties.contentStart, to: properties.end)
                 chosen = indices.compactMap { $0 >= 1 && $0 <= all.count ? all[$0 - 1] : nil }
             }
             if let size = try file.largestExtent(among: chosen) { return (file, chosen, size) }

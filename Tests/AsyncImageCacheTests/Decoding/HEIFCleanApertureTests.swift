@@ -19,13 +19,17 @@ struct HEIFCleanApertureTests {
         #expect(centred.shownSize(of: PixelSize(width: 100, height: 60)) == PixelSize(width: 80, height: 40))
     }
 
-    @Test func offsetsMoveTheCentreAndHalvesRoundDown() throws {
-        // Centre 6 right and 2 up, given in halves; then a half-pixel offset, which rounds down.
+    @Test func offsetsMoveTheCentreAndHalfPixelEdgesRoundAsLibheifRoundsThem() throws {
+        // Centre 6 right and 2 up, given in halves.
         let moved = try #require(Self.aperture([70, 1, 80, 2, 12, 2, -4, 2]))
         #expect(try #require(moved.crop(in: PixelSize(width: 90, height: 64))) == (x: 16, y: 10, width: 70, height: 40))
+        // Edges at 5.5 (column) and 4.5 (row): libheif takes the column toward zero and the row half up.
         let half = try #require(Self.aperture([10, 1, 10, 1, 1, 2, -1, 2]))
-        // first column: 0.5 + (20 - 1) / 2 - (10 - 1) / 2 = 5.5, down to 5; first row 4.5, down to 4.
-        #expect(try #require(half.crop(in: PixelSize(width: 20, height: 20))) == (x: 5, y: 4, width: 10, height: 10))
+        #expect(try #require(half.crop(in: PixelSize(width: 20, height: 20))) == (x: 5, y: 5, width: 10, height: 10))
+        // A left edge at -0.5 goes toward zero, to 0, and the last column follows from there: 80 columns.
+        let leftEdge = try #require(Self.aperture([80, 1, 10, 1, -11, 2, 0, 1]))
+        #expect(
+            try #require(leftEdge.crop(in: PixelSize(width: 90, height: 64))) == (x: 0, y: 27, width: 80, height: 10))
         // A fractional width rounds half up: 21/2 is 11 columns.
         let fractional = try #require(Self.aperture([21, 2, 10, 1, 0, 1, 0, 1]))
         #expect(try #require(fractional.crop(in: PixelSize(width: 21, height: 10))).width == 11)
@@ -38,6 +42,9 @@ struct HEIFCleanApertureTests {
             try #require(clipped.crop(in: PixelSize(width: 100, height: 10))) == (x: 0, y: 0, width: 30, height: 10))
         let outside = try #require(Self.aperture([40, 1, 10, 1, 500, 1, 0, 1]))
         #expect(outside.crop(in: PixelSize(width: 100, height: 10)) == nil)
+        // libheif refuses a crop of a single column.
+        let sliver = try #require(Self.aperture([1, 1, 10, 1, 0, 1, 0, 1]))
+        #expect(sliver.crop(in: PixelSize(width: 100, height: 10)) == nil)
         // The header's size ignores the offsets and never exceeds the image.
         let wide = try #require(Self.aperture([400, 1, 10, 1, 0, 1, 0, 1]))
         #expect(wide.shownSize(of: PixelSize(width: 100, height: 10)) == PixelSize(width: 100, height: 10))
@@ -76,6 +83,8 @@ struct HEIFCleanApertureTests {
         ("cropped.heic", PixelSize(width: 90, height: 60), ImageOrientation.up),
         ("cropped-offset.heic", PixelSize(width: 70, height: 40), .up),
         ("cropped-offset-rotated-6.heic", PixelSize(width: 70, height: 40), .right),
+        ("cropped-halves.heic", PixelSize(width: 50, height: 31), .up),
+        ("cropped-left-edge.heic", PixelSize(width: 80, height: 10), .up),
     ])
     func theHeaderReadsTheCroppedSize(name: String, stored: PixelSize, orientation: ImageOrientation) throws {
         let header = try ImageHeader.parse(try Fixtures.data("heif", name))
@@ -85,7 +94,10 @@ struct HEIFCleanApertureTests {
     }
 
     #if os(Linux)
-    @Test(arguments: ["cropped.heic", "cropped-offset.heic", "cropped-offset-rotated-6.heic"])
+    @Test(arguments: [
+        "cropped.heic", "cropped-offset.heic", "cropped-offset-rotated-6.heic", "cropped-halves.heic",
+        "cropped-left-edge.heic",
+    ])
     func throughTheStoreACroppedFileLooksAsLibheifShowsIt(name: String) async throws {
         // The reference is libheif 1.15 decoding the same file with its transformations applied (clap,
         // then irot), written by scripts/make-heif-fixtures; the decoder crops, the store turns.
@@ -123,6 +135,49 @@ struct HEIFCleanApertureTests {
             let off = psnr(from: x, y)
             #expect(off < there - 2, "from (\(x), \(y)): \(off) dB, against \(there) dB")
         }
+    }
+
+    /// cropped.heic (coded 90x64, ispe 90x60) with its `clap` rewritten in place.
+    static func croppedFile(clap fields: [Int]) throws -> Data {
+        var bytes = [UInt8](try Fixtures.data("heif", "cropped.heic"))
+        let start = try #require(Data(bytes).range(of: Data("clap".utf8))).upperBound
+        for (index, field) in fields.enumerated() {
+            let value = UInt32(truncatingIfNeeded: field)
+            bytes.replaceSubrange(
+                (start + index * 4)..<(start + index * 4 + 4),
+                with: [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)])
+        }
+        return Data(bytes)
+    }
+
+    @Test func anApertureReachingPastThePictureStillGivesTheSizeTheHeaderRead() throws {
+        // 90x60 centred 2 columns right of the 90x64 picture: libheif would cut it to 88 columns.
+        let data = try Self.croppedFile(clap: [90, 1, 60, 1, 2, 1, 0, 1])
+        let header = try ImageHeader.parse(data)
+        #expect(header.storedSize == PixelSize(width: 90, height: 60))
+        let bitmap = try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
+        #expect(bitmap.pixelSize == header.storedSize)
+    }
+
+    @Test func anApertureOutsideThePictureIsCorrupt() throws {
+        let data = try Self.croppedFile(clap: [40, 1, 40, 1, 500, 1, 0, 1])
+        let header = try ImageHeader.parse(data)
+        let error = decodingError { () throws(ImageDecodingError) in
+            try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
+        }
+        #expect(error?.format == .heif)
+        #expect(error?.reason == .corrupt("the clean aperture lies outside the picture"))
+    }
+
+    @Test func aThumbnailWithAnApertureOfItsOwnIsPassedOver() throws {
+        // The photo whole (no clap); its 48x32 thumbnail is coded 64x64 and cropped by a clap of its own.
+        let data = try Fixtures.data("heif", "thumbnail-cropped.heic")
+        let header = try ImageHeader.parse(data)
+        #expect(header.storedSize == PixelSize(width: 96, height: 64))
+        let bitmap = try ImageDecoders.HEIF().decode(
+            data, context: ImageDecodingContext(header: header, minimumSize: PixelSize(width: 40, height: 27)))
+        #expect(bitmap.pixelSize == PixelSize(width: 96, height: 64))
+        #expect(HEIFDecoderTests.psnr(bitmap, try HEIFDecoderTests.source()) > 30)
     }
 
     @Test func aCroppedFileCodesItsPaddedSize() throws {

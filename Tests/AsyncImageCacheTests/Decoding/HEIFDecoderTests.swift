@@ -231,9 +231,11 @@ struct HEIFDecoderTests {
         #expect(psnr > 30, "\(psnr) dB")
     }
 
-    @Test func anOverlayWhoseCanvasIsLargerThanDeclaredIsRefusedBeforeDecoding() throws {
-        // Declares 96x64 in its ispe; its overlay canvas, which libheif allocates whole, is 8192x8192.
-        let data = try Fixtures.data("heif", "overlay-declares-96-canvas-8192.heic")
+    @Test(arguments: ["overlay-declares-96-canvas-8192.heic", "overlay-split-declares-96-canvas-8192.heic"])
+    func anOverlayWhoseCanvasIsLargerThanDeclaredIsRefusedBeforeDecoding(name: String) throws {
+        // Declares 96x64 in its ispe; its overlay canvas, which libheif allocates whole, is 8192x8192. The
+        // second file has the overlay's description in two extents, which libheif joins.
+        let data = try Fixtures.data("heif", name)
         let header = try ImageHeader.parse(data)
         #expect(header.storedSize == PixelSize(width: 96, height: 64))
         #expect(HEIFCodedSize.largest(in: data) == PixelSize(width: 8192, height: 8192))
