@@ -7,13 +7,25 @@ extension ColorProfile {
     /// The profile embedded in `data`, a file of `format`, when it is one this type reads: a JPEG's
     /// `ICC_PROFILE` APP2 segments (joined in their order), a PNG's `iCCP` chunk, a WebP's `ICCP` chunk,
     /// a HEIF or AVIF primary image's `prof` or `rICC` colour information (or, with no ICC profile, its
-    /// `nclx` colour description: see ``ImageDecoders/HEIF``).
+    /// `nclx` colour description: see ``ImageDecoders/HEIF``); for a JPEG with no profile whose EXIF
+    /// declares Adobe RGB, ``adobeRGB``.
     static func embedded(in data: Data, format: ImageFormat) -> ColorProfile? {
         #if canImport(CHEIF)
         if format == .heif || format == .avif { return ImageDecoders.HEIF.colorProfile(in: data, format: format) }
         #endif
-        return embeddedICCData(in: data, format: format).flatMap { ColorProfile(iccData: $0) }
+        if let icc = embeddedICCData(in: data, format: format) { return ColorProfile(iccData: icc) }
+        // A camera's Adobe RGB JPEG often says so only in its EXIF, without a profile.
+        if format == .jpeg, data.withUnsafeBytes({ jpegEXIFDeclaresAdobeRGB(UnsafeRawBufferPointer($0)) }) {
+            return adobeRGB
+        }
+        return nil
     }
+
+    /// Adobe RGB (1998), from its published primaries, D65 white and 563/256 gamma: for JPEGs whose
+    /// EXIF declares it (``ImageHeader/exifDeclaresAdobeRGB(in:)``).
+    static let adobeRGB = ColorProfile(
+        red: (0.64, 0.33), green: (0.21, 0.71), blue: (0.15, 0.06), white: (0.3127, 0.3290),
+        curve: .gamma(563.0 / 256))
 
     /// The ICC bytes embedded in `data`; `nil` when there are none, or they are incomplete.
     static func embeddedICCData(in data: Data, format: ImageFormat) -> Data? {
@@ -31,16 +43,15 @@ extension ColorProfile {
         }
     }
 
-    /// Walks the segments before the first scan. A profile over 64 KB spans several APP2 segments,
-    /// each `ICC_PROFILE\0`, its number (from 1) and the count; all must be there, once each.
-    private static func jpegICCData(_ bytes: UnsafeRawBufferPointer) -> Data? {
-        guard bytes.count >= 4, bytes[0] == 0xFF, bytes[1] == 0xD8 else { return nil }
-        let tag = Array("ICC_PROFILE".utf8) + [0]
-        var chunks: [Int: Slice<UnsafeRawBufferPointer>] = [:]
-        var expected = 0
+    /// Calls `visit` with the marker and payload of each segment before the first scan, until it
+    /// returns false; false when the segments are broken before then.
+    private static func walkJPEGSegments(
+        _ bytes: UnsafeRawBufferPointer, _ visit: (UInt8, Slice<UnsafeRawBufferPointer>) -> Bool
+    ) -> Bool {
+        guard bytes.count >= 4, bytes[0] == 0xFF, bytes[1] == 0xD8 else { return false }
         var offset = 2
         while offset + 4 <= bytes.count {
-            guard bytes[offset] == 0xFF else { return nil }
+            guard bytes[offset] == 0xFF else { return false }
             let marker = bytes[offset + 1]
             if marker == 0xFF {  // fill byte
                 offset += 1
@@ -53,23 +64,48 @@ extension ColorProfile {
             if marker == 0xDA || marker == 0xD9 { break }  // the first scan, or the end
             let length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
             let end = offset + 2 + length
-            guard length >= 2, end <= bytes.count else { return nil }
-            let payload = bytes[(offset + 4)..<end]
-            if marker == 0xE2, payload.count > tag.count + 2, payload.starts(with: tag) {
-                let number = Int(payload[payload.startIndex + tag.count])
-                let count = Int(payload[payload.startIndex + tag.count + 1])
-                guard number >= 1, number <= count, expected == 0 || expected == count, chunks[number] == nil else {
-                    return nil
-                }
-                expected = count
-                chunks[number] = payload.dropFirst(tag.count + 2)
-                // Stop gathering past the size a profile is parsed at.
-                if chunks.values.reduce(0, { $0 + $1.count }) > largestProfile { return nil }
-            }
+            guard length >= 2, end <= bytes.count else { return false }
+            guard visit(marker, bytes[(offset + 4)..<end]) else { return true }
             offset = end
         }
-        guard expected > 0, chunks.count == expected else { return nil }
+        return true
+    }
+
+    /// Gathers the `ICC_PROFILE` APP2 segments. A profile over 64 KB spans several, each
+    /// `ICC_PROFILE\0`, its number (from 1) and the count; all must be there, once each.
+    private static func jpegICCData(_ bytes: UnsafeRawBufferPointer) -> Data? {
+        let tag = Array("ICC_PROFILE".utf8) + [0]
+        var chunks: [Int: Slice<UnsafeRawBufferPointer>] = [:]
+        var expected = 0
+        var consistent = true
+        let complete = walkJPEGSegments(bytes) { marker, payload in
+            guard marker == 0xE2, payload.count > tag.count + 2, payload.starts(with: tag) else { return true }
+            let number = Int(payload[payload.startIndex + tag.count])
+            let count = Int(payload[payload.startIndex + tag.count + 1])
+            guard number >= 1, number <= count, expected == 0 || expected == count, chunks[number] == nil else {
+                consistent = false
+                return false
+            }
+            expected = count
+            chunks[number] = payload.dropFirst(tag.count + 2)
+            // Stop gathering past the size a profile is parsed at.
+            consistent = chunks.values.reduce(0, { $0 + $1.count }) <= largestProfile
+            return consistent
+        }
+        guard complete, consistent, expected > 0, chunks.count == expected else { return nil }
         return Data((1...expected).flatMap { chunks[$0]! })
+    }
+
+    /// Whether the JPEG's EXIF (its first `Exif` APP1 segment) declares Adobe RGB.
+    private static func jpegEXIFDeclaresAdobeRGB(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let tag = Array("Exif".utf8) + [0, 0]
+        var declares = false
+        _ = walkJPEGSegments(bytes) { marker, payload in
+            guard marker == 0xE1, payload.starts(with: tag) else { return true }
+            declares = ImageHeader.exifDeclaresAdobeRGB(in: HeaderBytes(Data(payload), format: .jpeg))
+            return false
+        }
+        return declares
     }
 
     /// Walks the RIFF chunks for `ICCP` (extended files only put it right after `VP8X`).

@@ -285,4 +285,111 @@ struct ColorProfileTests {
         #expect(recorded.map(\.0.lastPathComponent) == ["p3.jpg"])
         #expect(recorded.allSatisfy { !$0.1 })
     }
+
+    /// An EXIF TIFF structure with an Exif directory holding ColorSpace `colorSpace` and, given an
+    /// index, an interoperability directory with that InteroperabilityIndex.
+    static func colorSpaceEXIF(colorSpace: Int, interoperabilityIndex: String?, bigEndian: Bool) -> [UInt8] {
+        ByteWriter.build { tiff in
+            func entry(_ tag: Int, type: Int, count: Int = 1, value: Int, short: Bool = false) {
+                tiff.uint16(tag, bigEndian: bigEndian)
+                tiff.uint16(type, bigEndian: bigEndian)
+                tiff.uint32(count, bigEndian: bigEndian)
+                if short {
+                    tiff.uint16(value, bigEndian: bigEndian)  // left-aligned in the value field
+                    tiff.uint16(0, bigEndian: bigEndian)
+                } else {
+                    tiff.uint32(value, bigEndian: bigEndian)
+                }
+            }
+            tiff.ascii(bigEndian ? "MM" : "II")
+            tiff.uint16(42, bigEndian: bigEndian)
+            tiff.uint32(8, bigEndian: bigEndian)
+            // IFD0 at 8: the Exif directory's offset; 2 + 12 + 4 bytes, so the Exif directory is at 26.
+            tiff.uint16(1, bigEndian: bigEndian)
+            entry(0x8769, type: 4, value: 26)
+            tiff.uint32(0, bigEndian: bigEndian)
+            let entries = interoperabilityIndex == nil ? 1 : 2
+            tiff.uint16(entries, bigEndian: bigEndian)
+            entry(0xA001, type: 3, value: colorSpace, short: true)
+            if interoperabilityIndex != nil { entry(0xA005, type: 4, value: 26 + 2 + entries * 12 + 4) }
+            tiff.uint32(0, bigEndian: bigEndian)
+            if let interoperabilityIndex {
+                tiff.uint16(1, bigEndian: bigEndian)
+                tiff.uint16(0x0001, bigEndian: bigEndian)  // InteroperabilityIndex, ASCII, 4 bytes in place
+                tiff.uint16(2, bigEndian: bigEndian)
+                tiff.uint32(4, bigEndian: bigEndian)
+                tiff.ascii(interoperabilityIndex)
+                tiff.append([0])
+                tiff.uint32(0, bigEndian: bigEndian)
+            }
+        }
+    }
+
+    /// `jpeg` with an EXIF APP1 segment holding `tiff` right after its SOI.
+    static func embedding(exif tiff: [UInt8], inJPEG jpeg: Data) -> Data {
+        var bytes = [UInt8](jpeg)
+        let length = 2 + 6 + tiff.count
+        let segment = [0xFF, 0xE1, UInt8(length >> 8), UInt8(length & 0xFF)] + Array("Exif".utf8) + [0, 0] + tiff
+        bytes.insert(contentsOf: segment, at: 2)
+        return Data(bytes)
+    }
+
+    @Test(arguments: [false, true])
+    func aJPEGWhoseEXIFSaysAdobeRGBHasTheAdobeRGBProfile(bigEndian: Bool) throws {
+        let jpeg = try SampleImages.jpeg(width: 20, height: 10)
+        func profile(colorSpace: Int, index: String?) -> ColorProfile? {
+            let exif = Self.colorSpaceEXIF(colorSpace: colorSpace, interoperabilityIndex: index, bigEndian: bigEndian)
+            return ColorProfile.embedded(in: Self.embedding(exif: exif, inJPEG: jpeg), format: .jpeg)
+        }
+        // Uncalibrated with the DCF option-file index R03, as cameras in Adobe RGB mode write; or 2.
+        let adobe = try #require(ColorProfile.adobeRGB)
+        #expect(profile(colorSpace: 0xFFFF, index: "R03")?.colorants == adobe.colorants)
+        #expect(profile(colorSpace: 2, index: nil)?.colorants == adobe.colorants)
+        #expect(!adobe.isSRGB)
+        // sRGB, uncalibrated without the index or with sRGB's (R98): no profile, drawn as sRGB.
+        #expect(profile(colorSpace: 1, index: "R03") == nil)
+        #expect(profile(colorSpace: 0xFFFF, index: nil) == nil)
+        #expect(profile(colorSpace: 0xFFFF, index: "R98") == nil)
+        // Cut short before its "R03" is whole, the EXIF declares nothing (and nothing traps).
+        let full = Self.colorSpaceEXIF(colorSpace: 0xFFFF, interoperabilityIndex: "R03", bigEndian: bigEndian)
+        let index = try #require(Data(full).range(of: Data("R03".utf8))).upperBound
+        for length in 0..<index {
+            let cut = Self.embedding(exif: Array(full.prefix(length)), inJPEG: jpeg)
+            #expect(ColorProfile.embedded(in: cut, format: .jpeg) == nil, "\(length) bytes")
+        }
+    }
+
+    @Test func theAdobeRGBProfileConvertsAsThePublishedMatrixSays() throws {
+        let converted = Self.swatches.convertedToSRGB(from: try #require(ColorProfile.adobeRGB))
+        let error = Self.largestError(
+            converted, from: Self.swatches, decode: { pow($0, 563.0 / 256) }, matrix: Self.adobeRGBToSRGB)
+        #expect(error <= 1)
+    }
+
+    @Test func theStoreConvertsACameraAdobeRGBJPEGAndAnEmbeddedProfileWinsOverTheEXIF() async throws {
+        let folder = TemporaryDirectory("profiles")
+        let jpeg = try SampleImages.jpeg(width: 300, height: 200)
+        let adobeEXIF = Self.colorSpaceEXIF(colorSpace: 0xFFFF, interoperabilityIndex: "R03", bigEndian: false)
+        let files = [
+            ("plain.jpg", jpeg),
+            ("camera.jpg", Self.embedding(exif: adobeEXIF, inJPEG: jpeg)),
+            (
+                "p3-and-exif.jpg",
+                Self.embedding(exif: adobeEXIF, inJPEG: SyntheticICC.embedding(SyntheticICC.displayP3(), inJPEG: jpeg))
+            ),
+        ]
+        for (name, data) in files { try data.write(to: folder.url.appendingPathComponent(name)) }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        func image(_ name: String) async throws -> Bitmap {
+            try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent(name), targetWidth: 150))
+        }
+        let plain = try await image("plain.jpg")
+        let camera = try await image("camera.jpg")
+        #expect(camera != plain)
+        let adobeError = Self.largestError(
+            camera, from: plain, decode: { pow($0, 563.0 / 256) }, matrix: Self.adobeRGBToSRGB)
+        #expect(adobeError <= 1)
+        let p3 = try await image("p3-and-exif.jpg")
+        #expect(Self.largestError(p3, from: plain, decode: Self.srgbDecode, matrix: Self.displayP3ToSRGB) <= 1)
+    }
 }
