@@ -102,7 +102,13 @@ extension ColorProfile {
         var declares = false
         _ = walkJPEGSegments(bytes) { marker, payload in
             guard marker == 0xE1, payload.starts(with: tag) else { return true }
-            declares = ImageHeader.exifDeclaresAdobeRGB(in: HeaderBytes(Data(payload), format: .jpeg))
+            // Read in place (a camera's EXIF, thumbnail included, runs to tens of kilobytes); it does
+            // not outlive the walk.
+            guard let base = payload.base.baseAddress else { return false }
+            let exif = Data(
+                bytesNoCopy: UnsafeMutableRawPointer(mutating: base + payload.startIndex), count: payload.count,
+                deallocator: .none)
+            declares = ImageHeader.exifDeclaresAdobeRGB(in: HeaderBytes(exif, format: .jpeg))
             return false
         }
         return declares
