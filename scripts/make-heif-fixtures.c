@@ -112,11 +112,8 @@ static void write_heif(const char *folder, const char *name, enum heif_compressi
     heif_image_release(image);
 }
 
-/* libheif 1.15 writes the `ispe` of an image it encodes with a quarter-turn orientation (and of its
- * thumbnail) after the rotation, where ISO/IEC 23008-12 wants the size of the coded image, before
- * `irot`; Apple's files follow the standard. This swaps the two numbers of every `ispe` back (same
- * length, so no offset moves); a square one, a grid tile's, stays as it is either way. */
-static void fix_rotated_extent(const char *folder, const char *name) {
+/* Opens FOLDER/NAME for reading and writing in place and reads up to 64 KB of it into `bytes`. */
+static FILE *open_fixture(const char *folder, const char *name, unsigned char bytes[65536], size_t *count) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", folder, name);
     FILE *file = fopen(path, "r+b");
@@ -124,8 +121,18 @@ static void fix_rotated_extent(const char *folder, const char *name) {
         perror(path);
         exit(1);
     }
+    *count = fread(bytes, 1, 65536, file);
+    return file;
+}
+
+/* libheif 1.15 writes the `ispe` of an image it encodes with a quarter-turn orientation (and of its
+ * thumbnail) after the rotation, where ISO/IEC 23008-12 wants the size of the coded image, before
+ * `irot`; Apple's files follow the standard. This swaps the two numbers of every `ispe` back (same
+ * length, so no offset moves); a square one, a grid tile's, stays as it is either way. */
+static void fix_rotated_extent(const char *folder, const char *name) {
     unsigned char bytes[65536];
-    size_t count = fread(bytes, 1, sizeof bytes, file);
+    size_t count = 0;
+    FILE *file = open_fixture(folder, name, bytes, &count);
     for (size_t i = 4; i + 16 <= count; i++) {
         if (memcmp(bytes + i, "ispe", 4) == 0) {
             unsigned char swapped[8];
@@ -178,21 +185,15 @@ static void write_cropped_heif(const char *folder, const char *name, const unsig
 /* Overwrites the eight numbers of the file's `clap` box (same length, so no offset moves): width,
  * height, horizontal and vertical offset of the clean aperture, each a numerator and a denominator. */
 static void set_clean_aperture(const char *folder, const char *name, const int values[8]) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", folder, name);
-    FILE *file = fopen(path, "r+b");
-    if (file == NULL) {
-        perror(path);
-        exit(1);
-    }
     unsigned char bytes[65536];
-    size_t count = fread(bytes, 1, sizeof bytes, file);
+    size_t count = 0;
+    FILE *file = open_fixture(folder, name, bytes, &count);
     size_t at = 0;
     for (size_t i = 4; i + 36 <= count && at == 0; i++) {
         if (memcmp(bytes + i, "clap", 4) == 0) at = i + 4;
     }
     if (at == 0) {
-        fprintf(stderr, "%s: no clap box\n", path);
+        fprintf(stderr, "%s/%s: no clap box\n", folder, name);
         exit(1);
     }
     unsigned char field[32];
