@@ -58,6 +58,36 @@ static void write_png(const char *folder, const char *name, const unsigned char 
     write_png_sized(folder, name, rgba, WIDTH, HEIGHT, 0);
 }
 
+/* Encodes `image` at quality 90 (with a thumbnail `thumbnail_size` wide, when positive), writes it to
+ * FOLDER/NAME and releases it. */
+static void encode_and_write(const char *folder, const char *name, struct heif_image *image,
+                             enum heif_compression_format format, enum heif_orientation orientation,
+                             int thumbnail_size, int macos_workaround) {
+    struct heif_context *context = heif_context_alloc();
+    struct heif_encoder *encoder = NULL;
+    check(heif_context_get_encoder_for_format(context, format, &encoder), "encoder");
+    check(heif_encoder_set_lossy_quality(encoder, 90), "quality");
+    struct heif_encoding_options *options = heif_encoding_options_alloc();
+    options->image_orientation = orientation;
+    options->macOS_compatibility_workaround = (uint8_t)macos_workaround;
+    struct heif_image_handle *handle = NULL;
+    check(heif_context_encode_image(context, image, encoder, options, &handle), "encode");
+    if (thumbnail_size > 0) {
+        struct heif_image_handle *thumbnail = NULL;
+        check(heif_context_encode_thumbnail(context, image, handle, encoder, options, thumbnail_size, &thumbnail),
+              "thumbnail");
+        heif_image_handle_release(thumbnail);
+    }
+    heif_image_handle_release(handle);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", folder, name);
+    check(heif_context_write_to_file(context, path), "write");
+    heif_encoding_options_free(options);
+    heif_encoder_release(encoder);
+    heif_context_free(context);
+    heif_image_release(image);
+}
+
 static void write_heif(const char *folder, const char *name, enum heif_compression_format format,
                        const unsigned char *rgba, int with_alpha, enum heif_orientation orientation,
                        const unsigned char *icc, size_t icc_size, int thumbnail_size, int p3_nclx,
@@ -87,29 +117,7 @@ static void write_heif(const char *folder, const char *name, enum heif_compressi
         check(heif_image_set_nclx_color_profile(image, nclx), "nclx");
         heif_nclx_color_profile_free(nclx);
     }
-    struct heif_context *context = heif_context_alloc();
-    struct heif_encoder *encoder = NULL;
-    check(heif_context_get_encoder_for_format(context, format, &encoder), "encoder");
-    check(heif_encoder_set_lossy_quality(encoder, 90), "quality");
-    struct heif_encoding_options *options = heif_encoding_options_alloc();
-    options->image_orientation = orientation;
-    options->macOS_compatibility_workaround = (uint8_t)macos_workaround;
-    struct heif_image_handle *handle = NULL;
-    check(heif_context_encode_image(context, image, encoder, options, &handle), "encode");
-    if (thumbnail_size > 0) {
-        struct heif_image_handle *thumbnail = NULL;
-        check(heif_context_encode_thumbnail(context, image, handle, encoder, options, thumbnail_size, &thumbnail),
-              "thumbnail");
-        heif_image_handle_release(thumbnail);
-    }
-    heif_image_handle_release(handle);
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", folder, name);
-    check(heif_context_write_to_file(context, path), "write");
-    heif_encoding_options_free(options);
-    heif_encoder_release(encoder);
-    heif_context_free(context);
-    heif_image_release(image);
+    encode_and_write(folder, name, image, format, orientation, thumbnail_size, macos_workaround);
 }
 
 /* Opens FOLDER/NAME for reading and writing in place and reads up to 64 KB of it into `bytes`. */
@@ -163,23 +171,7 @@ static void write_cropped_heif(const char *folder, const char *name, const unsig
             memcpy(plane + y * stride + x * 3, rgba + ((y + CROP_Y) * WIDTH + x + CROP_X) * 4, 3);
         }
     }
-    struct heif_context *context = heif_context_alloc();
-    struct heif_encoder *encoder = NULL;
-    check(heif_context_get_encoder_for_format(context, heif_compression_HEVC, &encoder), "encoder");
-    check(heif_encoder_set_lossy_quality(encoder, 90), "quality");
-    struct heif_encoding_options *options = heif_encoding_options_alloc();
-    options->image_orientation = orientation;
-    options->macOS_compatibility_workaround = 0;
-    struct heif_image_handle *handle = NULL;
-    check(heif_context_encode_image(context, image, encoder, options, &handle), "encode");
-    heif_image_handle_release(handle);
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", folder, name);
-    check(heif_context_write_to_file(context, path), "write");
-    heif_encoding_options_free(options);
-    heif_encoder_release(encoder);
-    heif_context_free(context);
-    heif_image_release(image);
+    encode_and_write(folder, name, image, heif_compression_HEVC, orientation, 0, 0);
 }
 
 /* Overwrites the eight numbers of the file's `clap` box (same length, so no offset moves): width,
