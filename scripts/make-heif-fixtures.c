@@ -174,6 +174,26 @@ static void write_cropped_heif(const char *folder, const char *name, const unsig
     encode_and_write(folder, name, image, heif_compression_HEVC, orientation, 0, 0);
 }
 
+/* The quadrant `index` (0 to 3, row by row) of `rgba` as HEVC, WIDTH/2 x HEIGHT/2: the tiles
+ * make-heif-grid.py joins into a grid, written to FOLDER/grid-tile-INDEX.heic and removed by it. */
+static void write_grid_tile(const char *folder, const unsigned char *rgba, int index) {
+    const int width = WIDTH / 2, height = HEIGHT / 2;
+    const int left = index % 2 * width, top = index / 2 * height;
+    struct heif_image *image = NULL;
+    check(heif_image_create(width, height, heif_colorspace_RGB, heif_chroma_interleaved_RGB, &image), "create");
+    check(heif_image_add_plane(image, heif_channel_interleaved, width, height, 8), "plane");
+    int stride = 0;
+    uint8_t *plane = heif_image_get_plane(image, heif_channel_interleaved, &stride);
+    for (int y = 0; y < height; y++) {
+        for (int x = 0; x < width; x++) {
+            memcpy(plane + y * stride + x * 3, rgba + ((y + top) * WIDTH + x + left) * 4, 3);
+        }
+    }
+    char name[64];
+    snprintf(name, sizeof name, "grid-tile-%d.heic", index);
+    encode_and_write(folder, name, image, heif_compression_HEVC, heif_orientation_normal, 0, 0);
+}
+
 /* Overwrites the eight numbers of the file's `clap` box (same length, so no offset moves): width,
  * height, horizontal and vertical offset of the clean aperture, each a numerator and a denominator. */
 static void set_clean_aperture(const char *folder, const char *name, const int values[8]) {
@@ -271,6 +291,7 @@ int main(int argc, char **argv) {
     /* The photo whole, its 48x32 thumbnail coded padded (64x64) with a clap of its own. */
     write_heif(folder, "thumbnail-cropped.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, NULL, 0,
                48, 0, 0);
+    for (int index = 0; index < 4; index++) write_grid_tile(folder, opaque, index);
     write_transformed_png(folder, "cropped.heic", "cropped.libheif.png");
     write_transformed_png(folder, "cropped-halves.heic", "cropped-halves.libheif.png");
     write_transformed_png(folder, "cropped-left-edge.heic", "cropped-left-edge.libheif.png");

@@ -252,8 +252,11 @@ extension ImageDecoders {
                 throw ImageDecodingError(format: format, reason: .corrupt("libheif could not start"))
             }
             defer { heif_context_free(context) }
-            // The store runs as many decodes as there are cores; each decodes on its own thread.
-            heif_context_set_max_decoding_threads(context, 1)
+            // A grid's tiles decode on the calling thread (0; 1 would start one thread of libheif's for
+            // them): the store runs a decode per core already. More threads would shorten a lone decode,
+            // but libheif 1.15 then sometimes gives different pixels for a tile (seen on grid.heic with 2:
+            // a race inside one context; separate contexts decoding at once, as the store's do, agree).
+            heif_context_set_max_decoding_threads(context, 0)
             try check(heif_context_read_from_memory_without_copy(context, base, bytes.count, nil), format: format)
             var handle: OpaquePointer?
             try check(heif_context_get_primary_image_handle(context, &handle), format: format)

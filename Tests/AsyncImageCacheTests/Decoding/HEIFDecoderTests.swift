@@ -169,7 +169,7 @@ struct HEIFDecoderTests {
 
     @Test(arguments: [
         "photo.heic", "photo.avif", "alpha.avif", "rotated-6.heic", "display-p3.heic", "display-p3-nclx.avif",
-        "thumbnail.heic", "rotated-6-thumbnail.heic", "overlay.heic",
+        "thumbnail.heic", "rotated-6-thumbnail.heic", "overlay.heic", "grid.heic",
     ])
     func theCodedSizeIsReadFromTheCodecStreamWithoutDecoding(name: String) throws {
         // HEVC from the sequence parameter set in hvcC (the thumbnail's grid tiles are 64x64, smaller);
@@ -202,6 +202,18 @@ struct HEIFDecoderTests {
         let header = try ImageHeader.parse(data)
         #expect(HEIFCodedSize.largest(in: data) == PixelSize(width: 8192, height: 8192))
         try Self.expectRefusedBeforeDecoding(data, header: header, pixels: 8192 * 8192)
+    }
+
+    @Test func aGridDecodesFromItsTiles() async throws {
+        // The picture's four quadrants, coded apart, as a 2x2 grid.
+        let data = try Fixtures.data("heif", "grid.heic")
+        let header = try ImageHeader.parse(data)
+        #expect(header.storedSize == PixelSize(width: 96, height: 64))
+        let bitmap = try decoder.decode(data, context: ImageDecodingContext(header: header))
+        #expect(bitmap.pixelSize == PixelSize(width: 96, height: 64))
+        let psnr = Self.psnr(bitmap, try Self.source())
+        #expect(psnr > 30, "\(psnr) dB")
+        #expect(try await Self.loadedThroughAStore("grid.heic", widths: [nil])[0] == bitmap)
     }
 
     @Test func anOverlayDecodesAsLibheifComposesIt() throws {
