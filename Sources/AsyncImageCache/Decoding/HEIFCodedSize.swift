@@ -174,20 +174,8 @@ enum HEIFCodedSize {
     private static func itemSizes(_ file: HEIFBoxes, data: Data, metaContent: Int, metaEnd: Int)
         throws(ImageDecodingError) -> [PixelSize]
     {
-        let bytes = file.bytes
-        guard let iinf = try file.child("iinf", from: metaContent, to: metaEnd),
-            let iloc = try file.child("iloc", from: metaContent, to: metaEnd)
-        else { return [] }
-        // iinf: FullBox, entry count (16 or 32 bits), then infe boxes: FullBox, item ID, protection, type.
-        let entriesStart = iinf.contentStart + 4 + (try bytes.byte(at: iinf.contentStart) == 0 ? 2 : 4)
-        var types: [Int: String] = [:]
-        for infe in try file.children(from: entriesStart, to: iinf.end) where infe.type == "infe" {
-            let version = try bytes.byte(at: infe.contentStart)
-            guard version >= 2 else { continue }
-            let idLength = version >= 3 ? 4 : 2
-            let id = Int(try bytes.unsigned(at: infe.contentStart + 4, length: idLength, bigEndian: true))
-            types[id] = try bytes.fourCC(at: infe.contentStart + 4 + idLength + 2)
-        }
+        guard let iloc = try file.child("iloc", from: metaContent, to: metaEnd) else { return [] }
+        let types = try file.itemTypes(metaContent: metaContent, metaEnd: metaEnd)
         guard types.values.contains(where: { ["av01", "grid", "iovl"].contains($0) }) else { return [] }
         let idat = try file.child("idat", from: metaContent, to: metaEnd)
         var sizes: [PixelSize] = []

@@ -248,7 +248,16 @@ extension ImageDecoders {
             _ bytes: UnsafeRawBufferPointer, format: ImageFormat,
             _ body: (OpaquePointer) throws(ImageDecodingError) -> T
         ) throws(ImageDecodingError) -> T {
-            guard initialized, let base = bytes.baseAddress, let context = heif_context_alloc() else {
+            guard initialized, let base = bytes.baseAddress else {
+                throw ImageDecodingError(format: format, reason: .corrupt("libheif could not start"))
+            }
+            // What would abort or hang libheif is refused before it reads a byte.
+            let data = Data(
+                bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
+            if let problem = HEIFDerivations.problem(in: data) {
+                throw ImageDecodingError(format: format, reason: .corrupt(problem))
+            }
+            guard let context = heif_context_alloc() else {
                 throw ImageDecodingError(format: format, reason: .corrupt("libheif could not start"))
             }
             defer { heif_context_free(context) }

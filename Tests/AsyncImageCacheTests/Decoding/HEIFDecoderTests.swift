@@ -216,6 +216,46 @@ struct HEIFDecoderTests {
         #expect(try await Self.loadedThroughAStore("grid.heic", widths: [nil])[0] == bitmap)
     }
 
+    /// `name` with the bytes of `find` replaced, at its first place after `skipping` bytes, by `replacement`.
+    static func fixture(_ name: String, replacing find: [UInt8], after skipping: Int = 0, with replacement: [UInt8])
+        throws -> Data
+    {
+        var bytes = [UInt8](try Fixtures.data("heif", name))
+        let start = try #require(Data(bytes).range(of: Data(find), in: skipping..<bytes.count)).lowerBound
+        bytes.replaceSubrange(start..<(start + find.count), with: replacement)
+        return Data(bytes)
+    }
+
+    /// Expects `data` refused as corrupt for `reason` by the decoder and by the colour readers, which
+    /// open it with libheif too, rather than aborting or hanging in libheif.
+    static func expectRefusedBeforeLibheif(_ data: Data, reason: String) throws {
+        let header = try ImageHeader.parse(data)
+        let error = decodingError { () throws(ImageDecodingError) in
+            try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
+        }
+        #expect(error == ImageDecodingError(format: header.format, reason: .corrupt(reason)))
+        #expect(ImageDecoders.HEIF.colorProfile(in: data, format: header.format) == nil)
+        #expect(ImageDecoders.HEIF.iccProfile(in: data, format: header.format) == nil)
+    }
+
+    @Test func anOverlayOfAnItemThatIsNotAnImageIsRefusedBeforeLibheifAbortsOnIt() throws {
+        // The overlay's input typed as EXIF metadata: libheif 1.15 fails an assertion and aborts.
+        let data = try Self.fixture("overlay.heic", replacing: Array("hvc1".utf8), with: Array("Exif".utf8))
+        try Self.expectRefusedBeforeLibheif(data, reason: "derived image 2 is made from item 1, which is not an image")
+        // What the fuzzer found: the input's infe box damaged, so the file declares no item 1.
+        let found = try Fixtures.data("fuzz-regressions", "heif-overlay-of-a-missing-item.heic")
+        try Self.expectRefusedBeforeLibheif(found, reason: "derived image 2 is made from item 1, which is not an image")
+    }
+
+    @Test func aGridMadeFromItselfIsRefusedBeforeLibheifHangsOnIt() throws {
+        // The grid (item 5) listing itself as its last tile: libheif 1.15 never returns from reading it.
+        let data = try Self.fixture(
+            "grid.heic", replacing: [0, 5, 0, 4, 0, 1, 0, 2, 0, 3, 0, 4], with: [0, 5, 0, 4, 0, 1, 0, 2, 0, 3, 0, 5])
+        try Self.expectRefusedBeforeLibheif(data, reason: "derived image 5 is made, through its inputs, from itself")
+        // The sound grid passes the same check.
+        #expect(HEIFDerivations.problem(in: try Fixtures.data("heif", "grid.heic")) == nil)
+    }
+
     @Test func anOverlayDecodesAsLibheifComposesIt() throws {
         // The photo's coded picture as the one image of an overlay (iovl) of its own size.
         let data = try Fixtures.data("heif", "overlay.heic")
