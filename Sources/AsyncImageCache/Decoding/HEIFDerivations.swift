@@ -8,14 +8,21 @@ enum HEIFDerivations {
     /// The item types libheif 1.15 takes for images.
     static let imageTypes: Set<String> = ["hvc1", "av01", "grid", "iovl", "iden"]
 
-    /// Why `data` must not reach libheif; `nil` when its derivations are sound, or cannot be read
-    /// (libheif then reports the damage itself).
+    /// Why `data` must not reach libheif; `nil` when its derivations are sound, or when its `meta` box
+    /// is missing or incomplete (libheif then reports that itself). Item information or references that
+    /// do not parse inside a complete `meta` are a reason too: libheif reads past such damage.
     static func problem(in data: Data) -> String? {
         let file = HEIFBoxes(bytes: HeaderBytes(data, format: nil))
-        guard let meta = try? file.child("meta", from: 0, to: file.bytes.count),
-            let types = try? file.itemTypes(metaContent: meta.contentStart + 4, metaEnd: meta.end),
-            let references = try? file.derivations(metaContent: meta.contentStart + 4, metaEnd: meta.end)
-        else { return nil }
+        guard let meta = try? file.child("meta", from: 0, to: file.bytes.count) else { return nil }
+        let types: [Int: String]
+        let references: [(derived: Int, inputs: [Int])]
+        do {
+            types = try file.itemTypes(metaContent: meta.contentStart + 4, metaEnd: meta.end)
+            references = try file.derivations(metaContent: meta.contentStart + 4, metaEnd: meta.end)
+        } catch {
+            if case .corrupt(let detail) = error.reason { return "its items cannot be read: \(detail)" }
+            return nil
+        }
         for (derived, inputs) in references {
             for input in inputs where !imageTypes.contains(types[input] ?? "") {
                 return "derived image \(derived) is made from item \(input), which is not an image"

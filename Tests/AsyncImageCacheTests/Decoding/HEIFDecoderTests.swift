@@ -226,14 +226,19 @@ struct HEIFDecoderTests {
         return Data(bytes)
     }
 
-    /// Expects `data` refused as corrupt for `reason` by the decoder and by the colour readers, which
-    /// open it with libheif too, rather than aborting or hanging in libheif.
+    /// Expects `data` refused as corrupt for a reason starting with `reason` by the decoder and by the
+    /// colour readers, which open it with libheif too, rather than aborting or hanging in libheif.
     static func expectRefusedBeforeLibheif(_ data: Data, reason: String) throws {
         let header = try ImageHeader.parse(data)
         let error = decodingError { () throws(ImageDecodingError) in
             try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
         }
-        #expect(error == ImageDecodingError(format: header.format, reason: .corrupt(reason)))
+        #expect(error?.format == header.format)
+        guard case .corrupt(let message)? = error?.reason else {
+            Issue.record("not refused as corrupt: \(String(describing: error))")
+            return
+        }
+        #expect(message.hasPrefix(reason), "\(message)")
         #expect(ImageDecoders.HEIF.colorProfile(in: data, format: header.format) == nil)
         #expect(ImageDecoders.HEIF.iccProfile(in: data, format: header.format) == nil)
     }
@@ -245,6 +250,9 @@ struct HEIFDecoderTests {
         // What the fuzzer found: the input's infe box damaged, so the file declares no item 1.
         let found = try Fixtures.data("fuzz-regressions", "heif-overlay-of-a-missing-item.heic")
         try Self.expectRefusedBeforeLibheif(found, reason: "derived image 2 is made from item 1, which is not an image")
+        // Found next: the same, with the reference box's size past its parent's end, which libheif reads anyway.
+        let foundNext = try Fixtures.data("fuzz-regressions", "heif-overlay-of-a-missing-item-bad-reference-box.heic")
+        try Self.expectRefusedBeforeLibheif(foundNext, reason: "its items cannot be read")
     }
 
     @Test func aGridMadeFromItselfIsRefusedBeforeLibheifHangsOnIt() throws {
