@@ -1,60 +1,100 @@
 import Foundation
 
-/// The derived images of an HEIF or AVIF file (`grid`, `iovl`, `iden`), checked before libheif reads
-/// it: libheif 1.15 aborts the process on an assertion when a derived image is made from an item
-/// that is not an image (found by fuzzing), and hangs on one that is made, through its inputs, from
-/// itself. Both come from the file's `dimg` references, which this reads from `iinf` and `iref`.
+/// The images an HEIF or AVIF file makes from other items, checked before libheif reads it.
+///
+/// libheif 1.15 follows an image's references while it decodes: the inputs of a derived image
+/// (`dimg`: the tiles of a `grid`, the layers of an `iovl`, the source of an `iden`) and its alpha
+/// (an `auxl` auxiliary image). Crafted references make it abort the process (an `iovl` or `iden` made
+/// from an item that is not an image fails an assertion; found by fuzzing), overflow the stack
+/// (images that are, through their inputs or alphas, made from themselves), or decode for hours
+/// (inputs shared along a chain, each decoded once per use). So a file is refused when:
+/// - it has more than one top-level `meta` box (libheif reads the last, the other readers the first);
+/// - `iinf` declares an item twice (libheif keeps the first declaration, a careless reader the last);
+/// - a reference box's declared size is not what its contents take (libheif reads the contents
+///   whatever the size says, so a box could hide references from a reader that trusts the size);
+/// - a derived image is made from an item that is not an image;
+/// - the references form a cycle;
+/// - decoding one image would decode more than ``decodeLimit`` images.
 enum HEIFDerivations {
     /// The item types libheif 1.15 takes for images.
-    static let imageTypes: Set<String> = ["hvc1", "av01", "grid", "iovl", "iden"]
+    static let imageTypes: Set<String> = ["hvc1", "av01", "vvc1", "grid", "iovl", "iden"]
 
-    /// Why `data` must not reach libheif; `nil` when its derivations are sound, or when its `meta` box
-    /// is missing or incomplete (libheif then reports that itself). Item information or references that
-    /// do not parse inside a complete `meta` are a reason too: libheif reads past such damage.
+    /// The most images decoding one image may decode, itself, its inputs and their alphas included,
+    /// each as often as it is used: 48 for an iPhone photo's grid, 768 for a 200-megapixel one of
+    /// 512-pixel tiles.
+    static let decodeLimit = 4096
+
+    /// Why `data` must not reach libheif; `nil` when its references are sound, or when its `meta` box
+    /// is missing or incomplete (libheif then reports that itself). Item information or references
+    /// that do not parse inside a complete `meta` are a reason too: libheif reads past such damage.
     static func problem(in data: Data) -> String? {
         let file = HEIFBoxes(bytes: HeaderBytes(data, format: nil))
-        guard let meta = try? file.child("meta", from: 0, to: file.bytes.count) else { return nil }
+        var metas: [HEIFBoxes.Box] = []
+        var offset = 0
+        // Top-level boxes until the data or their sizes give out; libheif stops at the same place.
+        while offset < file.bytes.count, let box = try? file.box(at: offset, parentEnd: file.bytes.count) {
+            if box.type == "meta" { metas.append(box) }
+            offset = box.end
+        }
+        guard let meta = metas.first else { return nil }
+        guard metas.count == 1 else { return "the file has \(metas.count) meta boxes" }
         let types: [Int: String]
-        let references: [(derived: Int, inputs: [Int])]
+        let references: [HEIFBoxes.Reference]
         do {
             types = try file.itemTypes(metaContent: meta.contentStart + 4, metaEnd: meta.end)
-            references = try file.derivations(metaContent: meta.contentStart + 4, metaEnd: meta.end)
+            references = try file.references(metaContent: meta.contentStart + 4, metaEnd: meta.end)
         } catch {
             if case .corrupt(let detail) = error.reason { return "its items cannot be read: \(detail)" }
             return nil
         }
-        for (derived, inputs) in references {
-            for input in inputs where !imageTypes.contains(types[input] ?? "") {
-                return "derived image \(derived) is made from item \(input), which is not an image"
+        // What decoding an item decodes next: a derived image's inputs, an image's auxiliary images.
+        var next: [Int: [Int]] = [:]
+        for reference in references {
+            switch reference.type {
+            case "dimg":
+                for input in reference.to where !imageTypes.contains(types[input] ?? "") {
+                    return "derived image \(reference.from) is made from item \(input), which is not an image"
+                }
+                next[reference.from, default: []] += reference.to
+            case "auxl":
+                for image in reference.to { next[image, default: []].append(reference.from) }
+            default:
+                break
             }
         }
-        return cycle(in: references).map { "derived image \($0) is made, through its inputs, from itself" }
+        return graphProblem(next)
     }
 
-    /// An item on a cycle of `references`, if they have one.
-    private static func cycle(in references: [(derived: Int, inputs: [Int])]) -> Int? {
-        var inputs: [Int: [Int]] = [:]
-        for (derived, items) in references { inputs[derived, default: []] += items }
-        // Depth first, without recursion: an item met again while still on the path closes a cycle.
-        var finished: Set<Int> = []
-        for start in inputs.keys where !finished.contains(start) {
-            var path: [(item: Int, next: Int)] = [(start, 0)]
+    /// A cycle in `next`, or an item whose decode would take more than ``decodeLimit`` decodes.
+    private static func graphProblem(_ next: [Int: [Int]]) -> String? {
+        // Depth first, without recursion (the input is hostile): an item met again while still on the
+        // path closes a cycle; items finish after everything they lead to, so counts add up in order.
+        var decodes: [Int: Int] = [:]  // of finished items
+        for start in next.keys.sorted() where decodes[start] == nil {
+            var path: [(item: Int, child: Int)] = [(start, 0)]
             var onPath: Set<Int> = [start]
-            while let (item, next) = path.last {
-                let children = inputs[item] ?? []
-                guard next < children.count else {
-                    path.removeLast()
-                    onPath.remove(item)
-                    finished.insert(item)
+            while let (item, child) = path.last {
+                let children = next[item] ?? []
+                if child < children.count {
+                    path[path.count - 1].child += 1
+                    let target = children[child]
+                    if onPath.contains(target) {
+                        return "image \(target) is made, through its inputs or alpha, from itself"
+                    }
+                    if decodes[target] == nil {
+                        path.append((target, 0))
+                        onPath.insert(target)
+                    }
                     continue
                 }
-                path[path.count - 1].next += 1
-                let child = children[next]
-                if onPath.contains(child) { return child }
-                if !finished.contains(child) {
-                    path.append((child, 0))
-                    onPath.insert(child)
+                // Saturating: past the limit the exact count does not matter.
+                let count = children.reduce(1) { min($0 + (decodes[$1] ?? 1), decodeLimit + 1) }
+                guard count <= decodeLimit else {
+                    return "image \(item) would decode more than \(decodeLimit) images"
                 }
+                decodes[item] = count
+                path.removeLast()
+                onPath.remove(item)
             }
         }
         return nil
@@ -62,8 +102,15 @@ enum HEIFDerivations {
 }
 
 extension HEIFBoxes {
+    /// A reference box of `iref`: item `from` refers, as `type` says, to the items `to`.
+    struct Reference {
+        var type: String
+        var from: Int
+        var to: [Int]
+    }
+
     /// The items `iinf` declares, by ID, with their types (empty for `infe` versions 0 and 1, which
-    /// have none).
+    /// have none). An item declared twice is corrupt: readers disagree on which declaration counts.
     func itemTypes(metaContent: Int, metaEnd: Int) throws(ImageDecodingError) -> [Int: String] {
         guard let iinf = try child("iinf", from: metaContent, to: metaEnd) else { return [:] }
         // iinf: FullBox, entry count (16 or 32 bits), then infe boxes: FullBox, item ID, protection, type.
@@ -73,30 +120,45 @@ extension HEIFBoxes {
             let version = try bytes.byte(at: infe.contentStart)
             let idLength = version >= 3 ? 4 : 2
             let id = Int(try bytes.unsigned(at: infe.contentStart + 4, length: idLength, bigEndian: true))
+            guard types[id] == nil else { throw bytes.corrupt("item \(id) is declared twice") }
             types[id] = version >= 2 ? try bytes.fourCC(at: infe.contentStart + 4 + idLength + 2) : ""
         }
         return types
     }
 
-    /// The `dimg` references of `iref`: each derived image with the items it is made from, in order.
-    func derivations(metaContent: Int, metaEnd: Int) throws(ImageDecodingError) -> [(derived: Int, inputs: [Int])] {
+    /// The reference boxes of `iref`, read as libheif reads them: one after another, each a box header,
+    /// the referring item, a count and the items, whatever size its header declares. A declared size
+    /// that differs from that is corrupt, since a reader trusting it would see other references.
+    func references(metaContent: Int, metaEnd: Int) throws(ImageDecodingError) -> [Reference] {
         guard let iref = try child("iref", from: metaContent, to: metaEnd) else { return [] }
         // FullBox; version 0 writes item IDs in 16 bits, 1 in 32.
         let idLength = try bytes.byte(at: iref.contentStart) == 0 ? 2 : 4
-        var references: [(derived: Int, inputs: [Int])] = []
-        for reference in try children(from: iref.contentStart + 4, to: iref.end) where reference.type == "dimg" {
-            var offset = reference.contentStart
-            func id() throws(ImageDecodingError) -> Int {
-                defer { offset += idLength }
-                return Int(try bytes.unsigned(at: offset, length: idLength, bigEndian: true))
+        var offset = iref.contentStart + 4
+        func field(_ length: Int) throws(ImageDecodingError) -> Int {
+            guard offset + length <= iref.end else { throw bytes.corrupt("a reference runs past its iref box") }
+            defer { offset += length }
+            let value = try bytes.unsigned(at: offset, length: length, bigEndian: true)
+            guard value <= UInt64(Int32.max) else { throw bytes.corrupt("reference field of \(value)") }
+            return Int(value)
+        }
+        var references: [Reference] = []
+        // Each reference takes at least 12 bytes, so the walk ends.
+        while offset < iref.end {
+            let start = offset
+            var size = try field(4)
+            guard offset + 4 <= iref.end else { throw bytes.corrupt("a reference runs past its iref box") }
+            let type = try bytes.fourCC(at: offset)
+            offset += 4
+            if size == 1 { size = try field(8) }
+            if type == "uuid" { offset += 16 }
+            let from = try field(idLength)
+            let count = try field(2)
+            var to: [Int] = []
+            for _ in 0..<count { to.append(try field(idLength)) }
+            guard size == offset - start else {
+                throw bytes.corrupt("reference box '\(type)' declares \(size) bytes and holds \(offset - start)")
             }
-            let derived = try id()
-            let count = try bytes.uint16BE(at: offset)
-            offset += 2
-            // Each ID read is bounds-checked, so a lying count stops at the end of the data.
-            var inputs: [Int] = []
-            for _ in 0..<count where offset + idLength <= reference.end { inputs.append(try id()) }
-            references.append((derived, inputs))
+            references.append(Reference(type: type, from: from, to: to))
         }
         return references
     }
