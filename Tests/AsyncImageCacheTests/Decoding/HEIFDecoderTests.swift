@@ -178,14 +178,34 @@ struct HEIFDecoderTests {
         #expect(coded == PixelSize(width: 96, height: 64))
     }
 
-    @Test(arguments: ["declares-64-codes-4096.heic", "declares-64-codes-4096.avif"])
-    func aFileThatCodesMoreThanItDeclaresIsRefusedBeforeDecoding(name: String) throws {
+    @Test(arguments: [
+        ("declares-64-codes-4096.heic", PixelSize(width: 64, height: 64), PixelSize(width: 4096, height: 4096)),
+        ("declares-64-codes-4096.avif", PixelSize(width: 64, height: 64), PixelSize(width: 4096, height: 4096)),
+        // An overlay canvas, which libheif allocates whole; the second file has the overlay's
+        // description in two extents, which libheif joins.
+        (
+            "overlay-declares-96-canvas-8192.heic", PixelSize(width: 96, height: 64),
+            PixelSize(width: 8192, height: 8192)
+        ),
+        (
+            "overlay-split-declares-96-canvas-8192.heic", PixelSize(width: 96, height: 64),
+            PixelSize(width: 8192, height: 8192)
+        ),
+    ])
+    func aFileThatMakesLibheifAllocateMoreThanItDeclaresIsRefusedBeforeDecoding(
+        name: String, declared: PixelSize, allocated: PixelSize
+    ) throws {
         let data = try Fixtures.data("heif", name)
         let header = try ImageHeader.parse(data)
-        #expect(header.storedSize == PixelSize(width: 64, height: 64))
-        #expect(HEIFCodedSize.largest(in: data) == PixelSize(width: 4096, height: 4096))
-        try Self.expectRefusedBeforeDecoding(data, header: header, pixels: 4096 * 4096)
-        // Within the budget it decodes, at the coded size.
+        #expect(header.storedSize == declared)
+        #expect(HEIFCodedSize.largest(in: data) == allocated)
+        try Self.expectRefusedBeforeDecoding(data, header: header, pixels: allocated.pixelCount)
+    }
+
+    @Test(arguments: ["declares-64-codes-4096.heic", "declares-64-codes-4096.avif"])
+    func withinTheBudgetAFileThatCodesMoreThanItDeclaresDecodesAtItsCodedSize(name: String) throws {
+        let data = try Fixtures.data("heif", name)
+        let header = try ImageHeader.parse(data)
         #expect(
             try decoder.decode(data, context: ImageDecodingContext(header: header)).pixelSize
                 == PixelSize(width: 4096, height: 4096))
@@ -204,16 +224,18 @@ struct HEIFDecoderTests {
         try Self.expectRefusedBeforeDecoding(data, header: header, pixels: 8192 * 8192)
     }
 
-    @Test func aGridDecodesFromItsTiles() async throws {
-        // The picture's four quadrants, coded apart, as a 2x2 grid.
-        let data = try Fixtures.data("heif", "grid.heic")
+    @Test(arguments: ["grid.heic", "overlay.heic"])
+    func aDerivedImageDecodesFromItsInputs(name: String) async throws {
+        // grid.heic: the picture's four quadrants, coded apart, as a 2x2 grid. overlay.heic: the photo's
+        // coded picture as the one image of an overlay (iovl) of its own size.
+        let data = try Fixtures.data("heif", name)
         let header = try ImageHeader.parse(data)
         #expect(header.storedSize == PixelSize(width: 96, height: 64))
         let bitmap = try decoder.decode(data, context: ImageDecodingContext(header: header))
         #expect(bitmap.pixelSize == PixelSize(width: 96, height: 64))
         let psnr = Self.psnr(bitmap, try Self.source())
         #expect(psnr > 30, "\(psnr) dB")
-        #expect(try await Self.loadedThroughAStore("grid.heic", widths: [nil])[0] == bitmap)
+        #expect(try await Self.loadedThroughAStore(name, widths: [nil])[0] == bitmap)
     }
 
     /// `name` with the bytes of `find` replaced, at its first place after `skipping` bytes, by `replacement`.
@@ -285,28 +307,6 @@ struct HEIFDecoderTests {
         for name in names {
             #expect(HEIFDerivations.problem(in: try Fixtures.data("heif", name)) == nil, "\(name)")
         }
-    }
-
-    @Test func anOverlayDecodesAsLibheifComposesIt() throws {
-        // The photo's coded picture as the one image of an overlay (iovl) of its own size.
-        let data = try Fixtures.data("heif", "overlay.heic")
-        let header = try ImageHeader.parse(data)
-        #expect(header.storedSize == PixelSize(width: 96, height: 64))
-        let bitmap = try decoder.decode(data, context: ImageDecodingContext(header: header))
-        #expect(bitmap.pixelSize == PixelSize(width: 96, height: 64))
-        let psnr = Self.psnr(bitmap, try Self.source())
-        #expect(psnr > 30, "\(psnr) dB")
-    }
-
-    @Test(arguments: ["overlay-declares-96-canvas-8192.heic", "overlay-split-declares-96-canvas-8192.heic"])
-    func anOverlayWhoseCanvasIsLargerThanDeclaredIsRefusedBeforeDecoding(name: String) throws {
-        // Declares 96x64 in its ispe; its overlay canvas, which libheif allocates whole, is 8192x8192. The
-        // second file has the overlay's description in two extents, which libheif joins.
-        let data = try Fixtures.data("heif", name)
-        let header = try ImageHeader.parse(data)
-        #expect(header.storedSize == PixelSize(width: 96, height: 64))
-        #expect(HEIFCodedSize.largest(in: data) == PixelSize(width: 8192, height: 8192))
-        try Self.expectRefusedBeforeDecoding(data, header: header, pixels: 8192 * 8192)
     }
 
     /// Expects `data` refused for its `pixels` against a budget of a million, before libheif runs: cut
