@@ -57,6 +57,9 @@ struct HeaderBytes {
         return HeaderBytes(data: data, start: start + offset, count: length, format: format)
     }
 
+    /// The bytes of the window, sharing storage.
+    var bytes: Data { data[start..<(start + count)] }
+
     /// The byte at `offset`.
     func byte(at offset: Int) throws(ImageDecodingError) -> UInt8 {
         try require(offset, length: 1)

@@ -3,6 +3,31 @@ extension ImageHeader {
     /// segment, walking the marker segments that come before the first scan.
     static func parseJPEG(_ bytes: HeaderBytes) throws(ImageDecodingError) -> ImageHeader {
         var orientation: ImageOrientation?
+        var header: ImageHeader?
+        let end = try walkJPEGSegments(bytes) { marker, offset, length throws(ImageDecodingError) in
+            if isStartOfFrame(marker) {
+                header = try frameHeader(bytes, at: offset, length: length, orientation: orientation ?? .up)
+                return false
+            }
+            if marker == 0xE1, orientation == nil {
+                let segment = try bytes.window(at: offset + 2, length: length - 2)
+                if segment.matches(Array("Exif".utf8) + [0, 0], at: 0) {
+                    orientation = exifOrientation(in: segment)
+                }
+            }
+            return true
+        }
+        if let header { return header }
+        throw bytes.corrupt(end == 0xD9 ? "end of image before a frame header" : "scan before a frame header")
+    }
+
+    /// Walks a JPEG's marker segments after SOI, up to its first scan, calling `visit` with each
+    /// segment's marker, the offset of its 2-byte length and that length, until `visit` returns false.
+    /// Returns the marker the walk stopped at: SOS (0xDA), EOI (0xD9) or the one `visit` stopped on.
+    /// Throws `.truncated` when the bytes end first and `.corrupt` where no marker or length makes sense.
+    static func walkJPEGSegments(
+        _ bytes: HeaderBytes, _ visit: (UInt8, Int, Int) throws(ImageDecodingError) -> Bool
+    ) throws(ImageDecodingError) -> UInt8 {
         var offset = 2  // after SOI
         while true {
             guard try bytes.byte(at: offset) == 0xFF else {
@@ -15,24 +40,14 @@ extension ImageHeader {
             switch marker {
             case 0x01, 0xD0...0xD8:
                 continue  // TEM, RSTn and SOI stand alone, without a length
-            case 0xD9:
-                throw bytes.corrupt("end of image before a frame header")
-            case 0xDA:
-                throw bytes.corrupt("scan before a frame header")
+            case 0xD9, 0xDA:
+                return marker
             default:
                 break
             }
             let length = try bytes.uint16BE(at: offset)
             guard length >= 2 else { throw bytes.corrupt("segment length \(length) at byte \(offset)") }
-            if isStartOfFrame(marker) {
-                return try frameHeader(bytes, at: offset, length: length, orientation: orientation ?? .up)
-            }
-            if marker == 0xE1, orientation == nil {
-                let segment = try bytes.window(at: offset + 2, length: length - 2)
-                if segment.matches(Array("Exif".utf8) + [0, 0], at: 0) {
-                    orientation = exifOrientation(in: segment)
-                }
-            }
+            guard try visit(marker, offset, length) else { return marker }
             // Each pass moves forward by at least three bytes, so the walk always ends.
             offset += length
         }

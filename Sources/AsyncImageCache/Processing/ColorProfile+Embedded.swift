@@ -13,12 +13,13 @@ extension ColorProfile {
         #if canImport(CHEIF)
         if format == .heif || format == .avif { return ImageDecoders.HEIF.colorProfile(in: data, format: format) }
         #endif
-        if let icc = embeddedICCData(in: data, format: format) { return ColorProfile(iccData: icc) }
-        // A camera's Adobe RGB JPEG often says so only in its EXIF, without a profile.
-        if format == .jpeg, data.withUnsafeBytes({ jpegEXIFDeclaresAdobeRGB(UnsafeRawBufferPointer($0)) }) {
-            return adobeRGB
+        if format == .jpeg {
+            let segments = jpegColorSegments(data)
+            if let icc = segments.icc { return ColorProfile(iccData: icc) }
+            // A camera's Adobe RGB JPEG often says so only in its EXIF, without a profile.
+            return segments.exifDeclaresAdobeRGB ? adobeRGB : nil
         }
-        return nil
+        return embeddedICCData(in: data, format: format).flatMap { ColorProfile(iccData: $0) }
     }
 
     /// Adobe RGB (1998), from its published primaries, D65 white and 563/256 gamma: for JPEGs whose
@@ -30,7 +31,7 @@ extension ColorProfile {
     /// The ICC bytes embedded in `data`; `nil` when there are none, or they are incomplete.
     static func embeddedICCData(in data: Data, format: ImageFormat) -> Data? {
         switch format {
-        case .jpeg: return data.withUnsafeBytes { jpegICCData(UnsafeRawBufferPointer($0)) }
+        case .jpeg: return jpegColorSegments(data).icc
         case .webp: return data.withUnsafeBytes { webPICCData(UnsafeRawBufferPointer($0)) }
         case .png: return pngICCData(data)
         case .heif, .avif:
@@ -43,75 +44,47 @@ extension ColorProfile {
         }
     }
 
-    /// Calls `visit` with the marker and payload of each segment before the first scan, until it
-    /// returns false; false when the segments are broken before then.
-    private static func walkJPEGSegments(
-        _ bytes: UnsafeRawBufferPointer, _ visit: (UInt8, Slice<UnsafeRawBufferPointer>) -> Bool
-    ) -> Bool {
-        guard bytes.count >= 4, bytes[0] == 0xFF, bytes[1] == 0xD8 else { return false }
-        var offset = 2
-        while offset + 4 <= bytes.count {
-            guard bytes[offset] == 0xFF else { return false }
-            let marker = bytes[offset + 1]
-            if marker == 0xFF {  // fill byte
-                offset += 1
-                continue
-            }
-            if marker == 0x01 || (0xD0...0xD7).contains(marker) {  // no length
-                offset += 2
-                continue
-            }
-            if marker == 0xDA || marker == 0xD9 { break }  // the first scan, or the end
-            let length = Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
-            let end = offset + 2 + length
-            guard length >= 2, end <= bytes.count else { return false }
-            guard visit(marker, bytes[(offset + 4)..<end]) else { return true }
-            offset = end
-        }
-        return true
-    }
-
-    /// Gathers the `ICC_PROFILE` APP2 segments. A profile over 64 KB spans several, each
-    /// `ICC_PROFILE\0`, its number (from 1) and the count; all must be there, once each.
-    private static func jpegICCData(_ bytes: UnsafeRawBufferPointer) -> Data? {
-        let tag = Array("ICC_PROFILE".utf8) + [0]
-        var chunks: [Int: Slice<UnsafeRawBufferPointer>] = [:]
+    /// What a JPEG's segments before its first scan say about colour, in one walk: its ICC profile,
+    /// gathered from the `ICC_PROFILE` APP2 segments (a profile over 64 KB spans several, each
+    /// `ICC_PROFILE\0`, its number from 1 and the count; all must be there, once each), and whether
+    /// its first `Exif` APP1 segment declares Adobe RGB. Segments that break the walk give neither.
+    private static func jpegColorSegments(_ data: Data) -> (icc: Data?, exifDeclaresAdobeRGB: Bool) {
+        let bytes = HeaderBytes(data, format: .jpeg)
+        guard bytes.matches([0xFF, 0xD8], at: 0) else { return (nil, false) }
+        let iccTag = Array("ICC_PROFILE".utf8) + [0]
+        var chunks: [Int: HeaderBytes] = [:]
         var expected = 0
-        var consistent = true
-        let complete = walkJPEGSegments(bytes) { marker, payload in
-            guard marker == 0xE2, payload.count > tag.count + 2, payload.starts(with: tag) else { return true }
-            let number = Int(payload[payload.startIndex + tag.count])
-            let count = Int(payload[payload.startIndex + tag.count + 1])
-            guard number >= 1, number <= count, expected == 0 || expected == count, chunks[number] == nil else {
-                consistent = false
-                return false
+        var exif: HeaderBytes?
+        var iccBroken = false
+        do {
+            _ = try ImageHeader.walkJPEGSegments(bytes) { marker, offset, length throws(ImageDecodingError) in
+                let payload = try bytes.window(at: offset + 2, length: length - 2)
+                if marker == 0xE1, exif == nil, payload.matches(Array("Exif".utf8) + [0, 0], at: 0) {
+                    exif = payload
+                }
+                guard marker == 0xE2, payload.count > iccTag.count + 2, payload.matches(iccTag, at: 0) else {
+                    return true
+                }
+                let number = Int(try payload.byte(at: iccTag.count))
+                let count = Int(try payload.byte(at: iccTag.count + 1))
+                guard !iccBroken, number >= 1, number <= count, expected == 0 || expected == count,
+                    chunks[number] == nil
+                else {
+                    iccBroken = true
+                    return exif == nil  // the EXIF may still come
+                }
+                expected = count
+                chunks[number] = try payload.window(at: iccTag.count + 2, length: payload.count - iccTag.count - 2)
+                // Stop gathering past the size a profile is parsed at.
+                iccBroken = chunks.values.reduce(0, { $0 + $1.count }) > largestProfile
+                return true
             }
-            expected = count
-            chunks[number] = payload.dropFirst(tag.count + 2)
-            // Stop gathering past the size a profile is parsed at.
-            consistent = chunks.values.reduce(0, { $0 + $1.count }) <= largestProfile
-            return consistent
+        } catch {
+            return (nil, false)
         }
-        guard complete, consistent, expected > 0, chunks.count == expected else { return nil }
-        return Data((1...expected).flatMap { chunks[$0]! })
-    }
-
-    /// Whether the JPEG's EXIF (its first `Exif` APP1 segment) declares Adobe RGB.
-    private static func jpegEXIFDeclaresAdobeRGB(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        let tag = Array("Exif".utf8) + [0, 0]
-        var declares = false
-        _ = walkJPEGSegments(bytes) { marker, payload in
-            guard marker == 0xE1, payload.starts(with: tag) else { return true }
-            // Read in place (a camera's EXIF, thumbnail included, runs to tens of kilobytes); it does
-            // not outlive the walk.
-            guard let base = payload.base.baseAddress else { return false }
-            let exif = Data(
-                bytesNoCopy: UnsafeMutableRawPointer(mutating: base + payload.startIndex), count: payload.count,
-                deallocator: .none)
-            declares = ImageHeader.exifDeclaresAdobeRGB(in: HeaderBytes(exif, format: .jpeg))
-            return false
-        }
-        return declares
+        let complete = !iccBroken && expected > 0 && chunks.count == expected
+        let icc = complete ? Data((1...expected).flatMap { chunks[$0]!.bytes }) : nil
+        return (icc, exif.map { ImageHeader.exifDeclaresAdobeRGB(in: $0) } ?? false)
     }
 
     /// Walks the RIFF chunks for `ICCP` (extended files only put it right after `VP8X`).
