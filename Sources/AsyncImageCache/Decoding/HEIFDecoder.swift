@@ -42,28 +42,17 @@ extension ImageDecoders {
             try Self.checkBudget(context.header.storedSize, format: format, context)
             // What the codec streams say they code, which libheif allocates whatever the file declares.
             if let coded = HEIFCodedSize.largest(in: data) { try Self.checkBudget(coded, format: format, context) }
-            let aperture = ImageHeader.heifCleanAperture(in: data)
-            return try data.withUnsafeBytes { bytes in
-                Result { () throws(ImageDecodingError) in
-                    try Self.decode(bytes, format: format, context, cleanAperture: aperture)
-                }
-            }.get()
-        }
-
-        private static func decode(
-            _ bytes: UnsafeRawBufferPointer, format: ImageFormat, _ context: ImageDecodingContext,
-            cleanAperture: HEIFCleanAperture?
-        ) throws(ImageDecodingError) -> Bitmap {
-            try withPrimaryImage(bytes, format: format) { handle throws(ImageDecodingError) in
+            let cleanAperture = ImageHeader.heifCleanAperture(in: data)
+            return try Self.withPrimaryImage(data, format: format) { handle throws(ImageDecodingError) in
                 // A thumbnail shows the whole picture, so one of a cropped image would need cropping too.
                 if cleanAperture == nil, let minimumSize = context.minimumSize,
-                    let thumbnail = coveringThumbnail(of: handle, minimumSize, in: bytes)
+                    let thumbnail = Self.coveringThumbnail(of: handle, minimumSize, in: data)
                 {
                     defer { heif_image_handle_release(thumbnail) }
                     // A thumbnail that fails to decode is no reason to fail: the primary image follows.
-                    if let bitmap = try? decodeImage(thumbnail, format: format, context) { return bitmap }
+                    if let bitmap = try? Self.decodeImage(thumbnail, format: format, context) { return bitmap }
                 }
-                return try decodeImage(handle, format: format, context, cleanAperture: cleanAperture)
+                return try Self.decodeImage(handle, format: format, context, cleanAperture: cleanAperture)
             }
         }
 
@@ -72,7 +61,7 @@ extension ImageDecoders {
         /// Apple's files); `nil` when there is none. iPhones store one of about 320 pixels: measured here on
         /// a 12-megapixel HEIC with one, 10 ms of CPU against 1.2 s for the photo (libde265).
         private static func coveringThumbnail(
-            of handle: OpaquePointer, _ minimumSize: PixelSize, in bytes: UnsafeRawBufferPointer
+            of handle: OpaquePointer, _ minimumSize: PixelSize, in data: Data
         ) -> OpaquePointer? {
             let count = Int(heif_image_handle_get_number_of_thumbnails(handle))
             guard count > 0 else { return nil }
@@ -94,7 +83,8 @@ extension ImageDecoders {
                     && abs(Double(size.width) / Double(size.height) / (primaryWidth / primaryHeight) - 1) < 0.02
                 // A thumbnail with a clean aperture of its own is left alone (the primary image has none).
                 if sameShape, size.width >= minimumSize.width, size.height >= minimumSize.height,
-                    size.pixelCount < best?.pixels ?? .max, !hasCleanAperture(Int(id), in: bytes)
+                    size.pixelCount < best?.pixels ?? .max,
+                    ImageHeader.heifCleanAperture(in: data, item: Int(id)) == nil
                 {
                     if let previous = best?.handle { heif_image_handle_release(previous) }
                     best = (thumbnail, size.pixelCount)
@@ -103,13 +93,6 @@ extension ImageDecoders {
                 }
             }
             return best?.handle
-        }
-
-        private static func hasCleanAperture(_ item: Int, in bytes: UnsafeRawBufferPointer) -> Bool {
-            guard let base = bytes.baseAddress else { return false }
-            let data = Data(
-                bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
-            return ImageHeader.heifCleanAperture(in: data, item: item) != nil
         }
 
         /// Decodes the image `handle` in stored orientation (libheif's transformations ignored) as
@@ -185,11 +168,8 @@ extension ImageDecoders {
         /// The raw ICC profile of the primary image of `data` (`prof` or `rICC` colour information);
         /// `nil` when it has none, only `nclx` colour information, or libheif cannot read the file.
         static func iccProfile(in data: Data, format: ImageFormat) -> Data? {
-            data.withUnsafeBytes { bytes in
-                try? withPrimaryImage(bytes, format: format) { handle throws(ImageDecodingError) in
-                    rawICCProfile(handle)
-                }
-            } ?? nil
+            (try? withPrimaryImage(data, format: format) { handle throws(ImageDecodingError) in rawICCProfile(handle) })
+                ?? nil
         }
 
         /// The colour profile of the primary image of `data`: its ICC profile, else what its `nclx` colour
@@ -197,12 +177,10 @@ extension ImageDecoders {
         /// AVIF encoders write for sRGB), linear light or a power of 2.2; `nil` for other transfers (HDR's
         /// PQ and HLG, video's BT.709 and BT.601), which leave the pixels as decoded.
         static func colorProfile(in data: Data, format: ImageFormat) -> ColorProfile? {
-            data.withUnsafeBytes { bytes in
-                try? withPrimaryImage(bytes, format: format) { handle throws(ImageDecodingError) -> ColorProfile? in
-                    if let icc = rawICCProfile(handle) { return ColorProfile(iccData: icc) }
-                    return nclxProfile(handle)
-                }
-            } ?? nil
+            (try? withPrimaryImage(data, format: format) { handle throws(ImageDecodingError) -> ColorProfile? in
+                if let icc = rawICCProfile(handle) { return ColorProfile(iccData: icc) }
+                return nclxProfile(handle)
+            }) ?? nil
         }
 
         private static func rawICCProfile(_ handle: OpaquePointer) -> Data? {
@@ -243,21 +221,24 @@ extension ImageDecoders {
         /// libheif is set up once per process (its plugins, where it has them).
         private static let initialized: Bool = heif_init(nil).code == heif_error_Ok
 
-        /// Reads the file's boxes from `bytes` (not copied) and runs `body` with its primary image.
+        /// Reads the file's boxes from `data` (not copied) and runs `body` with its primary image.
+        private static func withPrimaryImage<T>(
+            _ data: Data, format: ImageFormat, _ body: (OpaquePointer) throws(ImageDecodingError) -> T
+        ) throws(ImageDecodingError) -> T {
+            // What would abort or hang libheif is refused before it reads a byte.
+            if let problem = HEIFDerivations.problem(in: data) {
+                throw ImageDecodingError(format: format, reason: .corrupt(problem))
+            }
+            return try data.withUnsafeBytes { bytes in
+                Result { () throws(ImageDecodingError) in try withPrimaryImage(bytes, format: format, body) }
+            }.get()
+        }
+
         private static func withPrimaryImage<T>(
             _ bytes: UnsafeRawBufferPointer, format: ImageFormat,
             _ body: (OpaquePointer) throws(ImageDecodingError) -> T
         ) throws(ImageDecodingError) -> T {
-            guard initialized, let base = bytes.baseAddress else {
-                throw ImageDecodingError(format: format, reason: .corrupt("libheif could not start"))
-            }
-            // What would abort or hang libheif is refused before it reads a byte.
-            let data = Data(
-                bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
-            if let problem = HEIFDerivations.problem(in: data) {
-                throw ImageDecodingError(format: format, reason: .corrupt(problem))
-            }
-            guard let context = heif_context_alloc() else {
+            guard initialized, let base = bytes.baseAddress, let context = heif_context_alloc() else {
                 throw ImageDecodingError(format: format, reason: .corrupt("libheif could not start"))
             }
             defer { heif_context_free(context) }
