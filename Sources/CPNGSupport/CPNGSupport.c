@@ -1,4 +1,5 @@
 #include "CPNGSupport.h"
+#include "Callbacks.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@ typedef struct {
     png_structp png;
     png_infop info;
     growing_output output;
-    char message[200];
+    char message[CPNG_MESSAGE_SIZE];
 } encoder_state;
 
 static void write_bytes(png_structp png, png_bytep data, size_t length) {
@@ -50,17 +51,6 @@ static void flush_bytes(png_structp png) {
     (void)png;
 }
 
-static void record_error(png_structp png, png_const_charp message) {
-    encoder_state *state = png_get_error_ptr(png);
-    snprintf(state->message, sizeof state->message, "%s", message);
-    png_longjmp(png, 1);
-}
-
-static void ignore_warning(png_structp png, png_const_charp message) {
-    (void)png;
-    (void)message;
-}
-
 int cpng_encode_rgba(const unsigned char *rgba, int width, int height, size_t bytes_per_row, cpng_encoded *result) {
     if (result == NULL) {
         return -1;
@@ -80,7 +70,8 @@ int cpng_encode_rgba(const unsigned char *rgba, int width, int height, size_t by
     // output grows if it does.
     state->output.capacity = (size_t)height * ((size_t)width * 4 + 1) / 2 + 4096;
     state->output.buffer = malloc(state->output.capacity);
-    state->png = png_create_write_struct(PNG_LIBPNG_VER_STRING, state, record_error, ignore_warning);
+    state->png =
+        png_create_write_struct(PNG_LIBPNG_VER_STRING, state->message, cpng_record_error, cpng_ignore_warning);
     if (state->png != NULL) {
         state->info = png_create_info_struct(state->png);
     }

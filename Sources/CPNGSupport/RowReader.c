@@ -1,4 +1,5 @@
 #include "CPNGSupport.h"
+#include "Callbacks.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -22,7 +23,7 @@ struct cpng_reader {
     size_t count;
     size_t offset;
     int failed;
-    char message[200];
+    char message[CPNG_MESSAGE_SIZE];
 };
 
 static void read_bytes(png_structp png, png_bytep data, size_t length) {
@@ -33,17 +34,6 @@ static void read_bytes(png_structp png, png_bytep data, size_t length) {
     }
     memcpy(data, reader->bytes + reader->offset, length);
     reader->offset += length;
-}
-
-static void record_error(png_structp png, png_const_charp message) {
-    cpng_reader *reader = png_get_error_ptr(png);
-    snprintf(reader->message, sizeof reader->message, "%s", message);
-    png_longjmp(png, 1);
-}
-
-static void ignore_warning(png_structp png, png_const_charp message) {
-    (void)png;
-    (void)message;
 }
 
 /* Whether the simplified API, writing 8-bit sRGB, leaves the samples as they are: an sRGB chunk, no
@@ -79,7 +69,8 @@ static cpng_reader *new_reader(const unsigned char *bytes, size_t count) {
     }
     reader->bytes = bytes;
     reader->count = count;
-    reader->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, reader, record_error, ignore_warning);
+    reader->png =
+        png_create_read_struct(PNG_LIBPNG_VER_STRING, reader->message, cpng_record_error, cpng_ignore_warning);
     if (reader->png != NULL) {
         reader->info = png_create_info_struct(reader->png);
     }
@@ -97,11 +88,11 @@ cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cp
     message[0] = 0;
     cpng_reader *reader = new_reader(bytes, count);
     if (reader == NULL) {
-        snprintf(message, 200, "out of memory");
+        snprintf(message, CPNG_MESSAGE_SIZE, "out of memory");
         return CPNG_READER_FAILED;
     }
     if (setjmp(png_jmpbuf(reader->png))) {
-        snprintf(message, 200, "%s", reader->message[0] ? reader->message : "libpng failed");
+        snprintf(message, CPNG_MESSAGE_SIZE, "%s", reader->message[0] ? reader->message : "libpng failed");
         cpng_reader_close(reader);
         return CPNG_READER_FAILED;
     }
@@ -136,7 +127,7 @@ cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cp
     }
     png_read_update_info(reader->png, reader->info);
     if (png_get_rowbytes(reader->png, reader->info) != (size_t)image_width * 4) {
-        snprintf(message, 200, "unexpected row layout after the transforms");
+        snprintf(message, CPNG_MESSAGE_SIZE, "unexpected row layout after the transforms");
         cpng_reader_close(reader);
         return CPNG_READER_FAILED;
     }
