@@ -88,22 +88,30 @@ static void encode_and_write(const char *folder, const char *name, struct heif_i
     heif_image_release(image);
 }
 
+/* The `width` x `height` piece of `rgba` (WIDTH x HEIGHT, 4 bytes a pixel) from (`left`, `top`) as a
+ * libheif image, RGB or, `with_alpha`, RGBA. */
+static struct heif_image *new_image(const unsigned char *rgba, int left, int top, int width, int height,
+                                    int with_alpha) {
+    struct heif_image *image = NULL;
+    enum heif_chroma chroma = with_alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB;
+    check(heif_image_create(width, height, heif_colorspace_RGB, chroma, &image), "create");
+    check(heif_image_add_plane(image, heif_channel_interleaved, width, height, 8), "plane");
+    int stride = 0;
+    uint8_t *plane = heif_image_get_plane(image, heif_channel_interleaved, &stride);
+    int channels = with_alpha ? 4 : 3;
+    for (int y = 0; y < height; y++) {
+        for (int x = 0; x < width; x++) {
+            memcpy(plane + y * stride + x * channels, rgba + ((y + top) * WIDTH + x + left) * 4, channels);
+        }
+    }
+    return image;
+}
+
 static void write_heif(const char *folder, const char *name, enum heif_compression_format format,
                        const unsigned char *rgba, int with_alpha, enum heif_orientation orientation,
                        const unsigned char *icc, size_t icc_size, int thumbnail_size, int p3_nclx,
                        int macos_workaround) {
-    struct heif_image *image = NULL;
-    enum heif_chroma chroma = with_alpha ? heif_chroma_interleaved_RGBA : heif_chroma_interleaved_RGB;
-    check(heif_image_create(WIDTH, HEIGHT, heif_colorspace_RGB, chroma, &image), "create");
-    check(heif_image_add_plane(image, heif_channel_interleaved, WIDTH, HEIGHT, 8), "plane");
-    int stride = 0;
-    uint8_t *plane = heif_image_get_plane(image, heif_channel_interleaved, &stride);
-    int channels = with_alpha ? 4 : 3;
-    for (int y = 0; y < HEIGHT; y++) {
-        for (int x = 0; x < WIDTH; x++) {
-            memcpy(plane + y * stride + x * channels, rgba + (y * WIDTH + x) * 4, channels);
-        }
-    }
+    struct heif_image *image = new_image(rgba, 0, 0, WIDTH, HEIGHT, with_alpha);
     if (icc != NULL) {
         check(heif_image_set_raw_color_profile(image, "prof", icc, icc_size), "profile");
     }
@@ -160,35 +168,16 @@ enum { CROP_X = 3, CROP_Y = 2, CROP_WIDTH = 90, CROP_HEIGHT = 60 };
 
 static void write_cropped_heif(const char *folder, const char *name, const unsigned char *rgba,
                                enum heif_orientation orientation) {
-    struct heif_image *image = NULL;
-    check(heif_image_create(CROP_WIDTH, CROP_HEIGHT, heif_colorspace_RGB, heif_chroma_interleaved_RGB, &image),
-          "create");
-    check(heif_image_add_plane(image, heif_channel_interleaved, CROP_WIDTH, CROP_HEIGHT, 8), "plane");
-    int stride = 0;
-    uint8_t *plane = heif_image_get_plane(image, heif_channel_interleaved, &stride);
-    for (int y = 0; y < CROP_HEIGHT; y++) {
-        for (int x = 0; x < CROP_WIDTH; x++) {
-            memcpy(plane + y * stride + x * 3, rgba + ((y + CROP_Y) * WIDTH + x + CROP_X) * 4, 3);
-        }
-    }
+    struct heif_image *image = new_image(rgba, CROP_X, CROP_Y, CROP_WIDTH, CROP_HEIGHT, 0);
     encode_and_write(folder, name, image, heif_compression_HEVC, orientation, 0, 0);
 }
 
 /* The quadrant `index` (0 to 3, row by row) of `rgba` as HEVC, WIDTH/2 x HEIGHT/2: the tiles
- * make-heif-grid.py joins into a grid, written to FOLDER/grid-tile-INDEX.heic and removed by it. */
+ * make-heif-derived.py joins into a grid, written to FOLDER/grid-tile-INDEX.heic and removed by it. */
 static void write_grid_tile(const char *folder, const unsigned char *rgba, int index) {
     const int width = WIDTH / 2, height = HEIGHT / 2;
     const int left = index % 2 * width, top = index / 2 * height;
-    struct heif_image *image = NULL;
-    check(heif_image_create(width, height, heif_colorspace_RGB, heif_chroma_interleaved_RGB, &image), "create");
-    check(heif_image_add_plane(image, heif_channel_interleaved, width, height, 8), "plane");
-    int stride = 0;
-    uint8_t *plane = heif_image_get_plane(image, heif_channel_interleaved, &stride);
-    for (int y = 0; y < height; y++) {
-        for (int x = 0; x < width; x++) {
-            memcpy(plane + y * stride + x * 3, rgba + ((y + top) * WIDTH + x + left) * 4, 3);
-        }
-    }
+    struct heif_image *image = new_image(rgba, left, top, width, height, 0);
     char name[64];
     snprintf(name, sizeof name, "grid-tile-%d.heic", index);
     encode_and_write(folder, name, image, heif_compression_HEVC, heif_orientation_normal, 0, 0);
