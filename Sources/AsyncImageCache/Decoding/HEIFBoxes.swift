@@ -140,4 +140,21 @@ struct HEIFBoxes {
         ]
         return table[quarterTurns][mirrorAxis.map { $0 + 1 } ?? 0]
     }
+
+    /// The items `iinf` declares, by ID, with their types (empty for `infe` versions 0 and 1, which
+    /// have none). An item declared twice is corrupt: readers disagree on which declaration counts.
+    func itemTypes(metaContent: Int, metaEnd: Int) throws(ImageDecodingError) -> [Int: String] {
+        guard let iinf = try child("iinf", from: metaContent, to: metaEnd) else { return [:] }
+        // iinf: FullBox, entry count (16 or 32 bits), then infe boxes: FullBox, item ID, protection, type.
+        let entriesStart = iinf.contentStart + 4 + (try bytes.byte(at: iinf.contentStart) == 0 ? 2 : 4)
+        var types: [Int: String] = [:]
+        for infe in try children(from: entriesStart, to: iinf.end) where infe.type == "infe" {
+            let version = try bytes.byte(at: infe.contentStart)
+            let idLength = version >= 3 ? 4 : 2
+            let id = Int(try bytes.unsigned(at: infe.contentStart + 4, length: idLength, bigEndian: true))
+            guard types[id] == nil else { throw bytes.corrupt("item \(id) is declared twice") }
+            types[id] = version >= 2 ? try bytes.fourCC(at: infe.contentStart + 4 + idLength + 2) : ""
+        }
+        return types
+    }
 }
