@@ -54,7 +54,7 @@ extension ImageHeader {
     }
 
     /// SOF0-SOF15, except DHT (C4), JPG (C8) and DAC (CC), which share the range.
-    private static func isStartOfFrame(_ marker: UInt8) -> Bool {
+    static func isStartOfFrame(_ marker: UInt8) -> Bool {
         (0xC0...0xCF).contains(marker) && marker != 0xC4 && marker != 0xC8 && marker != 0xCC
     }
 

@@ -9,17 +9,29 @@ extension ColorProfile {
     /// a HEIF or AVIF primary image's `prof` or `rICC` colour information (or, with no ICC profile, its
     /// `nclx` colour description: see ``ImageDecoders/HEIF``); for a JPEG with no profile whose EXIF
     /// declares Adobe RGB, ``adobeRGB``.
+    ///
+    /// A gray profile counts only for a grayscale image (a JPEG of one component, a PNG of colour type 0
+    /// or 4), as the ICC and PNG specifications have it: on a colour image it describes other samples,
+    /// and is passed over as ImageIO and browsers pass it over.
     static func embedded(in data: Data, format: ImageFormat) -> ColorProfile? {
         #if canImport(CHEIF)
-        if format == .heif || format == .avif { return ImageDecoders.HEIF.colorProfile(in: data, format: format) }
+        if format == .heif || format == .avif {
+            return ImageDecoders.HEIF.colorProfile(in: data, format: format).flatMap { $0.isGray ? nil : $0 }
+        }
         #endif
         if format == .jpeg {
             let segments = jpegColorSegments(data)
-            if let icc = segments.icc { return ColorProfile(iccData: icc) }
+            if let icc = segments.icc {
+                return ColorProfile(iccData: icc).flatMap { !$0.isGray || segments.components == 1 ? $0 : nil }
+            }
             // A camera's Adobe RGB JPEG often says so only in its EXIF, without a profile.
             return segments.exifDeclaresAdobeRGB ? adobeRGB : nil
         }
-        return embeddedICCData(in: data, format: format).flatMap { ColorProfile(iccData: $0) }
+        guard let profile = embeddedICCData(in: data, format: format).flatMap({ ColorProfile(iccData: $0) }) else {
+            return nil
+        }
+        // libpng itself refuses an iCCP chunk whose colour space is not the PNG's; a WebP is never gray.
+        return !profile.isGray || format == .png ? profile : nil
     }
 
     /// Adobe RGB (1998), from its published primaries, D65 white and 563/256 gamma: for JPEGs whose
@@ -46,19 +58,25 @@ extension ColorProfile {
 
     /// What a JPEG's segments before its first scan say about colour, in one walk: its ICC profile,
     /// gathered from the `ICC_PROFILE` APP2 segments (a profile over 64 KB spans several, each
-    /// `ICC_PROFILE\0`, its number from 1 and the count; all must be there, once each), and whether
-    /// its first `Exif` APP1 segment declares Adobe RGB. Segments that break the walk give neither.
-    private static func jpegColorSegments(_ data: Data) -> (icc: Data?, exifDeclaresAdobeRGB: Bool) {
+    /// `ICC_PROFILE\0`, its number from 1 and the count; all must be there, once each), whether its
+    /// first `Exif` APP1 segment declares Adobe RGB, and the component count of its frame header.
+    /// Segments that break the walk give none of them.
+    private static func jpegColorSegments(_ data: Data) -> (icc: Data?, exifDeclaresAdobeRGB: Bool, components: Int?) {
         let bytes = HeaderBytes(data, format: .jpeg)
-        guard bytes.matches([0xFF, 0xD8], at: 0) else { return (nil, false) }
+        guard bytes.matches([0xFF, 0xD8], at: 0) else { return (nil, false, nil) }
         let iccTag = Array("ICC_PROFILE".utf8) + [0]
         var chunks: [Int: HeaderBytes] = [:]
         var expected = 0
         var exif: HeaderBytes?
         var iccBroken = false
+        var components: Int?
         do {
             _ = try ImageHeader.walkJPEGSegments(bytes) { marker, offset, length throws(ImageDecodingError) in
                 let payload = try bytes.window(at: offset + 2, length: length - 2)
+                // The frame header: precision, height and width, then the component count.
+                if ImageHeader.isStartOfFrame(marker), components == nil, payload.count >= 6 {
+                    components = Int(try payload.byte(at: 5))
+                }
                 if marker == 0xE1, exif == nil, payload.matches(Array("Exif".utf8) + [0, 0], at: 0) {
                     exif = payload
                 }
@@ -80,11 +98,11 @@ extension ColorProfile {
                 return true
             }
         } catch {
-            return (nil, false)
+            return (nil, false, nil)
         }
         let complete = !iccBroken && expected > 0 && chunks.count == expected
         let icc = complete ? Data((1...expected).flatMap { chunks[$0]!.bytes }) : nil
-        return (icc, exif.map { ImageHeader.exifDeclaresAdobeRGB(in: $0) } ?? false)
+        return (icc, exif.map { ImageHeader.exifDeclaresAdobeRGB(in: $0) } ?? false, components)
     }
 
     /// Walks the RIFF chunks for `ICCP` (extended files only put it right after `VP8X`).

@@ -1,29 +1,36 @@
 import Foundation
 
-/// An RGB ICC profile of the matrix-and-curves kind that phones and cameras embed (Display P3, Adobe
-/// RGB, ProPhoto, sRGB itself), reduced to what converting its pixels to sRGB takes: a tone curve
-/// per channel and a 3x3 matrix into sRGB's linear light.
+/// An ICC profile of the matrix-and-curves kind that phones and cameras embed (Display P3, Adobe
+/// RGB, ProPhoto, sRGB itself), or a gray profile of one tone curve (what Photoshop embeds in
+/// grayscale files, such as its Dot Gain ones), reduced to what converting its pixels to sRGB takes:
+/// a tone curve per channel and a 3x3 matrix into sRGB's linear light.
 ///
 /// The Linux decoders hand out samples as stored, so a photo with a Display P3 profile would look
 /// washed out read as sRGB; the store converts such a photo after resizing it, when the pixels are
 /// fewest (ImageIO converts on Apple platforms). Profiles of other kinds (lookup tables only,
-/// CMYK, gray, Lab) and damaged ones give `nil`, and the pixels stay as they are.
+/// CMYK, Lab) and damaged ones give `nil`, and the pixels stay as they are.
 ///
 /// The conversion is colorimetric: colours sRGB can show keep their appearance, others are clipped
 /// channel by channel. Both white points are D50 in the profile connection space, so white stays white.
+/// A gray profile's curve gives the luminance of a gray that the connection space puts on its white,
+/// so it converts with sRGB's own colorants: the same curve on all three channels and no mixing.
 struct ColorProfile: Sendable {
     /// The profile's tone curves, red, green and blue.
     let curves: [ToneCurve]
     /// The profile's colorants (the columns: red, green, blue) in the D50 connection space.
     let colorants: [[Double]]
+    /// Whether the profile describes gray samples (ICC colour space `GRAY`), for grayscale images only.
+    let isGray: Bool
 
-    /// Parses `iccData`; `nil` unless it is a well-formed RGB profile with matrix colorants and tone curves.
+    /// Parses `iccData`; `nil` unless it is a well-formed RGB profile with matrix colorants and tone
+    /// curves or a gray profile with a tone curve.
     init?(iccData: Data) {
         // A matrix-and-curves profile takes kilobytes; a larger one is not parsed on every render.
         guard iccData.count <= Self.largestProfile else { return nil }
         let bytes = ICCBytes([UInt8](iccData))
         guard bytes.count >= 132, let declared = bytes.uint32(at: 0), Int(declared) <= bytes.count,
-            bytes.signature(at: 16) == "RGB ", bytes.signature(at: 20) == "XYZ ", bytes.signature(at: 36) == "acsp",
+            let colorSpace = bytes.signature(at: 16), colorSpace == "RGB " || colorSpace == "GRAY",
+            bytes.signature(at: 20) == "XYZ ", bytes.signature(at: 36) == "acsp",
             let tagCount = bytes.uint32(at: 128), tagCount <= 1024
         else { return nil }
         var tags: [String: (offset: Int, size: Int)] = [:]
@@ -33,6 +40,13 @@ struct ColorProfile: Sendable {
                 let size = bytes.uint32(at: entry + 8)
             else { return nil }
             tags[name] = (Int(offset), Int(size))
+        }
+        isGray = colorSpace == "GRAY"
+        if isGray {
+            guard let element = tags["kTRC"], let curve = ToneCurve(bytes, at: element.offset, size: element.size)
+            else { return nil }
+            (colorants, curves) = (Self.sRGBColorants, [curve, curve, curve])
+            return
         }
         var colorants: [[Double]] = []
         var curves: [ToneCurve] = []
@@ -84,6 +98,7 @@ struct ColorProfile: Sendable {
         guard Self.matrix(colorants).inverted != nil, colorants.joined().allSatisfy(\.isFinite) else { return nil }
         self.colorants = colorants
         self.curves = [curve, curve, curve]
+        isGray = false
     }
 
     /// The largest ICC profile parsed, 1 MiB: the matrix-and-curves kind takes a few kilobytes (its longest

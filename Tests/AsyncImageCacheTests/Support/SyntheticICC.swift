@@ -3,7 +3,8 @@ import Foundation
 @testable import AsyncImageCache
 
 /// RGB ICC profiles of the matrix-and-curves kind, written byte by byte, with colorants worked out
-/// the way profile makers do it: primaries and white point to XYZ, then Bradford-adapted to D50.
+/// the way profile makers do it: primaries and white point to XYZ, then Bradford-adapted to D50; and
+/// gray profiles of one tone curve.
 enum SyntheticICC {
     enum Curve {
         /// `curv` with one entry: a pure power.
@@ -41,6 +42,22 @@ enum SyntheticICC {
         }
         elements.append((["wtpt"], xyz([0.9642, 1.0, 0.8249])))
         elements.append((["rTRC", "gTRC", "bTRC"], curveElement(curve)))
+        return assembled(colorSpace: "RGB ", elements, version4: version4)
+    }
+
+    /// A gray profile: a white point and one tone curve (`kTRC`), as Photoshop writes for grayscale
+    /// files; `colorSpace` other than "GRAY" makes a damaged one.
+    static func grayProfile(curve: Curve, colorSpace: String = "GRAY") -> Data {
+        assembled(
+            colorSpace: colorSpace, [(["wtpt"], xyz([0.9642, 1.0, 0.8249])), (["kTRC"], curveElement(curve))],
+            version4: false)
+    }
+
+    /// A profile's bytes: the header for `colorSpace` (four characters), the tag table and `elements`,
+    /// each under its tags and padded to four bytes.
+    private static func assembled(
+        colorSpace: String, _ elements: [(tags: [String], bytes: [UInt8])], version4: Bool
+    ) -> Data {
         let tagCount = elements.reduce(0) { $0 + $1.tags.count }
         var offset = 128 + 4 + 12 * tagCount
         var table = ByteWriter()
@@ -60,7 +77,7 @@ enum SyntheticICC {
         header.uint32(offset, bigEndian: true)
         header.uint32(0, bigEndian: true)  // preferred CMM
         header.uint32(version4 ? 0x0430_0000 : 0x0210_0000, bigEndian: true)
-        header.ascii("mntrRGB XYZ ")
+        header.ascii("mntr" + colorSpace + "XYZ ")
         header.append([UInt8](repeating: 0, count: 12))  // date
         header.ascii("acsp")
         header.append([UInt8](repeating: 0, count: 24))  // platform, flags, manufacturer, model, attributes
@@ -149,5 +166,6 @@ enum ICCSeeds {
                 .displayP3, curve: .table((0..<1024).map { UInt16((pow(Double($0) / 1023, 1.8) * 65535).rounded()) }),
                 version4: true)
         ),
+        ("gray-gamma-1.8.icc", SyntheticICC.grayProfile(curve: .gamma(1.8))),
     ]
 }
