@@ -16,6 +16,11 @@ extension ImageDecoders {
     /// let bitmap = try ImageDecoders.PNG().decode(data, context: ImageDecodingContext(header: header))
     /// ```
     ///
+    /// A file with both a gAMA chunk and an ICC profile that ``ImageStore`` converts with keeps its
+    /// samples as stored: the PNG specification has a
+    /// colour-managing decoder use the profile and ignore gAMA, and correcting by both would be applying
+    /// a tone curve twice (a gAMA of 1.0 under a Display P3 profile came out up to 156 levels off).
+    ///
     /// libpng's simplified API catches its own errors and reports them in `png_image.message`, so no
     /// `setjmp` is needed here. Malformed data throws `.corrupt` with that message, data that ends early
     /// throws `.truncated`.
@@ -38,7 +43,7 @@ extension ImageDecoders {
             throws(ImageDecodingError) -> Bitmap?
         {
             guard !data.isEmpty else { throw ImageDecodingError(format: .png, reason: .truncated) }
-            return try data.withUnsafeBytes { bytes in
+            return try Self.ignoringGammaUnderProfile(data).withUnsafeBytes { bytes in
                 Self.decodeStreaming(bytes.bindMemory(to: UInt8.self), context: context, resizedTo: size)
             }.get()
         }
@@ -47,7 +52,7 @@ extension ImageDecoders {
         /// would be: what the resize consumes, for tests to compare with the simplified API's pixels.
         func decodeRowByRow(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap? {
             guard !data.isEmpty else { throw ImageDecodingError(format: .png, reason: .truncated) }
-            return try data.withUnsafeBytes { bytes in
+            return try Self.ignoringGammaUnderProfile(data).withUnsafeBytes { bytes in
                 Self.withRowReader(bytes.bindMemory(to: UInt8.self), context: context) { reader, size, _ in
                     var pixels = [UInt8](repeating: 0, count: size.pixelCount * 4)
                     let read = cpng_reader_read_rows(reader, &pixels, size.width * 4, UInt32(size.height)) == 0
@@ -131,9 +136,36 @@ extension ImageDecoders {
             throws(ImageDecodingError) -> Bitmap
         {
             guard !data.isEmpty else { throw ImageDecodingError(format: .png, reason: .truncated) }
-            return try data.withUnsafeBytes { bytes in
+            return try Self.ignoringGammaUnderProfile(data).withUnsafeBytes { bytes in
                 Self.decode(bytes, context: context, sixteenBitPath: sixteenBitPath)
             }.get()
+        }
+
+        /// `data` without its gAMA chunks when it also has an `iCCP` chunk that ``ColorProfile`` reads for
+        /// it, so that libpng leaves the samples as stored for the profile to convert; otherwise `data`
+        /// itself. Only the chunks before the first IDAT are walked (both must come before it); a file
+        /// that breaks off there is left to libpng to report.
+        static func ignoringGammaUnderProfile(_ data: Data) -> Data {
+            var (gammaChunks, hasProfile): ([Range<Int>], Bool) = ([], false)
+            data.withUnsafeBytes { bytes in
+                var offset = 8
+                while offset <= bytes.count - 12 {
+                    let length = (0..<4).reduce(0) { $0 << 8 | Int(bytes[offset + $1]) }
+                    let type = String(decoding: bytes[(offset + 4)..<(offset + 8)], as: UTF8.self)
+                    guard type != "IDAT", length <= bytes.count - offset - 12 else { return }
+                    if type == "gAMA" { gammaChunks.append(offset..<(offset + 12 + length)) }
+                    if type == "iCCP" { hasProfile = true }
+                    offset += 12 + length
+                }
+            }
+            guard !gammaChunks.isEmpty, hasProfile, ColorProfile.embedded(in: data, format: .png) != nil else {
+                return data
+            }
+            var stripped = data
+            for chunk in gammaChunks.reversed() {
+                stripped.removeSubrange((data.startIndex + chunk.lowerBound)..<(data.startIndex + chunk.upperBound))
+            }
+            return stripped
         }
 
         private static func decode(

@@ -10,22 +10,6 @@ import Testing
 struct PNGRowReaderTests {
     let decoder = ImageDecoders.PNG()
 
-    /// `data` with every chunk of `type` left out (the others keep their CRCs).
-    static func removingChunks(_ type: String, from data: Data) -> Data {
-        let bytes = [UInt8](data)
-        var kept = Array(bytes[0..<8])
-        var offset = 8
-        while offset + 12 <= bytes.count {
-            let length = bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) }
-            let end = min(bytes.count, offset + 12 + length)
-            if String(decoding: bytes[(offset + 4)..<(offset + 8)], as: UTF8.self) != type {
-                kept += bytes[offset..<end]
-            }
-            offset = end
-        }
-        return Data(kept)
-    }
-
     /// What the error tests take for a file handed to the whole-image decode: no error from the row reader.
     static let leftToTheWholeDecode = Bitmap(width: 1, height: 1, pixels: [0, 0, 0, 0])
 
@@ -38,7 +22,7 @@ struct PNGRowReaderTests {
         // With the file's gAMA left out, every sequential file is read row by row; as it is, the ones
         // whose gamma libpng would correct (PngSuite's are mostly 1.0) go to the whole-image decode.
         let original = try Fixtures.data("pngsuite", name)
-        for data in [original, Self.removingChunks("gAMA", from: original)] {
+        for data in [original, SyntheticPNG.removingChunks("gAMA", from: original)] {
             let whole = try decoder.decode(data, context: decodingContext(.png))
             let rows = try decoder.decodeRowByRow(data, context: decodingContext(.png))
             if let rows {
@@ -78,7 +62,7 @@ struct PNGRowReaderTests {
 
     @Test(arguments: sequential)
     func resizingWhileReadingEqualsDecodingWholeThenResizing(name: String) throws {
-        let data = Self.removingChunks("gAMA", from: try Fixtures.data("pngsuite", name))
+        let data = SyntheticPNG.removingChunks("gAMA", from: try Fixtures.data("pngsuite", name))
         let whole = try decoder.decode(data, context: decodingContext(.png))
         for size in [
             PixelSize(width: max(1, whole.width / 2), height: max(1, whole.height / 3)),
@@ -106,7 +90,7 @@ struct PNGRowReaderTests {
         #expect(
             try decoder.decode(sequential, context: decodingContext(.png), resizedTo: PixelSize(width: 16, height: 16))
                 != nil)
-        let interlaced = Self.removingChunks("gAMA", from: try Fixtures.data("pngsuite", "basi2c08.png"))
+        let interlaced = SyntheticPNG.removingChunks("gAMA", from: try Fixtures.data("pngsuite", "basi2c08.png"))
         #expect(
             try decoder.decode(interlaced, context: decodingContext(.png), resizedTo: PixelSize(width: 16, height: 16))
                 == nil)
@@ -116,7 +100,7 @@ struct PNGRowReaderTests {
     func everyCorruptFileThrowsAPNGErrorFromTheRowReaderToo(name: String) throws {
         // Without gAMA (PngSuite's 1.0 would send the file to the whole decode) every corrupt file, all
         // of them sequential, reaches the row reader, which must refuse it as the whole decode does.
-        let data = Self.removingChunks("gAMA", from: try Fixtures.data("pngsuite", name))
+        let data = SyntheticPNG.removingChunks("gAMA", from: try Fixtures.data("pngsuite", name))
         let whole = decodingError { () throws(ImageDecodingError) in
             try decoder.decode(data, context: decodingContext(.png))
         }
@@ -129,7 +113,7 @@ struct PNGRowReaderTests {
     }
 
     @Test func everyPrefixOfAFileThrowsATypedErrorAndACutInTheImageDataIsTruncation() throws {
-        let data = Self.removingChunks("gAMA", from: try Fixtures.data("pngsuite", "basn6a08.png"))
+        let data = SyntheticPNG.removingChunks("gAMA", from: try Fixtures.data("pngsuite", "basn6a08.png"))
         let idat = try #require(data.range(of: Data("IDAT".utf8))).lowerBound
         for length in stride(from: 0, to: data.count - 12, by: 7) {
             let error = decodingError { () throws(ImageDecodingError) in
@@ -145,7 +129,7 @@ struct PNGRowReaderTests {
     }
 
     @Test func aFilePastThePixelBudgetIsRefused() throws {
-        let data = Self.removingChunks("gAMA", from: try Fixtures.data("pngsuite", "basn0g08.png"))
+        let data = SyntheticPNG.removingChunks("gAMA", from: try Fixtures.data("pngsuite", "basn0g08.png"))
         let error = decodingError { () throws(ImageDecodingError) in
             try decoder.decode(
                 data, context: decodingContext(.png, pixelBudget: 1000), resizedTo: PixelSize(width: 8, height: 8))

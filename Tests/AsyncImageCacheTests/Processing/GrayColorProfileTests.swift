@@ -62,7 +62,8 @@ struct GrayColorProfileTests {
         #expect(ColorProfile.embeddedICCData(in: colour, format: .jpeg) == profile)
         #expect(ColorProfile.embedded(in: colour, format: .jpeg) == nil)
         // An RGB profile on a grayscale JPEG is still read, as before.
-        let p3 = SyntheticICC.embedding(SyntheticICC.displayP3(), inJPEG: try Fixtures.data("jpeg", "video-005.gray.jpeg"))
+        let p3 = SyntheticICC.embedding(
+            SyntheticICC.displayP3(), inJPEG: try Fixtures.data("jpeg", "video-005.gray.jpeg"))
         #expect(ColorProfile.embedded(in: p3, format: .jpeg)?.isGray == false)
     }
 
@@ -70,7 +71,8 @@ struct GrayColorProfileTests {
     @Test func aGrayProfileCountsForAGrayscalePNGOnly() throws {
         let profile = SyntheticICC.grayProfile(curve: .gamma(1.8))
         for (name, isGray) in [("basn0g08.png", true), ("basn4a08.png", true), ("basn2c08.png", false)] {
-            let png = SyntheticICC.embedding(profile, inPNG: Self.removingChunk("gAMA", from: try Fixtures.data("pngsuite", name)))
+            let png = SyntheticICC.embedding(
+                profile, inPNG: SyntheticPNG.removingChunks("gAMA", from: try Fixtures.data("pngsuite", name)))
             #expect((ColorProfile.embedded(in: png, format: .png) != nil) == isGray, "\(name)")
         }
     }
@@ -83,12 +85,13 @@ struct GrayColorProfileTests {
         let colourJPEG = try SampleImages.jpeg(width: 300, height: 200)
         var files = [
             ("gray.jpg", grayJPEG), ("gray-profiled.jpg", SyntheticICC.embedding(profile, inJPEG: grayJPEG)),
-            ("colour.jpg", colourJPEG), ("colour-gray-profile.jpg", SyntheticICC.embedding(profile, inJPEG: colourJPEG)),
+            ("colour.jpg", colourJPEG),
+            ("colour-gray-profile.jpg", SyntheticICC.embedding(profile, inJPEG: colourJPEG)),
         ]
         #if os(Linux)
         // PngSuite's files carry a gAMA of 1.0, which the decoder would apply; these have none.
         for name in ["basn0g08", "basn4a08", "basn2c08"] {
-            let png = Self.removingChunk("gAMA", from: try Fixtures.data("pngsuite", name + ".png"))
+            let png = SyntheticPNG.removingChunks("gAMA", from: try Fixtures.data("pngsuite", name + ".png"))
             files += [(name + ".png", png), (name + "-profiled.png", SyntheticICC.embedding(profile, inPNG: png))]
         }
         #endif
@@ -122,19 +125,5 @@ struct GrayColorProfileTests {
         expected += ["basn0g08-profiled.png", "basn4a08-profiled.png"]
         #endif
         #expect(conversions.withLock { $0 } == expected)
-    }
-
-    /// `png` without its chunks of `type`.
-    static func removingChunk(_ type: String, from png: Data) -> Data {
-        let bytes = [UInt8](png)
-        var kept = Array(bytes[0..<8])
-        var offset = 8
-        while offset + 12 <= bytes.count {
-            let length = bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) }
-            let end = min(bytes.count, offset + 12 + length)
-            if !bytes[(offset + 4)..<(offset + 8)].elementsEqual(type.utf8) { kept += bytes[offset..<end] }
-            offset = end
-        }
-        return Data(kept)
     }
 }

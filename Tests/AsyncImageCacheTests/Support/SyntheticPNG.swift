@@ -69,4 +69,20 @@ enum SyntheticPNG {
             stream.uint32(Int(high << 16 | low), bigEndian: true)
         }
     }
+
+    /// `data` with every chunk of `type` left out (the others keep their CRCs).
+    static func removingChunks(_ type: String, from data: Data) -> Data {
+        let bytes = [UInt8](data)
+        var kept = Array(bytes[0..<8])
+        var offset = 8
+        while offset + 12 <= bytes.count {
+            let length = bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) }
+            let end = min(bytes.count, offset + 12 + length)
+            if String(decoding: bytes[(offset + 4)..<(offset + 8)], as: UTF8.self) != type {
+                kept += bytes[offset..<end]
+            }
+            offset = end
+        }
+        return Data(kept)
+    }
 }
