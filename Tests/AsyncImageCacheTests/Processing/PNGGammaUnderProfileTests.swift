@@ -86,6 +86,13 @@ struct PNGGammaUnderProfileTests {
         for length in stride(from: 0, to: embedded.count, by: 7) {
             _ = ImageDecoders.PNG.ignoringGammaUnderProfile(embedded.prefix(length))
         }
+        // Damaged anywhere, nothing traps, and the decoder gives an image or a typed error.
+        let context = ImageDecodingContext(header: try ImageHeader.parse(original))
+        var generator = SeededGenerator(seed: 7)
+        for damaged in generator.mutations(of: embedded, count: 300, from: 8) {
+            #expect(ImageDecoders.PNG.ignoringGammaUnderProfile(damaged).count <= damaged.count)
+            _ = try? ImageDecoders.PNG().decode(damaged, context: context)
+        }
     }
 }
 #endif
