@@ -205,6 +205,25 @@ static void convert_cmyk_row(unsigned char *row, size_t width, int inverted) {
     }
 }
 
+// The stored samples as ink, in place: Adobe's inverted files store 255 for no ink.
+static void ink_from_samples(unsigned char *row, size_t width, int inverted) {
+    if (!inverted) {
+        return;
+    }
+    for (size_t index = 0; index < width * 4; index++) {
+        row[index] = (unsigned char)(255 - row[index]);
+    }
+}
+
+cjpeg_status cjpeg_decoder_set_ink_transform(cjpeg_decoder *decoder, cjpeg_ink_transform transform, void *context) {
+    if (decoder == NULL || decoder->has_decoded) {
+        return CJPEG_STATUS_INVALID_ARGUMENT;
+    }
+    decoder->ink_transform = transform;
+    decoder->ink_transform_context = context;
+    return CJPEG_STATUS_OK;
+}
+
 cjpeg_status cjpeg_decoder_start(cjpeg_decoder *decoder) {
     if (decoder == NULL || !decoder->has_header || decoder->has_decoded) {
         return CJPEG_STATUS_INVALID_ARGUMENT;
@@ -257,7 +276,12 @@ cjpeg_status cjpeg_decoder_read_rows(cjpeg_decoder *decoder, unsigned char *rgba
         }
         if (converts_cmyk) {
             for (JDIMENSION index = 0; index < count; index++) {
-                convert_cmyk_row(rows[index], width, inverted);
+                if (decoder->ink_transform != NULL) {
+                    ink_from_samples(rows[index], width, inverted);
+                    decoder->ink_transform(rows[index], width, decoder->ink_transform_context);
+                } else {
+                    convert_cmyk_row(rows[index], width, inverted);
+                }
             }
         }
         *rows_read += (int)count;

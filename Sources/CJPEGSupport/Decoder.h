@@ -26,6 +26,9 @@ struct cjpeg_decoder {
     int has_decoded;
     /* Between jpeg_start_decompress and the last row. */
     int is_started;
+    /* When set, CMYK and YCCK rows go to it as ink instead of through the built-in conversion. */
+    cjpeg_ink_transform ink_transform;
+    void *ink_transform_context;
 };
 
 #endif

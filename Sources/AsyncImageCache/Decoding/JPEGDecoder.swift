@@ -7,7 +7,9 @@ extension ImageDecoders {
     ///
     /// Baseline, extended, progressive and arithmetic-coded files decode, with any chroma subsampling
     /// and restart markers, from grayscale, YCbCr, RGB, CMYK and YCCK (Adobe's inverted CMYK included).
-    /// The result is 8-bit RGBA with opaque alpha, in stored orientation.
+    /// The result is 8-bit RGBA with opaque alpha, in stored orientation. CMYK and YCCK convert through
+    /// the file's embedded CMYK profile when it has one (its `A2B0` table, of the lut8, lut16 or lutAtoB
+    /// kind), as a press would print them and as ImageIO shows them; else by multiplying each colour by black.
     ///
     /// libjpeg scales in the DCT domain by `n/8` for `n` in 1...8, so a 4000x3000 photo shown 300 pixels
     /// wide decodes as 500x375 and the full bitmap never exists. At 1/8, a baseline file goes through
@@ -196,7 +198,27 @@ extension ImageDecoders {
             guard outputSize.pixelCount <= context.pixelBudget else {
                 return .failure(budgetError(pixels: outputSize.pixelCount, context))
             }
-            return body(decoder, Scales(image: imageSize, output: outputSize))
+            guard header.color_space == CJPEG_COLOR_CMYK || header.color_space == CJPEG_COLOR_YCCK,
+                let profile = cmykProfile(in: bytes, base: base)
+            else { return body(decoder, Scales(image: imageSize, output: outputSize)) }
+            // Each row of ink goes through the profile as it decodes, whichever way the rows are read.
+            return withExtendedLifetime(profile) {
+                cjpeg_decoder_set_ink_transform(
+                    decoder,
+                    { row, width, context in
+                        guard let row, let context else { return }
+                        Unmanaged<CMYKProfile>.fromOpaque(context).takeUnretainedValue().convert(row, width: width)
+                    }, Unmanaged.passUnretained(profile).toOpaque())
+                return body(decoder, Scales(image: imageSize, output: outputSize))
+            }
+        }
+
+        /// The CMYK profile embedded in the JPEG at `base` (`bytes`), when it has one ``CMYKProfile`` reads.
+        private static func cmykProfile(in bytes: UnsafeRawBufferPointer, base: UnsafePointer<UInt8>) -> CMYKProfile? {
+            // The bytes outlive this call; the Data only looks at them.
+            let data = Data(
+                bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
+            return ColorProfile.embeddedICCData(in: data, format: .jpeg).flatMap(CMYKProfile.init(iccData:))
         }
 
         /// The stored size of an image and the size it decodes to at the scale set.

@@ -180,9 +180,10 @@ extension Bitmap {
 }
 
 extension Bitmap {
-    /// Reads `data` as an ICC profile and, when it parses, converts a bitmap of every level with it; then
-    /// looks for an embedded profile in `data` as a JPEG, a PNG and a WebP (the fuzzer: neither may
-    /// crash or read outside its bytes, and a conversion keeps alpha).
+    /// Reads `data` as an ICC profile and, when it parses, converts a bitmap of every level with it (as a
+    /// CMYK profile, a row of ink); then looks for an embedded profile in `data` as a JPEG, a PNG and a
+    /// WebP (the fuzzer: none may crash or read outside its bytes, and a conversion keeps alpha, or
+    /// makes it opaque from ink).
     @_spi(Fuzzing) public static func fuzzColorProfile(_ data: Data) {
         if let profile = ColorProfile(iccData: data) {
             var pixels: [UInt8] = []
@@ -191,6 +192,11 @@ extension Bitmap {
             let converted = levels.convertedToSRGB(from: profile)
             precondition(converted.alphaChannel == levels.alphaChannel, "a conversion changed alpha")
             _ = profile.isSRGB
+        }
+        if let cmyk = CMYKProfile(iccData: data) {
+            var row = (0..<1024).map { UInt8(truncatingIfNeeded: $0 &* 37) }
+            row.withUnsafeMutableBufferPointer { cmyk.convert($0.baseAddress!, width: 256) }
+            precondition(stride(from: 3, to: row.count, by: 4).allSatisfy { row[$0] == 255 }, "CMYK gave alpha")
         }
         for format in [ImageFormat.jpeg, .png, .webp] { _ = ColorProfile.embedded(in: data, format: format) }
     }

@@ -272,6 +272,10 @@ struct ICCBytes {
         offset >= 0 && length >= 0 && offset <= bytes.count && length <= bytes.count - offset
     }
 
+    func uint8(at offset: Int) -> Int? {
+        contains(offset, length: 1) ? Int(bytes[offset]) : nil
+    }
+
     func uint16(at offset: Int) -> UInt16? {
         guard contains(offset, length: 2) else { return nil }
         return UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])

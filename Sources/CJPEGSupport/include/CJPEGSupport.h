@@ -72,6 +72,15 @@ cjpeg_status cjpeg_decoder_read_header(cjpeg_decoder *decoder, cjpeg_header *hea
 cjpeg_status cjpeg_decoder_set_scale(cjpeg_decoder *decoder, int scale_numerator, int *output_width,
                                      int *output_height);
 
+/* Converts `width` pixels of `row` in place: four bytes each, cyan, magenta, yellow and black ink
+   (0 none, 255 full, whatever the file stored), to 8-bit RGBA with opaque alpha. */
+typedef void (*cjpeg_ink_transform)(unsigned char *row, size_t width, void *context);
+
+/* Sends the rows of a CMYK or YCCK file to `transform` (with `context`) as ink, instead of the
+   built-in conversion (which multiplies each colour by black, with no profile); NULL restores it.
+   Set before decoding starts; other colour spaces ignore it. */
+cjpeg_status cjpeg_decoder_set_ink_transform(cjpeg_decoder *decoder, cjpeg_ink_transform transform, void *context);
+
 /* Decodes the whole image into `rgba`: output_height rows of `bytes_per_row` bytes (at least
    output_width * 4), 8-bit straight RGBA with opaque alpha. `rgba_byte_count` is the buffer size. */
 cjpeg_status cjpeg_decoder_decode_rgba(cjpeg_decoder *decoder, unsigned char *rgba, size_t bytes_per_row,

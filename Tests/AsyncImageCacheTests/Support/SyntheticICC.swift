@@ -53,10 +53,10 @@ enum SyntheticICC {
             version4: false)
     }
 
-    /// A profile's bytes: the header for `colorSpace` (four characters), the tag table and `elements`,
-    /// each under its tags and padded to four bytes.
-    private static func assembled(
-        colorSpace: String, _ elements: [(tags: [String], bytes: [UInt8])], version4: Bool
+    /// A profile's bytes: the header for `colorSpace` and connection space `pcs` (four characters each),
+    /// the tag table and `elements`, each under its tags and padded to four bytes.
+    static func assembled(
+        colorSpace: String, _ elements: [(tags: [String], bytes: [UInt8])], version4: Bool, pcs: String = "XYZ "
     ) -> Data {
         let tagCount = elements.reduce(0) { $0 + $1.tags.count }
         var offset = 128 + 4 + 12 * tagCount
@@ -77,7 +77,7 @@ enum SyntheticICC {
         header.uint32(offset, bigEndian: true)
         header.uint32(0, bigEndian: true)  // preferred CMM
         header.uint32(version4 ? 0x0430_0000 : 0x0210_0000, bigEndian: true)
-        header.ascii("mntr" + colorSpace + "XYZ ")
+        header.ascii((colorSpace == "CMYK" ? "prtr" : "mntr") + colorSpace + pcs)
         header.append([UInt8](repeating: 0, count: 12))  // date
         header.ascii("acsp")
         header.append([UInt8](repeating: 0, count: 24))  // platform, flags, manufacturer, model, attributes
@@ -89,6 +89,9 @@ enum SyntheticICC {
 
     /// The profile of `primaries` with a tone curve, ready to embed.
     static func displayP3() -> Data { profile(.displayP3, curve: .sRGB) }
+
+    /// An `XYZ ` element of the D50 white.
+    static func whitePoint() -> [UInt8] { xyz([0.9642, 1.0, 0.8249]) }
 
     static func fixed(_ value: Double) -> Int { Int(UInt32(bitPattern: Int32((value * 65536).rounded()))) }
 
@@ -167,5 +170,10 @@ enum ICCSeeds {
                 version4: true)
         ),
         ("gray-gamma-1.8.icc", SyntheticICC.grayProfile(curve: .gamma(1.8))),
+        ("cmyk-lut16-lab.icc", SyntheticICC.cmykProfile(.lut16, gridPoints: 3, node: CMYKProfileTests.affine)),
+        (
+            "cmyk-atob-matrix-xyz.icc",
+            SyntheticICC.cmykProfile(.lutAtoB(matrix: true), pcs: "XYZ ", gridPoints: 3, node: CMYKProfileTests.affine)
+        ),
     ]
 }
