@@ -129,7 +129,8 @@ final class CMYKProfile: Sendable {
         func entries(at offset: Int, count: Int) -> [Float] {
             (0..<count).map { index in
                 let raw =
-                    entryBytes == 2 ? bytes.uint16(at: offset + 2 * index).map(Int.init) : bytes.uint8(at: offset + index)
+                    entryBytes == 2
+                    ? bytes.uint16(at: offset + 2 * index).map(Int.init) : bytes.uint8(at: offset + index)
                 return Float(raw ?? 0) / scale
             }
         }

@@ -144,6 +144,8 @@ public final class CachedImageModel {
             lastRequest = request
             show(cached, for: request)
             cancelLoadIfCovered()
+            // Callers of load() waiting for this layout, or for the load just cancelled, are done.
+            resumeWaitersIfSettled()
             return
         }
         startLoadIfNeeded()

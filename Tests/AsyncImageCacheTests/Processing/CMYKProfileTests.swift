@@ -37,7 +37,9 @@ struct CMYKProfileTests {
     /// Values that follow no pattern, the same every run.
     static func scattered(_ ink: [Double]) -> [Double] {
         (0..<3).map { output in
-            let seed = ink.enumerated().reduce(Double(output) * 7.13) { $0 + $1.element * [12.9898, 78.233, 37.719, 4.581][$1.offset] }
+            let seed = ink.enumerated().reduce(Double(output) * 7.13) {
+                $0 + $1.element * [12.9898, 78.233, 37.719, 4.581][$1.offset]
+            }
             let value = sin(seed) * 43758.5453
             return value - value.rounded(.down)
         }
@@ -54,7 +56,8 @@ struct CMYKProfileTests {
                 for y in [0, 2, 5] {
                     for k in [0, 3, 5] {
                         let ink = [c, m, y, k].map { UInt8($0 * 51) }
-                        let value = profile.connectionSpace(cyan: ink[0], magenta: ink[1], yellow: ink[2], black: ink[3])
+                        let value = profile.connectionSpace(
+                            cyan: ink[0], magenta: ink[1], yellow: ink[2], black: ink[3])
                         let expected = Self.scattered([c, m, y, k].map { Double($0) / 5 })
                         for channel in 0..<3 { #expect(abs(Double(value[channel]) - expected[channel]) < 2e-5) }
                     }
@@ -68,7 +71,8 @@ struct CMYKProfileTests {
         // Linear along cyan and tetrahedral in the rest reproduce an affine map exactly; what is left is
         // the tables' quantization (8 bits for lut8).
         let table = Self.tableKinds[kind]
-        let profile = try #require(CMYKProfile(iccData: SyntheticICC.cmykProfile(table, gridPoints: 5, node: Self.affine)))
+        let profile = try #require(
+            CMYKProfile(iccData: SyntheticICC.cmykProfile(table, gridPoints: 5, node: Self.affine)))
         let tolerance = kind == 0 ? 3.0 / 255 : 1e-4
         var generator = SeededGenerator(seed: 5)
         for _ in 0..<500 {
@@ -125,7 +129,9 @@ struct CMYKProfileTests {
         let plain = [l / 100, (a + 128) / 255, (b + 128) / 255]
         // lut16 keeps ICC v2's legacy Lab encoding, with L* 100 at 0xFF00.
         let legacy = plain.map { $0 * 65280 / 65535 }
-        for (kind, encoded) in [(SyntheticICC.CMYKTable.lut16, legacy), (.lut8, plain), (.lutAtoB(matrix: false), plain)] {
+        for (kind, encoded) in [
+            (SyntheticICC.CMYKTable.lut16, legacy), (.lut8, plain), (.lutAtoB(matrix: false), plain),
+        ] {
             let result = Self.converted(try Self.oneColour(kind, pcs: "Lab ", encoded))
             // lut8 holds each value in 8 bits: within a level or two of the exact colour.
             let tolerance = if case .lut8 = kind { 3 } else { 1 }
@@ -148,7 +154,8 @@ struct CMYKProfileTests {
         // Neither reader takes the other's profiles.
         #expect(ColorProfile(iccData: Data(valid)) == nil)
         #expect(CMYKProfile(iccData: SyntheticICC.displayP3()) == nil)
-        #expect(CMYKProfile(iccData: SyntheticICC.cmykProfile(.lut8, pcs: "XYZ ", gridPoints: 3, node: Self.affine)) == nil)
+        #expect(
+            CMYKProfile(iccData: SyntheticICC.cmykProfile(.lut8, pcs: "XYZ ", gridPoints: 3, node: Self.affine)) == nil)
         func changed(at offset: Int, to replacement: [UInt8]) -> Data {
             var bytes = valid
             bytes.replaceSubrange(offset..<(offset + replacement.count), with: replacement)
@@ -229,7 +236,9 @@ struct CMYKProfileTests {
                 func centre(_ patch: Int) -> Int { Int((Double(patch) + 0.5) * Double(width) / 4) }
                 let (x, y) = (centre(index % 4), centre(index / 4))
                 let pixel = (0..<3).map { Int(bitmap.pixels[(y * width + x) * 4 + $0]) }
-                #expect(zip(pixel, colour).allSatisfy { abs($0 - $1) <= 3 }, "\(width): patch \(index): \(pixel) vs \(colour)")
+                #expect(
+                    zip(pixel, colour).allSatisfy { abs($0 - $1) <= 3 },
+                    "\(width): patch \(index): \(pixel) vs \(colour)")
             }
         }
     }

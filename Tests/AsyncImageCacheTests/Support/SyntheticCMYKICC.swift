@@ -107,7 +107,9 @@ extension SyntheticICC {
                 lut.ascii("mAB ")
                 lut.uint32(0, bigEndian: true)
                 lut.append([4, 3, 0, 0])
-                for value in [bOffset, matrixOffset, mOffset, tableOffset, aOffset] { lut.uint32(value, bigEndian: true) }
+                for value in [bOffset, matrixOffset, mOffset, tableOffset, aOffset] {
+                    lut.uint32(value, bigEndian: true)
+                }
                 lut.append(Array(bCurves))
                 if hasMatrix {
                     lut.append(matrix)

@@ -128,4 +128,60 @@ import Testing
         await hydration.value
         #expect(model.image?.pixelSize.width == 100)
     }
+
+    /// Runs `model.load()` in a task and reports whether it returned within `seconds`; the task is
+    /// cancelled after, so a hang ends the test instead of stalling it.
+    private static func loadReturns(
+        _ model: CachedImageModel, within seconds: Double, after trigger: @MainActor () async throws -> Void
+    ) async throws -> Bool {
+        let returned = LockedBox(false)
+        let hydration = Task {
+            await model.load()
+            returned.withLock { $0 = true }
+        }
+        try await trigger()
+        for _ in 0..<Int(seconds * 100) where !returned.withLock({ $0 }) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let result = returned.withLock { $0 }
+        hydration.cancel()
+        await hydration.value
+        return result
+    }
+
+    @Test func loadReturnsWhenTheFirstLayoutFindsTheImageInMemory() async throws {
+        let photo = try LocalPhoto(size: PixelSize(width: 400, height: 300))
+        _ = try await photo.store.image(for: ImageRequest(url: photo.url, targetWidth: 100))
+        let model = CachedImageModel(url: photo.url, displayScale: 2, store: photo.store)
+        let returned = try await Self.loadReturns(model, within: 20) {
+            try await waitUntil { @MainActor in !model.waiters.isEmpty }
+            model.layoutChanged(to: CGSize(width: 50, height: 38))
+            #expect(model.image?.pixelSize.width == 100)  // drawn from memory, nothing to load
+            #expect(!model.isLoading)
+        }
+        #expect(returned, "load() went on waiting with the image drawn and nothing loading")
+    }
+
+    @Test func loadReturnsWhenAWiderImageInMemoryReplacesTheLoadItWaitsFor() async throws {
+        let folder = TemporaryDirectory("images")
+        let name = try SampleImages.writeJPEGs([PixelSize(width: 2400, height: 1600)], into: folder.url)[0]
+        let url = folder.url.appendingPathComponent(name)
+        let gate = GatedDecoder(open: false)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+        }
+        let model = CachedImageModel(url: url, displayScale: 2, layoutSize: CGSize(width: 50, height: 34), store: store)
+        let returned = try await Self.loadReturns(model, within: 20) {
+            try await waitUntil { @MainActor in model.isLoading && !model.waiters.isEmpty }
+            // Meanwhile another view put a wider variant of the same file in memory.
+            let other = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("other"))
+            let wide = ImageRequest(url: url, targetWidth: 600)
+            store.variants.insert(try await other.prepared(wide).get(), for: wide)
+            model.layoutChanged(to: CGSize(width: 300, height: 200))
+            #expect(model.image?.pixelSize.width == 600)
+            #expect(!model.isLoading)  // the narrower load was cancelled as covered
+        }
+        gate.open()
+        #expect(returned, "load() went on waiting after the load it waited for was cancelled as covered")
+    }
 }
