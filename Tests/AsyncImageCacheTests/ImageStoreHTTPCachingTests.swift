@@ -139,5 +139,30 @@ import Testing
         #expect(HTTPCacheMetadata(encoded: metadata.encoded) == metadata)
         #expect(metadata.isStale(at: Date(timeIntervalSince1970: 1059)) == false)
         #expect(metadata.isStale(at: Date(timeIntervalSince1970: 1060)) == true)
+        // RFC 9111 1.2.2: a lifetime past 2^31 seconds is 2^31; "nan" says nothing.
+        for huge in ["max-age=99999999999999999999", "max-age=1e30", "max-age=inf"] {
+            #expect(policy(huge).maxAge == 2_147_483_648, "\(huge)")
+        }
+        #expect(policy("max-age=nan").maxAge == nil)
+        #expect(policy("max-age=-5").maxAge == 0)
+        // Whatever a custom loader's policy holds, the metadata encodes and reads back.
+        for maxAge in [TimeInterval.infinity, -.infinity, .nan, 1e300, -1e300] {
+            let made = HTTPCacheMetadata(
+                policy: HTTPCachePolicy(maxAge: maxAge), receivedAt: Date(timeIntervalSince1970: 1000))
+            #expect(HTTPCacheMetadata(encoded: made.encoded) == made, "\(maxAge)")
+        }
+    }
+
+    @Test func aServersHugeMaxAgeIsKeptAs68YearsNotATrap() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let store = try fixture.store()
+        let url = fixture.server.url("/cache/max-age=99999999999999999999/images/photo.jpg")
+        let image = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        #expect(image.pixelSize.width == 100)
+        // Written to disk, with its expiry 2^31 seconds from now.
+        let metadata = try #require(store.disk.cacheMetadata(for: url))
+        let lifetime = try #require(metadata.expires).timeIntervalSinceNow
+        #expect(lifetime > 2_147_483_648 - 60 && lifetime <= 2_147_483_648)
     }
 }

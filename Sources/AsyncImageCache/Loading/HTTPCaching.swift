@@ -34,9 +34,10 @@ public struct HTTPCachePolicy: Sendable, Equatable {
                 maxAge = 0
             } else if directive.hasPrefix("max-age="), maxAge != 0,
                 let seconds = TimeInterval(
-                    directive.dropFirst("max-age=".count).trimmingCharacters(in: .init(charactersIn: "\"")))
+                    directive.dropFirst("max-age=".count).trimmingCharacters(in: .init(charactersIn: "\""))),
+                let lifetime = Self.lifetime(seconds)
             {
-                maxAge = max(0, seconds)
+                maxAge = lifetime
             }
         }
         entityTag = header("ETag")
@@ -45,6 +46,15 @@ public struct HTTPCachePolicy: Sendable, Equatable {
 
     /// Whether a request can ask the server if the stored bytes are still current.
     var hasValidators: Bool { entityTag != nil || lastModified != nil }
+
+    /// The longest freshness lifetime kept: RFC 9111 (1.2.2) has a cache take any larger `max-age` as
+    /// 2^31 seconds, about 68 years.
+    static let longestLifetime: TimeInterval = 2_147_483_648
+
+    /// `seconds` as a freshness lifetime: within 0...``longestLifetime``; `nil` for NaN.
+    static func lifetime(_ seconds: TimeInterval) -> TimeInterval? {
+        seconds.isNaN ? nil : min(max(0, seconds), longestLifetime)
+    }
 }
 
 /// What a conditional load found.
@@ -73,7 +83,8 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     var lastModified: String?
 
     init(policy: HTTPCachePolicy, receivedAt now: Date = Date()) {
-        expires = policy.maxAge.map { now.addingTimeInterval($0) }
+        // A policy a custom loader made may hold any value: bounded here, so that every expiry encodes.
+        expires = policy.maxAge.flatMap(HTTPCachePolicy.lifetime).map { now.addingTimeInterval($0) }
         entityTag = policy.entityTag
         lastModified = policy.lastModified
     }
@@ -96,7 +107,8 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     /// `1`, then the expiry in seconds since 1970 (or `-`), the ETag and Last-Modified, one per line.
     var encoded: [UInt8] {
         // Rounded down: an entry may go stale up to a second early (one extra revalidation), never late.
-        let expiry = expires.map { String(Int64($0.timeIntervalSince1970.rounded(.down))) } ?? "-"
+        let seconds = expires?.timeIntervalSince1970.rounded(.down)
+        let expiry = seconds.flatMap { $0.isFinite && abs($0) < 1e18 ? String(Int64($0)) : nil } ?? "-"
         return Array(["1", expiry, entityTag ?? "", lastModified ?? ""].joined(separator: "\n").utf8)
     }
 
