@@ -62,7 +62,7 @@ public final class ImageStore: Sendable {
     let cacheMetadata = MemoryCache<String, HTTPCacheMetadata>(countLimit: 10_000, costLimit: .max)
     /// The URLs being revalidated now.
     let revalidating = LockedBox(Set<String>())
-    let prefetches = LockedBox([ImageRequest: Task<Void, Never>]())
+    let prefetches = LockedBox(PrefetchTable())
 
     /// Creates a store with the given name and budgets and the default parts.
     ///

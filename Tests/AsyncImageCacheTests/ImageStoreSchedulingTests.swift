@@ -79,6 +79,24 @@ import Testing
         #expect(gate.enteredCount == 1)
     }
 
+    @Test func aPrefetchStoppedAndStartedAgainCanStillBeStopped() async throws {
+        // Scrolling away and back: the stopped prefetch ends after the new one started, and must
+        // not take the new one's entry with it.
+        let slot = try OneGatedSlot(count: 1)
+        let (request, gate, store) = (slot.requests[0], slot.gate, slot.store)
+        store.startPrefetching([request])
+        store.stopPrefetching([request])
+        store.startPrefetching([request])
+        try await waitUntil { gate.enteredCount == 1 && store.variantRuns.waiterCount(for: request) == 1 }
+        try await Task.sleep(for: .milliseconds(200))  // the stopped prefetch has returned by now
+        #expect(store.prefetches.withLock { $0.running[request] } != nil, "the running prefetch is not tracked")
+        store.stopPrefetching([request])
+        try await waitUntil { store.variantRuns.waiterCount(for: request) == 0 }
+        gate.open()
+        try await waitUntil { store.decodeSlots.busyCount == 0 && store.variantRuns.count == 0 }
+        #expect(store.prefetches.withLock { $0.running.isEmpty })
+    }
+
     @Test func aPrefetchThatAVisibleLoadJoinsIsRaisedToItsPriority() async throws {
         let slot = try OneGatedSlot(count: 4)
         let (requests, gate, log, store) = (slot.requests, slot.gate, slot.log, slot.store)
