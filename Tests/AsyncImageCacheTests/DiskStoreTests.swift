@@ -95,6 +95,26 @@ import Testing
         #expect(!disk.contains(URL(string: "https://example.com/0.png")!))
     }
 
+    @Test func bytesLargerThanTheWholeBudgetAreRefusedWithoutEmptyingTheTier() throws {
+        let folder = TemporaryDirectory("disk")
+        let disk = DiskStore(directory: folder.url, byteLimit: 10_000)
+        let small = (0..<5).map { URL(string: "https://example.com/\($0).jpg")! }
+        for url in small {
+            try disk.store(Data(repeating: 1, count: 1000), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        }
+        disk.waitForPendingTrims()
+        // The URL's older, smaller copy goes too: it is not what the URL serves any more.
+        let huge = small[0]
+        #expect(throws: POSIXError(.EFBIG)) {
+            try disk.store(Data(repeating: 2, count: 20_000), pixelSize: PixelSize(width: 1, height: 1), for: huge)
+        }
+        disk.waitForPendingTrims()
+        #expect(disk.data(for: huge) == nil)
+        #expect(small.dropFirst().allSatisfy { disk.data(for: $0) == Data(repeating: 1, count: 1000) })
+        #expect(disk.entries().count == 4)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path).count == 4)  // no temporary left
+    }
+
     @Test func evictExpiredRemovesOnlyFilesUnusedForLongerThanMaxAge() throws {
         let folder = TemporaryDirectory("disk")
         let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)

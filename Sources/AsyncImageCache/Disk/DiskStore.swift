@@ -150,8 +150,13 @@ final class DiskStore: Sendable {
     }
 
     /// Stores `data` for `url` atomically, with `pixelSize` in its attribute when the file system
-    /// allows, then schedules a trim.
+    /// allows, then schedules a trim. Bytes larger than the whole budget are not stored (`EFBIG`), and
+    /// an older copy of `url` goes: making room for them would empty the tier, and they would go next.
     func store(_ data: Data, pixelSize: PixelSize, metadata: HTTPCacheMetadata? = nil, for url: URL) throws {
+        guard data.count <= byteLimit else {
+            remove(url)
+            throw POSIXError(.EFBIG)
+        }
         let temporary = directory.appendingPathComponent(Self.temporaryPrefix + UUID().uuidString)
         do {
             try write(data, to: temporary)
