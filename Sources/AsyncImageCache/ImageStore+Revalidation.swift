@@ -50,9 +50,7 @@ extension ImageStore {
         }
         switch result {
         case .notModified(let policy):
-            var refreshed = HTTPCacheMetadata(policy: policy)
-            refreshed.entityTag = refreshed.entityTag ?? metadata.entityTag
-            refreshed.lastModified = refreshed.lastModified ?? metadata.lastModified
+            let refreshed = metadata.refreshed(by: policy)
             cacheMetadata.insert(refreshed, forKey: url.cacheKey, cost: 0)
             disk.setCacheMetadata(refreshed, for: url)
             count { $0.notModified += 1 }

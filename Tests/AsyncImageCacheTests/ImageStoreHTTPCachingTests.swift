@@ -74,6 +74,52 @@ import Testing
         #expect(relaunched.cachedPixelSize(for: url) == CGSize(width: 320, height: 240))
     }
 
+    @Test func a304WithoutCacheControlKeepsTheStoredLifetime() async throws {
+        // RFC 9111 4.3.4: a 304 updates only the headers it carries; before, a bare one left the
+        // entry fresh forever, never revalidated again.
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache-bare304/max-age=1/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let store = try fixture.store()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        #expect(store.disk.cacheMetadata(for: url)?.lifetime == 1)
+        try await Task.sleep(for: .milliseconds(1100))  // stale now
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 80))
+        try await waitUntil { try await fixture.server.statuses(for: path) == [200, 304] }
+        try await waitUntil { store.statistics.notModified == 1 }
+        let refreshedAt = Date()
+        // Fresh again for the stored second, on disk as in memory, and stale after it.
+        for metadata in [store.disk.cacheMetadata(for: url), store.storedCacheMetadata(for: url)] {
+            let expires = try #require(metadata?.expires)
+            #expect(expires > refreshedAt.addingTimeInterval(-1.5) && expires <= refreshedAt.addingTimeInterval(1))
+            #expect(metadata?.lifetime == 1)
+            #expect(metadata?.isStale(at: refreshedAt.addingTimeInterval(2)) == true)
+        }
+    }
+
+    @Test func lifetimesAreKeptOnDiskAndOlderEntriesStillRead() throws {
+        let made = HTTPCacheMetadata(
+            policy: HTTPCachePolicy(maxAge: 2.5, entityTag: "\"e\""), receivedAt: Date(timeIntervalSince1970: 1000))
+        #expect(made.lifetime == 2.5)
+        // The expiry is kept in whole seconds, rounded down; the lifetime as it was.
+        let read = try #require(HTTPCacheMetadata(encoded: made.encoded))
+        #expect(read.lifetime == 2.5 && read.expires == Date(timeIntervalSince1970: 1002) && read.entityTag == "\"e\"")
+        // An older build wrote four lines: read, without a lifetime.
+        let older = try #require(HTTPCacheMetadata(encoded: Array("1\n1060\n\"e\"\n".utf8)))
+        #expect(older.lifetime == nil && older.expires == Date(timeIntervalSince1970: 1060))
+        #expect(HTTPCacheMetadata(encoded: Array("1\n1060\n\n\nsoon".utf8)) == nil)
+        // A bare 304 keeps the lifetime and validators; one with its own max-age uses that.
+        let now = Date(timeIntervalSince1970: 5000)
+        let bare = made.refreshed(by: HTTPCachePolicy(), at: now)
+        #expect(bare.lifetime == 2.5 && bare.expires == now.addingTimeInterval(2.5) && bare.entityTag == "\"e\"")
+        let given = made.refreshed(by: HTTPCachePolicy(maxAge: 60, entityTag: "\"f\""), at: now)
+        #expect(given.lifetime == 60 && given.expires == now.addingTimeInterval(60) && given.entityTag == "\"f\"")
+        // A response that never said: still fresh until evicted after a 304.
+        let unsaid = HTTPCacheMetadata(policy: HTTPCachePolicy(entityTag: "\"g\""))
+        #expect(unsaid.refreshed(by: HTTPCachePolicy(), at: now).expires == nil)
+    }
+
     @Test func aChangedImageReplacesTheOldOneInBothTiers() async throws {
         let fixture = try Fixture()
         defer { fixture.server.stop() }

@@ -81,12 +81,29 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     var expires: Date?
     var entityTag: String?
     var lastModified: String?
+    /// The freshness lifetime the response gave (`max-age`), which still holds after a `304` that
+    /// gives none (RFC 9111 4.3.4: a 304 updates only the headers it carries).
+    var lifetime: TimeInterval?
 
     init(policy: HTTPCachePolicy, receivedAt now: Date = Date()) {
         // A policy a custom loader made may hold any value: bounded here, so that every expiry encodes.
-        expires = policy.maxAge.flatMap(HTTPCachePolicy.lifetime).map { now.addingTimeInterval($0) }
+        lifetime = policy.maxAge.flatMap(HTTPCachePolicy.lifetime)
+        expires = lifetime.map { now.addingTimeInterval($0) }
         entityTag = policy.entityTag
         lastModified = policy.lastModified
+    }
+
+    /// The metadata after a `304 Not Modified` whose headers gave `policy`, received at `now`: its own
+    /// lifetime and validators where it gives them, these ones where it does not.
+    func refreshed(by policy: HTTPCachePolicy, at now: Date = Date()) -> HTTPCacheMetadata {
+        var refreshed = HTTPCacheMetadata(policy: policy, receivedAt: now)
+        if refreshed.lifetime == nil, let lifetime {
+            refreshed.lifetime = lifetime
+            refreshed.expires = now.addingTimeInterval(lifetime)
+        }
+        refreshed.entityTag = refreshed.entityTag ?? entityTag
+        refreshed.lastModified = refreshed.lastModified ?? lastModified
+        return refreshed
     }
 
     func isStale(at now: Date = Date()) -> Bool {
@@ -104,17 +121,25 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     static let attributeName = "user.asyncimagecache.http"
     #endif
 
-    /// `1`, then the expiry in seconds since 1970 (or `-`), the ETag and Last-Modified, one per line.
+    /// `1`, then the expiry in seconds since 1970 (or `-`), the ETag, Last-Modified and the lifetime
+    /// in seconds, one per line (empty when missing). Entries of older builds have no lifetime line.
     var encoded: [UInt8] {
         // Rounded down: an entry may go stale up to a second early (one extra revalidation), never late.
         let seconds = expires?.timeIntervalSince1970.rounded(.down)
         let expiry = seconds.flatMap { $0.isFinite && abs($0) < 1e18 ? String(Int64($0)) : nil } ?? "-"
-        return Array(["1", expiry, entityTag ?? "", lastModified ?? ""].joined(separator: "\n").utf8)
+        let lines = ["1", expiry, entityTag ?? "", lastModified ?? "", lifetime.map { String($0) } ?? ""]
+        return Array(lines.joined(separator: "\n").utf8)
     }
 
     init?(encoded bytes: [UInt8]) {
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-        guard lines.count == 4, lines[0] == "1" else { return nil }
+        guard lines.count == 4 || lines.count == 5, lines[0] == "1" else { return nil }
+        if lines.count == 5, !lines[4].isEmpty {
+            guard let seconds = TimeInterval(lines[4]), let lifetime = HTTPCachePolicy.lifetime(seconds) else {
+                return nil
+            }
+            self.lifetime = lifetime
+        }
         if lines[1] == "-" {
             expires = nil
         } else if let seconds = Int64(lines[1]) {
