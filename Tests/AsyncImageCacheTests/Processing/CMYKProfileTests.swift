@@ -203,6 +203,12 @@ struct CMYKProfileTests {
         return [lightness / 100, (a + 128) / 255, (b + 128) / 255].map { $0 * 65280 / 65535 }
     }
 
+    @Test func theFuzzersSeedIsTheFixtureWithThePressProfile() throws {
+        // Fixtures/cmyk/patches-press-profile.jpg seeds the fuzzer's jpeg target with a CMYK profile.
+        let seed = SyntheticICC.embedding(Self.pressProfile, inJPEG: try Fixtures.data("cmyk", "patches.jpg"))
+        #expect(try Fixtures.data("cmyk", "patches-press-profile.jpg") == seed)
+    }
+
     @Test func aCMYKJPEGConvertsThroughItsProfileWhateverTheScaleAndSplit() async throws {
         let plain = try Fixtures.data("cmyk", "patches.jpg")
         let profile = try #require(CMYKProfile(iccData: Self.pressProfile))
