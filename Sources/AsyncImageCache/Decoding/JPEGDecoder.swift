@@ -218,7 +218,8 @@ extension ImageDecoders {
             // The bytes outlive this call; the Data only looks at them.
             let data = Data(
                 bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
-            return ColorProfile.embeddedICCData(in: data, format: .jpeg).flatMap(CMYKProfile.init(iccData:))
+            return ColorProfile.embeddedICCData(in: data, format: .jpeg, largest: CMYKProfile.largestProfile)
+                .flatMap(CMYKProfile.init(iccData:))
         }
 
         /// The stored size of an image and the size it decodes to at the scale set.

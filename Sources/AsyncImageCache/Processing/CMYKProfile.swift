@@ -49,9 +49,13 @@ final class CMYKProfile: Sendable {
     /// The largest table read: 33 grid points a side is the most that press profiles use.
     private static let largestTable = 1 << 22
 
+    /// The largest CMYK profile read, 16 MiB (what 255 APP2 segments hold): press profiles carry several
+    /// tables (A2B0-2, B2A0-2) and pass ColorProfile's 1 MiB; a 33-point lut16 A2B0 alone is 7 MB.
+    static let largestProfile = 1 << 24
+
     /// Parses `iccData`; `nil` unless it is a well-formed CMYK profile with an `A2B0` of a kind read here.
     init?(iccData: Data) {
-        guard iccData.count <= ColorProfile.largestProfile else { return nil }
+        guard iccData.count <= Self.largestProfile else { return nil }
         let bytes = ICCBytes([UInt8](iccData))
         guard bytes.count >= 132, let declared = bytes.uint32(at: 0), Int(declared) <= bytes.count,
             bytes.signature(at: 16) == "CMYK", let space = bytes.signature(at: 20), space == "Lab " || space == "XYZ ",

@@ -41,9 +41,9 @@ extension ColorProfile {
         curve: .gamma(563.0 / 256))
 
     /// The ICC bytes embedded in `data`; `nil` when there are none, or they are incomplete.
-    static func embeddedICCData(in data: Data, format: ImageFormat) -> Data? {
+    static func embeddedICCData(in data: Data, format: ImageFormat, largest: Int = largestProfile) -> Data? {
         switch format {
-        case .jpeg: return jpegColorSegments(data).icc
+        case .jpeg: return jpegColorSegments(data, largest: largest).icc
         case .webp: return data.withUnsafeBytes { webPICCData(UnsafeRawBufferPointer($0)) }
         case .png: return pngICCData(data)
         case .heif, .avif:
@@ -61,7 +61,9 @@ extension ColorProfile {
     /// `ICC_PROFILE\0`, its number from 1 and the count; all must be there, once each), whether its
     /// first `Exif` APP1 segment declares Adobe RGB, and the component count of its frame header.
     /// Segments that break the walk give none of them.
-    private static func jpegColorSegments(_ data: Data) -> (icc: Data?, exifDeclaresAdobeRGB: Bool, components: Int?) {
+    private static func jpegColorSegments(_ data: Data, largest: Int = largestProfile) -> (
+        icc: Data?, exifDeclaresAdobeRGB: Bool, components: Int?
+    ) {
         let bytes = HeaderBytes(data, format: .jpeg)
         guard bytes.matches([0xFF, 0xD8], at: 0) else { return (nil, false, nil) }
         let iccTag = Array("ICC_PROFILE".utf8) + [0]
@@ -94,7 +96,7 @@ extension ColorProfile {
                 expected = count
                 chunks[number] = try payload.window(at: iccTag.count + 2, length: payload.count - iccTag.count - 2)
                 // Stop gathering past the size a profile is parsed at.
-                iccBroken = chunks.values.reduce(0, { $0 + $1.count }) > largestProfile
+                iccBroken = chunks.values.reduce(0, { $0 + $1.count }) > largest
                 return true
             }
         } catch {

@@ -203,6 +203,23 @@ struct CMYKProfileTests {
         return [lightness / 100, (a + 128) / 255, (b + 128) / 255].map { $0 * 65280 / 65535 }
     }
 
+    @Test func aProfileOverOneMebibyteConvertsTheJPEGItIsIn() throws {
+        // Press profiles carry several tables (A2B0-2, B2A0-2): one of 17 points a side is 1.8 MB, past
+        // the 1 MiB an RGB profile is read to. One table of 21 points is 1.17 MB.
+        let large = SyntheticICC.cmykProfile(.lut16, gridPoints: 21, node: Self.affine)
+        #expect(large.count > 1 << 20)
+        let profile = try #require(CMYKProfile(iccData: large))
+        let plain = try Fixtures.data("cmyk", "patches.jpg")
+        let jpeg = SyntheticICC.embedding(large, inJPEG: plain)
+        let bitmap = try ImageDecoders.JPEG().decode(
+            jpeg, context: ImageDecodingContext(header: try ImageHeader.parse(plain)))
+        for (index, ink) in Self.patchInks.enumerated() {
+            let (x, y) = (16 * (index % 4) + 8, 16 * (index / 4) + 8)
+            let pixel = (0..<3).map { Int(bitmap.pixels[(y * 64 + x) * 4 + $0]) }
+            #expect(zip(pixel, Self.converted(profile, ink)).allSatisfy { abs($0 - $1) <= 2 }, "patch \(index)")
+        }
+    }
+
     @Test func theFuzzersSeedIsTheFixtureWithThePressProfile() throws {
         // Fixtures/cmyk/patches-press-profile.jpg seeds the fuzzer's jpeg target with a CMYK profile.
         let seed = SyntheticICC.embedding(Self.pressProfile, inJPEG: try Fixtures.data("cmyk", "patches.jpg"))
