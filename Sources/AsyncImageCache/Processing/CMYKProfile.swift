@@ -162,7 +162,7 @@ final class CMYKProfile: Sendable {
             let aOffset = bytes.uint32(at: start + 28).map(Int.init),
             bOffset > 0, tableOffset > 0, aOffset > 0, (matrixOffset == 0) == (mOffset == 0)
         else { return nil }
-        guard let aCurves = curves(bytes, at: start + aOffset, count: 4, end: end),
+        guard let aCurves = curves(bytes, at: start + aOffset, count: 4, end: end, samples: 256),
             let bCurves = curves(bytes, at: start + bOffset, count: 3, end: end)
         else { return nil }
         // The table: grid points per input (16 bytes, the first four used), precision, padding, data.
@@ -200,15 +200,19 @@ final class CMYKProfile: Sendable {
             encoding: encoding)
     }
 
-    /// `count` curves (`curv` or `para`) one after another from `offset`, each padded to four bytes, sampled.
-    private static func curves(_ bytes: ICCBytes, at offset: Int, count: Int, end: Int) -> [[Float]]? {
+    /// `count` curves (`curv` or `para`) one after another from `offset`, each padded to four bytes,
+    /// sampled at `samples` points (256 for input curves: exactly at each 8-bit level, so that a curve
+    /// with a jump is not blurred).
+    private static func curves(
+        _ bytes: ICCBytes, at offset: Int, count: Int, end: Int, samples: Int = curveSamples
+    ) -> [[Float]]? {
         var result: [[Float]] = []
         var position = offset
         for _ in 0..<count {
             guard position < end, let size = curveSize(bytes, at: position), position + size <= end,
                 let curve = ToneCurve(bytes, at: position, size: size)
             else { return nil }
-            result.append((0..<curveSamples).map { Float(curve.linear(Double($0) / Double(curveSamples - 1))) })
+            result.append((0..<samples).map { Float(curve.linear(Double($0) / Double(samples - 1))) })
             position += (size + 3) / 4 * 4
         }
         return result

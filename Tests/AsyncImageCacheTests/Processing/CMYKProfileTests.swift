@@ -95,6 +95,20 @@ struct CMYKProfileTests {
         }
     }
 
+    @Test func aLutAtoBsInputCurvesAreExactAtEveryLevelEvenWithAJump() throws {
+        // ICC's parametric type 3 with c * d != d^g jumps at d (0.5 here): from 0.05 to 0.25.
+        let jump = { (x: Double) -> Double in x >= 0.5 ? pow(x, 2) : 0.1 * x }
+        let data = SyntheticICC.cmykProfile(.lutAtoB(matrix: false), gridPoints: 5, inputCurve: jump, node: Self.affine)
+        let profile = try #require(CMYKProfile(iccData: data))
+        for level in 120...136 {
+            let ink = [UInt8(level), 0, 0, 0]
+            let value = profile.connectionSpace(cyan: ink[0], magenta: ink[1], yellow: ink[2], black: ink[3])
+            // The A curve is written as a 256-entry table, exact at each level.
+            let expected = Self.affine([jump(Double(level) / 255), jump(0), jump(0), jump(0)])
+            for channel in 0..<3 { #expect(abs(Double(value[channel]) - expected[channel]) < 1e-4, "level \(level)") }
+        }
+    }
+
     @Test func aLutAtoBsMatrixAppliesBetweenItsMAndBCurves() throws {
         let data = SyntheticICC.cmykProfile(.lutAtoB(matrix: true), gridPoints: 5, node: Self.affine)
         let profile = try #require(CMYKProfile(iccData: data))
