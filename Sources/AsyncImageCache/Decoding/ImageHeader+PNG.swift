@@ -15,19 +15,26 @@ extension ImageHeader {
         let height = try bytes.uint32BE(at: offset + 12)
         // Check the size before reading on, so a corrupt IHDR is reported as such right away.
         _ = try validated(bytes, width: width, height: height)
-        offset += 8 + 13 + 4
+        var orientation = ImageOrientation.up
+        try walkPNGChunks(bytes, from: offset + 8 + 13 + 4) { type, offset, length throws(ImageDecodingError) in
+            guard type == "eXIf" else { return true }
+            orientation = exifOrientation(in: try bytes.window(at: offset + 8, length: length)) ?? .up
+            return false
+        }
+        return try validated(bytes, width: width, height: height, orientation: orientation)
+    }
+
+    /// Walks a PNG's chunks from the one at `offset` up to the first IDAT or IEND, calling `visit` with
+    /// each chunk's type, offset and data length, until `visit` returns false. Throws `.truncated`
+    /// when the bytes end first and `.corrupt` for a length PNG does not allow.
+    static func walkPNGChunks(
+        _ bytes: HeaderBytes, from offset: Int, _ visit: (String, Int, Int) throws(ImageDecodingError) -> Bool
+    ) throws(ImageDecodingError) {
+        var offset = offset
         while true {
             let length = try chunkLength(bytes, at: offset)
             let type = try bytes.fourCC(at: offset + 4)
-            if type == "IDAT" || type == "IEND" {
-                return try validated(bytes, width: width, height: height)
-            }
-            if type == "eXIf" {
-                let payload = try bytes.window(at: offset + 8, length: length)
-                return try validated(
-                    bytes, width: width, height: height,
-                    orientation: exifOrientation(in: payload) ?? .up)
-            }
+            guard type != "IDAT", type != "IEND", try visit(type, offset, length) else { return }
             offset += length + 12  // length, type, data, CRC
         }
     }

@@ -147,16 +147,13 @@ extension ImageDecoders {
         /// that breaks off there is left to libpng to report.
         static func ignoringGammaUnderProfile(_ data: Data) -> Data {
             var (gammaChunks, hasProfile): ([Range<Int>], Bool) = ([], false)
-            data.withUnsafeBytes { bytes in
-                var offset = 8
-                while offset <= bytes.count - 12 {
-                    let length = (0..<4).reduce(0) { $0 << 8 | Int(bytes[offset + $1]) }
-                    let type = String(decoding: bytes[(offset + 4)..<(offset + 8)], as: UTF8.self)
-                    guard type != "IDAT", length <= bytes.count - offset - 12 else { return }
-                    if type == "gAMA" { gammaChunks.append(offset..<(offset + 12 + length)) }
-                    if type == "iCCP" { hasProfile = true }
-                    offset += 12 + length
-                }
+            let bytes = HeaderBytes(data, format: .png)
+            _ = try? ImageHeader.walkPNGChunks(bytes, from: 8) { type, offset, length in
+                // Only whole chunks: the first one cut off ends the walk.
+                guard bytes.contains(offset, length: 12 + length) else { return false }
+                if type == "gAMA" { gammaChunks.append(offset..<(offset + 12 + length)) }
+                if type == "iCCP" { hasProfile = true }
+                return true
             }
             guard !gammaChunks.isEmpty, hasProfile, ColorProfile.embedded(in: data, format: .png) != nil else {
                 return data
