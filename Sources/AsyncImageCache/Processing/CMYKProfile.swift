@@ -57,21 +57,9 @@ final class CMYKProfile: Sendable {
     init?(iccData: Data) {
         guard iccData.count <= Self.largestProfile else { return nil }
         let bytes = ICCBytes([UInt8](iccData))
-        guard bytes.count >= 132, let declared = bytes.uint32(at: 0), Int(declared) <= bytes.count,
-            bytes.signature(at: 16) == "CMYK", let space = bytes.signature(at: 20), space == "Lab " || space == "XYZ ",
-            bytes.signature(at: 36) == "acsp", let tagCount = bytes.uint32(at: 128), tagCount <= 1024
+        guard let (colorSpace, space, tags) = bytes.header(), colorSpace == "CMYK", space == "Lab " || space == "XYZ ",
+            let element = tags["A2B0"], element.size >= 32, bytes.contains(element.offset, length: element.size)
         else { return nil }
-        var element: (offset: Int, size: Int)?
-        for index in 0..<Int(tagCount) {
-            let entry = 132 + index * 12
-            guard let name = bytes.signature(at: entry), let offset = bytes.uint32(at: entry + 4),
-                let size = bytes.uint32(at: entry + 8)
-            else { return nil }
-            if name == "A2B0" { element = (Int(offset), Int(size)) }
-        }
-        guard let element, element.size >= 32, bytes.contains(element.offset, length: element.size) else {
-            return nil
-        }
         let isLab = space == "Lab "
         let parsed: Parsed?
         switch bytes.signature(at: element.offset) {
@@ -129,14 +117,8 @@ final class CMYKProfile: Sendable {
         guard outputStart + 3 * outputEntries * entryBytes <= start + element.size,
             bytes.contains(tablesStart, length: outputStart + 3 * outputEntries * entryBytes - tablesStart)
         else { return nil }
-        let scale = Float(entryBytes == 2 ? 65535 : 255)
         func entries(at offset: Int, count: Int) -> [Float] {
-            (0..<count).map { index in
-                let raw =
-                    entryBytes == 2
-                    ? bytes.uint16(at: offset + 2 * index).map(Int.init) : bytes.uint8(at: offset + index)
-                return Float(raw ?? 0) / scale
-            }
+            values(bytes, at: offset, count: count, bytesEach: entryBytes)
         }
         let inputCurves = (0..<4).map { entries(at: tablesStart + $0 * inputEntries * entryBytes, count: inputEntries) }
         let outputCurves = (0..<3).map {
@@ -175,13 +157,7 @@ final class CMYKProfile: Sendable {
         guard nodes * 3 <= largestTable, tableStart + 20 + nodes * 3 * precision <= end,
             bytes.contains(tableStart + 20, length: nodes * 3 * precision)
         else { return nil }
-        let scale = Float(precision == 2 ? 65535 : 255)
-        let table = (0..<(nodes * 3)).map { index in
-            let raw =
-                precision == 2
-                ? bytes.uint16(at: tableStart + 20 + 2 * index).map(Int.init) : bytes.uint8(at: tableStart + 20 + index)
-            return Float(raw ?? 0) / scale
-        }
+        let table = values(bytes, at: tableStart + 20, count: nodes * 3, bytesEach: precision)
         var matrix: (rows: [[Float]], offsets: [Float])?
         var outputCurves = bCurves
         var lastCurves: [[Float]]?
@@ -198,6 +174,17 @@ final class CMYKProfile: Sendable {
             inputPositions: zip(aCurves, gridPoints).map { positions(through: $0.0, gridPoints: $0.1) },
             gridPoints: gridPoints, table: table, outputCurves: outputCurves, matrix: matrix, lastCurves: lastCurves,
             encoding: encoding)
+    }
+
+    /// `count` unsigned big-endian numbers of `bytesEach` bytes (1 or 2) from `offset`, from 0 to 1; the
+    /// caller has checked that they lie inside the profile.
+    private static func values(_ bytes: ICCBytes, at offset: Int, count: Int, bytesEach: Int) -> [Float] {
+        let scale = Float(bytesEach == 2 ? 65535 : 255)
+        return (0..<count).map { index in
+            let raw =
+                bytesEach == 2 ? bytes.uint16(at: offset + 2 * index).map(Int.init) : bytes.uint8(at: offset + index)
+            return Float(raw ?? 0) / scale
+        }
     }
 
     /// `count` curves (`curv` or `para`) one after another from `offset`, each padded to four bytes,

@@ -28,19 +28,9 @@ struct ColorProfile: Sendable {
         // A matrix-and-curves profile takes kilobytes; a larger one is not parsed on every render.
         guard iccData.count <= Self.largestProfile else { return nil }
         let bytes = ICCBytes([UInt8](iccData))
-        guard bytes.count >= 132, let declared = bytes.uint32(at: 0), Int(declared) <= bytes.count,
-            let colorSpace = bytes.signature(at: 16), colorSpace == "RGB " || colorSpace == "GRAY",
-            bytes.signature(at: 20) == "XYZ ", bytes.signature(at: 36) == "acsp",
-            let tagCount = bytes.uint32(at: 128), tagCount <= 1024
+        guard let (colorSpace, connectionSpace, tags) = bytes.header(),
+            colorSpace == "RGB " || colorSpace == "GRAY", connectionSpace == "XYZ "
         else { return nil }
-        var tags: [String: (offset: Int, size: Int)] = [:]
-        for index in 0..<Int(tagCount) {
-            let entry = 132 + index * 12
-            guard let name = bytes.signature(at: entry), let offset = bytes.uint32(at: entry + 4),
-                let size = bytes.uint32(at: entry + 8)
-            else { return nil }
-            tags[name] = (Int(offset), Int(size))
-        }
         isGray = colorSpace == "GRAY"
         if isGray {
             guard let element = tags["kTRC"], let curve = ToneCurve(bytes, at: element.offset, size: element.size)
@@ -267,6 +257,24 @@ struct ICCBytes {
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 
     var count: Int { bytes.count }
+
+    /// The profile's colour space and connection space signatures and its tag table (each tag's
+    /// element offset and size; a tag listed twice keeps the last), when the header is whole: the size
+    /// it declares fits, `acsp` is in place, and it lists at most 1,024 tags.
+    func header() -> (colorSpace: String, connectionSpace: String, tags: [String: (offset: Int, size: Int)])? {
+        guard count >= 132, let declared = uint32(at: 0), Int(declared) <= count, let colorSpace = signature(at: 16),
+            let connectionSpace = signature(at: 20), signature(at: 36) == "acsp", let tagCount = uint32(at: 128),
+            tagCount <= 1024
+        else { return nil }
+        var tags: [String: (offset: Int, size: Int)] = [:]
+        for index in 0..<Int(tagCount) {
+            let entry = 132 + index * 12
+            guard let name = signature(at: entry), let offset = uint32(at: entry + 4), let size = uint32(at: entry + 8)
+            else { return nil }
+            tags[name] = (Int(offset), Int(size))
+        }
+        return (colorSpace, connectionSpace, tags)
+    }
 
     func contains(_ offset: Int, length: Int) -> Bool {
         offset >= 0 && length >= 0 && offset <= bytes.count && length <= bytes.count - offset
