@@ -16,12 +16,7 @@ extension CachedImageModel {
         }
         if let loading, (loading.request.targetPixelWidth ?? .max) >= width { return }
         lastRequest = request
-        if let cached = store.cachedImage(for: request) {
-            show(cached, for: request)
-            cancelLoadIfCovered()
-            resumeWaitersIfSettled()
-            return
-        }
+        if takeFromMemory(request) { return }
         nextLoadID += 1
         let id = nextLoadID
         let replaced = loading
@@ -31,6 +26,17 @@ extension CachedImageModel {
         loading = (request, task, id)
         // Cancelled after the new load has joined, so the fetch of the URL they share keeps a waiter.
         replaced?.task.cancel()
+    }
+
+    /// Draws the store's image for `request` when memory has it: a load it covers is cancelled, and
+    /// callers of ``load()`` with nothing left to wait for return. Whether memory had it.
+    func takeFromMemory(_ request: ImageRequest) -> Bool {
+        guard let cached = store.cachedImage(for: request) else { return false }
+        lastRequest = request
+        show(cached, for: request)
+        cancelLoadIfCovered()
+        resumeWaitersIfSettled()
+        return true
     }
 
     /// Takes the outcome of load `id`; the outcome of a load that was replaced or cancelled is

@@ -140,14 +140,7 @@ public final class CachedImageModel {
     public func layoutChanged(to size: CGSize) {
         layoutSize = size
         guard let request, let width = request.targetPixelWidth, width > coveredPixelWidth else { return }
-        if let cached = store.cachedImage(for: request) {
-            lastRequest = request
-            show(cached, for: request)
-            cancelLoadIfCovered()
-            // Callers of load() waiting for this layout, or for the load just cancelled, are done.
-            resumeWaitersIfSettled()
-            return
-        }
+        if takeFromMemory(request) { return }
         startLoadIfNeeded()
     }
 
