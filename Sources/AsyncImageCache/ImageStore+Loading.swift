@@ -22,6 +22,10 @@ extension ImageStore {
     /// Concurrent loads of the same request share one fetch and one decode; loads of the same URL
     /// at different widths share one fetch. For the reason of a failure use ``image(for:)``.
     ///
+    /// The load starts once the main actor is free, then fetches and decodes off it: a load started
+    /// and cancelled in the same turn of the main actor, as rows flung past in one frame are, fetches
+    /// and decodes nothing.
+    ///
     /// On Linux the completion runs through the main actor: the main run loop must be running
     /// (`RunLoop.main.run()`) for it to run on the main thread.
     ///
@@ -30,9 +34,9 @@ extension ImageStore {
     public func load(
         _ request: ImageRequest, completion: @escaping @MainActor (PlatformImage?) -> Void
     ) -> ImageLoadTask {
-        let task = Task { [self] in
+        let task = Task { @MainActor [self] in
             let image = try? await prepared(request).get().image
-            await MainActor.run { completion(image?.value) }
+            completion(image?.value)
         }
         return ImageLoadTask(task)
     }
