@@ -20,8 +20,14 @@ public struct ImageRequest: Hashable, Sendable, CustomStringConvertible {
     /// size. Rounded to the nearest whole pixel; a value that rounds below 1 (or is not finite)
     /// means `nil`.
     public let targetPixelWidth: Int?
-    /// The corner radius in pixels of the prepared image; `0`, the default, leaves corners square.
-    /// Rounded to the nearest whole pixel; negative values mean `0`.
+    /// The corner radius in pixels at ``targetPixelWidth`` (at the natural width when that is
+    /// `nil`); `0`, the default, leaves corners square. Rounded to the nearest whole pixel; negative
+    /// values mean `0`.
+    ///
+    /// A source narrower than ``targetPixelWidth`` is prepared at its own width, never scaled up,
+    /// and its radius shrinks in proportion, so the corners look as asked when the image is drawn
+    /// at the target width: a 120 px source asked for at 600 px with 20 px corners comes out 120 px
+    /// wide with 4 px corners.
     public let cornerPixelRadius: Int
 
     /// Creates a request.
@@ -30,7 +36,8 @@ public struct ImageRequest: Hashable, Sendable, CustomStringConvertible {
     ///   - url: The image's location.
     ///   - targetWidth: The width in pixels to prepare the image at, or `nil` (the default) for
     ///     its natural width. Images are scaled down, never up.
-    ///   - cornerRadius: The radius in pixels of anti-aliased rounded corners; `0` by default.
+    ///   - cornerRadius: The radius in pixels, at `targetWidth`, of anti-aliased rounded corners;
+    ///     `0` by default. See ``cornerPixelRadius`` for a source narrower than `targetWidth`.
     public init(url: URL, targetWidth: CGFloat? = nil, cornerRadius: CGFloat = 0) {
         self.url = url
         self.urlKey = url.absoluteString
@@ -40,6 +47,16 @@ public struct ImageRequest: Hashable, Sendable, CustomStringConvertible {
 
     /// The same URL with no presentation transforms: the request for the natural-size image.
     public var original: ImageRequest { ImageRequest(url: url) }
+
+    /// The corner radius in pixels of the image this request prepares from a source `naturalWidth`
+    /// pixels wide (as displayed): ``cornerPixelRadius``, scaled down with the image when the source
+    /// is narrower than ``targetPixelWidth``.
+    func cornerPixelRadius(atNaturalWidth naturalWidth: Int) -> Int {
+        guard let width = targetPixelWidth, width > naturalWidth, cornerPixelRadius > 0 else {
+            return cornerPixelRadius
+        }
+        return Int((Double(cornerPixelRadius) * Double(naturalWidth) / Double(width)).rounded())
+    }
 
     /// The URL, then the width and radius when set, e.g. `https://x/a.jpg w=320 r=8`.
     public var description: String {

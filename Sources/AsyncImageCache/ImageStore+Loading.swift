@@ -106,7 +106,9 @@ extension ImageStore {
             bitmap = value
         }
         if fetched.claimStoring() { store(fetched, for: request.url) }
-        let prepared = PreparedImage(bitmap, request: request, fileStamp: fetched.original.fileStamp)
+        let prepared = PreparedImage(
+            bitmap, request: request, naturalWidth: fetched.original.header.displaySize.width,
+            fileStamp: fetched.original.fileStamp)
         variants.insert(prepared, for: request)
         return .success(prepared)
     }
@@ -153,9 +155,10 @@ extension ImageStore {
             bitmap = bitmap.convertedToSRGB(from: profile)
         }
         #endif
-        if request.cornerPixelRadius > 0 {
+        let radius = request.cornerPixelRadius(atNaturalWidth: natural.width)
+        if radius > 0 {
             report(.roundCorners, request.url)
-            bitmap = bitmap.roundingCorners(radius: request.cornerPixelRadius)
+            bitmap = bitmap.roundingCorners(radius: radius)
         }
         return bitmap
     }

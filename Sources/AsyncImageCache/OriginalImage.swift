@@ -95,14 +95,22 @@ struct PreparedImage: Sendable {
     let pixelSize: PixelSize
     /// The request it was prepared for.
     let request: ImageRequest
+    /// Whether the image has the source's natural (displayed) size: no width was asked for, or one
+    /// at least as wide as the source, which is never scaled up.
+    let isNaturalSize: Bool
+    /// The radius of its rounded corners in its own pixels: the request's, or less in proportion
+    /// when the source was narrower than the request's width (see ``ImageRequest/cornerPixelRadius``).
+    let cornerPixelRadius: Int
     /// For `file:` URLs, the version of the file it was decoded from.
     let fileStamp: FileStamp?
 
-    init(_ bitmap: Bitmap, request: ImageRequest, fileStamp: FileStamp?) {
+    init(_ bitmap: Bitmap, request: ImageRequest, naturalWidth: Int, fileStamp: FileStamp?) {
         image = SendableImage(PlatformImage.make(from: bitmap))
         cost = bitmap.byteCount
         pixelSize = bitmap.pixelSize
         self.request = request
+        isNaturalSize = request.targetPixelWidth.map { $0 >= naturalWidth } ?? true
+        cornerPixelRadius = request.cornerPixelRadius(atNaturalWidth: naturalWidth)
         self.fileStamp = fileStamp
     }
 }

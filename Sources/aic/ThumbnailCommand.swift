@@ -16,7 +16,8 @@ enum ThumbnailCommand: Subcommand {
 
         OPTIONS
           --width W          the width in pixels, 1-\(maximumWidth) (required)
-          --radius R         the corner radius in pixels (default 0: square corners)
+          --radius R         the corner radius in pixels at W (default 0: square corners); an image
+                             narrower than W gets corners smaller in proportion
           --output FILE      where to write the PNG of the one INPUT; an existing file is replaced
           --output-dir DIR   instead of --output: any number of INPUTs, each written to DIR/NAME.png
                              (NAME is the input's file name without its extension), one per core at a time

@@ -86,4 +86,60 @@ import Testing
             store.cachedImage(for: ImageRequest(url: url, targetWidth: 320, cornerRadius: 16))?.pixelSize.width == 480)
         #expect(try await server.hits(for: "/images/0.jpg") == 1)
     }
+
+    /// The image a fresh store prepares for `request`: nothing in memory to serve it.
+    private func freshlyPrepared(_ request: ImageRequest) async throws -> PlatformImage {
+        let folder = TemporaryDirectory("reference")
+        return try await makeStore(folder).image(for: request)
+    }
+
+    @Test func aSourceNarrowerThanTheRequestGetsCornersInProportion() async throws {
+        let folder = TemporaryDirectory("variants")
+        try SampleImages.writeJPEGs([PixelSize(width: 120, height: 80)], into: folder.url)
+        let decoder = CountingDecoder()
+        let store = try makeStore(folder, decoder: decoder)
+        let url = folder.url.appendingPathComponent("0.jpg")
+        // Drawn at 600 px, 20 px corners there are 4 px on the 120 px source.
+        let image = try await store.image(for: ImageRequest(url: url, targetWidth: 600, cornerRadius: 20))
+        #expect(image.pixelSize == PixelSize(width: 120, height: 80))
+        // (Compared as Bools: a failure would print every pixel.)
+        let fourPixels = try await freshlyPrepared(ImageRequest(url: url, targetWidth: 120, cornerRadius: 4))
+        let twentyPixels = try await freshlyPrepared(ImageRequest(url: url, targetWidth: 120, cornerRadius: 20))
+        #expect(fourPixels != twentyPixels ? image == fourPixels : false)
+        // Every request that would prepare the same image, or a smaller one alike, is served by it.
+        for (width, radius) in [(120, 4), (300, 10), (1000, 33), (60, 2)] {
+            let request = ImageRequest(url: url, targetWidth: CGFloat(width), cornerRadius: CGFloat(radius))
+            let served = store.cachedImage(for: request) == image
+            #expect(served, "\(request)")
+        }
+        // Not those whose corners would differ: 8 px, none, 20 px on the source.
+        #expect(store.cachedImage(for: ImageRequest(url: url, targetWidth: 300, cornerRadius: 20))?.pixelSize == nil)
+        #expect(store.cachedImage(for: ImageRequest(url: url, targetWidth: 600))?.pixelSize == nil)
+        #expect(store.cachedImage(for: ImageRequest(url: url, cornerRadius: 20))?.pixelSize == nil)
+        #expect(decoder.count == 1)
+    }
+
+    @Test func anImageAtItsNaturalSizeServesEveryWiderRequest() async throws {
+        let folder = TemporaryDirectory("variants")
+        try SampleImages.writeJPEGs([PixelSize(width: 120, height: 80)], into: folder.url)
+        let decoder = CountingDecoder()
+        let store = try makeStore(folder, decoder: decoder)
+        let url = folder.url.appendingPathComponent("0.jpg")
+        let image = try await store.image(for: ImageRequest(url: url, targetWidth: 200))
+        #expect(image.pixelSize.width == 120)
+        for width in [120, 1000, nil] {
+            let request = ImageRequest(url: url, targetWidth: width.map { CGFloat($0) })
+            let served = store.cachedImage(for: request) == image
+            #expect(served, "\(request)")
+        }
+        let loaded = try await store.image(for: ImageRequest(url: url, targetWidth: 480)) == image
+        #expect(loaded)
+        #expect(decoder.count == 1)
+        // An exact fit is not the natural size: a 120 px request of a 240 px source serves no wider one.
+        try SampleImages.writeJPEGs([PixelSize(width: 240, height: 160)], into: folder.url)
+        let larger = try makeStore(TemporaryDirectory("variants"))
+        _ = try await larger.image(for: ImageRequest(url: url, targetWidth: 120))
+        #expect(larger.cachedImage(for: ImageRequest(url: url, targetWidth: 121))?.pixelSize == nil)
+        #expect(larger.cachedImage(for: ImageRequest(url: url))?.pixelSize == nil)
+    }
 }

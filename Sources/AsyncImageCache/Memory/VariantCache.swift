@@ -6,8 +6,10 @@ import Foundation
 /// A cached variant serves a request for the same URL when it is at least as wide and looks the
 /// same once drawn at the requested width: no rounded corners on either, or corners whose radius
 /// scales to the requested one (a 640 px image with 20 px corners, drawn at 320 px, has 10 px
-/// corners). A smaller variant never serves a larger request. When a variant lands, the smaller
-/// ones it can serve are dropped: one decode per look and URL, the largest.
+/// corners). A smaller variant never serves a larger request, but a variant at the source's natural
+/// size serves every request at least as wide (the source is never scaled up, so those requests
+/// would prepare the same image). When a variant lands, the smaller ones it can serve are dropped:
+/// one decode per look and URL, the largest.
 final class VariantCache: @unchecked Sendable {
     // `storage` and `variantsByURL` are only touched while holding `lock`, and change together.
     private let lock = NSLock()
@@ -92,12 +94,17 @@ extension PreparedImage {
     /// Whether this image, drawn at `request`'s width, looks like what `request` asks for.
     func serves(_ request: ImageRequest) -> Bool {
         if request == self.request { return true }
-        // A request for the natural size is served only by the natural size.
-        guard let width = request.targetPixelWidth, width <= pixelSize.width else { return false }
-        if request.cornerPixelRadius == 0 || self.request.cornerPixelRadius == 0 {
-            return request.cornerPixelRadius == self.request.cornerPixelRadius
+        guard let width = request.targetPixelWidth, width < pixelSize.width || !isNaturalSize else {
+            // The source's own size, which `request` asks for (with no width, or one at least as wide,
+            // as the source is never scaled up): served when the corners come out the same too.
+            return isNaturalSize && request.cornerPixelRadius(atNaturalWidth: pixelSize.width) == cornerPixelRadius
         }
-        let scaledRadius = Double(self.request.cornerPixelRadius) * Double(width) / Double(pixelSize.width)
+        // A smaller variant never serves a larger request.
+        guard width <= pixelSize.width else { return false }
+        if request.cornerPixelRadius == 0 || cornerPixelRadius == 0 {
+            return request.cornerPixelRadius == cornerPixelRadius
+        }
+        let scaledRadius = Double(cornerPixelRadius) * Double(width) / Double(pixelSize.width)
         return abs(scaledRadius - Double(request.cornerPixelRadius)) <= 0.5
     }
 }

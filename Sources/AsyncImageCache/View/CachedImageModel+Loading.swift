@@ -53,7 +53,10 @@ extension CachedImageModel {
     /// Draws `image`, which came for `request`, and fills in the reserved box if it was unknown.
     func show(_ image: PlatformImage, for request: ImageRequest) {
         let width = image.pixelSize.width
-        coveredPixelWidth = width < (request.targetPixelWidth ?? .max) ? .max : width
+        // Narrower than asked: the source is that small, and a wider request brings the same pixels,
+        // unless its corners, kept the same on screen, need a smaller radius on them.
+        let requested = request.targetPixelWidth ?? .max
+        coveredPixelWidth = width >= requested ? width : request.cornerPixelRadius == 0 ? .max : requested
         self.image = image
         if reservedSize == nil {
             reservedSize = url.flatMap(store.cachedPixelSize(for:)) ?? image.pixelSize.cgSize

@@ -18,9 +18,11 @@ import Foundation
 ///   change, once, when the image arrives: the one case that reflows.
 /// - The pixels: the laid-out width times the display scale, capped at `maxPixelWidth` and
 ///   rounded up to whole pixels; the corner radius scaled the same way, so it is `cornerRadius`
-///   points on screen. A source narrower than that is not scaled up.
+///   points on screen. A source narrower than that is not scaled up; its corners get fewer pixels
+///   in proportion, so they are still `cornerRadius` points once the image is drawn over the frame.
 /// - Asking again: a frame that grows wider than the current image's pixels starts a larger
-///   request and keeps drawing the current image until it lands; a frame that shrinks reuses it.
+///   request and keeps drawing the current image until it lands (for a source narrower than the
+///   frame, only when its corners are rounded); a frame that shrinks reuses it.
 ///
 /// Memory: the store keeps its memory tiers until ``ImageStore/clearMemory()``. On iOS, tvOS and
 /// visionOS stores that opt in (the default) empty them on a memory warning; on Linux and macOS
@@ -66,8 +68,9 @@ public final class CachedImageModel {
     /// Whether a view shows the image: set by ``load()``, cleared by ``disappear()``. Only an
     /// active model starts loads; an inactive one still takes images from memory.
     var isActive = false
-    /// The widest pixel width the current image serves: its own width, or unlimited when it came
-    /// out narrower than asked (the source is that small, and a larger request would not help).
+    /// The widest pixel width the current image serves: its own width; when it came out narrower
+    /// than asked (the source is that small), unlimited, or with rounded corners the width asked for
+    /// (a wider frame needs corners of fewer source pixels to look the same).
     var coveredPixelWidth = 0
 
     /// Creates a model and, when `layoutSize` is given, takes the image from memory at once if the

@@ -118,6 +118,32 @@ import Testing
         #expect(photo.decoder.count == 1)
     }
 
+    @Test func aSourceNarrowerThanTheFrameKeepsItsCornersInPointsAsTheFrameGrows() async throws {
+        let photo = try LocalPhoto(size: PixelSize(width: 120, height: 80))
+        func prepared(radius: Int) async throws -> PlatformImage {
+            let folder = TemporaryDirectory("reference")
+            let store = try ImageStore.makeForTesting(root: folder.url)
+            return try await store.image(for: ImageRequest(url: photo.url, cornerRadius: CGFloat(radius)))
+        }
+        let model = CachedImageModel(url: photo.url, cornerRadius: 10, displayScale: 2, store: photo.store)
+        // 10 pt corners over a 200 px frame are 20 px there, 12 px on the 120 px source.
+        model.layoutChanged(to: CGSize(width: 100, height: 67))
+        await model.load()
+        let twelvePixels = try await prepared(radius: 12)
+        #expect(model.image == twelvePixels ? true : false)  // a Bool: a failure would print every pixel
+        // Over a 600 px frame: 4 px, so the wider frame asks again.
+        model.layoutChanged(to: CGSize(width: 300, height: 200))
+        #expect(model.isLoading)
+        await model.load()
+        let fourPixels = try await prepared(radius: 4)
+        #expect(model.image == fourPixels ? true : false)
+        #expect(photo.decoder.count == 2)
+        // A frame whose corners round to the same 4 px takes that image as it is.
+        model.layoutChanged(to: CGSize(width: 310, height: 207))
+        #expect(!model.isLoading)
+        #expect(photo.decoder.count == 2)
+    }
+
     @Test func loadWaitsForTheFirstLayout() async throws {
         let photo = try LocalPhoto()
         let model = CachedImageModel(url: photo.url, displayScale: 2, store: photo.store)
