@@ -172,14 +172,16 @@ final class DiskStore: Sendable {
         if let metadata {
             try? attributes.setValue(metadata.encoded, named: HTTPCacheMetadata.attributeName, atPath: temporary.path)
         }
-        let destination = filePath(for: url)
+        let name = SHA256.hexDigest(of: url.absoluteString)
+        let destination = directoryPath + name
         // Room is made before the file appears, so the budget holds throughout, not only once a
         // trim catches up. Commits go one at a time on the trim queue (never the caller's thread:
         // the store writes from its pipeline tasks).
         let renamed = trimQueue.sync { () -> Int32 in
             let replaced = Self.fileSize(atPath: destination) ?? 0
             let before = knownUsage()
-            if before - replaced + data.count > byteLimit { trim(toBytes: byteLimit - data.count) }
+            // The older copy of `url` goes with the rename: room is made among the other files.
+            if before - replaced + data.count > byteLimit { trim(toBytes: byteLimit - data.count, sparing: name) }
             let result = rename(temporary.path, destination)
             if result == 0 { usage.withLock { $0 = $0.map { $0 - replaced + data.count } } }
             return result
@@ -267,9 +269,12 @@ final class DiskStore: Sendable {
     }
 
     /// Removes least recently used files until the total is at most `limit` bytes, and records
-    /// the total that remains.
-    private func trim(toBytes limit: Int) {
+    /// the total that remains. The file named `spared`, about to be replaced, is neither counted
+    /// nor removed (but is recorded, as the replacement subtracts it).
+    private func trim(toBytes limit: Int, sparing spared: String? = nil) {
         var entries = entries()
+        let sparedBytes = entries.first { $0.url.lastPathComponent == spared }?.byteCount ?? 0
+        entries.removeAll { $0.url.lastPathComponent == spared }
         var total = entries.reduce(0) { $0 + $1.byteCount }
         if total > limit {
             entries.sort { $0.lastUsed < $1.lastUsed }
@@ -277,7 +282,7 @@ final class DiskStore: Sendable {
                 if (try? FileManager.default.removeItem(at: entry.url)) != nil { total -= entry.byteCount }
             }
         }
-        usage.withLock { $0 = total }
+        usage.withLock { $0 = total + sparedBytes }
     }
 
     /// Runs a trim on the background queue; writes that arrive while one is pending share it.
