@@ -105,10 +105,12 @@ extension ImageStore {
         case .success(let value)?:
             bitmap = value
         }
-        if fetched.claimStoring() { store(fetched, for: request.url) }
         let prepared = PreparedImage(
             bitmap, request: request, naturalWidth: fetched.original.header.displaySize.width,
             fileStamp: fetched.original.fileStamp)
+        // Bytes looked up before a `removeAll()` that ran since are delivered, not kept.
+        guard fetched.generation == disk.generation else { return .success(prepared) }
+        if fetched.claimStoring() { store(fetched, for: request.url) }
         variants.insert(prepared, for: request)
         return .success(prepared)
     }
@@ -196,15 +198,17 @@ extension ImageStore {
 
     /// The original bytes for `url`: from memory, else one shared fetch from disk or the source.
     private func original(for url: URL) async -> Result<FetchedOriginal, ImageLoadingError> {
+        let generation = disk.generation
         if let original = originals.value(forKey: url.cacheKey), isCurrent(original, for: url) {
             count { $0.originalMemoryHits += 1 }
             revalidateIfStale(url)
-            return .success(FetchedOriginal(original, origin: .memory))
+            return .success(FetchedOriginal(original, origin: .memory, generation: generation))
         }
         return await fetchRuns.value(for: url.cacheKey) { [self] _ in await fetchOriginal(url) }
     }
 
     private func fetchOriginal(_ url: URL) async -> Result<FetchedOriginal, ImageLoadingError> {
+        let generation = disk.generation
         if url.isRemote, let data = disk.data(for: url) {
             if let header = try? ImageHeader.parse(data) {
                 count { $0.diskHits += 1 }
@@ -212,7 +216,9 @@ extension ImageStore {
                 // A stale entry is shown while it revalidates.
                 revalidateIfStale(url)
                 return .success(
-                    FetchedOriginal(OriginalImage(data: data, header: header, fileStamp: nil), origin: .disk))
+                    FetchedOriginal(
+                        OriginalImage(data: data, header: header, fileStamp: nil), origin: .disk,
+                        generation: generation))
             }
             disk.remove(url)  // not an image any more: fall through to the source
         }
@@ -239,7 +245,9 @@ extension ImageStore {
         do {
             let header = try ImageHeader.parse(data)
             let original = OriginalImage(data: data, header: header, fileStamp: stamp)
-            return .success(FetchedOriginal(original, origin: .source, policy: url.isRemote ? policy : nil))
+            return .success(
+                FetchedOriginal(
+                    original, origin: .source, policy: url.isRemote ? policy : nil, generation: generation))
         } catch {
             return .failure(.decodingFailed(error))
         }
@@ -253,7 +261,7 @@ extension ImageStore {
         }
         sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
         if fetched.origin == .source, url.isRemote, let policy = fetched.policy {
-            keepRemote(original, policy: policy, for: url)
+            keepRemote(original, policy: policy, for: url, generation: fetched.generation)
         }
     }
 

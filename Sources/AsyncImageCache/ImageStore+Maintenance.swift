@@ -10,10 +10,13 @@ extension ImageStore {
         cacheMetadata.removeAll()
     }
 
-    /// Empties memory and deletes every file of the disk tier.
+    /// Empties memory and deletes every file of the disk tier. A load already under way still
+    /// delivers its image but keeps nothing in either tier.
     public func removeAll() {
-        clearMemory()
+        // The disk first: it raises the generation that stops loads under way from keeping what
+        // they fetched, so none of them refills memory after it is emptied.
         disk.removeAll()
+        clearMemory()
     }
 
     /// Deletes disk-tier files not used (read or written) for longer than `maxAge` seconds.

@@ -4,13 +4,15 @@ import Foundation
 /// is served at once and revalidated in the background, a `304` refreshes it without touching its
 /// bytes, and changed bytes replace the old image in both tiers.
 extension ImageStore {
-    /// Writes a fresh remote original to disk as its policy allows, with its caching facts.
-    func keepRemote(_ original: OriginalImage, policy: HTTPCachePolicy, for url: URL) {
+    /// Writes a fresh remote original to disk as its policy allows, with its caching facts; not
+    /// when a `removeAll()` ran after `generation` was read.
+    func keepRemote(_ original: OriginalImage, policy: HTTPCachePolicy, for url: URL, generation: Int) {
         let metadata = HTTPCacheMetadata(policy: policy)
         cacheMetadata.insert(metadata, forKey: url.cacheKey, cost: 0)
         if policy.isStorable {
             // A full or read-only disk costs the next launch a download, never this load.
-            try? disk.store(original.data, pixelSize: original.pixelSize, metadata: metadata, for: url)
+            try? disk.store(
+                original.data, pixelSize: original.pixelSize, metadata: metadata, for: url, generation: generation)
         } else {
             disk.remove(url)  // no-store: not even an older copy stays
         }
@@ -44,10 +46,13 @@ extension ImageStore {
     func revalidate(_ url: URL, metadata: HTTPCacheMetadata) async {
         report(.fetch, url)
         count { $0.revalidations += 1 }
+        let generation = disk.generation
         let validators = metadata.validators.hasValidators ? metadata.validators : nil
         guard let result = try? await configuration.dataLoader.loadData(for: url, revalidating: validators) else {
             return
         }
+        // A `removeAll()` meanwhile removed the entry: nothing is left to refresh or replace.
+        guard generation == disk.generation else { return }
         switch result {
         case .notModified(let policy):
             let refreshed = metadata.refreshed(by: policy)
@@ -69,11 +74,11 @@ extension ImageStore {
                     context: ImageDecodingContext(
                         header: header, minimumSize: smallest, pixelBudget: configuration.pixelBudget))) != nil
             }
-            guard check == true else { return }
+            guard check == true, generation == disk.generation else { return }
             originals.insert(original, forKey: url.cacheKey, cost: data.count)
             sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
             variants.removeVariants(of: url)
-            keepRemote(original, policy: policy, for: url)
+            keepRemote(original, policy: policy, for: url, generation: generation)
         }
     }
 }

@@ -70,12 +70,16 @@ final class FetchedOriginal: Sendable {
     let origin: Origin
     /// For bytes fresh from an HTTP source, what their response said about caching them.
     let policy: HTTPCachePolicy?
+    /// The disk tier's ``DiskStore/generation`` before the bytes were looked up: after a
+    /// `removeAll()` since, they are handed out but not kept.
+    let generation: Int
     private let isStored = LockedBox(false)
 
-    init(_ original: OriginalImage, origin: Origin, policy: HTTPCachePolicy? = nil) {
+    init(_ original: OriginalImage, origin: Origin, policy: HTTPCachePolicy? = nil, generation: Int) {
         self.original = original
         self.origin = origin
         self.policy = policy
+        self.generation = generation
     }
 
     /// True exactly once: for the first successful decode, which then stores the original.

@@ -29,6 +29,8 @@ final class DiskStore: Sendable {
     /// What this store last counted in its folder plus what it wrote since; `nil` until counted
     /// and after removals, which recount on the next write.
     private let usage = LockedBox<Int?>(nil)
+    /// Raised by every ``removeAll()``: a write that began before one is dropped, not committed.
+    private let generationBox = LockedBox(0)
 
     /// Opens the store at `directory`, removing temporary files that an interrupted write left
     /// behind. The folder is made by the first write, so a store that only reads (or a command
@@ -149,10 +151,17 @@ final class DiskStore: Sendable {
         try? attributes.setValue(metadata.encoded, named: HTTPCacheMetadata.attributeName, atPath: path)
     }
 
+    /// The number of ``removeAll()`` calls so far: read it before fetching the bytes of a write.
+    var generation: Int { generationBox.withLock { $0 } }
+
     /// Stores `data` for `url` atomically, with `pixelSize` in its attribute when the file system
     /// allows, then schedules a trim. Bytes larger than the whole budget are not stored (`EFBIG`), and
     /// an older copy of `url` goes: making room for them would empty the tier, and they would go next.
-    func store(_ data: Data, pixelSize: PixelSize, metadata: HTTPCacheMetadata? = nil, for url: URL) throws {
+    /// With `generation`, bytes fetched before a ``removeAll()`` that has run since are not stored
+    /// (`ECANCELED`).
+    func store(
+        _ data: Data, pixelSize: PixelSize, metadata: HTTPCacheMetadata? = nil, for url: URL, generation: Int? = nil
+    ) throws {
         guard data.count <= byteLimit else {
             remove(url)
             throw POSIXError(.EFBIG)
@@ -177,7 +186,8 @@ final class DiskStore: Sendable {
         // Room is made before the file appears, so the budget holds throughout, not only once a
         // trim catches up. Commits go one at a time on the trim queue (never the caller's thread:
         // the store writes from its pipeline tasks).
-        let renamed = trimQueue.sync { () -> Int32 in
+        let renamed = trimQueue.sync { () -> Int32? in
+            if let generation, generation != self.generation { return nil }
             let replaced = Self.fileSize(atPath: destination) ?? 0
             let before = knownUsage()
             // The older copy of `url` goes with the rename: room is made among the other files.
@@ -187,7 +197,7 @@ final class DiskStore: Sendable {
             return result
         }
         guard renamed == 0 else {
-            let code = POSIXErrorCode(rawValue: errno) ?? .EIO
+            let code = renamed == nil ? .ECANCELED : POSIXErrorCode(rawValue: errno) ?? .EIO
             try? FileManager.default.removeItem(at: temporary)
             throw POSIXError(code)
         }
@@ -223,10 +233,14 @@ final class DiskStore: Sendable {
         usage.withLock { $0 = nil }
     }
 
-    /// Removes every stored file.
+    /// Removes every stored file. On the trim queue, like commits: a write in progress is either
+    /// committed before and removed here, or finds the generation raised and is dropped.
     func removeAll() {
-        for entry in entries() { try? FileManager.default.removeItem(at: entry.url) }
-        usage.withLock { $0 = nil }
+        trimQueue.sync {
+            generationBox.withLock { $0 += 1 }
+            for entry in entries() { try? FileManager.default.removeItem(at: entry.url) }
+            usage.withLock { $0 = nil }
+        }
     }
 
     /// Removes the files not used for longer than `maxAge` seconds; returns how many.
