@@ -33,8 +33,9 @@ final class DiskStore: Sendable {
     private let generationBox = LockedBox(0)
 
     /// Opens the store at `directory`, removing temporary files that an interrupted write left
-    /// behind. The folder is made by the first write, so a store that only reads (or a command
-    /// that only looks) leaves nothing behind.
+    /// behind: those of processes that have ended, never one of a write still in progress in
+    /// another store on the same folder. The folder is made by the first write, so a store that
+    /// only reads (or a command that only looks) leaves nothing behind.
     init(directory: URL, byteLimit: Int, attributes: any ExtendedAttributeStoring = FileExtendedAttributes()) {
         self.directory = directory
         self.directoryPath = directory.path.hasSuffix("/") ? directory.path : directory.path + "/"
@@ -42,9 +43,22 @@ final class DiskStore: Sendable {
         self.byteLimit = max(0, byteLimit)
         self.attributes = attributes
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        where name.hasPrefix(Self.temporaryPrefix) {
+        where name.hasPrefix(Self.temporaryPrefix) && !Self.isWriterAlive(temporaryName: name) {
             try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
         }
+    }
+
+    /// A temporary file's name: the prefix, the writing process's id, a UUID.
+    private static func temporaryName() -> String {
+        "\(temporaryPrefix)\(getpid())-\(UUID().uuidString)"
+    }
+
+    /// Whether the process that named a temporary file may still be writing it: this process (another
+    /// store on the same folder) or one that still exists. Names without a process id are leftovers.
+    private static func isWriterAlive(temporaryName name: String) -> Bool {
+        let rest = name.dropFirst(temporaryPrefix.count)
+        guard let dash = rest.firstIndex(of: "-"), let pid = pid_t(rest[..<dash]), pid > 0 else { return false }
+        return pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH
     }
 
     /// The file that holds `url`'s bytes.
@@ -166,7 +180,7 @@ final class DiskStore: Sendable {
             remove(url)
             throw POSIXError(.EFBIG)
         }
-        let temporary = directory.appendingPathComponent(Self.temporaryPrefix + UUID().uuidString)
+        let temporary = directory.appendingPathComponent(Self.temporaryName())
         do {
             try write(data, to: temporary)
         } catch  where !FileManager.default.fileExists(atPath: directory.path) {

@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// Two stores with the same name share a folder (two `ImageStore`s in one app, or an app and its
+/// extension): opening one must not delete the temporary file of a write the other has in progress.
+@Suite struct DiskStoreSharedFolderTests {
+    @Test func openingTheFolderAgainDoesNotDeleteAWriteInProgress() throws {
+        let folder = TemporaryDirectory("disk-shared")
+        let url = URL(string: "https://images.example.com/photo.jpg")!
+        // The attribute is set between writing the temporary file and renaming it into place.
+        let disk = DiskStore(
+            directory: folder.url, byteLimit: 1 << 20, attributes: OpeningTheFolderAgain(directory: folder.url))
+        let bytes = Data((0..<500).map { UInt8($0 % 251) })
+        try disk.store(bytes, pixelSize: PixelSize(width: 4, height: 3), for: url)
+        #expect(disk.data(for: url) == bytes)
+        #expect(disk.pixelSize(for: url) == PixelSize(width: 4, height: 3))
+    }
+
+    @Test func aTemporaryFileOfAProcessThatEndedIsStillRemoved() throws {
+        let folder = TemporaryDirectory("disk-shared")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "exit 0"]
+        try process.run()
+        process.waitUntilExit()
+        let leftover = folder.url.appendingPathComponent(".tmp-\(process.processIdentifier)-interrupted")
+        try Data([1, 2, 3]).write(to: leftover)
+        _ = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        #expect(!FileManager.default.fileExists(atPath: leftover.path))
+    }
+}
+
+/// The real attributes, except that setting one first opens a second store on `directory`, as
+/// another store of the same name may do at any moment.
+struct OpeningTheFolderAgain: ExtendedAttributeStoring {
+    let directory: URL
+
+    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
+    {
+        FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
+    }
+
+    func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
+        _ = DiskStore(directory: directory, byteLimit: 1 << 20)
+        try FileExtendedAttributes().setValue(value, named: name, atPath: path)
+    }
+
+    func removeValue(named name: String, atPath path: String) {
+        FileExtendedAttributes().removeValue(named: name, atPath: path)
+    }
+}
