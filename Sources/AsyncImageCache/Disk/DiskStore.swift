@@ -150,12 +150,16 @@ final class DiskStore: Sendable {
 
     /// The HTTP caching facts kept with `url`'s file, if any.
     func cacheMetadata(for url: URL) -> HTTPCacheMetadata? {
-        withUnsafeTemporaryAllocation(byteCount: 2048, alignment: 8) { buffer in
-            let length = filePath(for: url).withCString {
-                attributes.read(named: HTTPCacheMetadata.attributeName, atPath: $0, into: buffer)
+        let path = filePath(for: url)
+        func value(capacity: Int) -> [UInt8]? {
+            withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 8) { buffer in
+                path.withCString { attributes.read(named: HTTPCacheMetadata.attributeName, atPath: $0, into: buffer) }
+                    .map { Array(buffer[0..<$0]) }
             }
-            return length.flatMap { HTTPCacheMetadata(encoded: Array(buffer[0..<$0])) }
         }
+        // Most values fit in 2 KiB; long validators are read again into room for the largest value
+        // an attribute can have on Linux (64 KiB). Unread, the entry would count as fresh forever.
+        return (value(capacity: 2048) ?? value(capacity: 1 << 16)).flatMap(HTTPCacheMetadata.init(encoded:))
     }
 
     /// Replaces the HTTP caching facts of `url`'s existing file without touching its bytes.
