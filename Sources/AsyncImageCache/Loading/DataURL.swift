@@ -27,12 +27,13 @@ public struct DataURL: Sendable, Equatable {
         try self.init(string: url.absoluteString)
     }
 
-    /// Parses the text of a `data:` URL.
+    /// Parses the text of a `data:` URL; a fragment (from `#` on) is not part of the data.
     ///
     /// - Throws: ``ImageLoadingError/invalidDataURL(reason:)`` when the text is not a well-formed
     ///   `data:` URL.
     public init(string: String) throws(ImageLoadingError) {
-        let bytes = Array(string.utf8)
+        // A "#" starts the fragment (RFC 3986 3.5), which is not part of the data.
+        let bytes = Array(string.utf8.prefix { $0 != UInt8(ascii: "#") })
         let scheme = Array("data:".utf8)
         guard bytes.count >= scheme.count, zip(bytes, scheme).allSatisfy({ $0 | 0x20 == $1 | 0x20 }) else {
             throw .invalidDataURL(reason: "the scheme is not data:")
