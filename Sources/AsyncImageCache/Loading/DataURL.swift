@@ -41,11 +41,14 @@ public struct DataURL: Sendable, Equatable {
         guard let comma = bytes[scheme.count...].firstIndex(of: UInt8(ascii: ",")) else {
             throw .invalidDataURL(reason: "no comma separates the header from the payload")
         }
-        let header = try Self.percentDecoded(bytes[scheme.count..<comma], what: "header")
-        var parameters = String(decoding: header, as: UTF8.self)
-            .split(separator: ";", omittingEmptySubsequences: false)
-        isBase64 = parameters.count > 1 && parameters.last!.lowercased() == "base64"
-        if isBase64 { parameters.removeLast() }
+        // Split before decoding: an escaped ";" (%3B) is data inside a parameter, not a separator,
+        // so it can neither end a parameter nor make the ";base64" marker.
+        let parts = bytes[scheme.count..<comma].split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: false)
+        isBase64 = parts.count > 1 && String(decoding: parts[parts.count - 1], as: UTF8.self).lowercased() == "base64"
+        var parameters: [Substring] = []
+        for part in parts.dropLast(isBase64 ? 1 : 0) {
+            parameters.append(Substring(String(decoding: try Self.percentDecoded(part, what: "header"), as: UTF8.self)))
+        }
         mediaType = try Self.mediaType(parameters)
         let payload = bytes[(comma + 1)...]
         data = isBase64 ? try Self.base64Decoded(payload) : Data(try Self.percentDecoded(payload, what: "payload"))
