@@ -110,4 +110,16 @@ import Testing
         cache.removeAll()
         #expect(cache.count == 0 && cache.totalCost == 0 && cache.value(forKey: "a") == nil)
     }
+
+    /// With no practical cost limit (`.max`), costs that add up past `Int.max` must evict the least
+    /// recently used entries, not overflow the running total (a trap).
+    @Test func costsAddingUpPastIntMaxEvictInsteadOfOverflowing() async {
+        await #expect(processExitsWith: .success) {
+            let cache = MemoryCache<String, Int>(countLimit: 10, costLimit: .max)
+            cache.insert(1, forKey: "a", cost: .max)
+            let evicted = cache.insert(2, forKey: "b", cost: 1)
+            precondition(evicted == [1], "evicted \(evicted)")
+            precondition(cache.totalCost == 1 && cache.keysByRecency == ["b"])
+        }
+    }
 }

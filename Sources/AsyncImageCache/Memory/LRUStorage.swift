@@ -83,6 +83,13 @@ struct LRUStorage<Key: Hashable, Value> {
             evicted.append((key, value))
             return evicted
         }
+        // Room is made before the entry goes in, so the total never passes the limit: adding first
+        // and evicting after would overflow it when the limit is near `Int.max`. As `cost` is at
+        // most `costLimit`, `costLimit - cost` cannot overflow, and the new entry is never a victim.
+        while index.count >= countLimit || totalCost > costLimit - cost, leastRecent != -1 {
+            let victim = keys[Int(leastRecent)]!
+            if let value = removeValue(forKey: victim) { evicted.append((victim, value)) }
+        }
         let slot: Int32
         if let free = freeSlots.popLast() {
             slot = free
@@ -99,10 +106,6 @@ struct LRUStorage<Key: Hashable, Value> {
         index[key] = slot
         totalCost += cost
         linkAsMostRecent(slot)
-        while index.count > countLimit || totalCost > costLimit, leastRecent != -1 {
-            let victim = keys[Int(leastRecent)]!
-            if let value = removeValue(forKey: victim) { evicted.append((victim, value)) }
-        }
         return evicted
     }
 
