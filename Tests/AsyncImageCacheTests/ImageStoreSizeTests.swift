@@ -93,4 +93,20 @@ import Testing
             store.cachedPixelSize(for: folder.url.appendingPathComponent("0.jpg")) == CGSize(width: 640, height: 480))
         #expect(store.statistics.decodes == 0)
     }
+
+    /// The attribute is a hint written by the store; a value no image header could hold (wider than
+    /// the header reader accepts) is garbage, and the file's header answers instead.
+    @Test func anAttributeHoldingASizeNoHeaderCanHaveIsNotTrusted() throws {
+        let root = TemporaryDirectory("root")
+        let store = try ImageStore.makeForTesting(root: root.url)
+        let url = URL(string: "https://127.0.0.1:9/garbage-attribute.jpg")!
+        let size = PixelSize(width: 64, height: 48)
+        try store.disk.store(try SampleImages.jpeg(width: size.width, height: size.height), pixelSize: size, for: url)
+        let garbage: [UInt8] = [0xFF, 0xFF, 0xFF, 0x7F, 0xFF, 0xFF, 0xFF, 0x7F]  // 2147483647x2147483647
+        try FileExtendedAttributes().setValue(
+            garbage, named: PixelSizeAttribute.name, atPath: store.disk.filePath(for: url))
+
+        #expect(store.cachedPixelSize(for: url) == size.cgSize)
+        #expect(store.disk.pixelSize(for: url) == size, "the attribute is repaired")
+    }
 }

@@ -73,7 +73,9 @@ enum PixelSizeAttribute {
             + (0..<4).map { UInt8(truncatingIfNeeded: height >> UInt32($0 * 8)) }
     }
 
-    /// The size in `bytes`, or `nil` unless they are exactly 8 bytes holding two positive values.
+    /// The size in `bytes`, or `nil` unless they are exactly 8 bytes holding two positive values no
+    /// larger than a header may declare (``ImageHeader/maximumDimension``): anything else was not
+    /// written by the store, and the file's header must answer instead.
     static func decode(_ bytes: some RandomAccessCollection<UInt8>) -> PixelSize? {
         guard bytes.count == 8 else { return nil }
         func int32(at offset: Int) -> Int {
@@ -83,6 +85,7 @@ enum PixelSizeAttribute {
             return Int(Int32(bitPattern: value))
         }
         let size = PixelSize(width: int32(at: 0), height: int32(at: 4))
-        return size.width > 0 && size.height > 0 ? size : nil
+        let plausible = 1...ImageHeader.maximumDimension
+        return plausible.contains(size.width) && plausible.contains(size.height) ? size : nil
     }
 }
