@@ -86,7 +86,8 @@ enum LocalFile {
     /// Fails with the store's own wording: `cannot read PATH: REASON` for a file that is missing,
     /// unreadable or a folder, and the header reader's reason for one that is not an image.
     static func header(atPath path: String) throws(CommandFailure) -> (ImageHeader, Int) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO would otherwise wait for a writer before fstat could refuse it.
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else { throw unavailable(path, String(cString: strerror(errno))) }
         defer { close(descriptor) }
         var status = stat()

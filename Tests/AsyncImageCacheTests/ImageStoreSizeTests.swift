@@ -109,4 +109,30 @@ import Testing
         #expect(store.cachedPixelSize(for: url) == size.cgSize)
         #expect(store.disk.pixelSize(for: url) == size, "the attribute is repaired")
     }
+
+    /// `cachedPixelSize(for:)` runs during layout: a `file:` URL naming a FIFO must not block the
+    /// caller until some other process writes to it.
+    @Test func aFIFOHasNoSizeAndDoesNotBlockTheCaller() async throws {
+        let folder = TemporaryDirectory("fifo")
+        let path = folder.url.appendingPathComponent("pipe.jpg").path
+        #expect(mkfifo(path, 0o600) == 0)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        let answer = LockedBox<CGSize??>(nil)
+        DispatchQueue.global().async {
+            let size = store.cachedPixelSize(for: URL(fileURLWithPath: path))
+            answer.withLock { $0 = .some(size) }
+        }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while answer.withLock({ $0 }) == nil, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let answered = answer.withLock { $0 }
+        if answered == nil {
+            // Release the blocked reader: a writer that opens and closes the FIFO gives it end-of-file.
+            let writer = open(path, O_WRONLY | O_NONBLOCK)
+            if writer >= 0 { close(writer) }
+        }
+        #expect(answered != nil, "cachedPixelSize blocked opening a FIFO")
+        #expect(answered == .some(nil), "a FIFO has no size")
+    }
 }

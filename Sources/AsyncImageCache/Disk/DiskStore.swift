@@ -86,9 +86,13 @@ final class DiskStore: Sendable {
 
     /// Up to `maxLength` bytes from the start of the file at `path`; `nil` if it cannot be read.
     static func prefix(ofFileAtPath path: String, maxLength: Int) -> Data? {
-        let descriptor = open(path, O_RDONLY)
+        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, and this runs
+        // during layout. It changes nothing for the regular files read below.
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
         var data = Data(count: maxLength)
         var filled = 0
         let failed = data.withUnsafeMutableBytes { buffer -> Bool in

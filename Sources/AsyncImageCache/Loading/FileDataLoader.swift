@@ -48,7 +48,9 @@ public struct FileDataLoader: DataLoading {
 
     private func readFile(_ url: URL) throws(ImageLoadingError) -> Data {
         let path = url.path
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, before the
+        // check below could turn it away. It changes nothing for a regular file.
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else { throw Self.unavailable(path, errno: errno) }
         defer { close(descriptor) }
 

@@ -93,4 +93,16 @@ import Testing
         }
         #expect(result.stdout.split(separator: "\n").allSatisfy { $0.count <= 110 }, "fits a wide terminal")
     }
+
+    /// A FIFO is not an image file: opening one for reading waits for a writer that never comes.
+    @Test(arguments: ["info", "thumbnail"])
+    func aFIFOFailsAtOnceInsteadOfWaitingForAWriter(command: String) async throws {
+        let aic = CommandLineRunner()
+        #expect(mkfifo(aic.file("pipe.jpg").path, 0o600) == 0)
+        let options = command == "thumbnail" ? ["--width", "10", "--output", "out.png"] : []
+
+        let result = try await aic.run([command, "pipe.jpg"] + options, timeLimit: .seconds(15))
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.contains("is not a regular file"), "\(result)")
+    }
 }

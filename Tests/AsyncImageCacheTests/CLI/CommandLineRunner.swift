@@ -75,7 +75,9 @@ final class CommandLineRunner: Sendable {
         try await run(arguments)
     }
 
-    func run(_ arguments: [String]) async throws -> Result {
+    /// Runs `aic arguments...`, killing it after `timeLimit` (``timeLimit`` by default): a test that
+    /// checks for a hang need not wait two minutes to fail.
+    func run(_ arguments: [String], timeLimit: Duration = CommandLineRunner.timeLimit) async throws -> Result {
         try #require(
             FileManager.default.isExecutableFile(atPath: Self.executable.path),
             "aic is not built at \(Self.executable.path)")
@@ -103,7 +105,7 @@ final class CommandLineRunner: Sendable {
         // A hung aic must fail its test, not stall the whole suite.
         let pid = process.processIdentifier
         let watchdog = Task {
-            try await Task.sleep(for: Self.timeLimit)
+            try await Task.sleep(for: timeLimit)
             kill(pid, SIGKILL)
         }
         var iterator = exits.makeAsyncIterator()
