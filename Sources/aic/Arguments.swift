@@ -32,14 +32,15 @@ struct Arguments {
                 positionals.append(word)
                 continue
             }
-            let parts = word.split(separator: "=", maxSplits: 1).map(String.init)
+            // Empty pieces are kept: `--output=` has an empty value, which must not take the next word.
+            let parts = word.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             let name = parts[0]
             if knownFlags.contains(name) {
                 guard parts.count == 1 else { throw UsageError("\(name) takes no value") }
                 guard flags.insert(name).inserted else { throw UsageError("\(name) given twice") }
             } else if options.contains(name) {
                 // A value may itself start with "-" (a negative number, a file name), so take the next word as is.
-                guard let value = parts.count == 2 ? parts[1] : remaining.popFirst() else {
+                guard let value = parts.count == 2 ? parts[1] : remaining.popFirst(), !value.isEmpty else {
                     throw UsageError("\(name) needs a value")
                 }
                 guard values.updateValue(value, forKey: name) == nil else { throw UsageError("\(name) given twice") }

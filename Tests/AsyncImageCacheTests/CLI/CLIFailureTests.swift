@@ -94,6 +94,23 @@ import Testing
         #expect(result.stdout.split(separator: "\n").allSatisfy { $0.count <= 110 }, "fits a wide terminal")
     }
 
+    /// `--output=` with nothing after the `=` is a missing value, not an invitation to take the next
+    /// word: that word is an input here, and the sheet would be written over it.
+    @Test func anEmptyOptionValueIsAUsageErrorAndTheNextWordStaysAnInput() async throws {
+        let aic = CommandLineRunner()
+        let first = try SampleImages.jpeg(width: 40, height: 30)
+        let second = try SampleImages.jpeg(width: 30, height: 40)
+        try first.write(to: aic.file("a.jpg"))
+        try second.write(to: aic.file("b.jpg"))
+
+        let result = try await aic.run("sheet", "a.jpg", "--output=", "b.jpg")
+        #expect(result.status == 2, "\(result)")
+        #expect(try Data(contentsOf: aic.file("b.jpg")) == second, "the input b.jpg is intact")
+
+        let flag = try await aic.run("info", "a.jpg", "--json=")
+        #expect(flag.status == 2, "\(flag)")
+    }
+
     /// A FIFO is not an image file: opening one for reading waits for a writer that never comes.
     @Test(arguments: ["info", "thumbnail"])
     func aFIFOFailsAtOnceInsteadOfWaitingForAWriter(command: String) async throws {
