@@ -44,7 +44,10 @@ enum ThumbnailCommand: Subcommand {
             guard !arguments.positionals.isEmpty else { throw UsageError("\(name) needs an INPUT") }
             jobs = try arguments.positionals.map { input in
                 let url = Inputs.url(for: input)
-                let file = url.deletingPathExtension().lastPathComponent + ".png"
+                // A URL's last component is percent-decoded: `..%2Fx.jpg` names "../x.jpg", which must not
+                // lead out of the folder, so a "/" (or a NUL) in it becomes "_".
+                let base = url.deletingPathExtension().lastPathComponent
+                let file = String(base.map { $0 == "/" || $0 == "\0" ? "_" : $0 }) + ".png"
                 return (url, try PNGOutput(path: URL(fileURLWithPath: folder).appendingPathComponent(file).path))
             }
             // Two inputs with one name (a/x.jpg, b/x.png) would overwrite each other's thumbnail.

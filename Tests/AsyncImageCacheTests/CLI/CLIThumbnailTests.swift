@@ -55,4 +55,21 @@ import Testing
         let thumbnail = try CommandLineRunner.decodePNG(at: aic.file("upright.png"))
         #expect(thumbnail.pixelSize == PixelSize(width: 180, height: 120))
     }
+
+    /// A URL whose last path component decodes to something with a `/` (`..%2Fphoto.jpg`) still
+    /// gets its thumbnail inside --output-dir, never next to it or above it.
+    @Test func outputDirKeepsEveryThumbnailInsideItWhateverTheInputIsNamed() async throws {
+        let aic = CommandLineRunner()
+        // The server serves the file under that literal name; the URL's path decodes to "../photo.jpg".
+        let server = try aic.serve(["..%2Fphoto.jpg": try SampleImages.jpeg(width: 40, height: 30)])
+        defer { server.stop() }
+        try FileManager.default.createDirectory(at: aic.file("out"), withIntermediateDirectories: true)
+        let input = server.url("/images/..%2Fphoto.jpg").absoluteString
+
+        let result = try await aic.run("thumbnail", input, "--width", "20", "--output-dir", "out")
+        #expect(!FileManager.default.fileExists(atPath: aic.file("photo.png").path), "written outside out/: \(result)")
+        #expect(result.status == 0, "\(result)")
+        let written = try FileManager.default.contentsOfDirectory(atPath: aic.file("out").path)
+        #expect(written.count == 1, "\(written)")
+    }
 }
