@@ -97,10 +97,11 @@ struct Arguments {
         let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
         let unit = text.last.flatMap { units[$0] }
         let number = Double(unit == nil ? Substring(text) : text.dropLast())
-        guard let number, number.isFinite, number >= 0 else {
+        // Checked after the unit is applied: 1e306d is finite, but not in seconds.
+        guard let seconds = number.map({ $0 * (unit ?? 1) }), seconds.isFinite, seconds >= 0 else {
             throw UsageError("\(name) must be seconds, or a number ending in s, m, h or d (e.g. 7d), not \"\(text)\"")
         }
-        return number * (unit ?? 1)
+        return seconds
     }
 }
 

@@ -47,7 +47,9 @@ enum Formatted {
     static func age(_ seconds: Double) -> String {
         let units: [(String, Double)] = [("day", 86_400), ("hour", 3600), ("minute", 60)]
         let (unit, length) = units.first { seconds >= $0.1 } ?? ("second", 1)
-        let count = Int((max(0, seconds) / length).rounded(.down))
+        // Clamped: Int(_:) traps on an age longer than Int.max units (aic cache trim --max-age 1e300).
+        let whole = (max(0, seconds) / length).rounded(.down)
+        let count = whole.isNaN ? 0 : whole >= Double(Int.max) ? Int.max : Int(whole)
         return "\(count) \(unit)\(count == 1 ? "" : "s")"
     }
 

@@ -121,4 +121,16 @@ import Testing
         #expect(cleared.stdout.hasPrefix("cleared 1 entry ("), "\(cleared)")
         #expect(store.diskUsage().fileCount == 0)
     }
+
+    /// A max age longer than any file has existed trims nothing; one that overflows to infinity
+    /// once its unit is applied is a usage error. Neither may crash the summary line.
+    @Test func aHugeMaxAgeTrimsNothingAndAnInfiniteOneIsAUsageError() async throws {
+        let aic = CommandLineRunner()
+        let huge = try await aic.run("cache", "trim", "--max-age", "1e300")
+        #expect(huge.status == 0, "\(huge)")
+        #expect(huge.stdout.hasPrefix("trimmed 0 entries"), "\(huge)")
+
+        let infinite = try await aic.run("cache", "trim", "--max-age", "1e306d")
+        #expect(infinite.status == 2, "\(infinite)")
+    }
 }
