@@ -17,7 +17,8 @@ extension ImageDecoders {
     /// its own and placed at its offset on a transparent canvas of the file's size (scaled like the rest).
     /// Frame 1 has nothing under it to blend with, and no later frame is read.
     ///
-    /// The pixel budget is checked on the output size before decoding. Data that ends early throws
+    /// The pixel budget is checked on the output size before decoding, and for a lossless bitstream (which
+    /// libwebp decodes into a buffer of the whole image at any scale) on the full size too. Data that ends early throws
     /// ``ImageDecodingError/Reason/truncated``, features libwebp refuses throw `.unsupportedFeature`, anything
     /// else `.corrupt` with libwebp's status, such as `VP8_STATUS_BITSTREAM_ERROR`.
     public struct WebP: ImageDecoding {
@@ -41,14 +42,13 @@ extension ImageDecoders {
             var features = WebPBitstreamFeatures()
             try check(WebPGetFeatures(base, bytes.count, &features))
             let canvas = PixelSize(width: Int(features.width), height: Int(features.height))
+            // libwebp decodes a lossless bitstream into a buffer of the whole image, 4 bytes a pixel, at
+            // any output scale (its transforms and back-references reach across the image).
+            if features.format == 2 { try checkBudget(canvas, context) }
             let output = canvas.scaledDown(toCover: context.minimumSize)
-            guard output.pixelCount <= context.pixelBudget else {
-                let reason = ImageDecodingError.Reason.pixelBudgetExceeded(
-                    pixels: output.pixelCount, budget: context.pixelBudget)
-                throw ImageDecodingError(format: .webp, reason: reason)
-            }
+            try checkBudget(output, context)
             if features.has_animation != 0 {
-                return try WebPFirstFrame(bytes).decode(canvas: canvas, output: output)
+                return try WebPFirstFrame(bytes).decode(canvas: canvas, output: output, context: context)
             }
             let byteCount = output.pixelCount * 4
             var status = VP8_STATUS_OK
@@ -86,6 +86,14 @@ extension ImageDecoders {
             // Frees nothing of ours (the memory is external), only what libwebp may have attached.
             WebPFreeDecBuffer(&config.output)
             return status
+        }
+
+        /// Throws when `size` has more pixels than `context` allows.
+        static func checkBudget(_ size: PixelSize, _ context: ImageDecodingContext) throws(ImageDecodingError) {
+            guard size.pixelCount > context.pixelBudget else { return }
+            let reason = ImageDecodingError.Reason.pixelBudgetExceeded(
+                pixels: size.pixelCount, budget: context.pixelBudget)
+            throw ImageDecodingError(format: .webp, reason: reason)
         }
 
         /// Throws the error for a libwebp status other than `VP8_STATUS_OK`.

@@ -17,8 +17,11 @@ struct WebPFirstFrame {
         self.bytes = bytes
     }
 
-    /// Decodes frame 1 of a `canvas`-sized animation onto a transparent canvas of `output` size.
-    func decode(canvas: PixelSize, output: PixelSize) throws(ImageDecodingError) -> Bitmap {
+    /// Decodes frame 1 of a `canvas`-sized animation onto a transparent canvas of `output` size; a lossless
+    /// frame's full size must fit `context`'s pixel budget, as libwebp allocates it at any scale.
+    func decode(canvas: PixelSize, output: PixelSize, context: ImageDecodingContext) throws(ImageDecodingError)
+        -> Bitmap
+    {
         var data = WebPData(bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), size: bytes.count)
         var state = WEBP_DEMUX_PARSING_HEADER
         // The partial demuxer reports how far it got, which tells data that ends early from malformed data.
@@ -34,7 +37,8 @@ struct WebPFirstFrame {
         guard frame.complete != 0 else { throw Self.truncated }
         let frameSize = PixelSize(width: Int(frame.width), height: Int(frame.height))
         let bitstream = UnsafeRawBufferPointer(start: frame.fragment.bytes, count: frame.fragment.size)
-        try Self.checkBounds(frame, bitstream: bitstream, canvas: canvas)
+        let features = try Self.checkBounds(frame, bitstream: bitstream, canvas: canvas)
+        if features.format == 2 { try ImageDecoders.WebP.checkBudget(frameSize, context) }
 
         let horizontal = Self.scaledSpan(
             start: Int(frame.x_offset), length: Int(frame.width), of: canvas.width, scaledTo: output.width)
@@ -65,9 +69,10 @@ struct WebPFirstFrame {
     }
 
     /// Checks what the demuxer should already have checked, because the frame is written into the canvas
-    /// in place: the frame lies inside the canvas and its bitstream has the frame's size.
+    /// in place: the frame lies inside the canvas and its bitstream has the frame's size. Returns the
+    /// bitstream's features.
     private static func checkBounds(_ frame: WebPIterator, bitstream: UnsafeRawBufferPointer, canvas: PixelSize)
-        throws(ImageDecodingError)
+        throws(ImageDecodingError) -> WebPBitstreamFeatures
     {
         guard frame.x_offset >= 0, frame.y_offset >= 0, frame.width > 0, frame.height > 0,
             Int(frame.x_offset) + Int(frame.width) <= canvas.width,
@@ -80,6 +85,7 @@ struct WebPFirstFrame {
             throw corrupt(
                 "frame 1 is \(features.width)x\(features.height), its header says \(frame.width)x\(frame.height)")
         }
+        return features
     }
 
     private static let truncated = ImageDecodingError(format: .webp, reason: .truncated)
