@@ -243,14 +243,26 @@ enum HEIFCodedSize {
             let container: Range<Int>? =
                 method == 0 ? 0..<bytes.count : method == 1 ? idat.map { $0.contentStart..<$0.end } : nil
             var ranges: [Range<Int>] = []
+            var covered = 0
+            // With index, offset and length sizes of 0 an extent takes no bytes of the file, so its count
+            // costs nothing to state; all such extents of an item are the same one.
+            let extentTakesNoBytes = indexSize + offsetSize + lengthSize == 0
             for _ in 0..<(try field(2)) {
                 _ = try field(indexSize)
                 let start = base + (try field(offsetSize))
                 let length = try field(lengthSize)
-                guard let container, start <= container.count else { continue }
-                let available = container.count - start
-                let lower = container.lowerBound + start
-                ranges.append(lower..<(length == 0 || length > available ? container.upperBound : lower + length))
+                // Only an item's first kilobyte is read: extents past it are walked over, not kept.
+                var added = 0
+                if covered < 1024, let container, start <= container.count {
+                    let available = container.count - start
+                    let lower = container.lowerBound + start
+                    ranges.append(lower..<(length == 0 || length > available ? container.upperBound : lower + length))
+                    added = ranges[ranges.count - 1].count
+                    covered += added
+                }
+                // Repeating an extent that takes no bytes adds nothing once it adds no data or the first
+                // kilobyte is there: the walk would only spin, through billions of them in a small file.
+                if extentTakesNoBytes && (added == 0 || covered >= 1024) { break }
             }
             if !ranges.isEmpty { extents.append((id, ranges)) }
         }
