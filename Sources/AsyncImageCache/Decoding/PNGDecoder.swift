@@ -36,8 +36,9 @@ extension ImageDecoders {
         /// Decodes `data` and resamples it to exactly `size` (as ``Bitmap/resized(to:)`` would) row by row,
         /// so the full-size bitmap never exists: an 8000x6000 file shown 320 wide holds a few of its rows
         /// and the result, not 192 MB. The pixels are the simplified API's. `nil` when `size` is the
-        /// file's own, or for a file only a whole-image decode reads right (Adam7-interlaced, or with a
-        /// gamma that libpng corrects): decode those whole and resize. The pixel budget applies as in
+        /// file's own, for a file only a whole-image decode reads right (Adam7-interlaced, or with a
+        /// gamma that libpng corrects), or for one so wide that its resize averages pixels first (see
+        /// ``Bitmap/resized(to:)``): decode those whole and resize. The pixel budget applies as in
         /// ``decode(_:context:)``.
         func decode(_ data: Data, context: ImageDecodingContext, resizedTo size: PixelSize)
             throws(ImageDecodingError) -> Bitmap?
@@ -85,7 +86,9 @@ extension ImageDecoders {
                 })
                 return pixels.map { Bitmap(width: size.width, height: size.height, pixels: $0) }
             } skippingSize: {
-                $0 == size
+                // A size whose resize averages pixels first (an extremely wide file) resizes the whole image.
+                let (columns, rows) = Bitmap.groupsAveragedFirst(from: $0, to: size)
+                return $0 == size || columns > 1 || rows > 1
             }
         }
 
