@@ -44,6 +44,7 @@ extension ImageDecoders {
             throws(ImageDecodingError) -> Bitmap?
         {
             guard !data.isEmpty else { throw ImageDecodingError(format: .png, reason: .truncated) }
+            try Self.refuseSidesOverLibpngsLimit(data)
             return try Self.ignoringGammaUnderProfile(data).withUnsafeBytes { bytes in
                 Self.decodeStreaming(bytes.bindMemory(to: UInt8.self), context: context, resizedTo: size)
             }.get()
@@ -53,6 +54,7 @@ extension ImageDecoders {
         /// would be: what the resize consumes, for tests to compare with the simplified API's pixels.
         func decodeRowByRow(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap? {
             guard !data.isEmpty else { throw ImageDecodingError(format: .png, reason: .truncated) }
+            try Self.refuseSidesOverLibpngsLimit(data)
             return try Self.ignoringGammaUnderProfile(data).withUnsafeBytes { bytes in
                 Self.withRowReader(bytes.bindMemory(to: UInt8.self), context: context) { reader, size, _ in
                     var pixels = [UInt8](repeating: 0, count: size.pixelCount * 4)
@@ -139,9 +141,28 @@ extension ImageDecoders {
             throws(ImageDecodingError) -> Bitmap
         {
             guard !data.isEmpty else { throw ImageDecodingError(format: .png, reason: .truncated) }
+            try Self.refuseSidesOverLibpngsLimit(data)
             return try Self.ignoringGammaUnderProfile(data).withUnsafeBytes { bytes in
                 Self.decode(bytes, context: context, sixteenBitPath: sixteenBitPath)
             }.get()
+        }
+
+        /// libpng's longest side: it refuses a larger IHDR as "Invalid IHDR data", which would read as damage.
+        static let longestSide = 1_000_000
+
+        /// Throws ``ImageDecodingError/Reason/unsupportedFeature(_:)`` for an IHDR that declares a side
+        /// over ``longestSide``: a valid file (the PNG format allows 2^31 - 1) that libpng will not read,
+        /// and that no refetch would mend. Anything else is left to libpng.
+        private static func refuseSidesOverLibpngsLimit(_ data: Data) throws(ImageDecodingError) {
+            // The signature, IHDR's length and type, then its width and height, big-endian.
+            let start = data.startIndex
+            guard data.count >= 24, data[(start + 12)..<(start + 16)].elementsEqual("IHDR".utf8) else { return }
+            func side(at offset: Int) -> Int {
+                (0..<4).reduce(0) { $0 << 8 | Int(data[start + offset + $1]) }
+            }
+            if side(at: 16) > longestSide || side(at: 20) > longestSide {
+                throw ImageDecodingError(format: .png, reason: .unsupportedFeature("a side over 1,000,000 pixels"))
+            }
         }
 
         /// `data` without its gAMA chunks when it also has an `iCCP` chunk that ``ColorProfile`` reads for

@@ -19,6 +19,23 @@ struct PNGDecoderTests {
         #expect(Self.corrupt.count == 14)
     }
 
+    @Test(arguments: [(1_000_001, 1), (1, 1_000_001)])
+    func aSideOverLibpngsLimitIsAnUnsupportedFeatureNotDamage(width: Int, height: Int) throws {
+        // A valid file (within the pixel budget) that libpng will not read: no refetch would mend it.
+        let data = SyntheticPNG.sixteenBit(width: width, height: height, channels: 1, interlaced: false) { _, _, _ in 0
+        }
+        let header = try ImageHeader.parse(data)
+        #expect(header.storedSize == PixelSize(width: width, height: height))
+        let context = ImageDecodingContext(header: header)
+        for decode in [
+            { try decoder.decode(data, context: context) }, { try decoder.decodeRowByRow(data, context: context) },
+        ] {
+            let error = #expect(throws: ImageDecodingError.self) { _ = try decode() }
+            #expect(error?.reason == .unsupportedFeature("a side over 1,000,000 pixels"))
+            #expect(error?.reason.suggestsDamage == false)
+        }
+    }
+
     @Test(arguments: valid)
     func everyValidFileDecodesAtTheSizeInItsHeader(name: String) throws {
         let data = try Fixtures.data("pngsuite", name)
