@@ -17,8 +17,9 @@ extension ImageDecoders {
     /// its own and placed at its offset on a transparent canvas of the file's size (scaled like the rest).
     /// Frame 1 has nothing under it to blend with, and no later frame is read.
     ///
-    /// The pixel budget is checked on the output size before decoding, and for a lossless bitstream (which
-    /// libwebp decodes into a buffer of the whole image at any scale) on the full size too. Data that ends early throws
+    /// The pixel budget is checked on the output size before decoding, and on what libwebp allocates at the
+    /// full size whatever the scale: a lossless bitstream's whole image (4 bytes a pixel) must fit the
+    /// budget, a lossy one's alpha plane (a byte a pixel) the bytes of a budget-sized bitmap. Data that ends early throws
     /// ``ImageDecodingError/Reason/truncated``, features libwebp refuses throw `.unsupportedFeature`, anything
     /// else `.corrupt` with libwebp's status, such as `VP8_STATUS_BITSTREAM_ERROR`.
     public struct WebP: ImageDecoding {
@@ -42,14 +43,13 @@ extension ImageDecoders {
             var features = WebPBitstreamFeatures()
             try check(WebPGetFeatures(base, bytes.count, &features))
             let canvas = PixelSize(width: Int(features.width), height: Int(features.height))
-            // libwebp decodes a lossless bitstream into a buffer of the whole image, 4 bytes a pixel, at
-            // any output scale (its transforms and back-references reach across the image).
-            if features.format == 2 { try checkBudget(canvas, context) }
             let output = canvas.scaledDown(toCover: context.minimumSize)
             try checkBudget(output, context)
             if features.has_animation != 0 {
+                // Frame 1's own bitstream is checked there; the canvas is only ever made at the output size.
                 return try WebPFirstFrame(bytes).decode(canvas: canvas, output: output, context: context)
             }
+            try checkFullSizeBuffers(features, size: canvas, context)
             let byteCount = output.pixelCount * 4
             var status = VP8_STATUS_OK
             let pixels = [UInt8](unsafeUninitializedCapacity: byteCount) { buffer, initializedCount in
@@ -86,6 +86,24 @@ extension ImageDecoders {
             // Frees nothing of ours (the memory is external), only what libwebp may have attached.
             WebPFreeDecBuffer(&config.output)
             return status
+        }
+
+        /// Throws when the buffers libwebp allocates at the bitstream's full `size`, whatever the output
+        /// scale, exceed `context`'s budget: a lossless bitstream decodes into a buffer of the whole image,
+        /// 4 bytes a pixel (its transforms and back-references reach across the image), so its full size
+        /// must fit the budget; a lossy one with alpha decodes its alpha plane whole, a byte a pixel, so
+        /// that plane must fit the bytes of a budget-sized bitmap (4 a pixel). Lossy colour decodes a few
+        /// macroblock rows at a time.
+        static func checkFullSizeBuffers(
+            _ features: WebPBitstreamFeatures, size: PixelSize, _ context: ImageDecodingContext
+        ) throws(ImageDecodingError) {
+            if features.format == 2 {
+                try checkBudget(size, context)
+            } else if features.has_alpha != 0, (size.pixelCount + 3) / 4 > context.pixelBudget {
+                let reason = ImageDecodingError.Reason.pixelBudgetExceeded(
+                    pixels: size.pixelCount, budget: context.pixelBudget)
+                throw ImageDecodingError(format: .webp, reason: reason)
+            }
         }
 
         /// Throws when `size` has more pixels than `context` allows.

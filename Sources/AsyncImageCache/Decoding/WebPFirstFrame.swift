@@ -17,8 +17,9 @@ struct WebPFirstFrame {
         self.bytes = bytes
     }
 
-    /// Decodes frame 1 of a `canvas`-sized animation onto a transparent canvas of `output` size; a lossless
-    /// frame's full size must fit `context`'s pixel budget, as libwebp allocates it at any scale.
+    /// Decodes frame 1 of a `canvas`-sized animation onto a transparent canvas of `output` size; what libwebp
+    /// allocates at the frame's full size must fit `context`'s pixel budget (see
+    /// ``ImageDecoders/WebP/checkFullSizeBuffers(_:size:_:)``).
     func decode(canvas: PixelSize, output: PixelSize, context: ImageDecodingContext) throws(ImageDecodingError)
         -> Bitmap
     {
@@ -38,7 +39,7 @@ struct WebPFirstFrame {
         let frameSize = PixelSize(width: Int(frame.width), height: Int(frame.height))
         let bitstream = UnsafeRawBufferPointer(start: frame.fragment.bytes, count: frame.fragment.size)
         let features = try Self.checkBounds(frame, bitstream: bitstream, canvas: canvas)
-        if features.format == 2 { try ImageDecoders.WebP.checkBudget(frameSize, context) }
+        try ImageDecoders.WebP.checkFullSizeBuffers(features, size: frameSize, context)
 
         let horizontal = Self.scaledSpan(
             start: Int(frame.x_offset), length: Int(frame.width), of: canvas.width, scaledTo: output.width)
