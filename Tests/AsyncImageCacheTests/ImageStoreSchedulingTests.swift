@@ -111,6 +111,25 @@ import Testing
         #expect(log.urls(of: .decode)[1] == requests[3].url)
     }
 
+    @Test func aPrefetchWhoseVisibleLoadLeftQueuesBehindTheNextVisibleLoad() async throws {
+        let slot = try OneGatedSlot(count: 4)
+        let (requests, gate, log, store) = (slot.requests, slot.gate, slot.log, slot.store)
+        store.startPrefetching(Array(requests.prefix(3)))
+        try await waitUntil { gate.enteredCount == 1 && store.decodeSlots.waitingCount == 2 }
+        // The row of the last prefetch appears (raising it) and is flung away again.
+        let passing = Task { try await store.image(for: requests[2]) }
+        try await waitUntil { store.variantRuns.waiterCount(for: requests[2]) == 2 }
+        passing.cancel()
+        try await waitUntil { store.variantRuns.waiterCount(for: requests[2]) == 1 }
+        let visible = Task { try await store.image(for: requests[3]) }
+        try await waitUntil { store.decodeSlots.waitingCount == 3 }
+        gate.open()
+        _ = try await visible.value
+        try await waitUntil { log.urls(of: .decode).count == 4 }
+        let order = log.urls(of: .decode)
+        #expect(order[1] == requests[3].url, "decode order: \(order.map(\.lastPathComponent))")
+    }
+
     @MainActor
     @Test func aFlingThatStartsAndCancels300LoadsInOneFrameStartsAtMostTheSlotsWorthOfDecodes() async throws {
         let folder = TemporaryDirectory("fling")

@@ -24,6 +24,11 @@ final class RunPriority: Sendable {
     func raise(to priority: ImageLoadPriority) {
         value.withLock { $0 = max($0, priority) }
     }
+
+    /// Sets the priority, lower as well: the waiter that raised it has left.
+    func set(to priority: ImageLoadPriority) {
+        value.withLock { $0 = priority }
+    }
 }
 
 /// A bounded number of decode slots, handed out by priority.

@@ -10,9 +10,14 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The work of a run; it reads the run's priority, which rises when a more urgent waiter joins.
     typealias Work = @Sendable (RunPriority) async -> Outcome
 
+    private struct Waiter {
+        let continuation: CheckedContinuation<Outcome, Never>
+        let priority: ImageLoadPriority
+    }
+
     private final class Run: @unchecked Sendable {
         // `waiters` and `task` are only touched while holding the table's lock.
-        var waiters: [UInt64: CheckedContinuation<Outcome, Never>] = [:]
+        var waiters: [UInt64: Waiter] = [:]
         var task: Task<Void, Never>?
         let priority: RunPriority
 
@@ -62,13 +67,14 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         // waiter is either refused here or found by `leave`, never lost between the two.
         let joined = state.withLock { state -> Bool in
             if Task.isCancelled { return false }
+            let waiter = Waiter(continuation: continuation, priority: priority)
             if let run = state.runs[key] {
-                run.waiters[waiterID] = continuation
+                run.waiters[waiterID] = waiter
                 run.priority.raise(to: priority)
                 return true
             }
             let run = Run(priority: priority)
-            run.waiters[waiterID] = continuation
+            run.waiters[waiterID] = waiter
             state.runs[key] = run
             run.task = Task(priority: priority == .low ? .utility : nil) { [self] in
                 let outcome = await work(run.priority)
@@ -81,14 +87,18 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     private func leave(_ key: Key, waiterID: UInt64) {
         let continuation = state.withLock { state -> CheckedContinuation<Outcome, Never>? in
-            guard let run = state.runs[key], let continuation = run.waiters.removeValue(forKey: waiterID) else {
+            guard let run = state.runs[key], let waiter = run.waiters.removeValue(forKey: waiterID) else {
                 return nil
             }
             if run.waiters.isEmpty {
                 state.runs[key] = nil
                 run.task?.cancel()
+            } else if let highest = run.waiters.values.map(\.priority).max(), highest < waiter.priority {
+                // The waiter that raised the run has gone: a prefetch a passing row joined queues as a
+                // prefetch again, behind the visible loads.
+                run.priority.set(to: highest)
             }
-            return continuation
+            return waiter.continuation
         }
         continuation?.resume(returning: .failure(.cancelled))
     }
@@ -97,7 +107,7 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let waiters = state.withLock { state -> [CheckedContinuation<Outcome, Never>] in
             if state.runs[key] === run { state.runs[key] = nil }
             defer { run.waiters = [:] }
-            return Array(run.waiters.values)
+            return run.waiters.values.map(\.continuation)
         }
         for waiter in waiters { waiter.resume(returning: outcome) }
     }
