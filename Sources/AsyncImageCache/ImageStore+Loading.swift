@@ -85,6 +85,9 @@ extension ImageStore {
         case .success(let value): fetched = value
         case .failure(let error): return .failure(error)
         }
+        // Until it is stored (or dropped), another width of the URL shares these bytes.
+        decodingOriginals.withLock { $0[request.url.cacheKey, default: []].append(fetched) }
+        defer { forgetDecoding(fetched, for: request.url) }
         // Waits for a decode slot; a run cancelled meanwhile never decodes.
         let rendered = await decodeSlots.run(priority: priority) { [self] () -> Result<Bitmap, ImageDecodingError> in
             Result { () throws(ImageDecodingError) in try render(fetched.original, for: request) }
@@ -100,6 +103,7 @@ extension ImageStore {
             }
             originals.removeValue(forKey: request.url.cacheKey)  // ``cachedOriginalBytes(for:)`` may have read the file
             disk.remove(request.url)
+            forgetDecoding(fetched, for: request.url, everyHold: true)  // damaged: no other width takes them
             if afterDamagedFile || Task.isCancelled { return .failure(.decodingFailed(error)) }
             return await prepare(request, priority: priority, afterDamagedFile: true)
         case .success(let value)?:
@@ -113,6 +117,20 @@ extension ImageStore {
         if fetched.claimStoring() { store(fetched, for: request.url) }
         variants.insert(prepared, for: request)
         return .success(prepared)
+    }
+
+    /// Drops one hold of a run on `fetched` from ``decodingOriginals``, or every hold; nothing when
+    /// none is left.
+    private func forgetDecoding(_ fetched: FetchedOriginal, for url: URL, everyHold: Bool = false) {
+        let key = url.cacheKey
+        decodingOriginals.withLock { table in
+            if everyHold {
+                table[key]?.removeAll { $0 === fetched }
+            } else if let index = table[key]?.firstIndex(where: { $0 === fetched }) {
+                table[key]?.remove(at: index)
+            }
+            if table[key]?.isEmpty == true { table[key] = nil }
+        }
     }
 
     /// Decodes at the smallest size that covers the request, then orients, resizes, converts an embedded
@@ -203,6 +221,11 @@ extension ImageStore {
             count { $0.originalMemoryHits += 1 }
             revalidateIfStale(url)
             return .success(FetchedOriginal(original, origin: .memory, generation: generation))
+        }
+        if let decoding = decodingOriginals.withLock({ $0[url.cacheKey]?.last }),
+            decoding.generation == generation, isCurrent(decoding.original, for: url)
+        {
+            return .success(decoding)
         }
         return await fetchRuns.value(for: url.cacheKey) { [self] _ in await fetchOriginal(url) }
     }

@@ -56,6 +56,9 @@ public final class ImageStore: Sendable {
     let disk: DiskStore
     let variantRuns = InFlightTable<ImageRequest, PreparedImage>()
     let fetchRuns = InFlightTable<String, FetchedOriginal>()
+    /// Originals fetched and not yet decoded (nor kept), by URL: a load of another width meanwhile
+    /// takes them from here instead of fetching again. One entry per run that holds them.
+    let decodingOriginals = LockedBox([String: [FetchedOriginal]]())
     let counters = LockedBox(Statistics())
     let decodeSlots: DecodeSlots
     /// HTTP caching facts of remote entries, read from disk attributes at most once per URL.

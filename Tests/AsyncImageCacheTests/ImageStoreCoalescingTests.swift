@@ -55,6 +55,28 @@ import Testing
         #expect(store.statistics.decodes == widths.count)
     }
 
+    @Test func aWidthAskedForWhileAnotherWaitsToDecodeSharesItsFetch() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 400, height: 200)], into: folder.url)
+        let server = try TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let gate = GatedDecoder()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+            $0.decodeConcurrency = 2
+        }
+        let url = server.url("/images/0.jpg")
+        let first = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
+        // Fetched, and held in its decode: the bytes are in neither tier yet.
+        try await waitUntil { gate.enteredCount == 1 && store.fetchRuns.count == 0 }
+        let second = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 100)) }
+        try await waitUntil { gate.enteredCount == 2 || store.statistics.sourceFetches == 2 }
+        gate.open()
+        #expect(try await first.value.pixelSize == PixelSize(width: 50, height: 25))
+        #expect(try await second.value.pixelSize == PixelSize(width: 100, height: 50))
+        #expect(try await server.hits(for: "/images/0.jpg") == 1)
+    }
+
     @Test func cancellingEveryWaiterCancelsTheDownloadAndTheDecode() async throws {
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
