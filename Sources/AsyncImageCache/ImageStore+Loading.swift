@@ -34,8 +34,21 @@ extension ImageStore {
     public func load(
         _ request: ImageRequest, completion: @escaping @MainActor (PlatformImage?) -> Void
     ) -> ImageLoadTask {
+        load(request, replacing: nil, completion: completion)
+    }
+
+    /// ``load(_:completion:)`` that also cancels `replaced`, once this load has started, while holding
+    /// the URL's fetch: a load of the same URL replaced by a wider one hands its download over instead
+    /// of stopping it and starting it again.
+    func load(
+        _ request: ImageRequest, replacing replaced: ImageLoadTask?,
+        completion: @escaping @MainActor (PlatformImage?) -> Void
+    ) -> ImageLoadTask {
         let task = Task { @MainActor [self] in
+            let release = replaced == nil ? nil : fetchRuns.hold(request.url.cacheKey)
+            replaced?.cancel()
             let image = try? await prepared(request).get().image
+            release?()
             completion(image?.value)
         }
         return ImageLoadTask(task)

@@ -16,8 +16,11 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     private final class Run: @unchecked Sendable {
-        // `waiters` and `task` are only touched while holding the table's lock.
+        // `waiters`, `holds` and `task` are only touched while holding the table's lock.
         var waiters: [UInt64: Waiter] = [:]
+        /// Holds from ``InFlightTable/hold(_:)`` not yet released: while any is left, the run goes on
+        /// when its last waiter leaves.
+        var holds = 0
         var task: Task<Void, Never>?
         let priority: RunPriority
 
@@ -91,8 +94,10 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 return nil
             }
             if run.waiters.isEmpty {
-                state.runs[key] = nil
-                run.task?.cancel()
+                if run.holds == 0 {
+                    state.runs[key] = nil
+                    run.task?.cancel()
+                }
             } else if let highest = run.waiters.values.map(\.priority).max(), highest < waiter.priority {
                 // The waiter that raised the run has gone: a prefetch a passing row joined queues as a
                 // prefetch again, behind the visible loads.
@@ -101,6 +106,30 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return waiter.continuation
         }
         continuation?.resume(returning: .failure(.cancelled))
+    }
+
+    /// Keeps the run for `key`, if one is in flight, from being cancelled when its last waiter leaves,
+    /// until the returned closure is called (once): a load that replaces another hands the work they
+    /// share over instead of stopping it. `nil` when no run is in flight.
+    func hold(_ key: Key) -> (@Sendable () -> Void)? {
+        let held = state.withLock { state -> Run? in
+            guard let run = state.runs[key] else { return nil }
+            run.holds += 1
+            return run
+        }
+        guard let held else { return nil }
+        return { [self] in release(key, run: held) }
+    }
+
+    private func release(_ key: Key, run: Run) {
+        state.withLock { state in
+            run.holds -= 1
+            // No waiter came: the run is cancelled as its last waiter's leaving would have done.
+            if run.holds == 0, run.waiters.isEmpty, state.runs[key] === run {
+                state.runs[key] = nil
+                run.task?.cancel()
+            }
+        }
     }
 
     private func finish(_ key: Key, run: Run, outcome: Outcome) {

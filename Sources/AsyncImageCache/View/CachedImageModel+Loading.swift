@@ -19,13 +19,12 @@ extension CachedImageModel {
         if takeFromMemory(request) { return }
         nextLoadID += 1
         let id = nextLoadID
-        let replaced = loading
-        let task = store.load(request) { [weak self] image in
+        // The new load cancels the one it replaces once it runs, holding the fetch of the URL they
+        // share meanwhile: the download goes on for the wider image instead of starting again.
+        let task = store.load(request, replacing: loading?.task) { [weak self] image in
             self?.finishLoad(id, image: image)
         }
         loading = (request, task, id)
-        // Cancelled after the new load has joined, so the fetch of the URL they share keeps a waiter.
-        replaced?.task.cancel()
     }
 
     /// Draws the store's image for `request` when memory has it: a load it covers is cancelled, and

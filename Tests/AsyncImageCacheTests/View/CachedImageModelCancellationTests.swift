@@ -60,6 +60,19 @@ import Testing
         try await slow.expectCancelledWithoutDecoding()
     }
 
+    @Test func growingTheFrameWhileTheImageDownloadsKeepsTheDownload() async throws {
+        let slow = try SlowImage(milliseconds: 10_000)  // still pending when the frame grows, even on a loaded machine
+        defer { slow.server.stop() }
+        let hydration = Task { await slow.model.load() }
+        try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
+        slow.model.layoutChanged(to: CGSize(width: 300, height: 200))  // the wider load replaces the first
+        await hydration.value
+        #expect(slow.model.image?.pixelSize.width == 300)  // the whole 300 px source
+        #expect(try await slow.server.hits(for: slow.path) == 1, "the download started again")
+        #expect(slow.loader.results.count == 1)
+        #expect(slow.decoder.count == 1)
+    }
+
     @Test func aSecondCallerKeepsTheLoadWhenTheFirstLeaves() async throws {
         let slow = try SlowImage(milliseconds: 3_000)
         defer { slow.server.stop() }
