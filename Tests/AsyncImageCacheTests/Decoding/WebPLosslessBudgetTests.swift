@@ -17,11 +17,9 @@ struct WebPLosslessBudgetTests {
         // A 256x256 thumbnail is well inside a 4-megapixel budget; the 16.8-megapixel buffer behind it is not.
         let context = ImageDecodingContext(
             header: header, minimumSize: PixelSize(width: 256, height: 256), pixelBudget: 4_000_000)
-        let before = Self.peakResidentKiB()
         let error = decodingError { () throws(ImageDecodingError) in
             try ImageDecoders.WebP().decode(data, context: context)
         }
-        print("peak RSS before \(before / 1024) MiB, after \(Self.peakResidentKiB() / 1024) MiB")
         let reason = ImageDecodingError.Reason.pixelBudgetExceeded(pixels: 4096 * 4096, budget: 4_000_000)
         #expect(error == ImageDecodingError(format: .webp, reason: reason))
     }
@@ -57,13 +55,6 @@ struct WebPLosslessBudgetTests {
         let bitmap = try decode(budget: 4096 * 4096 / 4)
         #expect(bitmap.pixelSize == PixelSize(width: 256, height: 256))
         #expect(!bitmap.isOpaque)
-    }
-
-    /// The process's peak resident set (VmHWM), in KiB.
-    static func peakResidentKiB() -> Int {
-        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
-        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 
     @Test func aLossyWebPStillDecodesScaledWithinTheBudgetOfItsOutput() throws {

@@ -39,14 +39,3 @@ extension Bitmap {
         meanSquaredError == 0 ? .infinity : 10 * log10(255 * 255 / meanSquaredError)
     }
 }
-
-/// The resident set size of this process in bytes, from `/proc/self/statm` (Linux only).
-func residentMemoryBytes() throws -> Int {
-    let statm = try String(contentsOfFile: "/proc/self/statm", encoding: .utf8)
-    // The fields are counted in pages: total size, then resident.
-    let fields = statm.split(separator: " ")
-    guard fields.count > 1, let pages = Int(fields[1]) else {
-        throw CocoaError(.fileReadCorruptFile)
-    }
-    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
-}
