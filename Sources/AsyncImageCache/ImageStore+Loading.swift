@@ -8,8 +8,9 @@ public final class ImageLoadTask: Sendable {
         self.task = task
     }
 
-    /// Stops waiting for the image. The completion handler still runs once, with `nil`. The
-    /// download and decode stop too unless another load is waiting for the same image.
+    /// Stops waiting for the image. The completion handler still runs once: with `nil`, or with the
+    /// image when the load finds it in memory or has already received it. The download and decode
+    /// stop too unless another load is waiting for the same image.
     public func cancel() {
         task.cancel()
     }
