@@ -14,7 +14,7 @@ extension ImageStore {
     /// The natural pixel size of the image at `url` as displayed (EXIF orientation applied),
     /// without decoding it; `nil` when the store has not seen it.
     ///
-    /// The lookup goes memory originals -> size memo -> the cached file's extended attribute (one
+    /// The lookup goes size memo -> memory originals -> the cached file's extended attribute (one
     /// `getxattr`) -> the cached file's header, which also rewrites a missing attribute. So a
     /// cached image's size is known on the first frame after a relaunch. For `file:` and `data:`
     /// URLs the header of the file or payload is read.

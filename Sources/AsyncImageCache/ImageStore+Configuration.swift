@@ -18,7 +18,8 @@ extension ImageStore {
         /// The most bytes in each memory tier; ``ImageStore/recommendedMemoryByteLimit()`` by default.
         /// A variant costs `width * height * 4`, an original its byte count.
         public var memoryByteLimit = ImageStore.recommendedMemoryByteLimit()
-        /// The disk tier's byte budget, enforced after writes; 200 MiB by default.
+        /// The disk tier's byte budget, which holds after every write (room is made before a new
+        /// file appears); 200 MiB by default.
         public var diskByteLimit = 200 * 1024 * 1024
         /// The folder that holds one folder per store name; `nil` (the default) means
         /// `AsyncImageCache` in the user's cache folder (`$XDG_CACHE_HOME`, else `~/.cache`, on

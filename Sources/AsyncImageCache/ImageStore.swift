@@ -29,8 +29,8 @@ import Foundation
 ///   -> store: the variant in memory; the original in memory and, for remote URLs, on disk
 ///   -> deliver to every waiter (completion handlers on the main thread)
 /// ```
-/// ``cachedPixelSize(for:)`` takes its own short path and never decodes pixels: memory originals
-/// -> size memo -> the file's extended attribute -> the file's header (which repairs the attribute).
+/// ``cachedPixelSize(for:)`` takes its own short path and never decodes pixels: size memo -> memory
+/// originals -> the file's extended attribute -> the file's header (which repairs the attribute).
 ///
 /// Nothing is written to either tier until the bytes have decoded, so a failed load leaves no
 /// trace. Synchronous reads take a lock for a dictionary lookup and never wait for a load.

@@ -11,8 +11,9 @@ import Darwin
 ///
 /// Writes are atomic: bytes and attribute go to a temporary file that is then renamed into place,
 /// so neither a crash nor a second process ever sees half a file. A read marks the file used by
-/// setting its modification time; when the directory grows past `byteLimit`, a trim on a
-/// background queue removes the least recently used files first.
+/// setting its modification time. Before a write's rename, the least recently used files are
+/// removed to keep the directory within `byteLimit`; a trim on a background queue then re-reads
+/// the directory, which another process may share.
 final class DiskStore: Sendable {
     let directory: URL
     /// `directory.path` with a trailing slash, kept as a string: building paths through `URL` costs
