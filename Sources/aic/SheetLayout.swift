@@ -8,7 +8,7 @@ import AsyncImageCache
 ///
 /// ```swift
 /// let layout = SheetLayout(sizes: [PixelSize(width: 240, height: 160)], cellWidth: 240, columns: 4, gap: 8)
-/// layout.canvasSize   // 256x176: one column, because there is one thumbnail
+/// print(layout.canvasSize)   // 256x176: one column, because there is one thumbnail
 /// ```
 struct SheetLayout {
     /// The top-left corner of each thumbnail, in the order of the sizes given.

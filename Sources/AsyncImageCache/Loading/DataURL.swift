@@ -7,7 +7,7 @@ import Foundation
 ///
 /// ```swift
 /// let parsed = try DataURL(string: "data:image/png;base64,iVBORw0KGgo=")
-/// parsed.mediaType  // "image/png"
+/// print(parsed.mediaType)  // image/png
 /// ```
 public struct DataURL: Sendable, Equatable {
     /// The media type with its parameters as written, e.g. `image/png` or `text/plain;charset=utf-8`;

@@ -118,7 +118,7 @@ public final class CachedImageModel {
     ///
     /// ```swift
     /// store.startPrefetching(upcoming.compactMap {
-    ///     CachedImageModel.request(url: $0.url, layoutSize: $0.frame, displayScale: 3)
+    ///     CachedImageModel.request(url: $0.url, layoutSize: $0.frame.size, displayScale: 3)
     /// })
     /// ```
     public nonisolated static func request(
