@@ -8,7 +8,7 @@ enum CacheCommand: Subcommand {
     static let synopsis = """
         aic cache stats [--name N] [--json]
         aic cache clear [--name N] [--json]
-        aic cache trim [--max-age SECONDS] [--name N] [--json]
+        aic cache trim [--max-age AGE] [--name N] [--json]
         """
     static let details = """
         The disk tier keeps the original bytes of remote images, one file each, in

@@ -3,8 +3,13 @@ import Foundation
 
 /// What the commands take as INPUT: a file path or a URL, and the store they load it through.
 enum Inputs {
-    /// The file extensions `aic sheet` picks up when it walks a folder.
-    static let imageExtensions: Set<String> = ["jpg", "jpeg", "png", "gif", "webp", "bmp"]
+    /// The file extensions `aic sheet` picks up when it walks a folder: those of the formats the store
+    /// decodes here (BMP only through ImageIO; HEIF and AVIF through libheif on Linux).
+    #if canImport(ImageIO)
+    static let imageExtensions: Set<String> = ["jpg", "jpeg", "png", "gif", "webp", "heic", "heif", "avif", "bmp"]
+    #else
+    static let imageExtensions: Set<String> = ["jpg", "jpeg", "png", "gif", "webp", "heic", "heif", "avif"]
+    #endif
 
     /// The URL for a command-line INPUT: `http(s)://`, `file://` and `data:` are URLs, so is anything
     /// else of the form `scheme://` (the store then names the scheme it does not support); the

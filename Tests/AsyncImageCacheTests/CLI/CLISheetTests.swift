@@ -53,6 +53,22 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: aic.file("sheet.png").path))
     }
 
+    @Test func aFolderIsSearchedForTheFormatsThatDecodeHere() async throws {
+        let aic = CommandLineRunner()
+        let album = aic.file("album")
+        try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
+        for name in ["alpha.avif", "cropped-offset.heic"] {
+            try Fixtures.data("heif", name).write(to: album.appendingPathComponent(name))
+        }
+        // A BMP's signature: the store recognises it but has no decoder for it on Linux.
+        try Data("BM".utf8 + [UInt8](repeating: 0, count: 60)).write(to: album.appendingPathComponent("old.bmp"))
+
+        let result = try await aic.run("sheet", "album", "--width", "40", "--output", "sheet.png")
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("2 of 2 images"), "\(result)")
+        #expect(!result.stderr.contains("old.bmp"), "\(result)")
+    }
+
     @Test func anEmptyFolderIsAFailureThatSaysSo() async throws {
         let aic = CommandLineRunner()
         try FileManager.default.createDirectory(at: aic.file("empty"), withIntermediateDirectories: true)
