@@ -8,9 +8,10 @@ public final class ImageLoadTask: Sendable {
         self.task = task
     }
 
-    /// Stops waiting for the image. The completion handler still runs once: with `nil`, or with the
-    /// image when the load finds it in memory or has already received it. The download and decode
-    /// stop too unless another load is waiting for the same image.
+    /// Stops waiting for the image. The completion handler still runs once, with `nil`, unless it
+    /// already ran: cancel on the main thread (as when a cell is reused) and it cannot deliver the
+    /// image afterwards. The download and decode stop too unless another load is waiting for the same
+    /// image.
     public func cancel() {
         task.cancel()
     }
@@ -50,7 +51,9 @@ extension ImageStore {
             replaced?.cancel()
             let image = try? await prepared(request).get().image
             release?()
-            completion(image?.value)
+            // Cancelled (on the main actor, as a reused cell does) before this ran: `nil`, even for an
+            // image in memory, so that it never lands in a view that has moved on to another URL.
+            completion(Task.isCancelled ? nil : image?.value)
         }
         return ImageLoadTask(task)
     }

@@ -141,6 +141,24 @@ import Testing
     }
 }
 
+extension ImageStoreCoalescingTests {
+    @MainActor
+    @Test func aLoadCancelledBeforeItsCompletionGetsNilEvenWhenTheImageIsInMemory() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 100, height: 75)], into: folder.url)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        let request = ImageRequest(url: folder.url.appendingPathComponent("0.jpg"))
+        _ = try await store.image(for: request)
+        #expect(store.cachedImage(for: request) != nil)
+        // A reused cell cancels its load; the image must not land in the cell that now shows another URL.
+        let calls = LockedBox([Bool]())
+        let task = store.load(request) { image in calls.withLock { $0.append(image != nil) } }
+        task.cancel()
+        try await waitUntil { !calls.withLock { $0 }.isEmpty }
+        #expect(calls.withLock { $0 } == [false])
+    }
+}
+
 /// Polls `condition` every 10 ms for up to 60 s (a loaded machine or a sanitizer build is slow);
 /// fails the test if it never holds.
 func waitUntil(
