@@ -28,6 +28,14 @@ extension ImageHeader {
     static func walkJPEGSegments(
         _ bytes: HeaderBytes, _ visit: (UInt8, Int, Int) throws(ImageDecodingError) -> Bool
     ) throws(ImageDecodingError) -> UInt8 {
+        try walkJPEGSegmentsToMarker(bytes, visit).marker
+    }
+
+    /// ``walkJPEGSegments(_:_:)`` that also returns the offset just past the marker it stopped at:
+    /// for SOS, that of the scan header's 2-byte length.
+    static func walkJPEGSegmentsToMarker(
+        _ bytes: HeaderBytes, _ visit: (UInt8, Int, Int) throws(ImageDecodingError) -> Bool
+    ) throws(ImageDecodingError) -> (marker: UInt8, offset: Int) {
         var offset = 2  // after SOI
         while true {
             guard try bytes.byte(at: offset) == 0xFF else {
@@ -41,13 +49,13 @@ extension ImageHeader {
             case 0x01, 0xD0...0xD8:
                 continue  // TEM, RSTn and SOI stand alone, without a length
             case 0xD9, 0xDA:
-                return marker
+                return (marker, offset)
             default:
                 break
             }
             let length = try bytes.uint16BE(at: offset)
             guard length >= 2 else { throw bytes.corrupt("segment length \(length) at byte \(offset)") }
-            guard try visit(marker, offset, length) else { return marker }
+            guard try visit(marker, offset, length) else { return (marker, offset) }
             // Each pass moves forward by at least three bytes, so the walk always ends.
             offset += length
         }

@@ -29,10 +29,9 @@ extension ImageDecoders {
         public func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
             let format = context.header.format
             let size = context.coveringSize
-            // ImageIO decodes JPEG at a reduced scale, as libjpeg does for the portable JPEG decoder; other
-            // formats it may decode in full before scaling, as the portable PNG decoder does.
-            let decodedPixels = format == .jpeg ? size.pixelCount : context.header.storedSize.pixelCount
-            try Self.checkBudget(decodedPixels, context)
+            // A JPEG of one scan decodes at a reduced scale; a progressive one, and other formats, hold
+            // their full size (see `imageIODecodedPixels(of:)`).
+            try Self.checkBudget(context.imageIODecodedPixels(of: data), context)
 
             guard let source = CGImageSourceCreateWithData(data as CFData, nil) else {
                 throw ImageDecodingError(format: format, reason: .corrupt("ImageIO cannot open the data"))

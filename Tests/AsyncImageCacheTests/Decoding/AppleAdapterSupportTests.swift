@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import AsyncImageCache
@@ -67,6 +68,63 @@ import Testing
         let clamped = Bitmap(width: 1, height: 1, premultipliedPixels: [200, 64, 0, 128])
         #expect(clamped.pixels == [255, 128, 0, 128])
     }
+
+    /// A JPEG fixture claiming `size` in its frame header, with the context ImageIO is asked to decode it in.
+    static func jpeg(_ name: String, claiming size: PixelSize, minimum: PixelSize) throws -> (
+        Data, ImageDecodingContext
+    ) {
+        var data = try Fixtures.data("jpeg", name)
+        let frame = try #require(StoredSize.jpegFrameOffset(data))
+        data.replaceSubrange(
+            frame + 5..<frame + 9,
+            with: [
+                UInt8(size.height >> 8), UInt8(size.height & 0xFF), UInt8(size.width >> 8), UInt8(size.width & 0xFF),
+            ])
+        return (data, ImageDecodingContext(header: try ImageHeader.parse(data), minimumSize: minimum))
+    }
+
+    @Test func aProgressiveJPEGIsCheckedAtItsFullSizeEvenWhenAThumbnailIsAskedFor() throws {
+        // Its coefficients for the whole 30000x30000 image are held whatever the scale (several gigabytes).
+        let (data, context) = try Self.jpeg(
+            "video-001.progressive.jpeg", claiming: PixelSize(width: 30000, height: 30000),
+            minimum: PixelSize(width: 100, height: 100))
+        #expect(context.imageIODecodedPixels(of: data) == 900_000_000)
+        // One interleaved scan decodes at a reduced scale: the covering size is what is held.
+        let (baseline, baselineContext) = try Self.jpeg(
+            "video-001.q50.420.jpeg", claiming: PixelSize(width: 30000, height: 30000),
+            minimum: PixelSize(width: 100, height: 100))
+        #expect(baselineContext.imageIODecodedPixels(of: baseline) == 100 * 100)
+    }
+
+    @Test func aSequentialJPEGWhoseFirstScanCodesOneComponentIsMultiScan() {
+        // SOI; SOF0 of 3 components, 16x16; SOS of the first component alone.
+        var bytes: [UInt8] = [0xFF, 0xD8, 0xFF, 0xC0, 0, 17, 8, 0, 16, 0, 16, 3]
+        bytes += [1, 0x11, 0, 2, 0x11, 1, 3, 0x11, 1]
+        bytes += [0xFF, 0xDA, 0, 8, 1, 1, 0x00, 0, 63, 0]
+        #expect(ImageHeader.jpegHasMultipleScans(Data(bytes)))
+        // The same with all three components in the first scan.
+        bytes.replaceSubrange(
+            bytes.count - 10..<bytes.count, with: [0xFF, 0xDA, 0, 12, 3, 1, 0, 2, 0x11, 3, 0x11, 0, 63, 0])
+        #expect(!ImageHeader.jpegHasMultipleScans(Data(bytes)))
+        // Headers that cannot be read that far count as multi-scan: the full size is checked.
+        #expect(ImageHeader.jpegHasMultipleScans(Data(bytes.prefix(14))))
+    }
+
+    #if os(Linux)
+    /// Every fixture's full size is checked exactly when the Linux decoder checks it (libjpeg's
+    /// `has_multiple_scans`): claiming 30000x30000 and asked for 100x100, the Linux decoder refuses the
+    /// files that hold the whole image while they decode, and only those.
+    @Test(arguments: (try? Fixtures.files(in: "jpeg", withExtensions: ["jpg", "jpeg"])) ?? [])
+    func theFilesCheckedAtFullSizeAreTheOnesTheLinuxDecoderChecksAtFullSize(name: String) throws {
+        let (data, context) = try Self.jpeg(
+            name, claiming: PixelSize(width: 30000, height: 30000), minimum: PixelSize(width: 100, height: 100))
+        let error = decodingError { () throws(ImageDecodingError) in
+            try ImageDecoders.JPEG().decode(data, context: context)
+        }
+        let linuxRefuses = error?.reason == .pixelBudgetExceeded(pixels: 900_000_000, budget: context.pixelBudget)
+        #expect((context.imageIODecodedPixels(of: data) == 900_000_000) == linuxRefuses)
+    }
+    #endif
 
     @Test func opaqueMeansEveryAlphaIs255() {
         #expect(Bitmap(width: 2, height: 1, pixels: [1, 2, 3, 255, 4, 5, 6, 255]).isOpaque)

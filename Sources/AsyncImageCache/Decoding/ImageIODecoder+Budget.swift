@@ -1,0 +1,46 @@
+import Foundation
+
+extension ImageDecodingContext {
+    /// The pixels ImageIO holds while it decodes `data` as this context asks, which
+    /// `ImageDecoders.ImageIO` checks against ``pixelBudget`` before it calls ImageIO.
+    ///
+    /// - A JPEG coded in one interleaved scan: ``coveringSize``, since ImageIO decodes it at a reduced
+    ///   scale, as libjpeg does for ``ImageDecoders/JPEG``.
+    /// - A progressive or multi-scan JPEG: the full stored size. Its scans refine every block of the
+    ///   image in turn, so a decoder keeps the coefficients of the whole image whatever the output scale;
+    ///   ``ImageDecoders/JPEG`` checks the full size for such a file too.
+    /// - Any other format: the full stored size, which ImageIO may decode before scaling.
+    func imageIODecodedPixels(of data: Data) -> Int {
+        guard header.format == .jpeg, !ImageHeader.jpegHasMultipleScans(data) else {
+            return header.storedSize.pixelCount
+        }
+        return coveringSize.pixelCount
+    }
+}
+
+extension ImageHeader {
+    /// Whether a JPEG's image comes in more than one scan, as libjpeg decides it: its frame is progressive
+    /// (SOF2, SOF6, SOF10 or SOF14), or its first scan codes fewer components than the frame has. Such a
+    /// file keeps the whole image's coefficients in memory while it decodes. A file whose headers cannot be
+    /// read as far as its first scan counts as one, so its full size is what gets checked.
+    static func jpegHasMultipleScans(_ data: Data) -> Bool {
+        let bytes = HeaderBytes(data, format: .jpeg)
+        guard bytes.matches([0xFF, 0xD8], at: 0) else { return true }
+        var frame: (marker: UInt8, components: Int)?
+        do {
+            let end = try walkJPEGSegmentsToMarker(bytes) { marker, offset, length throws(ImageDecodingError) in
+                // Precision, height and width, then the component count.
+                if isStartOfFrame(marker), frame == nil, length >= 8 {
+                    frame = (marker, Int(try bytes.byte(at: offset + 7)))
+                }
+                return true
+            }
+            guard let frame, end.marker == 0xDA else { return true }
+            if [0xC2, 0xC6, 0xCA, 0xCE].contains(frame.marker) { return true }
+            // The scan header: its length, then the number of components in the scan.
+            return Int(try bytes.byte(at: end.offset + 2)) < frame.components
+        } catch {
+            return true
+        }
+    }
+}
