@@ -9,12 +9,20 @@ extension ImageDecodingContext {
     /// - A progressive or multi-scan JPEG: the full stored size. Its scans refine every block of the
     ///   image in turn, so a decoder keeps the coefficients of the whole image whatever the output scale;
     ///   ``ImageDecoders/JPEG`` checks the full size for such a file too.
+    /// - HEIF and AVIF: the full stored size, or the largest size the file's codec streams, grids and
+    ///   overlays code (`HEIFCodedSize`) when that is larger: the codec allocates what the stream codes,
+    ///   whatever the file declares, and ``ImageDecoders/HEIF`` checks both.
     /// - Any other format: the full stored size, which ImageIO may decode before scaling.
     func imageIODecodedPixels(of data: Data) -> Int {
-        guard header.format == .jpeg, !ImageHeader.jpegHasMultipleScans(data) else {
-            return header.storedSize.pixelCount
+        let stored = header.storedSize.pixelCount
+        switch header.format {
+        case .jpeg:
+            return ImageHeader.jpegHasMultipleScans(data) ? stored : coveringSize.pixelCount
+        case .heif, .avif:
+            return max(stored, HEIFCodedSize.largest(in: data)?.pixelCount ?? 0)
+        default:
+            return stored
         }
-        return coveringSize.pixelCount
     }
 }
 

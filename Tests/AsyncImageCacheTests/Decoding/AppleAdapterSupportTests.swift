@@ -96,6 +96,15 @@ import Testing
         #expect(baselineContext.imageIODecodedPixels(of: baseline) == 100 * 100)
     }
 
+    @Test(arguments: ["declares-64-codes-4096.heic", "declares-64-codes-4096.avif"])
+    func aHEIFThatCodesMoreThanItDeclaresIsCheckedAtItsCodedSize(name: String) throws {
+        let data = try Fixtures.data("heif", name)
+        let context = ImageDecodingContext(
+            header: try ImageHeader.parse(data), minimumSize: PixelSize(width: 32, height: 32))
+        #expect(context.header.storedSize == PixelSize(width: 64, height: 64))
+        #expect(context.imageIODecodedPixels(of: data) == 4096 * 4096)
+    }
+
     @Test func aSequentialJPEGWhoseFirstScanCodesOneComponentIsMultiScan() {
         // SOI; SOF0 of 3 components, 16x16; SOS of the first component alone.
         var bytes: [UInt8] = [0xFF, 0xD8, 0xFF, 0xC0, 0, 17, 8, 0, 16, 0, 16, 3]
