@@ -1,3 +1,7 @@
+/* Linux only: on Apple platforms ImageIO decodes, and this target (which the package still builds there)
+ * compiles to nothing, needing no libjpeg or libpng headers. */
+#if defined(__linux__)
+
 #include "CJPEGSupport.h"
 
 #include <limits.h>
@@ -442,3 +446,5 @@ cjpeg_status cjpeg_encode_rgba(const unsigned char *rgba, int width, int height,
 void cjpeg_free(void *pointer) {
     free(pointer);
 }
+
+#endif /* defined(__linux__) */

@@ -1,3 +1,7 @@
+/* Linux only: on Apple platforms ImageIO decodes, and this target (which the package still builds there)
+ * compiles to nothing, needing no libjpeg or libpng headers. */
+#if defined(__linux__)
+
 /*
  * A decoder for the 1/8 scale of baseline JPEG: one pixel per 8x8 block, from the DC coefficient
  * alone, split over two threads.
@@ -769,3 +773,5 @@ done:
     free(plan);
     return status;
 }
+
+#endif /* defined(__linux__) */

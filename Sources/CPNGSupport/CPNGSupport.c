@@ -1,3 +1,7 @@
+/* Linux only: on Apple platforms ImageIO decodes, and this target (which the package still builds there)
+ * compiles to nothing, needing no libjpeg or libpng headers. */
+#if defined(__linux__)
+
 #include "CPNGSupport.h"
 #include "Callbacks.h"
 
@@ -114,3 +118,5 @@ int cpng_encode_rgba(const unsigned char *rgba, int width, int height, size_t by
 void cpng_free(void *pointer) {
     free(pointer);
 }
+
+#endif /* defined(__linux__) */

@@ -1,3 +1,7 @@
+/* Linux only: on Apple platforms ImageIO decodes, and this target (which the package still builds there)
+ * compiles to nothing, needing no libjpeg or libpng headers. */
+#if defined(__linux__)
+
 #include "CPNGSupport.h"
 #include "Callbacks.h"
 
@@ -185,3 +189,5 @@ int cpng_read_icc_profile(const unsigned char *bytes, size_t count, unsigned cha
     cpng_reader_close(reader);
     return *profile != NULL ? 1 : 0;
 }
+
+#endif /* defined(__linux__) */
