@@ -80,6 +80,11 @@ static int build_table(huffman_table *table, const JHUFF_TBL *source, int is_dc)
         if (codes > 0) {
             table->value_offset[length] = index - code;
         }
+        // More codes than `length` bits hold: refused before any is entered, since the look-up
+        // tables below are indexed by the code (libjpeg only checks the table when decoding starts).
+        if (code + codes > (int32_t)1 << length) {
+            return 0;
+        }
         for (int n = 0; n < codes; n++, code++, index++) {
             int symbol = table->values[index];
             if (is_dc && symbol > 11) {

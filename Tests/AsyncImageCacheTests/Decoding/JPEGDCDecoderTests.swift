@@ -118,6 +118,51 @@ struct JPEGDCDecoderTests {
         #expect(declined > 0)  // some of these damages are caught
     }
 
+    /// An 8x8 grayscale baseline JPEG whose AC Huffman table declares `acCodesOfLengthOne` codes of
+    /// one bit (two fit). libjpeg reads the table in the header and only rejects it when decoding starts.
+    static func jpegWithOverfullHuffmanTable(acCodesOfLengthOne: Int) -> Data {
+        let bytes = ByteWriter.build { jpeg in
+            func segment(_ marker: UInt8, _ payload: [UInt8]) {
+                jpeg.append([0xFF, marker])
+                jpeg.uint16(payload.count + 2, bigEndian: true)
+                jpeg.append(payload)
+            }
+            jpeg.append([0xFF, 0xD8])
+            segment(0xDB, [0x00] + [UInt8](repeating: 1, count: 64))
+            segment(0xC0, [8, 0, 8, 0, 8, 1, 1, 0x11, 0])
+            // DC: one code of one bit, for difference size 0. AC: every code one bit long, all EOB.
+            segment(0xC4, [0x00, 1] + [UInt8](repeating: 0, count: 15) + [0])
+            segment(
+                0xC4,
+                [0x10, UInt8(acCodesOfLengthOne)] + [UInt8](repeating: 0, count: 15)
+                    + [UInt8](repeating: 0, count: acCodesOfLengthOne))
+            segment(0xDA, [1, 1, 0x00, 0, 63, 0])
+            jpeg.append([0x00, 0x00, 0xFF, 0xD9])
+        }
+        return Data(bytes)
+    }
+
+    /// The DC-only decoder builds its look-up tables from the header's Huffman tables, which libjpeg
+    /// has not checked yet: a length with more codes than it has room for must not write past the
+    /// tables (it did, by up to half a megabyte, before the check that refuses such a table).
+    @Test func aHuffmanTableWithTooManyCodesOfOneLengthIsRefusedBeforeItIsBuilt() async {
+        await #expect(processExitsWith: .success) {
+            let data = JPEGDCDecoderTests.jpegWithOverfullHuffmanTable(acCodesOfLengthOne: 255)
+            for threads in [1, 2] {
+                precondition(ImageDecoders.JPEG().decodeFromDC(data, threads: threads, alwaysSplit: true) == nil)
+            }
+            let context = ImageDecodingContext(
+                header: ImageHeader(format: .jpeg, storedSize: PixelSize(width: 8, height: 8)),
+                minimumSize: PixelSize(width: 1, height: 1))
+            do throws(ImageDecodingError) {
+                _ = try ImageDecoders.JPEG().decode(data, context: context)
+                preconditionFailure("decoded an invalid Huffman table")
+            } catch {
+                guard case .corrupt = error.reason else { preconditionFailure("\(error)") }
+            }
+        }
+    }
+
     @Test func dataThatEndsEarlyOrCarriesJunkIsLeftToLibjpeg() throws {
         let photo = try Self.texturedJPEG(width: 800, height: 600)
         for threads in [1, 2] {
