@@ -37,8 +37,8 @@ struct WebPLosslessBudgetTests {
         #expect(error == ImageDecodingError(format: .webp, reason: reason))
     }
 
-    @Test func aLossyWebPWithAlphaIsCheckedOnItsWholeAlphaPlane() throws {
-        // 62 KB that make a 4096x4096 image with alpha: a 16 MiB alpha plane, decoded whole at any scale.
+    @Test func aLossyWebPWithAlphaIsCheckedAtItsFullSize() throws {
+        // 62 KB that make a 4096x4096 image with alpha, which libwebp decodes whole at any scale.
         let data = try Fixtures.data("budget", "alpha-4096.lossy.webp")
         let header = try ImageHeader.parse(data)
         #expect(header.storedSize == PixelSize(width: 4096, height: 4096))
@@ -47,12 +47,12 @@ struct WebPLosslessBudgetTests {
                 header: header, minimumSize: PixelSize(width: 256, height: 256), pixelBudget: budget)
             return try ImageDecoders.WebP().decode(data, context: context)
         }
-        // A 1-megapixel budget allows a 4 MiB bitmap: not the 16 MiB plane behind a 256 px thumbnail.
-        let error = decodingError { () throws(ImageDecodingError) in try decode(budget: 1_000_000) }
-        let reason = ImageDecodingError.Reason.pixelBudgetExceeded(pixels: 4096 * 4096, budget: 1_000_000)
+        // A 256 px thumbnail fits a 4-megapixel budget; the 16.8 megapixels of alpha behind it do not.
+        let error = decodingError { () throws(ImageDecodingError) in try decode(budget: 4_000_000) }
+        let reason = ImageDecodingError.Reason.pixelBudgetExceeded(pixels: 4096 * 4096, budget: 4_000_000)
         #expect(error == ImageDecodingError(format: .webp, reason: reason))
-        // A budget whose bitmap bytes hold the plane decodes it scaled.
-        let bitmap = try decode(budget: 4096 * 4096 / 4)
+        // Within the budget, it decodes scaled, alpha and all.
+        let bitmap = try decode(budget: 4096 * 4096)
         #expect(bitmap.pixelSize == PixelSize(width: 256, height: 256))
         #expect(!bitmap.isOpaque)
     }
