@@ -30,6 +30,17 @@ import Testing
         _ = DiskStore(directory: folder.url, byteLimit: 1 << 20)
         #expect(!FileManager.default.fileExists(atPath: leftover.path))
     }
+
+    @Test func aLeftoverNamedWithThisProcesssIdButNoWriteInProgressIsRemoved() throws {
+        // An earlier process with the same id (a container's main process is often pid 1 on every
+        // launch) was interrupted mid-write: no store of this process is writing that file.
+        let folder = TemporaryDirectory("disk-shared")
+        let leftover = folder.url.appendingPathComponent(".tmp-\(getpid())-interrupted")
+        try Data([1, 2, 3]).write(to: leftover)
+        _ = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        #expect(
+            !FileManager.default.fileExists(atPath: leftover.path), "the leftover stays forever, outside the budget")
+    }
 }
 
 /// The real attributes, except that setting one first opens a second store on `directory`, as

@@ -54,12 +54,18 @@ final class DiskStore: Sendable {
         "\(temporaryPrefix)\(getpid())-\(UUID().uuidString)"
     }
 
-    /// Whether the process that named a temporary file may still be writing it: this process (another
-    /// store on the same folder) or one that still exists. Names without a process id are leftovers.
+    /// The temporary files this process is writing now, by name: a file named with this process's id
+    /// and not listed is a leftover of an earlier process that had the same id.
+    private static let writesInProgress = LockedBox(Set<String>())
+
+    /// Whether the process that named a temporary file may still be writing it: this process, when one
+    /// of its stores is (another store on the same folder), or another that still exists. Names without
+    /// a process id are leftovers.
     private static func isWriterAlive(temporaryName name: String) -> Bool {
         let rest = name.dropFirst(temporaryPrefix.count)
         guard let dash = rest.firstIndex(of: "-"), let pid = pid_t(rest[..<dash]), pid > 0 else { return false }
-        return pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH
+        if pid == getpid() { return writesInProgress.withLock { $0.contains(name) } }
+        return kill(pid, 0) == 0 || errno != ESRCH
     }
 
     /// The file that holds `url`'s bytes.
@@ -189,7 +195,10 @@ final class DiskStore: Sendable {
             remove(url)
             throw POSIXError(.EFBIG)
         }
-        let temporary = directory.appendingPathComponent(Self.temporaryName())
+        let temporaryName = Self.temporaryName()
+        let temporary = directory.appendingPathComponent(temporaryName)
+        Self.writesInProgress.withLock { _ = $0.insert(temporaryName) }
+        defer { Self.writesInProgress.withLock { _ = $0.remove(temporaryName) } }
         do {
             try write(data, to: temporary)
         } catch  where !FileManager.default.fileExists(atPath: directory.path) {
