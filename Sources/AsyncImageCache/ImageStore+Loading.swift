@@ -47,7 +47,7 @@ extension ImageStore {
         completion: @escaping @MainActor (PlatformImage?) -> Void
     ) -> ImageLoadTask {
         let task = Task { @MainActor [self] in
-            let release = replaced == nil ? nil : fetchRuns.hold(request.url.cacheKey)
+            let release = replaced == nil ? nil : holdFetched(request.url)
             replaced?.cancel()
             let image = try? await prepared(request).get().image
             release?()
@@ -134,6 +134,24 @@ extension ImageStore {
         if fetched.claimStoring() { store(fetched, for: request.url) }
         variants.insert(prepared, for: request)
         return .success(prepared)
+    }
+
+    /// Keeps what loads of `url` fetch or have fetched, for a load that replaces one of them, until the
+    /// returned closure is called: the fetch run in flight, and the bytes waiting for a decode in
+    /// ``decodingOriginals`` (the replaced load, cancelled, would otherwise drop them, racing the new
+    /// load's lookup, and the URL would be fetched again).
+    private func holdFetched(_ url: URL) -> @Sendable () -> Void {
+        let key = url.cacheKey
+        let releaseRun = fetchRuns.hold(key)
+        let bytes = decodingOriginals.withLock { table -> FetchedOriginal? in
+            guard let last = table[key]?.last else { return nil }
+            table[key]?.append(last)
+            return last
+        }
+        return { [self] in
+            releaseRun?()
+            if let bytes { forgetDecoding(bytes, for: url) }
+        }
     }
 
     /// Drops one hold of a run on `fetched` from ``decodingOriginals``, or every hold; nothing when

@@ -159,6 +159,40 @@ extension ImageStoreCoalescingTests {
     }
 }
 
+extension ImageStoreCoalescingTests {
+    /// A wider load that replaces one whose bytes wait for a decode slot (as `CachedImageModel` replaces
+    /// its load when the frame grows) takes those bytes: there is no fetch run left to share, and the
+    /// replaced load's cleanup, racing the new load's lookup, must not send it to the server again.
+    @MainActor
+    @Test func aWiderLoadReplacingOneThatWaitsForADecodeSlotTakesItsBytes() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs(
+            [PixelSize(width: 300, height: 200), PixelSize(width: 300, height: 200)], into: folder.url)
+        let server = try TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let gate = GatedDecoder()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+            $0.decodeConcurrency = 1
+        }
+        // The one decode slot is held by another image.
+        let busy = Task { try await store.image(for: ImageRequest(url: server.url("/images/1.jpg"))) }
+        try await waitUntil { gate.enteredCount == 1 }
+        let url = server.url("/images/0.jpg")
+        let first = store.load(ImageRequest(url: url, targetWidth: 100)) { _ in }
+        try await waitUntil { store.decodingOriginals.withLock { $0[url.cacheKey] != nil } }
+        let widths = LockedBox([Int?]())
+        _ = store.load(ImageRequest(url: url, targetWidth: 200), replacing: first) { image in
+            widths.withLock { $0.append(image?.pixelSize.width) }
+        }
+        gate.open()
+        _ = try await busy.value
+        try await waitUntil { !widths.withLock { $0 }.isEmpty }
+        #expect(widths.withLock { $0 } == [200])
+        #expect(try await server.hits(for: "/images/0.jpg") == 1, "the replaced load's bytes were fetched again")
+    }
+}
+
 /// Polls `condition` every 10 ms for up to 60 s (a loaded machine or a sanitizer build is slow);
 /// fails the test if it never holds.
 func waitUntil(
