@@ -41,7 +41,7 @@ extension ImageDecoders {
         {
             let screen = file.screenSize
             guard screen.width > 0, screen.height > 0 else { throw corrupt("zero width or height (\(screen))") }
-            try checkBudget(screen, context)
+            try context.checkBudget(screen.pixelCount, format: .gif)
             var transparentIndex: Int?
             while true {
                 switch try file.nextRecordType() {
@@ -55,7 +55,7 @@ extension ImageDecoders {
                     }
                 case IMAGE_DESC_RECORD_TYPE:
                     let frame = GIFFrame(try file.readImageDescriptor(), transparentIndex: transparentIndex)
-                    try checkBudget(frame.size, context)
+                    try context.checkBudget(frame.size.pixelCount, format: .gif)
                     guard let palette = frame.palette(global: file.handle.pointee.SColorMap) else {
                         throw corrupt("no color table for the first image")
                     }
@@ -76,15 +76,6 @@ extension ImageDecoders {
             }
             guard status == GIF_OK else { throw corrupt("graphics control extension of \(block.count - 1) bytes") }
             return control.TransparentColor == NO_TRANSPARENT_COLOR ? nil : Int(control.TransparentColor)
-        }
-
-        private static func checkBudget(_ size: PixelSize, _ context: ImageDecodingContext)
-            throws(ImageDecodingError)
-        {
-            guard size.pixelCount > context.pixelBudget else { return }
-            let reason = ImageDecodingError.Reason.pixelBudgetExceeded(
-                pixels: size.pixelCount, budget: context.pixelBudget)
-            throw ImageDecodingError(format: .gif, reason: reason)
         }
 
         private static func corrupt(_ message: String) -> ImageDecodingError {

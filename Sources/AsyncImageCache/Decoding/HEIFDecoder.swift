@@ -39,9 +39,9 @@ extension ImageDecoders {
         public func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
             let format: ImageFormat = context.header.format == .avif ? .avif : .heif
             guard !data.isEmpty else { throw ImageDecodingError(format: format, reason: .truncated) }
-            try Self.checkBudget(context.header.storedSize, format: format, context)
+            try context.checkBudget(context.header.storedSize.pixelCount, format: format)
             // What the codec streams say they code, which libheif allocates whatever the file declares.
-            if let coded = HEIFCodedSize.largest(in: data) { try Self.checkBudget(coded, format: format, context) }
+            if let coded = HEIFCodedSize.largest(in: data) { try context.checkBudget(coded.pixelCount, format: format) }
             let cleanAperture = ImageHeader.heifCleanAperture(in: data)
             return try Self.withPrimaryImage(data, format: format) { handle throws(ImageDecodingError) in
                 // A thumbnail shows the whole picture, so one of a cropped image would need cropping too.
@@ -105,7 +105,7 @@ extension ImageDecoders {
             let stored = PixelSize(
                 width: Int(heif_image_handle_get_ispe_width(handle)),
                 height: Int(heif_image_handle_get_ispe_height(handle)))
-            try checkBudget(stored, format: format, context)
+            try context.checkBudget(stored.pixelCount, format: format)
             guard let options = heif_decoding_options_alloc() else {
                 throw ImageDecodingError(format: format, reason: .corrupt("out of memory"))
             }
@@ -122,7 +122,7 @@ extension ImageDecoders {
             let decoded = PixelSize(
                 width: Int(heif_image_get_primary_width(image)), height: Int(heif_image_get_primary_height(image)))
             // A coded image larger than its declared size (ispe) is only seen here, after libheif made it.
-            try checkBudget(decoded, format: format, context)
+            try context.checkBudget(decoded.pixelCount, format: format)
             var stride: Int32 = 0
             guard decoded.width > 0, decoded.height > 0,
                 let plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride),
@@ -253,16 +253,6 @@ extension ImageDecoders {
             guard let handle else { throw ImageDecodingError(format: format, reason: .corrupt("no primary image")) }
             defer { heif_image_handle_release(handle) }
             return try body(handle)
-        }
-
-        private static func checkBudget(_ size: PixelSize, format: ImageFormat, _ context: ImageDecodingContext)
-            throws(ImageDecodingError)
-        {
-            guard size.pixelCount <= context.pixelBudget else {
-                let reason = ImageDecodingError.Reason.pixelBudgetExceeded(
-                    pixels: size.pixelCount, budget: context.pixelBudget)
-                throw ImageDecodingError(format: format, reason: reason)
-            }
         }
 
         private static func check(_ error: heif_error, format: ImageFormat) throws(ImageDecodingError) {

@@ -24,6 +24,13 @@ public struct ImageDecodingContext: Sendable {
 
     /// The default pixel budget: 64 megapixels, a 256 MiB RGBA bitmap.
     public static let defaultPixelBudget = 64 * 1024 * 1024
+
+    /// Throws ``ImageDecodingError/Reason/pixelBudgetExceeded(pixels:budget:)``, naming `format`, when
+    /// `pixels` are more than ``pixelBudget``: the check a decoder makes before it allocates.
+    func checkBudget(_ pixels: Int, format: ImageFormat) throws(ImageDecodingError) {
+        guard pixels > pixelBudget else { return }
+        throw ImageDecodingError(format: format, reason: .pixelBudgetExceeded(pixels: pixels, budget: pixelBudget))
+    }
 }
 
 /// A capability that turns encoded bytes into a ``Bitmap`` in stored orientation.

@@ -31,7 +31,7 @@ extension ImageDecoders {
             let size = context.coveringSize
             // A JPEG of one scan decodes at a reduced scale; a progressive one, and other formats, hold
             // their full size (see `imageIODecodedPixels(of:)`).
-            try Self.checkBudget(context.imageIODecodedPixels(of: data), context)
+            try context.checkBudget(context.imageIODecodedPixels(of: data), format: format)
 
             guard let source = CGImageSourceCreateWithData(data as CFData, nil) else {
                 throw ImageDecodingError(format: format, reason: .corrupt("ImageIO cannot open the data"))
@@ -55,7 +55,7 @@ extension ImageDecoders {
             }
             try Self.check(CGImageSourceGetStatusAtIndex(source, 0), format: format)
             // The header and ImageIO could disagree on the size; the bitmap allocated here is checked too.
-            try Self.checkBudget(image.width * image.height, context)
+            try context.checkBudget(image.width * image.height, format: format)
             guard let bitmap = Self.bitmap(from: image) else {
                 throw ImageDecodingError(format: format, reason: .corrupt("cannot draw the decoded image"))
             }
@@ -81,13 +81,6 @@ extension ImageDecoders {
             }
             guard drawn else { return nil }
             return Bitmap(width: width, height: height, premultipliedPixels: pixels)
-        }
-
-        private static func checkBudget(_ pixels: Int, _ context: ImageDecodingContext) throws(ImageDecodingError) {
-            guard pixels <= context.pixelBudget else {
-                let reason = ImageDecodingError.Reason.pixelBudgetExceeded(pixels: pixels, budget: context.pixelBudget)
-                throw ImageDecodingError(format: context.header.format, reason: reason)
-            }
         }
 
         /// Throws for every status but complete.

@@ -44,7 +44,7 @@ extension ImageDecoders {
             try check(WebPGetFeatures(base, bytes.count, &features))
             let canvas = PixelSize(width: Int(features.width), height: Int(features.height))
             let output = canvas.scaledDown(toCover: context.minimumSize)
-            try checkBudget(output, context)
+            try context.checkBudget(output.pixelCount, format: .webp)
             if features.has_animation != 0 {
                 // Frame 1's own bitstream is checked there; the canvas is only ever made at the output size.
                 return try WebPFirstFrame(bytes).decode(canvas: canvas, output: output, context: context)
@@ -97,15 +97,9 @@ extension ImageDecoders {
         static func checkFullSizeBuffers(
             _ features: WebPBitstreamFeatures, size: PixelSize, _ context: ImageDecodingContext
         ) throws(ImageDecodingError) {
-            if features.format == 2 || features.has_alpha != 0 { try checkBudget(size, context) }
-        }
-
-        /// Throws when `size` has more pixels than `context` allows.
-        static func checkBudget(_ size: PixelSize, _ context: ImageDecodingContext) throws(ImageDecodingError) {
-            guard size.pixelCount > context.pixelBudget else { return }
-            let reason = ImageDecodingError.Reason.pixelBudgetExceeded(
-                pixels: size.pixelCount, budget: context.pixelBudget)
-            throw ImageDecodingError(format: .webp, reason: reason)
+            if features.format == 2 || features.has_alpha != 0 {
+                try context.checkBudget(size.pixelCount, format: .webp)
+            }
         }
 
         /// Throws the error for a libwebp status other than `VP8_STATUS_OK`.
