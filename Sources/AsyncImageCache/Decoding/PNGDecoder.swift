@@ -43,9 +43,7 @@ extension ImageDecoders {
         func decode(_ data: Data, context: ImageDecodingContext, resizedTo size: PixelSize)
             throws(ImageDecodingError) -> Bitmap?
         {
-            guard !data.isEmpty else { throw ImageDecodingError(format: .png, reason: .truncated) }
-            try Self.refuseSidesOverLibpngsLimit(data)
-            return try Self.ignoringGammaUnderProfile(data).withUnsafeBytes { bytes in
+            try Self.readable(data).withUnsafeBytes { bytes in
                 Self.decodeStreaming(bytes.bindMemory(to: UInt8.self), context: context, resizedTo: size)
             }.get()
         }
@@ -53,9 +51,7 @@ extension ImageDecoders {
         /// Every row of `data` through the row reader into a full bitmap, `nil` where ``decode(_:context:resizedTo:)``
         /// would be: what the resize consumes, for tests to compare with the simplified API's pixels.
         func decodeRowByRow(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap? {
-            guard !data.isEmpty else { throw ImageDecodingError(format: .png, reason: .truncated) }
-            try Self.refuseSidesOverLibpngsLimit(data)
-            return try Self.ignoringGammaUnderProfile(data).withUnsafeBytes { bytes in
+            try Self.readable(data).withUnsafeBytes { bytes in
                 Self.withRowReader(bytes.bindMemory(to: UInt8.self), context: context) { reader, size, _ in
                     var pixels = [UInt8](repeating: 0, count: size.pixelCount * 4)
                     let read = cpng_reader_read_rows(reader, &pixels, size.width * 4, UInt32(size.height)) == 0
@@ -140,9 +136,7 @@ extension ImageDecoders {
         func decode(_ data: Data, context: ImageDecodingContext, sixteenBitPath: SixteenBitPath)
             throws(ImageDecodingError) -> Bitmap
         {
-            guard !data.isEmpty else { throw ImageDecodingError(format: .png, reason: .truncated) }
-            try Self.refuseSidesOverLibpngsLimit(data)
-            return try Self.ignoringGammaUnderProfile(data).withUnsafeBytes { bytes in
+            try Self.readable(data).withUnsafeBytes { bytes in
                 Self.decode(bytes, context: context, sixteenBitPath: sixteenBitPath)
             }.get()
         }
@@ -150,19 +144,20 @@ extension ImageDecoders {
         /// libpng's longest side: it refuses a larger IHDR as "Invalid IHDR data", which would read as damage.
         static let longestSide = 1_000_000
 
-        /// Throws ``ImageDecodingError/Reason/unsupportedFeature(_:)`` for an IHDR that declares a side
-        /// over ``longestSide``: a valid file (the PNG format allows 2^31 - 1) that libpng will not read,
-        /// and that no refetch would mend. Anything else is left to libpng.
-        private static func refuseSidesOverLibpngsLimit(_ data: Data) throws(ImageDecodingError) {
-            // The signature, IHDR's length and type, then its width and height, big-endian.
-            let start = data.startIndex
-            guard data.count >= 24, data[(start + 12)..<(start + 16)].elementsEqual("IHDR".utf8) else { return }
-            func side(at offset: Int) -> Int {
-                (0..<4).reduce(0) { $0 << 8 | Int(data[start + offset + $1]) }
-            }
-            if side(at: 16) > longestSide || side(at: 20) > longestSide {
+        /// `data` as libpng should read it (see ``ignoringGammaUnderProfile(_:)``), after the checks every
+        /// decode starts with: empty data is truncated, and an IHDR with a side over ``longestSide`` throws
+        /// ``ImageDecodingError/Reason/unsupportedFeature(_:)``, a valid file (the PNG format allows
+        /// 2^31 - 1) that libpng will not read and no refetch would mend. Anything else is left to libpng.
+        private static func readable(_ data: Data) throws(ImageDecodingError) -> Data {
+            guard !data.isEmpty else { throw ImageDecodingError(format: .png, reason: .truncated) }
+            // The signature, IHDR's length and type, then its width and height.
+            let bytes = HeaderBytes(data, format: .png)
+            if bytes.matches("IHDR", at: 12), let width = try? bytes.uint32BE(at: 16),
+                let height = try? bytes.uint32BE(at: 20), max(width, height) > longestSide
+            {
                 throw ImageDecodingError(format: .png, reason: .unsupportedFeature("a side over 1,000,000 pixels"))
             }
+            return ignoringGammaUnderProfile(data)
         }
 
         /// `data` without its gAMA chunks when it also has an `iCCP` chunk that ``ColorProfile`` reads for
