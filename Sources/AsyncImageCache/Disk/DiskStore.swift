@@ -75,7 +75,12 @@ final class DiskStore: Sendable {
 
     /// The path of the file that holds `url`'s bytes.
     func filePath(for url: URL) -> String {
-        directoryPath + SHA256.hexDigest(of: url.absoluteString)
+        directoryPath + Self.fileName(for: url)
+    }
+
+    /// The name of the file that holds `url`'s bytes: the hex SHA-256 of its absolute string.
+    private static func fileName(for url: URL) -> String {
+        SHA256.hexDigest(of: url.absoluteString)
     }
 
     /// The bytes stored for `url`, marking the file used; `nil` when there are none.
@@ -213,7 +218,7 @@ final class DiskStore: Sendable {
         if let metadata {
             try? attributes.setValue(metadata.encoded, named: HTTPCacheMetadata.attributeName, atPath: temporary.path)
         }
-        let name = SHA256.hexDigest(of: url.absoluteString)
+        let name = Self.fileName(for: url)
         let destination = directoryPath + name
         // Room is made before the file appears, so the budget holds throughout, not only once a
         // trim catches up. Commits go one at a time on the trim queue (never the caller's thread:
