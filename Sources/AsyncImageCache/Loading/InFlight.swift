@@ -94,10 +94,7 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 return nil
             }
             if run.waiters.isEmpty {
-                if run.holds == 0 {
-                    state.runs[key] = nil
-                    run.task?.cancel()
-                }
+                Self.cancelIfUnwanted(run, key, &state)
             } else if let highest = run.waiters.values.map(\.priority).max(), highest < waiter.priority {
                 // The waiter that raised the run has gone: a prefetch a passing row joined queues as a
                 // prefetch again, behind the visible loads.
@@ -125,11 +122,15 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         state.withLock { state in
             run.holds -= 1
             // No waiter came: the run is cancelled as its last waiter's leaving would have done.
-            if run.holds == 0, run.waiters.isEmpty, state.runs[key] === run {
-                state.runs[key] = nil
-                run.task?.cancel()
-            }
+            Self.cancelIfUnwanted(run, key, &state)
         }
+    }
+
+    /// Removes and cancels `run`, still the one in flight for `key`, once nobody waits for it or holds it.
+    private static func cancelIfUnwanted(_ run: Run, _ key: Key, _ state: inout State) {
+        guard run.waiters.isEmpty, run.holds == 0, state.runs[key] === run else { return }
+        state.runs[key] = nil
+        run.task?.cancel()
     }
 
     private func finish(_ key: Key, run: Run, outcome: Outcome) {
