@@ -18,22 +18,16 @@ extension ImageHeader {
             return true
         }
         if let header { return header }
-        throw bytes.corrupt(end == 0xD9 ? "end of image before a frame header" : "scan before a frame header")
+        throw bytes.corrupt(end.marker == 0xD9 ? "end of image before a frame header" : "scan before a frame header")
     }
 
     /// Walks a JPEG's marker segments after SOI, up to its first scan, calling `visit` with each
     /// segment's marker, the offset of its 2-byte length and that length, until `visit` returns false.
-    /// Returns the marker the walk stopped at: SOS (0xDA), EOI (0xD9) or the one `visit` stopped on.
+    /// Returns the marker the walk stopped at, SOS (0xDA), EOI (0xD9) or the one `visit` stopped on, and
+    /// the offset just past it (for SOS, that of the scan header's 2-byte length).
     /// Throws `.truncated` when the bytes end first and `.corrupt` where no marker or length makes sense.
+    @discardableResult
     static func walkJPEGSegments(
-        _ bytes: HeaderBytes, _ visit: (UInt8, Int, Int) throws(ImageDecodingError) -> Bool
-    ) throws(ImageDecodingError) -> UInt8 {
-        try walkJPEGSegmentsToMarker(bytes, visit).marker
-    }
-
-    /// ``walkJPEGSegments(_:_:)`` that also returns the offset just past the marker it stopped at:
-    /// for SOS, that of the scan header's 2-byte length.
-    static func walkJPEGSegmentsToMarker(
         _ bytes: HeaderBytes, _ visit: (UInt8, Int, Int) throws(ImageDecodingError) -> Bool
     ) throws(ImageDecodingError) -> (marker: UInt8, offset: Int) {
         var offset = 2  // after SOI

@@ -36,7 +36,7 @@ extension ImageHeader {
         guard bytes.matches([0xFF, 0xD8], at: 0) else { return true }
         var frame: (marker: UInt8, components: Int)?
         do {
-            let end = try walkJPEGSegmentsToMarker(bytes) { marker, offset, length throws(ImageDecodingError) in
+            let end = try walkJPEGSegments(bytes) { marker, offset, length throws(ImageDecodingError) in
                 // Precision, height and width, then the component count.
                 if isStartOfFrame(marker), frame == nil, length >= 8 {
                     frame = (marker, Int(try bytes.byte(at: offset + 7)))

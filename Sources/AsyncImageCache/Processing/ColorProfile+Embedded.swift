@@ -73,7 +73,7 @@ extension ColorProfile {
         var iccBroken = false
         var components: Int?
         do {
-            _ = try ImageHeader.walkJPEGSegments(bytes) { marker, offset, length throws(ImageDecodingError) in
+            try ImageHeader.walkJPEGSegments(bytes) { marker, offset, length throws(ImageDecodingError) in
                 let payload = try bytes.window(at: offset + 2, length: length - 2)
                 // The frame header: precision, height and width, then the component count.
                 if ImageHeader.isStartOfFrame(marker), components == nil, payload.count >= 6 {
