@@ -17,30 +17,6 @@ import Testing
         #expect(disk.data(for: url) == bytes)
         #expect(disk.pixelSize(for: url) == PixelSize(width: 4, height: 3))
     }
-
-    @Test func aTemporaryFileOfAProcessThatEndedIsStillRemoved() throws {
-        let folder = TemporaryDirectory("disk-shared")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "exit 0"]
-        try process.run()
-        process.waitUntilExit()
-        let leftover = folder.url.appendingPathComponent(".tmp-\(process.processIdentifier)-interrupted")
-        try Data([1, 2, 3]).write(to: leftover)
-        _ = DiskStore(directory: folder.url, byteLimit: 1 << 20)
-        #expect(!FileManager.default.fileExists(atPath: leftover.path))
-    }
-
-    @Test func aLeftoverNamedWithThisProcesssIdButNoWriteInProgressIsRemoved() throws {
-        // An earlier process with the same id (a container's main process is often pid 1 on every
-        // launch) was interrupted mid-write: no store of this process is writing that file.
-        let folder = TemporaryDirectory("disk-shared")
-        let leftover = folder.url.appendingPathComponent(".tmp-\(getpid())-interrupted")
-        try Data([1, 2, 3]).write(to: leftover)
-        _ = DiskStore(directory: folder.url, byteLimit: 1 << 20)
-        #expect(
-            !FileManager.default.fileExists(atPath: leftover.path), "the leftover stays forever, outside the budget")
-    }
 }
 
 /// The real attributes, except that setting one first opens a second store on `directory`, as
