@@ -40,7 +40,7 @@ public struct ImageRequest: Hashable, Sendable, CustomStringConvertible {
     ///     `0` by default. See ``cornerPixelRadius`` for a source narrower than `targetWidth`.
     public init(url: URL, targetWidth: CGFloat? = nil, cornerRadius: CGFloat = 0) {
         self.url = url
-        self.urlKey = url.absoluteString
+        self.urlKey = url.cacheKey
         self.targetPixelWidth = targetWidth.flatMap(Self.wholePixels).flatMap { $0 >= 1 ? $0 : nil }
         self.cornerPixelRadius = max(0, Self.wholePixels(cornerRadius) ?? 0)
     }

@@ -78,9 +78,9 @@ final class DiskStore: Sendable {
         directoryPath + Self.fileName(for: url)
     }
 
-    /// The name of the file that holds `url`'s bytes: the hex SHA-256 of its absolute string.
+    /// The name of the file that holds `url`'s bytes: the hex SHA-256 of its ``URL/cacheKey``.
     private static func fileName(for url: URL) -> String {
-        SHA256.hexDigest(of: url.absoluteString)
+        SHA256.hexDigest(of: url.cacheKey)
     }
 
     /// The bytes stored for `url`, marking the file used; `nil` when there are none.
@@ -148,7 +148,7 @@ final class DiskStore: Sendable {
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: directoryLength + 65) { buffer in
             _ = buffer.initialize(from: directoryPathBytes)
             SHA256.writeHexDigest(
-                of: url.absoluteString,
+                of: url.cacheKey,
                 into: UnsafeMutableBufferPointer(rebasing: buffer[directoryLength..<(directoryLength + 64)]))
             buffer[directoryLength + 64] = 0
             return buffer.withMemoryRebound(to: CChar.self) { body($0.baseAddress!) }

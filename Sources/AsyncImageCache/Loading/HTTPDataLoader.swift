@@ -103,7 +103,7 @@ public final class HTTPDataLoader: DataLoading {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw .unsupportedURL(url)
         }
-        let response = try await response(for: URLRequest(url: url))
+        let response = try await response(for: URLRequest(url: url.withLowercaseScheme))
         guard response.statusCode != 304 else { throw .httpStatus(code: 304, url: url) }
         return response.body
     }
@@ -116,7 +116,7 @@ public final class HTTPDataLoader: DataLoading {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw .unsupportedURL(url)
         }
-        var request = URLRequest(url: url)
+        var request = URLRequest(url: url.withLowercaseScheme)
         if let tag = validators?.entityTag { request.setValue(tag, forHTTPHeaderField: "If-None-Match") }
         if let date = validators?.lastModified { request.setValue(date, forHTTPHeaderField: "If-Modified-Since") }
         let response = try await self.response(for: request)

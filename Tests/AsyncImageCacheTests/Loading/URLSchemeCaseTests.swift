@@ -1,0 +1,34 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// Schemes are case-insensitive (RFC 3986): `HTTP://` loads, and shares its entries with `http://`.
+@Suite struct URLSchemeCaseTests {
+    @Test func anUpperCaseSchemeLoadsAndSharesTheLowerCaseEntries() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 320, height: 240)], into: folder.url)
+        let server = try TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        let lower = server.url("/images/0.jpg")
+        let upper = try #require(URL(string: "HTTP" + lower.absoluteString.dropFirst("http".count)))
+
+        let image = try await store.image(for: ImageRequest(url: upper, targetWidth: 100))
+        #expect(image.pixelSize == PixelSize(width: 100, height: 75))
+        #expect(store.cachedImage(for: ImageRequest(url: lower, targetWidth: 100)) != nil)
+        #expect(store.cachedPixelSize(for: lower) == CGSize(width: 320, height: 240))
+        #expect(store.diskFileNames == [SHA256.hexDigest(of: lower.absoluteString)])
+        _ = try await store.image(for: ImageRequest(url: lower, targetWidth: 200))
+        #expect(try await server.hits(for: "/images/0.jpg") == 1)
+    }
+
+    @Test func onlyTheSchemeIsFolded() throws {
+        let url = try #require(URL(string: "Data:image/png;base64,QUJD"))
+        #expect(url.cacheKey == "data:image/png;base64,QUJD")
+        let path = try #require(URL(string: "HTTPS://Example.com/A.JPG?Q=1"))
+        #expect(path.cacheKey == "https://Example.com/A.JPG?Q=1")
+        let relative = try #require(URL(string: "Photos/A:B.jpg"))
+        #expect(relative.cacheKey == relative.absoluteString)
+    }
+}
