@@ -10,8 +10,8 @@ extension ImageStore {
     /// let store = try ImageStore(configuration: configuration)
     /// ```
     public struct Configuration: Sendable {
-        /// The store's name: its folder under ``rootDirectory``. Letters, digits, `-`, `_` and `.`;
-        /// not `.` or `..`. `"default"` by default.
+        /// The store's name: its folder under ``rootDirectory``. At most 255 ASCII letters, digits, `-`,
+        /// `_` and `.`, with no `..` in it (so not `.` or `..` either). `"default"` by default.
         public var name: String
         /// The most entries in each memory tier (variants, originals); 150 by default.
         public var memoryCountLimit = 150
@@ -92,21 +92,27 @@ extension ImageStore {
 
     /// Why a configuration was refused.
     public enum ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
-        /// The name is empty, `.` or `..`, or has a character other than letters, digits, `-`, `_`, `.`.
+        /// The name is empty, `.`, longer than a file name may be (255 bytes), has `..` in it, or has a
+        /// character other than ASCII letters, digits, `-`, `_` and `.`.
         case invalidName(String)
 
         /// One line saying what is wrong.
         public var description: String {
             switch self {
             case .invalidName(let name):
-                "invalid store name \"\(name)\": use letters, digits, '-', '_' and '.', not a path"
+                "invalid store name \(String(reflecting: name)): use at most 255 ASCII letters, digits, '-', '_' "
+                    + "and '.', without '..': a folder name, not a path"
             }
         }
     }
 
     static func validate(name: String) throws(ConfigurationError) {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
-        guard !name.isEmpty, name != ".", name != "..", !name.contains(".."), name.allSatisfy(allowed.contains) else {
+        // Past 255 bytes the folder cannot be made (ENAMETOOLONG), and the store would quietly keep
+        // nothing on disk.
+        guard !name.isEmpty, name.utf8.count <= 255, name != ".", !name.contains(".."),
+            name.allSatisfy(allowed.contains)
+        else {
             throw .invalidName(name)
         }
     }

@@ -73,11 +73,23 @@ import Testing
         #expect(store.diskFileNames.isEmpty)
     }
 
-    @Test(arguments: ["a/b", "..", "../escape", "", ".", "a\\b", "name with space"])
+    @Test(arguments: ["a/b", "..", "../escape", "", ".", "a\\b", "name with space", String(repeating: "n", count: 256)])
     func aStoreNameThatIsNotAPlainFolderNameIsRejected(name: String) {
         #expect(throws: ImageStore.ConfigurationError.invalidName(name)) {
             try ImageStore(configuration: ImageStore.Configuration(name: name))
         }
+    }
+
+    /// The longest name a folder may have works: the store keeps its files in that folder.
+    @Test func aStoreNameOfTheLongestFileNameKeepsItsFilesOnDisk() async throws {
+        let root = TemporaryDirectory("root")
+        var configuration = ImageStore.Configuration(name: String(repeating: "n", count: 255))
+        configuration.rootDirectory = root.url
+        let store = try ImageStore(configuration: configuration)
+        let png = try SampleImages.png(width: 4, height: 3)
+        try store.disk.store(
+            png, pixelSize: PixelSize(width: 4, height: 3), for: URL(string: "https://example.com/a.png")!)
+        #expect(store.diskUsage().fileCount == 1)
     }
 
     @Test func theDefaultFolderFollowsXDGCacheHome() {
