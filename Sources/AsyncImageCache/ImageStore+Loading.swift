@@ -283,6 +283,9 @@ extension ImageStore {
         guard !Task.isCancelled else { return .failure(.cancelled) }
         report(.fetch, url)
         let stamp = url.isFileURL ? fileStamp(of: url) : nil
+        if let stamp, stamp.byteCount > Self.largeFileBytes, let error = Self.headerError(ofFileAt: url) {
+            return .failure(.decodingFailed(error))
+        }
         let data: Data
         let policy: HTTPCachePolicy
         do {
@@ -308,6 +311,22 @@ extension ImageStore {
                     original, origin: .source, policy: url.isRemote ? policy : nil, generation: generation))
         } catch {
             return .failure(.decodingFailed(error))
+        }
+    }
+
+    /// Past this size a file is read whole only once its first bytes start an image.
+    static let largeFileBytes = 16 << 20
+
+    /// Why the file at `url` cannot be an image, from its first 16 KiB: a 3 GB file named `.jpg`
+    /// that is not one is turned away without being read into memory. `nil` when those bytes start
+    /// an image, or a header that runs past them.
+    private static func headerError(ofFileAt url: URL) -> ImageDecodingError? {
+        guard let prefix = DiskStore.prefix(ofFileAtPath: url.path, maxLength: 16 * 1024) else { return nil }
+        do {
+            _ = try ImageHeader.parse(prefix)
+            return nil
+        } catch {
+            return error.reason == .truncated ? nil : error
         }
     }
 
