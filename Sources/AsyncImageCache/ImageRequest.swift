@@ -17,12 +17,13 @@ public struct ImageRequest: Hashable, Sendable, CustomStringConvertible {
     /// than comparing `URL` values and keeps `cachedImage(for:)` fast during layout.
     private let urlKey: String
     /// The width in pixels to scale the image to, keeping its aspect ratio; `nil` keeps the natural
-    /// size. Rounded to the nearest whole pixel; a value that rounds below 1 (or is not finite)
-    /// means `nil`.
+    /// size. Rounded to the nearest whole pixel and capped at 1,000,000 (beyond any real image); a
+    /// value that rounds below 1 (or is not finite) means `nil`.
     public let targetPixelWidth: Int?
     /// The corner radius in pixels at ``targetPixelWidth`` (at the natural width when that is
-    /// `nil`); `0`, the default, leaves corners square. Rounded to the nearest whole pixel; negative
-    /// values mean `0`.
+    /// `nil`); `0`, the default, leaves corners square. Rounded to the nearest whole pixel and capped
+    /// at 1,000,000; negative and non-finite values mean `0`. Corners never reach past half the
+    /// image's shorter side.
     ///
     /// A source narrower than ``targetPixelWidth`` is prepared at its own width, never scaled up,
     /// and its radius shrinks in proportion, so the corners look as asked when the image is drawn

@@ -10,8 +10,9 @@ public final class ImageLoadTask: Sendable {
 
     /// Stops waiting for the image. The completion handler still runs once, with `nil`, unless it
     /// already ran: cancel on the main thread (as when a cell is reused) and it cannot deliver the
-    /// image afterwards. The download and decode stop too unless another load is waiting for the same
-    /// image.
+    /// image afterwards. Unless another load is waiting for the same image, the download stops and a
+    /// decode not yet started never starts; a decode already running finishes, and its image is kept
+    /// in memory for the next request.
     public func cancel() {
         task.cancel()
     }
@@ -23,6 +24,9 @@ extension ImageStore {
     ///
     /// Concurrent loads of the same request share one fetch and one decode; loads of the same URL
     /// at different widths share one fetch. For the reason of a failure use ``image(for:)``.
+    ///
+    /// The image may be wider than `request` asks for: a larger decode already in memory that looks
+    /// the same at this width serves it, as for ``cachedImage(for:)``. Draw it scaled to the frame.
     ///
     /// The load starts once the main actor is free, then fetches and decodes off it: a load started
     /// and cancelled in the same turn of the main actor, as rows flung past in one frame are, fetches
@@ -58,10 +62,12 @@ extension ImageStore {
         return ImageLoadTask(task)
     }
 
-    /// Loads the image for `request`.
+    /// Loads the image for `request`. As with ``load(_:completion:)``, it may be wider than asked for
+    /// when a larger decode that looks the same is already in memory.
     ///
-    /// Cancelling the calling task stops waiting at once, and stops the download and decode when
-    /// no other load waits for them.
+    /// Cancelling the calling task stops waiting at once and, when no other load waits for them,
+    /// stops the download and keeps a decode not yet started from starting (a decode already running
+    /// finishes, and its image is kept in memory).
     ///
     /// - Throws: ``ImageLoadingError`` saying what failed; ``ImageLoadingError/cancelled`` when the
     ///   task was cancelled.
