@@ -4,7 +4,8 @@ import Testing
 @testable import AsyncImageCache
 
 /// Two stores with the same name share a folder (two `ImageStore`s in one app, or an app and its
-/// extension): opening one must not delete the temporary file of a write the other has in progress.
+/// extension): opening one must not delete the temporary file of a write the other has in progress,
+/// and in one process the budget holds after every write of either.
 @Suite struct DiskStoreSharedFolderTests {
     @Test func openingTheFolderAgainDoesNotDeleteAWriteInProgress() throws {
         let folder = TemporaryDirectory("disk-shared")
@@ -16,6 +17,31 @@ import Testing
         try disk.store(bytes, pixelSize: PixelSize(width: 4, height: 3), for: url)
         #expect(disk.data(for: url) == bytes)
         #expect(disk.pixelSize(for: url) == PixelSize(width: 4, height: 3))
+    }
+
+    @Test func theBudgetHoldsAfterEveryWriteOfEitherStore() throws {
+        let folder = TemporaryDirectory("disk-shared")
+        let budget = 10_000
+        let first = DiskStore(directory: folder.url, byteLimit: budget)
+        let second = DiskStore(directory: folder.url, byteLimit: budget)
+        func write(_ store: DiskStore, _ name: String) throws {
+            try store.store(
+                Data(count: 3000), pixelSize: PixelSize(width: 1, height: 1),
+                for: URL(string: "https://example.com/\(name).jpg")!)
+        }
+        var totals: [Int] = []
+        for round in 0..<20 {
+            // The first store counts a folder that holds only its own file; the second then fills it.
+            second.removeAll()
+            try write(first, "first/\(round)-a")
+            first.waitForPendingTrims()
+            try write(second, "second/\(round)-a")
+            try write(second, "second/\(round)-b")
+            second.waitForPendingTrims()
+            try write(first, "first/\(round)-b")
+            totals.append(first.totalByteCount)
+        }
+        #expect(totals.allSatisfy { $0 <= budget }, "\(totals)")
     }
 }
 

@@ -24,12 +24,16 @@ final class DiskStore: Sendable {
     let attributes: any ExtendedAttributeStoring
 
     private static let temporaryPrefix = ".tmp-"
-    private let trimQueue = DispatchQueue(label: "AsyncImageCache.DiskStore.trim", qos: .utility)
+    /// Shared with the other stores of this process on the same folder (two `ImageStore`s with one
+    /// name): each would otherwise keep the budget only among the files it had counted.
+    private let folder: Folder
+    /// Commits, trims and removals, one at a time for every store on the folder.
+    private var trimQueue: DispatchQueue { folder.queue }
     /// Whether a background trim is queued and not yet started; writes meanwhile share it.
     private let trimIsQueued = LockedBox(false)
-    /// What this store last counted in its folder plus what it wrote since; `nil` until counted
-    /// and after removals, which recount on the next write.
-    private let usage = LockedBox<Int?>(nil)
+    /// What was last counted in the folder plus what was written since; `nil` until counted and
+    /// after removals, which recount on the next write.
+    private var usage: LockedBox<Int?> { folder.usage }
     /// Raised by every ``removeAll()``: a write that began before one is dropped, not committed.
     private let generationBox = LockedBox(0)
 
@@ -43,9 +47,33 @@ final class DiskStore: Sendable {
         self.directoryPathBytes = Array(directoryPath.utf8)
         self.byteLimit = max(0, byteLimit)
         self.attributes = attributes
+        self.folder = Folder.shared(atPath: directory.standardizedFileURL.path)
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         where name.hasPrefix(Self.temporaryPrefix) && !Self.isWriterAlive(temporaryName: name) {
             try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+        }
+    }
+
+    /// What the stores of this process open on one folder share.
+    private final class Folder: Sendable {
+        let queue = DispatchQueue(label: "AsyncImageCache.DiskStore.trim", qos: .utility)
+        let usage = LockedBox<Int?>(nil)
+
+        /// Every folder a store has open, by path; a folder goes with its last store.
+        private static let open = LockedBox([String: WeakFolder]())
+
+        private struct WeakFolder {
+            weak var folder: Folder?
+        }
+
+        static func shared(atPath path: String) -> Folder {
+            open.withLock { folders in
+                if let folder = folders[path]?.folder { return folder }
+                folders = folders.filter { $0.value.folder != nil }
+                let folder = Folder()
+                folders[path] = WeakFolder(folder: folder)
+                return folder
+            }
         }
     }
 
