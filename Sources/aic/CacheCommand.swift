@@ -95,13 +95,16 @@ enum CacheCommand: Subcommand {
             oldest = fileCount == 0 ? nil : Self.oldestUse(in: store.directory)
         }
 
-        /// The earliest modification date in `folder`: the store marks an entry used by touching it.
-        /// Hidden files are the store's unfinished writes, not entries.
+        /// The earliest modification date of a file in `folder`: the store marks an entry used by
+        /// touching it. Hidden files are the store's unfinished writes, and folders and links are
+        /// not entries: the store neither counts nor trims them.
         private static func oldestUse(in folder: URL) -> Date? {
+            let keys: Set<URLResourceKey> = [.contentModificationDateKey, .isRegularFileKey]
             let files = try? FileManager.default.contentsOfDirectory(
-                at: folder, includingPropertiesForKeys: [.contentModificationDateKey], options: .skipsHiddenFiles)
-            return files?.compactMap {
-                try? $0.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate
+                at: folder, includingPropertiesForKeys: Array(keys), options: .skipsHiddenFiles)
+            return files?.compactMap { file in
+                let values = try? file.resourceValues(forKeys: keys)
+                return values?.isRegularFile == true ? values?.contentModificationDate : nil
             }.min()
         }
 

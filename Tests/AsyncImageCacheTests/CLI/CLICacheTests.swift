@@ -45,6 +45,26 @@ import Testing
         #expect(text.stdout.contains("oldest   \(oldest) ("))
     }
 
+    @Test func theOldestEntryIsOneOfTheEntriesNotAnotherItemInTheFolder() async throws {
+        let (aic, _) = try await runnerWithCachedImages(1)
+        // Neither a folder nor a link is an entry: the store never counts, trims or clears them.
+        let folder = aic.storeFolder()
+        let aged = Date().addingTimeInterval(-10 * 86_400)
+        let subfolder = folder.appendingPathComponent("notes")
+        try FileManager.default.createDirectory(at: subfolder, withIntermediateDirectories: false)
+        try FileManager.default.setAttributes([.modificationDate: aged], ofItemAtPath: subfolder.path)
+        try FileManager.default.createSymbolicLink(
+            at: folder.appendingPathComponent("link"), withDestinationURL: subfolder)
+
+        let stats = try json(try await aic.run("cache", "stats", "--json"))
+        #expect(stats["entries"] as? Int == 1)
+        let oldestText = try #require(stats["oldest"] as? String)
+        let oldest = try #require(ISO8601DateFormatter().date(from: oldestText))
+        #expect(abs(oldest.timeIntervalSinceNow) < 3600, "the entry was written by this test: \(oldest)")
+        let trimmed = try json(try await aic.run("cache", "trim", "--json"))  // 7 days
+        #expect(trimmed["removed"] as? Int == 0)
+    }
+
     @Test func clearRemovesEveryEntryAndSaysHowMany() async throws {
         let (aic, byteCounts) = try await runnerWithCachedImages(2)
 
