@@ -135,10 +135,15 @@ extension ImageStore {
         let prepared = PreparedImage(
             bitmap, request: request, naturalWidth: fetched.original.header.displaySize.width,
             fileStamp: fetched.original.fileStamp)
-        // Bytes looked up before a `removeAll()` that ran since are delivered, not kept.
-        guard fetched.generation == disk.generation else { return .success(prepared) }
-        if fetched.claimStoring() { store(fetched, for: request.url) }
-        variants.insert(prepared, for: request)
+        // Bytes looked up before a `removeAll()` that ran since are delivered, not kept. Checked and kept
+        // in memory in one step: a `removeAll()` between the two would empty memory before they land.
+        let storesOriginal = disk.ifCurrent(fetched.generation) { () -> Bool in
+            let first = fetched.claimStoring()
+            if first { keepInMemory(fetched, for: request.url) }
+            variants.insert(prepared, for: request)
+            return first
+        }
+        if storesOriginal == true { keepOnDisk(fetched, for: request.url) }
         return .success(prepared)
     }
 
@@ -336,15 +341,19 @@ extension ImageStore {
         }
     }
 
-    /// Keeps a decoded original: in memory, in the size memo and, when remote and new, on disk.
-    private func store(_ fetched: FetchedOriginal, for url: URL) {
+    /// Keeps a decoded original in memory and in the size memo.
+    private func keepInMemory(_ fetched: FetchedOriginal, for url: URL) {
         let original = fetched.original
         if fetched.origin != .memory {
             originals.insert(original, forKey: url.cacheKey, cost: original.data.count)
         }
         sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
+    }
+
+    /// Keeps a decoded original on disk when it is remote and new.
+    private func keepOnDisk(_ fetched: FetchedOriginal, for url: URL) {
         if fetched.origin == .source, url.isRemote, let policy = fetched.policy {
-            keepRemote(original, policy: policy, for: url, generation: fetched.generation)
+            keepRemote(fetched.original, policy: policy, for: url, generation: fetched.generation)
         }
     }
 

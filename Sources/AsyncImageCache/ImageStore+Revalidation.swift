@@ -74,10 +74,14 @@ extension ImageStore {
                     context: ImageDecodingContext(
                         header: header, minimumSize: smallest, pixelBudget: configuration.pixelBudget))) != nil
             }
-            guard check == true, generation == disk.generation else { return }
-            originals.insert(original, forKey: url.cacheKey, cost: data.count)
-            sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
-            variants.removeVariants(of: url)
+            guard check == true else { return }
+            // Checked and kept in memory in one step, as a load's result is.
+            let kept: Void? = disk.ifCurrent(generation) {
+                originals.insert(original, forKey: url.cacheKey, cost: data.count)
+                sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
+                variants.removeVariants(of: url)
+            }
+            guard kept != nil else { return }
             keepRemote(original, policy: policy, for: url, generation: generation)
         }
     }

@@ -20,6 +20,61 @@ import Testing
         #expect(store.diskFileNames.isEmpty, "removeAll() ran, yet the disk tier holds \(store.diskFileNames)")
         #expect(store.cachedOriginalBytes(for: url) == nil)
     }
+
+    /// The window between a finished load's generation check and its memory inserts: `removeAll()`
+    /// runs while the load writes its bytes to disk, after the check and before the variant goes in.
+    @Test func aRemoveAllWhileALoadKeepsItsImageLeavesNothingInMemory() async throws {
+        let folder = TemporaryDirectory("remove-all-keeping")
+        let images = TemporaryDirectory("remove-all-keeping-images")
+        try SampleImages.jpeg(width: 64, height: 48).write(to: images.url.appendingPathComponent("a.jpg"))
+        let server = try TestHTTPServer(serving: images.url)
+        let attributes = RemovingAllOnFirstWrite()
+        let store = try ImageStore.makeForTesting(root: folder.url) { $0.extendedAttributes = attributes }
+        attributes.store = store
+        let url = server.url("/images/a.jpg")
+        let request = ImageRequest(url: url, targetWidth: 32)
+
+        #expect(try await store.image(for: request).pixelSize.width == 32)
+        #expect(attributes.hasRemovedAll)
+        store.waitForDiskMaintenance()
+        #expect(store.diskFileNames.isEmpty, "removeAll() ran, yet the disk tier holds \(store.diskFileNames)")
+        #expect(store.cachedImage(for: request)?.pixelSize == nil, "removeAll() returned, yet memory holds the variant")
+        #expect(store.cachedOriginalBytes(for: url) == nil)
+    }
+}
+
+/// The real attributes, except that the first one set (by the disk write of a finished load) first
+/// calls `removeAll()` on `store`, as another thread may at that moment.
+final class RemovingAllOnFirstWrite: ExtendedAttributeStoring, @unchecked Sendable {
+    // `target` and `removed` are only touched while holding `lock`.
+    private let lock = NSLock()
+    private weak var target: ImageStore?
+    private var removed = false
+
+    var store: ImageStore? {
+        get { lock.withLock { target } }
+        set { lock.withLock { target = newValue } }
+    }
+
+    var hasRemovedAll: Bool { lock.withLock { removed } }
+
+    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
+    {
+        FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
+    }
+
+    func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
+        let store = lock.withLock { () -> ImageStore? in
+            defer { removed = true }
+            return removed ? nil : target
+        }
+        store?.removeAll()
+        try FileExtendedAttributes().setValue(value, named: name, atPath: path)
+    }
+
+    func removeValue(named name: String, atPath path: String) {
+        FileExtendedAttributes().removeValue(named: name, atPath: path)
+    }
 }
 
 /// A loader whose fetches wait until ``open()`` is called, then answer `bytes` with a long lifetime.

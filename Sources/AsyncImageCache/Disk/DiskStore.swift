@@ -216,6 +216,13 @@ final class DiskStore: Sendable {
     /// The number of ``removeAll()`` calls so far: read it before fetching the bytes of a write.
     var generation: Int { generationBox.withLock { $0 } }
 
+    /// Runs `body` when no ``removeAll()`` has begun since `generation` was read, and keeps the next one
+    /// from beginning until `body` returns; `nil` without running it otherwise. What `body` puts in
+    /// memory is then in place before a store empties its memory after a `removeAll()`, or never put.
+    func ifCurrent<Result>(_ generation: Int, _ body: () -> Result) -> Result? {
+        generationBox.withLock { current in current == generation ? body() : nil }
+    }
+
     /// Stores `data` for `url` atomically, with `pixelSize` in its attribute when the file system
     /// allows, then schedules a trim. Bytes larger than the whole budget are not stored (`EFBIG`), and
     /// an older copy of `url` goes: making room for them would empty the tier, and they would go next.
