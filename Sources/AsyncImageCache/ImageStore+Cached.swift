@@ -27,12 +27,16 @@ extension ImageStore {
     /// store never transcodes), for copying or sharing.
     public func cachedOriginalBytes(for url: URL) -> (data: Data, pixelSize: CGSize)? {
         if let original = originals.value(forKey: url.cacheKey) { return (original.data, original.pixelSize.cgSize) }
+        let generation = disk.generation
         guard url.isRemote, let data = disk.data(for: url), let header = try? ImageHeader.parse(data) else {
             return nil
         }
         let original = OriginalImage(data: data, header: header, fileStamp: nil)
-        originals.insert(original, forKey: url.cacheKey, cost: data.count)
-        sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
+        // Handed out, but not kept when a `removeAll()` ran since the file was read.
+        _ = disk.ifCurrent(generation) {
+            originals.insert(original, forKey: url.cacheKey, cost: data.count)
+            sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
+        }
         return (data, original.pixelSize.cgSize)
     }
 

@@ -13,10 +13,9 @@ extension ImageStore {
     /// Empties memory and deletes every file of the disk tier. A load already under way still
     /// delivers its image but keeps nothing in either tier.
     public func removeAll() {
-        // The disk first: it raises the generation that stops loads under way from keeping what
-        // they fetched, so none of them refills memory after it is emptied.
-        disk.removeAll()
-        clearMemory()
+        // Memory is emptied as the disk raises the generation, once its files are gone: a load under
+        // way keeps nothing, and one that starts meanwhile finds nothing old.
+        disk.removeAll(emptyingMemory: clearMemory)
     }
 
     /// Deletes disk-tier files not used (read or written) for longer than `maxAge` seconds.

@@ -41,6 +41,44 @@ import Testing
         #expect(store.cachedImage(for: request)?.pixelSize == nil, "removeAll() returned, yet memory holds the variant")
         #expect(store.cachedOriginalBytes(for: url) == nil)
     }
+
+    /// The window between `removeAll()` raising the generation and emptying memory: a load that starts
+    /// then reads the new generation, yet finds the old original still in memory.
+    @Test func aLoadStartedWhileRemoveAllRunsDoesNotKeepTheOldImage() async throws {
+        let folder = TemporaryDirectory("remove-all-window")
+        let images = TemporaryDirectory("remove-all-window-images")
+        let file = images.url.appendingPathComponent("a.jpg")
+        try SampleImages.jpeg(width: 64, height: 48).write(to: file)
+        let server = try TestHTTPServer(serving: images.url)
+        let decoder = GatedDecoder(open: true)
+        let store = try ImageStore.makeForTesting(root: folder.url) { $0.decoder = decoder }
+        let url = server.url("/images/a.jpg")
+        #expect(try await store.image(for: ImageRequest(url: url, targetWidth: 32)).pixelSize.height == 24)
+        // The source changes; removeAll() is how an app drops what it has of the old image.
+        try SampleImages.jpeg(width: 64, height: 64).write(to: file)
+        // Many files, so that removeAll() takes a while deleting them: a load that has seen the new
+        // generation must not find the old original in memory meanwhile.
+        for index in 0..<300 {
+            _ = FileManager.default.createFile(
+                atPath: store.directory.appendingPathComponent("filler-\(index)").path, contents: Data([0]))
+        }
+        decoder.close()
+        let generation = store.disk.generation
+        let removal = Task.detached { store.removeAll() }
+        try await waitUntil { store.disk.generation != generation }
+        // Not served by the square-cornered variant in memory: it decodes, and waits at the gate.
+        let rounded = ImageRequest(url: url, targetWidth: 32, cornerRadius: 4)
+        let load = Task { try await store.image(for: rounded) }
+        try await waitUntil { decoder.enteredCount == 2 }
+        await removal.value
+        decoder.open()
+        _ = try await load.value
+
+        let kept = store.cachedImage(for: rounded)?.pixelSize
+        #expect(
+            kept == nil || kept == PixelSize(width: 32, height: 32),
+            "removeAll() returned, yet memory keeps the old image: \(String(describing: kept))")
+    }
 }
 
 /// The real attributes, except that the first one set (by the disk write of a finished load) first

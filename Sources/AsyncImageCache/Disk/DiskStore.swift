@@ -307,11 +307,18 @@ final class DiskStore: Sendable {
 
     /// Removes every stored file. On the trim queue, like commits: a write in progress is either
     /// committed before and removed here, or finds the generation raised and is dropped.
-    func removeAll() {
+    ///
+    /// The generation is raised once the files are gone, in one step with `emptyingMemory` (a store's
+    /// memory tiers): a load that reads the new generation finds neither the old files nor what memory
+    /// held of them, and one that read the old one keeps nothing.
+    func removeAll(emptyingMemory: () -> Void = {}) {
         trimQueue.sync {
-            generationBox.withLock { $0 += 1 }
             for entry in entries() { try? FileManager.default.removeItem(at: entry.url) }
             usage.withLock { $0 = nil }
+            generationBox.withLock { generation in
+                generation += 1
+                emptyingMemory()
+            }
         }
     }
 
