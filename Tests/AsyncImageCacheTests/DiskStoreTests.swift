@@ -115,6 +115,39 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path).count == 4)  // no temporary left
     }
 
+    /// The entries are the folder's regular files with their sizes and last-used dates; a link to a
+    /// file outside, a subfolder, a FIFO and a temporary file are not entries, and a trim that
+    /// empties the tier leaves them (and what the link points at) alone.
+    @Test func entriesAreTheRegularFilesAndATrimTouchesNothingElse() throws {
+        let folder = TemporaryDirectory("disk")
+        let outside = TemporaryDirectory("outside")
+        let target = outside.url.appendingPathComponent("keep.jpg")
+        try Data(repeating: 7, count: 5000).write(to: target)
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let url = URL(string: "https://example.com/a.jpg")!
+        try disk.store(Data(repeating: 1, count: 1234), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        try setLastUsed(of: disk.fileURL(for: url), secondsAgo: 3600)
+        try Data(repeating: 2, count: 10).write(to: folder.url.appendingPathComponent(".hidden"))
+        try FileManager.default.createSymbolicLink(
+            at: folder.url.appendingPathComponent("link"), withDestinationURL: target)
+        try FileManager.default.createDirectory(
+            at: folder.url.appendingPathComponent("sub"), withIntermediateDirectories: false)
+        #expect(mkfifo(folder.url.appendingPathComponent("fifo").path, 0o600) == 0)
+        try Data([3]).write(to: folder.url.appendingPathComponent(".tmp-1-writing"))
+
+        let entries = disk.entries().sorted { $0.name < $1.name }
+        #expect(entries.map(\.name) == [".hidden", disk.fileURL(for: url).lastPathComponent])
+        #expect(entries.map(\.byteCount) == [10, 1234])
+        let lastUsed = try #require(entries.last?.lastUsed)
+        #expect(abs(lastUsed.timeIntervalSinceNow + 3600) < 60)
+
+        disk.removeEntries(unusedFor: 0)
+        #expect(disk.entries().isEmpty)
+        let left = try FileManager.default.contentsOfDirectory(atPath: folder.url.path).sorted()
+        #expect(left == [".tmp-1-writing", "fifo", "link", "sub"])
+        #expect(try Data(contentsOf: target) == Data(repeating: 7, count: 5000))
+    }
+
     @Test func evictExpiredRemovesOnlyFilesUnusedForLongerThanMaxAge() throws {
         let folder = TemporaryDirectory("disk")
         let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
