@@ -34,6 +34,9 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
   GET /cache-bare304/<directives>/images/<name>
                                      as /cache, but its 304 carries no Cache-Control (only the
                                      validators), as many servers answer.
+  GET /cache-length304/<directives>/images/<name>
+                                     as /cache, but its 304 carries the Content-Length of the 200
+                                     (no body), as RFC 9110 8.6 allows.
   GET /alias/<n>/images/<name>       the file <name>, as /images/<name> serves it: one file under as
                                      many distinct URLs as a test needs (counted per full path).
   GET /negotiate/<stem>              content negotiation as image CDNs do it: <stem>.webp when the
@@ -164,9 +167,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_generated(path, int(rest[0]), streamed=True)
         elif head == "etag" and rest[:1] == ["images"] and len(rest) == 2:
             self.send_file(rest[1], etag=True)
-        elif head in ("cache", "cache-lm", "cache-bare304") and len(rest) == 3 and rest[1] == "images":
+        elif head in ("cache", "cache-lm", "cache-bare304", "cache-length304") and len(rest) == 3 and rest[1] == "images":
             self.send_cacheable(
-                path, rest[2], rest[0], with_etag=(head != "cache-lm"), bare_304=(head == "cache-bare304"))
+                path, rest[2], rest[0], with_etag=(head != "cache-lm"), bare_304=(head == "cache-bare304"),
+                length_304=(head == "cache-length304"))
         elif head == "alias" and len(rest) == 3 and rest[0].isdigit() and rest[1] == "images":
             self.send_file(rest[2])
         elif head == "negotiate" and len(rest) == 1:
@@ -215,7 +219,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return
         self.send_body(200, body, content_type, headers)
 
-    def send_cacheable(self, path, name, directives, with_etag, bare_304=False):
+    def send_cacheable(self, path, name, directives, with_etag, bare_304=False, length_304=False):
         found = self.read_served_file(name)
         if found is None:
             return
@@ -236,6 +240,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         code = 304 if not_modified else 200
         if not_modified and bare_304:
             headers.pop("Cache-Control", None)
+        if not_modified and length_304:
+            # RFC 9110 8.6 lets a 304 state the length a 200 would have had; it has no body all the same.
+            headers["Content-Length"] = str(len(body))
         self.state.record_status(path, code)
         content_type = CONTENT_TYPES.get(os.path.splitext(name)[1].lower(), "application/octet-stream")
         self.send_body(code, b"" if not_modified else body, None if not_modified else content_type, headers)

@@ -115,9 +115,10 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
                 return .drain(continuation, .httpStatus(code: http.statusCode, url: url))
             }
             let length = http.expectedContentLength
-            // Content-Length counts the encoded bytes; URLSession may hand over decoded ones.
+            // Content-Length counts the encoded bytes; URLSession may hand over decoded ones. A 304
+            // has no body: its Content-Length, when it has one, is the image's (RFC 9110 8.6).
             let encoding = http.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
-            if length >= 0, encoding == "identity" {
+            if length >= 0, encoding == "identity", http.statusCode != 304 {
                 guard length <= Int64(byteLimit) else {
                     return .stop(.responseTooLarge(url: url, byteLimit: byteLimit))
                 }

@@ -34,6 +34,25 @@ import FoundationNetworking
         #expect(response.header("Cache-Control") == "max-age=60")
     }
 
+    @Test func a304ThatStatesTheLengthOfTheImageIsNotModifiedNeitherTruncatedNorTooLarge() async throws {
+        // RFC 9110 8.6: a 304 may carry the Content-Length a 200 would have had; it never has a body.
+        let url = server.url("/cache-length304/no-cache/images/photo.jpg")
+        guard case .modified(let body, let policy) = try await HTTPDataLoader().loadData(for: url, revalidating: nil)
+        else {
+            Issue.record("an unconditional request was answered 304")
+            return
+        }
+        #expect(body == imageBytes)
+        for loader in [HTTPDataLoader(), HTTPDataLoader(maximumResponseBytes: imageBytes.count / 2)] {
+            let result = try await loader.loadData(for: url, revalidating: policy)
+            guard case .notModified = result else {
+                Issue.record("revalidation answered \(result)")
+                continue
+            }
+        }
+        #expect(try await server.statuses(for: "/cache-length304/no-cache/images/photo.jpg") == [200, 304, 304])
+    }
+
     @Test func requestsAcceptTheFormatsTheDecoderReadsAndAServerThatNegotiatesSendsWebP() async throws {
         try Data("RIFF-stand-in".utf8).write(to: directory.url.appendingPathComponent("photo.webp"))
         let data = try await HTTPDataLoader().loadData(for: server.url("/negotiate/photo"))
