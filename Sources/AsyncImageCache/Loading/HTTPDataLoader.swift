@@ -12,6 +12,9 @@ import FoundationNetworking
 /// transport errors. Cancelling the Swift task cancels the download and throws
 /// ``ImageLoadingError/cancelled`` at once.
 ///
+/// At most the session configuration's `httpMaximumConnectionsPerHost` downloads per host run at once;
+/// the others wait in order, and their ``timeout`` starts when they do.
+///
 /// By default it uses an ephemeral session without a `URLCache`: the store keeps its own memory and
 /// disk tiers, and a second copy of every response would only cost memory and disk. Requests carry
 /// ``acceptHeader``, so an image CDN that negotiates the format sends one this platform decodes,
@@ -77,7 +80,7 @@ public final class HTTPDataLoader: DataLoading {
         setsAccept = !(configuration.httpAdditionalHeaders ?? [:]).keys.contains {
             ($0 as? String)?.lowercased() == "accept"
         }
-        tasks = HTTPTaskTable()
+        tasks = HTTPTaskTable(connectionLimit: configuration.httpMaximumConnectionsPerHost)
         // The delegate queue is only the place where callbacks run; the table has its own lock.
         session = URLSession(configuration: configuration, delegate: tasks, delegateQueue: nil)
     }

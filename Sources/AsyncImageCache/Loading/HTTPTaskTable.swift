@@ -11,10 +11,25 @@ import FoundationNetworking
 /// callback (status, size cap), or cancellation of the Swift task. Whoever removes it resumes its
 /// continuation, outside the lock, so every load resumes exactly once; callbacks that arrive for a
 /// removed entry find nothing and do nothing.
+///
+/// At most `connectionLimit` tasks per host run at once; the others wait here, unresumed, and start in
+/// order as running ones end. Left to libcurl, the waiting ones would be resumed and queued inside it,
+/// where the session's timeout already runs: loads that never reached the server timed out.
 final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-    // Unchecked: `entries` is only read or written while holding `lock`; `lock` itself is a `let`.
+    // Unchecked: `entries`, `running` and `waiting` are only read or written while holding `lock`;
+    // `lock` and `connectionLimit` are `let`s.
     private let lock = NSLock()
     private var entries: [Int: Entry] = [:]
+    /// The most tasks per host resumed at once: the session's `httpMaximumConnectionsPerHost`.
+    private let connectionLimit: Int
+    /// The tasks resumed and not yet removed, per host.
+    private var running: [String: Int] = [:]
+    /// The tasks started but not resumed, per host, oldest first.
+    private var waiting: [String: [URLSessionTask]] = [:]
+
+    init(connectionLimit: Int) {
+        self.connectionLimit = max(1, connectionLimit)
+    }
 
     typealias Continuation = CheckedContinuation<Result<HTTPLoadedResponse, ImageLoadingError>, Never>
 
@@ -24,6 +39,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         var continuation: Continuation?
         /// Set when the Swift task was cancelled before ``HTTPTaskTable/start(_:continuation:)`` ran.
         var cancelledBeforeStart = false
+        /// Set once the task is resumed: it holds one of its host's connections.
+        var isRunning = false
         var response: HTTPURLResponse?
         /// The announced length of an unencoded body, used to detect truncation.
         var expectedBytes: Int?
@@ -43,47 +60,85 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         lock.withLock { entries[task.taskIdentifier] = Entry(url: url, byteLimit: byteLimit) }
     }
 
-    /// Stores the continuation and resumes `task`, or resumes the continuation with `.cancelled`
-    /// when the Swift task was cancelled in the meantime.
+    /// Stores the continuation and resumes `task` once its host has a free connection, or resumes the
+    /// continuation with `.cancelled` when the Swift task was cancelled in the meantime.
     func start(_ task: URLSessionTask, continuation: Continuation) {
-        let cancelled = lock.withLock {
+        enum Start { case cancelled, resume, wait }
+        let start: Start = lock.withLock {
             guard let entry = entries[task.taskIdentifier], !entry.cancelledBeforeStart else {
                 entries[task.taskIdentifier] = nil
-                return true
+                return .cancelled
             }
             entries[task.taskIdentifier]?.continuation = continuation
-            return false
+            let host = Self.host(of: entry.url)
+            guard running[host, default: 0] < connectionLimit else {
+                waiting[host, default: []].append(task)
+                return .wait
+            }
+            running[host, default: 0] += 1
+            entries[task.taskIdentifier]?.isRunning = true
+            return .resume
         }
-        if cancelled {
+        switch start {
+        case .cancelled:
             task.cancel()
             continuation.resume(returning: .failure(.cancelled))
-        } else {
+        case .resume:
             task.resume()
+        case .wait:
+            break
         }
+    }
+
+    /// The key the connection limit counts by: scheme, host and port, as libcurl reuses connections.
+    private static func host(of url: URL) -> String {
+        "\(url.scheme?.lowercased() ?? "")://\(url.host?.lowercased() ?? ""):\(url.port ?? -1)"
+    }
+
+    /// Removes the entry of `task` and frees its connection; returns the entry and the waiting task that
+    /// takes the connection, to resume once the lock is released. Call with `lock` held.
+    private func removeEntry(of task: URLSessionTask) -> (Entry?, next: URLSessionTask?) {
+        guard let entry = entries.removeValue(forKey: task.taskIdentifier) else { return (nil, nil) }
+        let host = Self.host(of: entry.url)
+        guard entry.isRunning else {
+            waiting[host]?.removeAll { $0 === task }
+            if waiting[host]?.isEmpty == true { waiting[host] = nil }
+            return (entry, nil)
+        }
+        running[host, default: 1] -= 1
+        if running[host] == 0 { running[host] = nil }
+        guard let next = waiting[host]?.first else { return (entry, nil) }
+        waiting[host]?.removeFirst()
+        if waiting[host]?.isEmpty == true { waiting[host] = nil }
+        entries[next.taskIdentifier]?.isRunning = true
+        running[host, default: 0] += 1
+        return (entry, next)
     }
 
     /// Cancels `task` for a cancelled Swift task and resumes its load with `.cancelled`.
     func cancel(_ task: URLSessionTask) {
-        let continuation: Continuation? = lock.withLock {
-            guard let entry = entries[task.taskIdentifier] else { return nil }
+        let (continuation, next): (Continuation?, URLSessionTask?) = lock.withLock {
+            guard let entry = entries[task.taskIdentifier] else { return (nil, nil) }
             guard let continuation = entry.continuation else {
                 entries[task.taskIdentifier]?.cancelledBeforeStart = true
-                return nil
+                return (nil, nil)
             }
-            entries[task.taskIdentifier] = nil
-            return continuation
+            return (continuation, removeEntry(of: task).next)
         }
         task.cancel()
+        next?.resume()
         continuation?.resume(returning: .failure(.cancelled))
     }
 
     /// Removes the entry of `task` and resumes its load with the result `finish` computes from it.
     private func complete(_ task: URLSessionTask, _ finish: (Entry) -> Result<HTTPLoadedResponse, ImageLoadingError>) {
-        let resumption: (Continuation, Result<HTTPLoadedResponse, ImageLoadingError>)? = lock.withLock {
-            guard let entry = entries.removeValue(forKey: task.taskIdentifier) else { return nil }
-            guard let continuation = entry.continuation else { return nil }
-            return (continuation, finish(entry))
-        }
+        let (resumption, next): ((Continuation, Result<HTTPLoadedResponse, ImageLoadingError>)?, URLSessionTask?) =
+            lock.withLock {
+                let (removed, next) = removeEntry(of: task)
+                guard let entry = removed, let continuation = entry.continuation else { return (nil, next) }
+                return ((continuation, finish(entry)), next)
+            }
+        next?.resume()
         if let (continuation, result) = resumption { continuation.resume(returning: result) }
     }
 

@@ -105,6 +105,47 @@ import FoundationNetworking
         #expect(data == imageBytes)
     }
 
+    @Test func loadsBeyondTheConnectionLimitWaitForAConnectionWithoutTimingOut() async throws {
+        // Two connections to the host, each answer a second late, eight loads: the last two start two
+        // seconds after the others. The timeout counts from when a load gets its connection, not
+        // from when it was asked for (before: 4 of 8 "timed out", never sent).
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 2
+        let loader = HTTPDataLoader(timeout: 2.5, sessionConfiguration: configuration)
+        let paths = (0..<8).map { "/slow/1000/alias/\($0)/images/photo.jpg" }
+        let failures = await withTaskGroup(of: String?.self) { group in
+            for path in paths {
+                let url = server.url(path)
+                group.addTask {
+                    do throws(ImageLoadingError) {
+                        return try await loader.loadData(for: url) == imageBytes ? nil : "\(path): other bytes"
+                    } catch {
+                        return "\(path): \(error)"
+                    }
+                }
+            }
+            return await group.compactMap { $0 }.reduce(into: []) { $0.append($1) }
+        }
+        #expect(failures == [])
+        #expect(try await server.hits().filter { paths.contains($0.key) }.count == 8)
+        #expect(loader.unfinishedTaskCount == 0)
+    }
+
+    @Test func aLoadCancelledWhileWaitingForAConnectionIsCancelledAndNeverSent() async throws {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 1
+        let loader = HTTPDataLoader(sessionConfiguration: configuration)
+        let first = Task { try await loader.loadData(for: server.url("/slow/1000/images/photo.jpg")) }
+        try await waitUntil { loader.unfinishedTaskCount == 1 }
+        let second = Task { try await loader.loadData(for: server.url("/alias/1/images/photo.jpg")) }
+        try await waitUntil { loader.unfinishedTaskCount == 2 }
+        second.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await second.value }
+        #expect(try await first.value == imageBytes)
+        #expect(try await server.hits(for: "/alias/1/images/photo.jpg") == 0)
+        #expect(loader.unfinishedTaskCount == 0)
+    }
+
     @Test func aBodyCutShortOfItsContentLengthIsTruncated() async throws {
         let url = server.url("/truncated/images/photo.jpg")
         let expected = imageBytes.count
