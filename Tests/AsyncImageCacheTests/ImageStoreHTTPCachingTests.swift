@@ -74,6 +74,23 @@ import Testing
         #expect(relaunched.cachedPixelSize(for: url) == CGSize(width: 320, height: 240))
     }
 
+    @Test func aResponseACDNHasKeptForItsWholeMaxAgeIsStaleAndRevalidatedAfterRelaunch() async throws {
+        // RFC 9111 4.2.3: Age says how long caches on the way have kept the response already.
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let partly = fixture.server.url("/cache-age/3000/max-age=3600/images/photo.jpg")
+        let store = try fixture.store()
+        _ = try await store.image(for: ImageRequest(url: partly, targetWidth: 100))
+        #expect(store.disk.cacheMetadata(for: partly)?.lifetime == 600)
+        let path = "/cache-age/3600/max-age=3600/images/photo.jpg"
+        let url = fixture.server.url(path)
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        try #require(store.disk.cacheMetadata(for: url)?.isStale() == true, "kept fresh for another hour")
+        let relaunched = try fixture.store()
+        _ = try await relaunched.image(for: ImageRequest(url: url, targetWidth: 80))
+        try await waitUntil { try await fixture.server.statuses(for: path) == [200, 304] }
+    }
+
     @Test func a304WithoutCacheControlKeepsTheStoredLifetime() async throws {
         // RFC 9111 4.3.4: a 304 updates only the headers it carries; before, a bare one left the
         // entry fresh forever, never revalidated again.

@@ -37,6 +37,9 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
   GET /cache-length304/<directives>/images/<name>
                                      as /cache, but its 304 carries the Content-Length of the 200
                                      (no body), as RFC 9110 8.6 allows.
+  GET /cache-age/<seconds>/<directives>/images/<name>
+                                     as /cache, with an Age header of <seconds>, as a CDN that has
+                                     kept the response that long sends it.
   GET /alias/<n>/images/<name>       the file <name>, as /images/<name> serves it: one file under as
                                      many distinct URLs as a test needs (counted per full path).
   GET /negotiate/<stem>              content negotiation as image CDNs do it: <stem>.webp when the
@@ -171,6 +174,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_cacheable(
                 path, rest[2], rest[0], with_etag=(head != "cache-lm"), bare_304=(head == "cache-bare304"),
                 length_304=(head == "cache-length304"))
+        elif head == "cache-age" and len(rest) == 4 and rest[0].isdigit() and rest[2] == "images":
+            self.send_cacheable(path, rest[3], rest[1], with_etag=True, age=rest[0])
         elif head == "alias" and len(rest) == 3 and rest[0].isdigit() and rest[1] == "images":
             self.send_file(rest[2])
         elif head == "negotiate" and len(rest) == 1:
@@ -219,7 +224,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return
         self.send_body(200, body, content_type, headers)
 
-    def send_cacheable(self, path, name, directives, with_etag, bare_304=False, length_304=False):
+    def send_cacheable(self, path, name, directives, with_etag, bare_304=False, length_304=False, age=None):
         found = self.read_served_file(name)
         if found is None:
             return
@@ -231,6 +236,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         tag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
         if with_etag:
             headers["ETag"] = tag
+        if age is not None:
+            headers["Age"] = age
         not_modified = False
         if with_etag and self.headers.get("If-None-Match") is not None:
             not_modified = self.headers.get("If-None-Match") == tag

@@ -5,8 +5,9 @@ import Foundation
 public struct HTTPCachePolicy: Sendable, Equatable {
     /// `false` for `Cache-Control: no-store`: the bytes are never written to disk.
     public var isStorable = true
-    /// Seconds the response stays fresh (`max-age`; `0` for `no-cache`); `nil` when the server
-    /// said nothing, which the store treats as fresh until evicted, as image caches commonly do.
+    /// Seconds the response stays fresh (`max-age`, less the `Age` a cache on the way such as a CDN
+    /// reports; `0` for `no-cache`); `nil` when the server said nothing, which the store treats as
+    /// fresh until evicted, as image caches commonly do.
     public var maxAge: TimeInterval?
     /// The `ETag` validator, sent back as `If-None-Match`.
     public var entityTag: String?
@@ -39,6 +40,13 @@ public struct HTTPCachePolicy: Sendable, Equatable {
             {
                 maxAge = lifetime
             }
+        }
+        // A cache on the way has kept the response `Age` seconds already (RFC 9111 4.2.3).
+        if let lifetime = maxAge,
+            let age = header("Age").flatMap({ TimeInterval($0.trimmingCharacters(in: .whitespaces)) })
+                .flatMap(Self.lifetime)
+        {
+            maxAge = max(0, lifetime - age)
         }
         entityTag = header("ETag")
         lastModified = header("Last-Modified")
