@@ -91,6 +91,22 @@ import Testing
         try await waitUntil { try await fixture.server.statuses(for: path) == [200, 304] }
     }
 
+    @Test func expiresWithoutMaxAgeSetsTheLifetimeAndAnInvalidOrPastOneIsStale() async throws {
+        // RFC 9111 4.2.1 and 5.3: Expires less Date; "0" or a date in the past means already stale.
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let store = try fixture.store()
+        let hour = fixture.server.url("/cache-expires/+3600/images/photo.jpg")
+        _ = try await store.image(for: ImageRequest(url: hour, targetWidth: 100))
+        let lifetime = try #require(store.disk.cacheMetadata(for: hour)?.lifetime, "no lifetime from Expires")
+        #expect(lifetime > 3590 && lifetime <= 3600)
+        for when in ["0", "-60"] {
+            let url = fixture.server.url("/cache-expires/\(when)/images/photo.jpg")
+            _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+            #expect(store.disk.cacheMetadata(for: url)?.isStale() == true, "Expires: \(when) kept fresh")
+        }
+    }
+
     @Test func a304WithoutCacheControlKeepsTheStoredLifetime() async throws {
         // RFC 9111 4.3.4: a 304 updates only the headers it carries; before, a bare one left the
         // entry fresh forever, never revalidated again.

@@ -40,6 +40,9 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
   GET /cache-age/<seconds>/<directives>/images/<name>
                                      as /cache, with an Age header of <seconds>, as a CDN that has
                                      kept the response that long sends it.
+  GET /cache-expires/<when>/images/<name>
+                                     as /cache with no Cache-Control, but an Expires header: +<s> or
+                                     -<s> seconds from now, or <when> as written (e.g. 0).
   GET /alias/<n>/images/<name>       the file <name>, as /images/<name> serves it: one file under as
                                      many distinct URLs as a test needs (counted per full path).
   GET /negotiate/<stem>              content negotiation as image CDNs do it: <stem>.webp when the
@@ -176,6 +179,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 length_304=(head == "cache-length304"))
         elif head == "cache-age" and len(rest) == 4 and rest[0].isdigit() and rest[2] == "images":
             self.send_cacheable(path, rest[3], rest[1], with_etag=True, age=rest[0])
+        elif head == "cache-expires" and len(rest) == 3 and rest[1] == "images":
+            self.send_cacheable(path, rest[2], "-", with_etag=True, expires=rest[0])
         elif head == "alias" and len(rest) == 3 and rest[0].isdigit() and rest[1] == "images":
             self.send_file(rest[2])
         elif head == "negotiate" and len(rest) == 1:
@@ -224,7 +229,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return
         self.send_body(200, body, content_type, headers)
 
-    def send_cacheable(self, path, name, directives, with_etag, bare_304=False, length_304=False, age=None):
+    def send_cacheable(self, path, name, directives, with_etag, bare_304=False, length_304=False, age=None,
+                       expires=None):
         found = self.read_served_file(name)
         if found is None:
             return
@@ -238,6 +244,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             headers["ETag"] = tag
         if age is not None:
             headers["Age"] = age
+        if expires is not None:
+            offset = expires.lstrip("+-")
+            if offset.isdigit() and expires[:1] in "+-":
+                when = time.time() + (int(offset) if expires[0] == "+" else -int(offset))
+                expires = email.utils.formatdate(when, usegmt=True)
+            headers["Expires"] = expires
         not_modified = False
         if with_etag and self.headers.get("If-None-Match") is not None:
             not_modified = self.headers.get("If-None-Match") == tag

@@ -5,8 +5,9 @@ import Foundation
 public struct HTTPCachePolicy: Sendable, Equatable {
     /// `false` for `Cache-Control: no-store`: the bytes are never written to disk.
     public var isStorable = true
-    /// Seconds the response stays fresh (`max-age`, less the `Age` a cache on the way such as a CDN
-    /// reports; `0` for `no-cache`); `nil` when the server said nothing, which the store treats as
+    /// Seconds the response stays fresh (`max-age`, else `Expires` less `Date`, less the `Age` a cache
+    /// on the way such as a CDN reports; `0` for `no-cache` and for an `Expires` in the past or that
+    /// is not a date, such as `0`); `nil` when the server said nothing, which the store treats as
     /// fresh until evicted, as image caches commonly do.
     public var maxAge: TimeInterval?
     /// The `ETag` validator, sent back as `If-None-Match`.
@@ -41,6 +42,12 @@ public struct HTTPCachePolicy: Sendable, Equatable {
                 maxAge = lifetime
             }
         }
+        // RFC 9111 4.2.1 and 5.3: without max-age, Expires counts from the response's Date; an invalid
+        // one ("0") is in the past.
+        if maxAge == nil, let expires = header("Expires") {
+            let sent = header("Date").flatMap(Self.httpDate) ?? Date()
+            maxAge = Self.httpDate(expires).flatMap { Self.lifetime($0.timeIntervalSince(sent)) } ?? 0
+        }
         // A cache on the way has kept the response `Age` seconds already (RFC 9111 4.2.3).
         if let lifetime = maxAge,
             let age = header("Age").flatMap({ TimeInterval($0.trimmingCharacters(in: .whitespaces)) })
@@ -50,6 +57,16 @@ public struct HTTPCachePolicy: Sendable, Equatable {
         }
         entityTag = header("ETag")
         lastModified = header("Last-Modified")
+    }
+
+    /// An HTTP date in the preferred format (RFC 9110 5.6.7), `Sun, 06 Nov 1994 08:49:37 GMT`; `nil`
+    /// for anything else (the obsolete formats included: an `Expires` in one is taken as past).
+    static func httpDate(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.date(from: text.trimmingCharacters(in: .whitespaces))
     }
 
     /// Whether a request can ask the server if the stored bytes are still current.
