@@ -12,6 +12,11 @@ import Foundation
 /// ```
 public struct ImageRequest: Hashable, Sendable, CustomStringConvertible {
     /// The image's location: `http(s):`, `file:` or `data:`.
+    ///
+    /// Every tier keys the image by this URL's `absoluteString` as written (the disk file is named by
+    /// its SHA-256), query string included: spellings of one resource that differ in text, such as
+    /// `http://h:80/a.jpg` and `http://h/a.jpg`, `%7E` and `~`, or two `#fragment`s, are separate
+    /// entries, each downloaded and stored. A redirect does not change the key.
     public let url: URL
     /// The URL's absolute string: requests compare and hash by it, which is several times cheaper
     /// than comparing `URL` values and keeps `cachedImage(for:)` fast during layout.
