@@ -197,6 +197,21 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         }
     }
 
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        // swift-corelibs-foundation unescapes a relative Location's path (`/a%2Fb.jpg` asked for
+        // `/a/b.jpg`): resolved here against the redirecting URL as RFC 3986 does, escapes kept.
+        var request = request
+        if let location = response.value(forHTTPHeaderField: "Location"), let base = response.url,
+            let target = URL(string: location, relativeTo: base)?.absoluteURL, target.host != nil
+        {
+            request.url = target
+        }
+        completionHandler(request)
+    }
+
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let failure: ImageLoadingError? = lock.withLock {
             // Appends in place through the index: a copy of the entry alive during the append would

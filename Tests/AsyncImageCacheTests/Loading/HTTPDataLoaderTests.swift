@@ -78,6 +78,13 @@ import FoundationNetworking
         #expect(try await HTTPDataLoader().loadData(for: server.url("/redirect/images/photo.jpg")) == imageBytes)
     }
 
+    @Test func aRelativeRedirectKeepsTheEscapesOfItsPath() async throws {
+        // The file's name is "a%2Fb.jpg": the server does not unescape, so only that spelling finds it.
+        try imageBytes.write(to: directory.url.appendingPathComponent("a%2Fb.jpg"))
+        #expect(try await HTTPDataLoader().loadData(for: server.url("/redirect/images/a%2Fb.jpg")) == imageBytes)
+        #expect(try await server.hits(for: "/images/a%2Fb.jpg") == 1)
+    }
+
     @Test(arguments: [404, 500, 503])
     func nonSuccessStatusFailsWithTheCode(code: Int) async throws {
         let url = server.url("/status/\(code)")
