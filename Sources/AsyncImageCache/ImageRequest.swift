@@ -13,10 +13,11 @@ import Foundation
 public struct ImageRequest: Hashable, Sendable, CustomStringConvertible {
     /// The image's location: `http(s):`, `file:` or `data:`.
     ///
-    /// Every tier keys the image by this URL's `absoluteString` as written (the disk file is named by
-    /// its SHA-256), query string included: spellings of one resource that differ in text, such as
-    /// `http://h:80/a.jpg` and `http://h/a.jpg`, `%7E` and `~`, or two `#fragment`s, are separate
-    /// entries, each downloaded and stored. A redirect does not change the key.
+    /// Every tier keys the image by this URL's `absoluteString` as written but for the scheme, which
+    /// is case-insensitive and folded to lower case (the disk file is named by the key's SHA-256),
+    /// query string included: `HTTP://h/a.jpg` and `http://h/a.jpg` are one entry, but spellings that
+    /// differ otherwise, such as `http://h:80/a.jpg` and `http://h/a.jpg`, `%7E` and `~`, or two
+    /// `#fragment`s, are separate entries, each downloaded and stored. A redirect does not change the key.
     public let url: URL
     /// The URL's absolute string: requests compare and hash by it, which is several times cheaper
     /// than comparing `URL` values and keeps `cachedImage(for:)` fast during layout.
