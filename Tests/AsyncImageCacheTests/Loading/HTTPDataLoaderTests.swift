@@ -188,7 +188,9 @@ import FoundationNetworking
         }
         let sent = try await settledBytesSent(for: path)
         #expect(sent > 1 << 20)
-        #expect(sent < 16 << 20)
+        // Well short of the 64 MiB body. How far past the cap depends on how soon the transfer stops
+        // once the cap is crossed, and on the socket buffers: under ThreadSanitizer 21 MiB went.
+        #expect(sent < 32 << 20)
     }
 
     @Test func aBodyExactlyAtTheCapIsAccepted() async throws {
