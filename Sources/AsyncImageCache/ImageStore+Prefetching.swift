@@ -1,50 +1,110 @@
 extension ImageStore {
-    /// Starts loading `requests` ahead of need, at low priority.
+    /// Starts loading `requests` ahead of need, at low priority, first to last.
     ///
     /// Prefetches fetch and decode like ordinary loads and fill the same caches, but a visible
     /// load waiting for a decode slot always goes first, and a prefetch that a visible load joins
     /// is raised to its priority. Requests already cached or already prefetching are skipped.
+    /// At most eight prefetches (twice the decode concurrency, when that is more) run at once; the
+    /// others wait their turn, so a long list holds the bytes of only a few images at a time.
     ///
     /// ```swift
     /// store.startPrefetching(upcomingRows.map { ImageRequest(url: $0.url, targetWidth: 320) })
     /// ```
     public func startPrefetching(_ requests: [ImageRequest]) {
-        for request in requests where variants.value(for: request) == nil {
-            prefetches.withLock { table in
-                guard table.running[request] == nil else { return }
-                table.lastID += 1
-                let id = table.lastID
-                // The entry is in place before the task can end: ending takes the same lock.
-                let task = Task(priority: .utility) { [self] in
-                    _ = await prepared(request, priority: .low)
-                    // Only its own entry: a stopped prefetch may end after the request started again.
-                    prefetches.withLock { table in
-                        if table.running[request]?.id == id { table.running[request] = nil }
-                    }
-                }
-                table.running[request] = (id, task)
-            }
+        let uncached = requests.filter { variants.value(for: $0) == nil }
+        prefetches.withLock { table in
+            for request in uncached where table.running[request] == nil { table.enqueue(request) }
+            startWaitingPrefetches(&table)
         }
     }
 
-    /// Stops prefetching `requests`. Work that a visible load also waits for goes on.
+    /// Stops prefetching `requests`, running or waiting their turn. Work that a visible load also
+    /// waits for goes on.
     public func stopPrefetching(_ requests: [ImageRequest]) {
-        let tasks = prefetches.withLock { table in requests.compactMap { table.running.removeValue(forKey: $0)?.task } }
+        let tasks = prefetches.withLock { table in
+            let tasks = requests.compactMap { request in
+                table.removeWaiting(request)
+                return table.running.removeValue(forKey: request)?.task
+            }
+            startWaitingPrefetches(&table)
+            return tasks
+        }
         tasks.forEach { $0.cancel() }
     }
 
-    /// Stops every prefetch.
+    /// Stops every prefetch, running or waiting.
     public func stopPrefetching() {
         let tasks = prefetches.withLock { table in
-            defer { table.running = [:] }
+            // The numbers go on rising: a stopped prefetch ending later must not match a new one.
+            defer { table = PrefetchTable(lastID: table.lastID) }
             return table.running.values.map(\.task)
         }
         tasks.forEach { $0.cancel() }
     }
+
+    /// The most prefetches that run at once: enough to keep the decode slots busy while the next
+    /// ones fetch, few enough that their bytes stay small.
+    var prefetchConcurrency: Int { max(8, 2 * decodeSlots.limit) }
+
+    /// Starts waiting prefetches, first queued first, while fewer than ``prefetchConcurrency`` run.
+    private func startWaitingPrefetches(_ table: inout PrefetchTable) {
+        while table.running.count < prefetchConcurrency, let request = table.nextWaiting() {
+            table.lastID += 1
+            let id = table.lastID
+            // The entry is in place before the task can end: ending takes the same lock.
+            let task = Task(priority: .utility) { [self] in
+                _ = await prepared(request, priority: .low)
+                prefetches.withLock { table in
+                    // Only its own entry: a stopped prefetch may end after the request started again.
+                    if table.running[request]?.id == id { table.running[request] = nil }
+                    startWaitingPrefetches(&table)
+                }
+            }
+            table.running[request] = (id, task)
+        }
+    }
 }
 
-/// The prefetches running, each under the number it started with.
+/// The prefetches running, each under the number it started with, and those waiting their turn.
 struct PrefetchTable {
     var lastID: UInt64 = 0
     var running: [ImageRequest: (id: UInt64, task: Task<Void, Never>)] = [:]
+    /// The requests in line from `queueStart` on; one stopped while it waited stays in line, skipped
+    /// when its turn comes, so that stopping never searches the line.
+    private var queue: [ImageRequest] = []
+    private var queueStart = 0
+    /// The requests in line still waiting to start.
+    private var waiting: Set<ImageRequest> = []
+
+    init(lastID: UInt64 = 0) {
+        self.lastID = lastID
+    }
+
+    /// Puts `request` in line unless it already waits.
+    mutating func enqueue(_ request: ImageRequest) {
+        if waiting.insert(request).inserted { queue.append(request) }
+    }
+
+    mutating func removeWaiting(_ request: ImageRequest) {
+        waiting.remove(request)
+    }
+
+    /// Takes the first request in line still waiting; `nil` when none is.
+    mutating func nextWaiting() -> ImageRequest? {
+        while queueStart < queue.count {
+            let request = queue[queueStart]
+            queueStart += 1
+            if waiting.remove(request) != nil {
+                // The passed part goes once it is most of the line, so taking stays O(1) on average.
+                if queueStart * 2 > queue.count {
+                    queue.removeFirst(queueStart)
+                    queueStart = 0
+                }
+                return request
+            }
+        }
+        queue = []
+        queueStart = 0
+        return nil
+    }
 }

@@ -130,6 +130,36 @@ import Testing
         #expect(order[1] == requests[3].url, "decode order: \(order.map(\.lastPathComponent))")
     }
 
+    @Test func hundredsOfPrefetchesFetchOnlyAFewImagesAheadOfTheDecodes() async throws {
+        // A long list prefetched at once, decodes slower than reads: the bytes of every image must not
+        // pile up in memory waiting for a decode slot.
+        let slot = try OneGatedSlot(count: 200)
+        let (requests, gate, log, store) = (slot.requests, slot.gate, slot.log, slot.store)
+        store.startPrefetching(requests)
+        try await waitUntil { gate.enteredCount == 1 }
+        try await Task.sleep(for: .milliseconds(500))  // time for more reads, were they to start
+        let fetched = log.urls(of: .fetch).count
+        let waiting = store.decodingOriginals.withLock { $0.count }
+        #expect(fetched <= store.prefetchConcurrency, "\(fetched) of 200 prefetched files read with one decode running")
+        #expect(waiting <= store.prefetchConcurrency, "\(waiting) images' bytes held waiting for a decode slot")
+        gate.open()
+        // Every prefetch still runs once the first ones end.
+        try await waitUntil { log.urls(of: .decode).count == requests.count }
+        #expect(Set(log.urls(of: .decode)) == Set(requests.map(\.url)))
+        try await waitUntil { store.prefetches.withLock { $0.running.isEmpty } }
+    }
+
+    @Test func aPrefetchStoppedWhileWaitingItsTurnNeverFetches() async throws {
+        let slot = try OneGatedSlot(count: 20)
+        let (requests, gate, log, store) = (slot.requests, slot.gate, slot.log, slot.store)
+        store.startPrefetching(requests)
+        try await waitUntil { gate.enteredCount == 1 }
+        store.stopPrefetching(Array(requests.suffix(10)))
+        gate.open()
+        try await waitUntil { log.urls(of: .decode).count == 10 && store.prefetches.withLock { $0.running.isEmpty } }
+        #expect(Set(log.urls(of: .fetch)) == Set(requests.prefix(10).map(\.url)))
+    }
+
     @MainActor
     @Test func aFlingThatStartsAndCancels300LoadsInOneFrameStartsAtMostTheSlotsWorthOfDecodes() async throws {
         let folder = TemporaryDirectory("fling")
