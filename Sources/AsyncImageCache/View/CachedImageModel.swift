@@ -32,7 +32,7 @@ public final class CachedImageModel {
     /// The image's location; `nil` draws nothing and loads nothing.
     public let url: URL?
     /// The image's size as given by the caller (for example, dimensions sent by a server); `nil` when
-    /// not known.
+    /// not known. A size without area (a zero, negative or non-finite side) counts as not known.
     public let intrinsicSize: CGSize?
     /// The corner radius in points as drawn; `0` leaves corners square.
     public let cornerRadius: CGFloat
@@ -43,8 +43,8 @@ public final class CachedImageModel {
     /// The store that loads and caches the image.
     public let store: ImageStore
 
-    /// The box to reserve before the image arrives: ``intrinsicSize``, else the store's cached pixel
-    /// size, else `nil` (draw a placeholder in a frame of your own). Use its aspect ratio; it is in
+    /// The box to reserve before the image arrives: ``intrinsicSize`` when it has a positive, finite
+    /// width and height, else the store's cached pixel size, else `nil` (draw a placeholder in a frame of your own). Use its aspect ratio; it is in
     /// pixels when it comes from the store. Set once from the image's natural size when it was `nil`.
     public internal(set) var reservedSize: CGSize?
     /// The image to draw, or `nil` while the placeholder shows. It is replaced only by a larger
@@ -78,7 +78,8 @@ public final class CachedImageModel {
     ///
     /// - Parameters:
     ///   - url: The image's location; `nil` shows the placeholder.
-    ///   - intrinsicSize: The image's size if the caller knows it; `nil` (the default) asks the store.
+    ///   - intrinsicSize: The image's size if the caller knows it; `nil` (the default), or a size
+    ///     without area, asks the store.
     ///   - cornerRadius: The corner radius in points; `0` by default.
     ///   - maxPixelWidth: A cap on the decoded width in pixels; `nil` (the default) means none.
     ///   - displayScale: Pixels per point; `1` by default.
@@ -94,7 +95,11 @@ public final class CachedImageModel {
         self.maxPixelWidth = maxPixelWidth
         self.displayScale = displayScale
         self.store = store
-        reservedSize = intrinsicSize ?? url.flatMap(store.cachedPixelSize(for:))
+        // A server's `0x0` for "unknown" would otherwise be a box of nothing that never changes.
+        let knownSize = intrinsicSize.flatMap { size in
+            size.width > 0 && size.height > 0 && size.width.isFinite && size.height.isFinite ? size : nil
+        }
+        reservedSize = knownSize ?? url.flatMap(store.cachedPixelSize(for:))
         if let layoutSize { layoutChanged(to: layoutSize) }
     }
 

@@ -78,6 +78,24 @@ import Testing
         #expect(store.statistics.decodes == 1)
     }
 
+    /// A server that sends `0x0` (or garbage) for an unknown size: the store's size is the box, not an
+    /// empty or NaN one that never changes.
+    @Test(arguments: [
+        CGSize.zero, CGSize(width: CGFloat.nan, height: .nan), CGSize(width: -4, height: 3),
+        CGSize(width: CGFloat.infinity, height: 3),
+    ])
+    func anIntrinsicSizeWithNoAreaIsTreatedAsUnknown(_ intrinsic: CGSize) async throws {
+        let images = TemporaryDirectory("images")
+        let name = try SampleImages.writeJPEGs([photo], into: images.url)[0]
+        let store = try ImageStore.makeForTesting(root: images.url.appendingPathComponent("cache"))
+        let model = CachedImageModel(
+            url: images.url.appendingPathComponent(name), intrinsicSize: intrinsic, displayScale: 2, store: store)
+        let (before, after) = await boxes(model)
+        #expect(before == photo.cgSize)
+        #expect(after == photo.cgSize)
+        #expect(model.image?.pixelSize == PixelSize(width: 600, height: 400))
+    }
+
     /// The one case that reflows: nothing says how big the image is until it arrives.
     @Test func anUnknownImageReservesNothingBeforeAndItsNaturalSizeAfter() async throws {
         let (images, server, store) = try servedPhoto()
