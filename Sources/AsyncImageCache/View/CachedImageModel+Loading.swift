@@ -8,13 +8,17 @@ extension CachedImageModel {
     }
 
     /// Starts loading the request for the current layout unless the model is not shown, the image
-    /// already covers it, or a load at least as wide is in flight.
+    /// already covers it, or a load at least as wide, with the same corners, is in flight.
     func startLoadIfNeeded() {
-        guard isActive, let request, let width = request.targetPixelWidth, width > coveredPixelWidth else {
+        guard isActive, let request, let width = request.targetPixelWidth, needsImage(for: request) else {
             resumeWaitersIfSettled()
             return
         }
-        if let loading, (loading.request.targetPixelWidth ?? .max) >= width { return }
+        if let loading, (loading.request.targetPixelWidth ?? .max) >= width,
+            Self.corners(of: loading.request, match: request)
+        {
+            return
+        }
         lastRequest = request
         if takeFromMemory(request) { return }
         nextLoadID += 1
@@ -38,6 +42,33 @@ extension CachedImageModel {
         return true
     }
 
+    /// Whether the current image falls short of `request`: narrower than it needs, or with corners
+    /// that, drawn at its width, come out more than half a pixel off its radius (the frame shrank, or
+    /// grew past `maxPixelWidth`, since the image was asked for).
+    func needsImage(for request: ImageRequest) -> Bool {
+        guard let width = request.targetPixelWidth else { return false }
+        return width > coveredPixelWidth || !Self.corners(cornerRadiusPerPixel, match: request)
+    }
+
+    /// Whether the image `loaded` asks for, drawn at `request`'s width, has `request`'s corners
+    /// within half a pixel.
+    static func corners(of loaded: ImageRequest, match request: ImageRequest) -> Bool {
+        corners(cornerRadiusPerPixel(of: loaded), match: request)
+    }
+
+    /// Whether corners of `radiusPerPixel` times the width, drawn at `request`'s width, are its radius
+    /// within half a pixel.
+    static func corners(_ radiusPerPixel: Double, match request: ImageRequest) -> Bool {
+        guard let width = request.targetPixelWidth else { return true }
+        return abs(radiusPerPixel * Double(width) - Double(request.cornerPixelRadius)) <= 0.5
+    }
+
+    /// The corner radius `request` asks for per pixel of its width.
+    static func cornerRadiusPerPixel(of request: ImageRequest) -> Double {
+        guard let width = request.targetPixelWidth else { return 0 }
+        return Double(request.cornerPixelRadius) / Double(width)
+    }
+
     /// Takes the outcome of load `id`; the outcome of a load that was replaced or cancelled is
     /// dropped.
     func finishLoad(_ id: UInt64, image: PlatformImage?) {
@@ -56,6 +87,7 @@ extension CachedImageModel {
         // unless its corners, kept the same on screen, need a smaller radius on them.
         let requested = request.targetPixelWidth ?? .max
         coveredPixelWidth = width >= requested ? width : request.cornerPixelRadius == 0 ? .max : requested
+        cornerRadiusPerPixel = Self.cornerRadiusPerPixel(of: request)
         self.image = image
         if reservedSize == nil {
             reservedSize = url.flatMap(store.cachedPixelSize(for:)) ?? image.pixelSize.cgSize
@@ -65,7 +97,7 @@ extension CachedImageModel {
 
     /// Cancels the load in flight when the current image already covers what it would bring.
     func cancelLoadIfCovered() {
-        guard let loading, (loading.request.targetPixelWidth ?? .max) <= coveredPixelWidth else { return }
+        guard let loading, !needsImage(for: loading.request) else { return }
         cancelLoad()
     }
 

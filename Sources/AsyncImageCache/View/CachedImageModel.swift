@@ -22,7 +22,8 @@ import Foundation
 ///   in proportion, so they are still `cornerRadius` points once the image is drawn over the frame.
 /// - Asking again: a frame that grows wider than the current image's pixels starts a larger
 ///   request and keeps drawing the current image until it lands (for a source narrower than the
-///   frame, only when its corners are rounded); a frame that shrinks reuses it.
+///   frame, only when its corners are rounded); a frame that shrinks reuses it, unless its corners
+///   are rounded: drawn smaller, they would no longer be `cornerRadius` points.
 ///
 /// Memory: the store keeps its memory tiers until ``ImageStore/clearMemory()``. On iOS, tvOS and
 /// visionOS stores that opt in (the default) empty them on a memory warning; on Linux and macOS
@@ -72,6 +73,9 @@ public final class CachedImageModel {
     /// than asked (the source is that small), unlimited, or with rounded corners the width asked for
     /// (a wider frame needs corners of fewer source pixels to look the same).
     var coveredPixelWidth = 0
+    /// The corner radius of the current image per pixel of its width, as asked for. Drawn over a frame
+    /// of another width, its corners keep that proportion, not their size in points.
+    var cornerRadiusPerPixel = 0.0
 
     /// Creates a model and, when `layoutSize` is given, takes the image from memory at once if the
     /// store has it.
@@ -143,11 +147,20 @@ public final class CachedImageModel {
     public var isLoading: Bool { loading != nil }
 
     /// Records the laid-out size in points. When the frame needs more pixels than the current
-    /// image has, takes a larger image from memory or, while the model is shown, starts loading
-    /// one; the current image stays until it lands. A smaller frame changes nothing.
+    /// image has, or other corners (rounded corners are `cornerRadius` points at any width), takes the
+    /// image from memory or, while the model is shown, starts loading it; the current image stays
+    /// until it lands. A smaller frame with square corners changes nothing.
     public func layoutChanged(to size: CGSize) {
         layoutSize = size
-        guard let request, let width = request.targetPixelWidth, width > coveredPixelWidth else { return }
+        guard let request, needsImage(for: request) else {
+            // The frame went back to one the current image fits: a load for the frame in between would
+            // replace it with corners that no longer do.
+            if let request, let loading, !Self.corners(of: loading.request, match: request) {
+                cancelLoad()
+                resumeWaitersIfSettled()
+            }
+            return
+        }
         if takeFromMemory(request) { return }
         startLoadIfNeeded()
     }

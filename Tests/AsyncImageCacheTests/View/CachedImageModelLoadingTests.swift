@@ -144,6 +144,51 @@ import Testing
         #expect(photo.decoder.count == 2)
     }
 
+    /// The image for `request` as a fresh store prepares it, to compare pixels with.
+    private static func reference(_ request: ImageRequest) async throws -> PlatformImage {
+        let folder = TemporaryDirectory("reference")
+        return try await ImageStore.makeForTesting(root: folder.url).image(for: request)
+    }
+
+    @Test func shrinkingAFrameWithRoundedCornersKeepsTheCornersInPoints() async throws {
+        let photo = try LocalPhoto()
+        let model = CachedImageModel(url: photo.url, cornerRadius: 10, displayScale: 2, store: photo.store)
+        model.layoutChanged(to: CGSize(width: 300, height: 200))
+        await model.load()
+        let wide = model.image
+        // Shrunk and back in one frame: the load for the frame in between is dropped, not drawn.
+        model.layoutChanged(to: CGSize(width: 100, height: 67))
+        #expect(model.isLoading)
+        model.layoutChanged(to: CGSize(width: 300, height: 200))
+        #expect(!model.isLoading)
+        await model.load()
+        #expect(model.image == wide ? true : false)
+        // The 600 px image's 20 px corners, drawn over 100 pt, would be 3.3 pt: it needs 200 px with 20 px.
+        model.layoutChanged(to: CGSize(width: 100, height: 67))
+        await model.load()
+        #expect(model.lastRequest == ImageRequest(url: photo.url, targetWidth: 200, cornerRadius: 20))
+        let expected = try await Self.reference(ImageRequest(url: photo.url, targetWidth: 200, cornerRadius: 20))
+        #expect(model.image == expected ? true : false, "drawn: \(model.image.map { "\($0.pixelSize)" } ?? "nil")")
+        // A frame a hair narrower, whose corners come out within half a pixel, takes the image as it is.
+        model.layoutChanged(to: CGSize(width: 99.5, height: 66))
+        #expect(!model.isLoading)
+        #expect(photo.decoder.count == 2)
+    }
+
+    @Test func aFrameGrowingPastMaxPixelWidthKeepsTheCornersInPoints() async throws {
+        let photo = try LocalPhoto()
+        let model = CachedImageModel(
+            url: photo.url, cornerRadius: 10, maxPixelWidth: 400, displayScale: 2, store: photo.store)
+        model.layoutChanged(to: CGSize(width: 400, height: 267))
+        await model.load()
+        // Still 400 px, but drawn over 800 pt its corners need 5 px to be 10 pt, not 10 px (20 pt).
+        model.layoutChanged(to: CGSize(width: 800, height: 533))
+        await model.load()
+        #expect(model.lastRequest == ImageRequest(url: photo.url, targetWidth: 400, cornerRadius: 5))
+        let expected = try await Self.reference(ImageRequest(url: photo.url, targetWidth: 400, cornerRadius: 5))
+        #expect(model.image == expected ? true : false)
+    }
+
     @Test func loadWaitsForTheFirstLayout() async throws {
         let photo = try LocalPhoto()
         let model = CachedImageModel(url: photo.url, displayScale: 2, store: photo.store)
