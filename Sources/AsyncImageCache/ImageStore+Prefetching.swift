@@ -82,8 +82,20 @@ struct PrefetchTable {
 
     /// Puts `request` in line unless it already waits.
     mutating func enqueue(_ request: ImageRequest) {
-        if waiting.insert(request).inserted { queue.append(request) }
+        guard waiting.insert(request).inserted else { return }
+        queue.append(request)
+        // Requests stopped while they waited stay in line until their turn. While every prefetch
+        // runs long (slow downloads), a list that starts and stops the same rows as it scrolls would
+        // add them without end: they go once they are most of the line.
+        if queue.count - queueStart > 2 * waiting.count + 32 {
+            var seen = Set<ImageRequest>()
+            queue = queue[queueStart...].filter { waiting.contains($0) && seen.insert($0).inserted }
+            queueStart = 0
+        }
     }
+
+    /// The requests in line, stopped ones not yet passed included (for tests).
+    var lineLength: Int { queue.count - queueStart }
 
     mutating func removeWaiting(_ request: ImageRequest) {
         waiting.remove(request)

@@ -160,6 +160,24 @@ import Testing
         #expect(Set(log.urls(of: .fetch)) == Set(requests.prefix(10).map(\.url)))
     }
 
+    /// Rows started and stopped again and again while every prefetch slot is busy: the line holds
+    /// what waits, not every start since the slots filled.
+    @Test func startingAndStoppingWhileEverySlotIsBusyKeepsTheLineShort() async throws {
+        let slot = try OneGatedSlot(count: 30)
+        let (requests, gate, store) = (slot.requests, slot.gate, slot.store)
+        store.startPrefetching(Array(requests.prefix(store.prefetchConcurrency)))
+        try await waitUntil { gate.enteredCount == 1 }
+        let rows = Array(requests.suffix(10))
+        for _ in 0..<1000 {
+            store.startPrefetching(rows)
+            store.stopPrefetching(rows)
+        }
+        store.startPrefetching(rows)
+        #expect(store.prefetches.withLock { $0.lineLength } <= 2 * rows.count + 32)
+        gate.open()
+        store.stopPrefetching()
+    }
+
     @MainActor
     @Test func aFlingThatStartsAndCancels300LoadsInOneFrameStartsAtMostTheSlotsWorthOfDecodes() async throws {
         let folder = TemporaryDirectory("fling")
