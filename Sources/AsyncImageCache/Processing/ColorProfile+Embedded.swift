@@ -7,8 +7,8 @@ extension ColorProfile {
     /// The profile embedded in `data`, a file of `format`, when it is one this type reads: a JPEG's
     /// `ICC_PROFILE` APP2 segments (joined in their order), a PNG's `iCCP` chunk, a WebP's `ICCP` chunk,
     /// a HEIF or AVIF primary image's `prof` or `rICC` colour information (or, with no ICC profile, its
-    /// `nclx` colour description: see ``ImageDecoders/HEIF``); for a JPEG with no profile whose EXIF
-    /// declares Adobe RGB, ``adobeRGB``.
+    /// `nclx` colour description: see ``ImageDecoders/HEIF``); for a colour JPEG (three components) with
+    /// no profile whose EXIF declares Adobe RGB, ``adobeRGB``.
     ///
     /// A gray profile counts only for a grayscale image (a JPEG of one component, a PNG of colour type 0
     /// or 4), as the ICC and PNG specifications have it: on a colour image it describes other samples,
@@ -24,8 +24,10 @@ extension ColorProfile {
             if let icc = segments.icc {
                 return ColorProfile(iccData: icc).flatMap { !$0.isGray || segments.components == 1 ? $0 : nil }
             }
-            // A camera's Adobe RGB JPEG often says so only in its EXIF, without a profile.
-            return segments.exifDeclaresAdobeRGB ? adobeRGB : nil
+            // A camera's Adobe RGB JPEG often says so only in its EXIF, without a profile. The EXIF outlives
+            // an editor's turning the photo CMYK or gray, whose samples are then no Adobe RGB: a CMYK JPEG
+            // comes out of the decoder as sRGB already.
+            return segments.exifDeclaresAdobeRGB && segments.components == 3 ? adobeRGB : nil
         }
         guard let profile = embeddedICCData(in: data, format: format).flatMap({ ColorProfile(iccData: $0) }) else {
             return nil
@@ -91,7 +93,7 @@ extension ColorProfile {
                     chunks[number] == nil
                 else {
                     iccBroken = true
-                    return exif == nil  // the EXIF may still come
+                    return true  // the EXIF and the frame header may still come
                 }
                 expected = count
                 chunks[number] = try payload.window(at: iccTag.count + 2, length: payload.count - iccTag.count - 2)

@@ -279,4 +279,42 @@ struct CMYKProfileTests {
             }
         }
     }
+
+    @Test func aCMYKJPEGWhoseEXIFSaysAdobeRGBIsConvertedOnceNotAgainAsAdobeRGB() async throws {
+        // A camera's Adobe RGB photo turned CMYK in an editor keeps the camera's EXIF (ColorSpace
+        // uncalibrated, interoperability index R03). Its ink comes out of the decoder as sRGB already,
+        // through its profile (here one past the 1 MiB an RGB profile is read to) or multiplied out.
+        let plain = try Fixtures.data("cmyk", "patches.jpg")
+        let large = SyntheticICC.cmykProfile(.lut16, gridPoints: 21, node: Self.affine)
+        let adobeEXIF = ColorProfileTests.colorSpaceEXIF(
+            colorSpace: 0xFFFF, interoperabilityIndex: "R03", bigEndian: false)
+        let folder = TemporaryDirectory("cmyk-exif")
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        for (name, jpeg) in [("no-profile", plain), ("large-profile", SyntheticICC.embedding(large, inJPEG: plain))] {
+            let withEXIF = ColorProfileTests.embedding(exif: adobeEXIF, inJPEG: jpeg)
+            #expect(ColorProfile.embedded(in: withEXIF, format: .jpeg) == nil, "\(name): the EXIF gave a profile")
+            var images: [Bitmap] = []
+            for (suffix, data) in [("", jpeg), ("-exif", withEXIF)] {
+                let url = folder.url.appendingPathComponent(name + suffix + ".jpg")
+                try data.write(to: url)
+                images.append(try await store.image(for: ImageRequest(url: url)))
+            }
+            // The cyan patch, at (24, 8), makes what changes easy to read.
+            let changed = zip(images[0].pixels, images[1].pixels).filter { $0 != $1 }.count
+            #expect(
+                changed == 0,
+                "\(name): \(changed) samples changed, cyan \(images[0].pixel(x: 24, y: 8)) to \(images[1].pixel(x: 24, y: 8))"
+            )
+        }
+        // A colour JPEG with that EXIF is still Adobe RGB, also when a broken profile (a segment twice)
+        // follows the EXIF.
+        let colour = try SampleImages.jpeg(width: 20, height: 10)
+        let broken = SyntheticICC.embedding(
+            SyntheticICC.displayP3(), inJPEG: colour, segmentSize: 100, order: [0, 1, 1, 2, 3])
+        for jpeg in [colour, broken] {
+            let profile = ColorProfile.embedded(
+                in: ColorProfileTests.embedding(exif: adobeEXIF, inJPEG: jpeg), format: .jpeg)
+            #expect(profile?.colorants == ColorProfile.adobeRGB?.colorants)
+        }
+    }
 }
