@@ -42,7 +42,8 @@ public final class HTTPDataLoader: DataLoading {
     public static let acceptHeader = "image/webp,image/jpeg,image/png,image/gif,*/*;q=0.8"
     #endif
 
-    /// How long, in seconds, a request may wait for its response or for more of its body.
+    /// How long, in seconds, a request may wait for its response or for more of its body. On Linux it
+    /// counts in whole seconds: a fraction is rounded up (0.5 waits one second).
     public let timeout: TimeInterval
     /// The largest body, in bytes, the loader accepts.
     public let maximumResponseBytes: Int
@@ -56,7 +57,8 @@ public final class HTTPDataLoader: DataLoading {
     ///
     /// - Parameters:
     ///   - timeout: How long, in seconds, a request may wait for its response or for more of its body;
-    ///     30 by default. It overrides the session configuration's `timeoutIntervalForRequest`.
+    ///     30 by default. It overrides the session configuration's `timeoutIntervalForRequest`. On Linux a
+    ///     fraction of a second is rounded up.
     ///   - maximumResponseBytes: The largest body to accept, in bytes; 64 MiB by default.
     ///   - sessionConfiguration: The configuration of the session, copied; `nil`, the default, means
     ///     an ephemeral configuration with no `URLCache`.
@@ -76,7 +78,7 @@ public final class HTTPDataLoader: DataLoading {
             configuration.urlCache = nil
             configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         }
-        configuration.timeoutIntervalForRequest = timeout
+        configuration.timeoutIntervalForRequest = Self.sessionTimeout(timeout)
         setsAccept = !(configuration.httpAdditionalHeaders ?? [:]).keys.contains {
             ($0 as? String)?.lowercased() == "accept"
         }
@@ -90,6 +92,17 @@ public final class HTTPDataLoader: DataLoading {
         // loader, so any task still running here belongs to a load that has already failed; on Linux,
         // finishTasksAndInvalidate() was seen to let such a task run on to the end of its body.
         session.invalidateAndCancel()
+    }
+
+    /// The timeout handed to `URLSession`. swift-corelibs-foundation drops a timeout's fraction (its
+    /// timer counts `Int(timeout)` seconds), so under a second it was 0 and loads "timed out" at once,
+    /// before their answer: rounded up there instead.
+    private static func sessionTimeout(_ timeout: TimeInterval) -> TimeInterval {
+        #if canImport(FoundationNetworking)
+        timeout.rounded(.up)
+        #else
+        timeout
+        #endif
     }
 
     /// The downloads registered and not yet finished; 0 once every load has ended (for tests).
@@ -140,7 +153,7 @@ public final class HTTPDataLoader: DataLoading {
         guard let url = request.url else { preconditionFailure("an HTTP request without a URL") }
         guard !Task.isCancelled else { throw .cancelled }
         var request = request
-        request.timeoutInterval = timeout
+        request.timeoutInterval = Self.sessionTimeout(timeout)
         if setsAccept && request.value(forHTTPHeaderField: "Accept") == nil {
             request.setValue(Self.acceptHeader, forHTTPHeaderField: "Accept")
         }
