@@ -25,7 +25,7 @@ public struct DataLoader: DataLoading {
     ///
     /// - Parameters:
     ///   - timeout: How long, in seconds, an HTTP request may wait for its response or for more of its
-    ///     body; 30 by default.
+    ///     body; 30 by default. On Linux it counts in whole seconds: a fraction is rounded up.
     ///   - maximumResponseBytes: The largest HTTP body to accept, in bytes; 64 MiB by default. Local files
     ///     and `data:` URLs are not capped: their size is already known to the app.
     ///   - sessionConfiguration: The `URLSession` configuration for HTTP, copied; `nil`, the default,
