@@ -33,6 +33,12 @@ extension ImageStore {
         return (entries.count, entries.reduce(0) { $0 + $1.byteCount })
     }
 
+    /// When the disk tier's least recently used file was last read or written; `nil` when the tier
+    /// is empty. The next trim removes that file first.
+    public func oldestDiskUse() -> Date? {
+        disk.entries().lazy.map(\.lastUsed).min()
+    }
+
     /// Blocks until the disk trims scheduled by earlier writes have run (for tools and tests).
     public func waitForDiskMaintenance() {
         disk.waitForPendingTrims()

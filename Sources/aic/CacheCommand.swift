@@ -92,20 +92,7 @@ enum CacheCommand: Subcommand {
 
         init(_ store: ImageStore) {
             (fileCount, byteCount) = store.diskUsage()
-            oldest = fileCount == 0 ? nil : Self.oldestUse(in: store.directory)
-        }
-
-        /// The earliest modification date of a file in `folder`: the store marks an entry used by
-        /// touching it. Hidden files are the store's unfinished writes, and folders and links are
-        /// not entries: the store neither counts nor trims them.
-        private static func oldestUse(in folder: URL) -> Date? {
-            let keys: Set<URLResourceKey> = [.contentModificationDateKey, .isRegularFileKey]
-            let files = try? FileManager.default.contentsOfDirectory(
-                at: folder, includingPropertiesForKeys: Array(keys), options: .skipsHiddenFiles)
-            return files?.compactMap { file in
-                let values = try? file.resourceValues(forKeys: keys)
-                return values?.isRegularFile == true ? values?.contentModificationDate : nil
-            }.min()
+            oldest = store.oldestDiskUse()
         }
 
         func text(_ store: ImageStore) -> String {

@@ -345,8 +345,6 @@ final class DiskStore: Sendable {
         var byteCount: Int
         var lastUsed: Date
 
-        var url: URL { URL(fileURLWithPath: path, isDirectory: false) }
-
         /// Deletes the file; whether it went.
         func remove() -> Bool { unlink(path) == 0 }
     }
