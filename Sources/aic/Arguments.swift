@@ -21,6 +21,7 @@ struct Arguments {
         var remaining = words[...]
         while let word = remaining.popFirst() {
             if word == "--" {
+                guard !remaining.contains("") else { throw UsageError(Self.emptyArgument) }
                 positionals += remaining
                 break
             }
@@ -29,6 +30,8 @@ struct Arguments {
                 continue
             }
             guard word.hasPrefix("-"), word != "-" else {
+                // "" would otherwise name the current folder.
+                guard !word.isEmpty else { throw UsageError(Self.emptyArgument) }
                 positionals.append(word)
                 continue
             }
@@ -49,6 +52,8 @@ struct Arguments {
             }
         }
     }
+
+    private static let emptyArgument = "an empty argument: give a file path or a URL"
 
     /// The one positional argument `command` takes, called `what` in the message when there is
     /// none or more than one.

@@ -54,7 +54,7 @@ enum Demo: Subcommand {
         }
         guard arguments.positionals.isEmpty else { throw UsageError("demo takes no arguments") }
         guard arguments.value("--root") == nil else { throw UsageError("--root goes with --pass") }
-        let sheet = try PNGOutput(path: arguments.value("--output") ?? defaultSheetPath)
+        let sheet = try PNGOutput(path: try PNGOutput.checkedPath(arguments.value("--output") ?? defaultSheetPath))
         try await run(sheet: sheet, keepFiles: arguments.flag("--keep"))
     }
 

@@ -48,7 +48,7 @@ enum SheetCommand: Subcommand {
         let width = try arguments.integer("--width", default: defaultWidth, in: 1...ThumbnailCommand.maximumWidth)
         let columns = try arguments.integer("--columns", default: defaultColumns, in: 1...maximumColumns)
         let radius = try arguments.integer("--radius", default: 0, in: 0...ThumbnailCommand.maximumWidth)
-        let output = try PNGOutput(path: try arguments.required("--output"))
+        let output = try PNGOutput(path: try PNGOutput.checkedPath(try arguments.required("--output")))
         let store = try Inputs.store()
 
         let urls = Inputs.expandingFolders(arguments.positionals)

@@ -57,7 +57,8 @@ enum ThumbnailCommand: Subcommand {
             }
         } else {
             let input = try arguments.single("INPUT", of: name)
-            jobs = [(Inputs.url(for: input), try PNGOutput(path: try arguments.required("--output")))]
+            let path = try PNGOutput.checkedPath(try arguments.required("--output"))
+            jobs = [(Inputs.url(for: input), try PNGOutput(path: path))]
         }
 
         let store = try Inputs.store()
@@ -95,6 +96,21 @@ enum ThumbnailCommand: Subcommand {
 /// little more than "The operation could not be completed").
 struct PNGOutput {
     let url: URL
+
+    /// Extensions of other image formats: a PNG written under one of them would be misread by
+    /// whatever opens it by name, so such an output path is a usage error.
+    static let otherImageExtensions: Set<String> = [
+        "jpg", "jpeg", "gif", "webp", "heic", "heif", "avif", "bmp", "tif", "tiff", "jxl",
+    ]
+
+    /// `path` when it may name a PNG: any name but one that ends in another image format's extension.
+    static func checkedPath(_ path: String, option: String = "--output") throws(UsageError) -> String {
+        let pathExtension = URL(fileURLWithPath: path).pathExtension.lowercased()
+        guard !otherImageExtensions.contains(pathExtension) else {
+            throw UsageError("\(option) \(path): aic writes PNG files; name it .png")
+        }
+        return path
+    }
 
     init(path: String) throws(CommandFailure) {
         url = URL(fileURLWithPath: path)
