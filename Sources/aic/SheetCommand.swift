@@ -28,7 +28,8 @@ enum SheetCommand: Subcommand {
           aic sheet ~/Pictures/trip --output trip.png
           aic sheet a.jpg b.png https://example.com/c.jpg --width 160 --columns 3 --radius 8 --output abc.png
 
-        Exit code 0 when at least one image made it into the sheet, 1 when none did.
+        Exit code 0 when at least one image made it into the sheet, 1 when none did or the sheet would be
+        over \(SheetLayout.maximumSide) px a side or \(SheetLayout.maximumPixels) pixels.
         """
     static let options: Set<String> = ["--width", "--columns", "--radius", "--output"]
     static let flags: Set<String> = []
@@ -55,6 +56,12 @@ enum SheetCommand: Subcommand {
         guard !urls.isEmpty else {
             throw CommandFailure("no images found in \(arguments.positionals.joined(separator: " "))")
         }
+        let sheetWidth = SheetLayout.width(count: urls.count, cellWidth: width, columns: columns, gap: gap)
+        guard sheetWidth <= SheetLayout.maximumSide else {
+            throw UsageError(
+                "\(min(columns, urls.count)) columns of \(width) px make a sheet \(sheetWidth) px wide; "
+                    + "a PNG is at most \(SheetLayout.maximumSide): use a smaller --width or fewer --columns")
+        }
         let clock = ContinuousClock()
         let start = clock.now
         let requests = urls.map { ImageRequest(url: $0, targetWidth: CGFloat(width), cornerRadius: CGFloat(radius)) }
@@ -72,6 +79,12 @@ enum SheetCommand: Subcommand {
         guard !thumbnails.isEmpty else { throw CommandFailure("no image made it into the sheet; nothing written") }
 
         let layout = SheetLayout(sizes: thumbnails.map(\.pixelSize), cellWidth: width, columns: columns, gap: gap)
+        guard layout.fitsLimits else {
+            throw CommandFailure(
+                "the sheet would be \(layout.canvasSize) px, over \(SheetLayout.maximumSide) px a side "
+                    + "or \(SheetLayout.maximumPixels) pixels in all: use a smaller --width, fewer images or more --columns"
+            )
+        }
         let sheet = layout.composite(thumbnails)
         try output.write(sheet)
         let counts = "\(thumbnails.count) of \(urls.count) images, \(sheet.pixelSize) px"

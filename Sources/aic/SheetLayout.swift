@@ -16,6 +16,23 @@ struct SheetLayout {
     /// The size of the whole sheet.
     let canvasSize: PixelSize
 
+    /// The widest and tallest sheet written: libpng's limit on either side of a PNG.
+    static let maximumSide = 1_000_000
+    /// The most pixels a sheet may have: 2^28, a 1 GiB RGBA canvas.
+    static let maximumPixels = 1 << 28
+
+    /// The width of a sheet of `count` thumbnails in `columns` columns: fewer thumbnails than
+    /// columns make it narrower.
+    static func width(count: Int, cellWidth: Int, columns: Int, gap: Int) -> Int {
+        gap + min(columns, count) * (cellWidth + gap)
+    }
+
+    /// Whether the sheet fits the limits on its sides and pixels, so it can be made and written.
+    var fitsLimits: Bool {
+        canvasSize.width <= Self.maximumSide && canvasSize.height <= Self.maximumSide
+            && canvasSize.pixelCount <= Self.maximumPixels
+    }
+
     init(sizes: [PixelSize], cellWidth: Int, columns: Int, gap: Int) {
         precondition(!sizes.isEmpty && cellWidth > 0 && columns > 0 && gap >= 0)
         // Fewer thumbnails than columns: the sheet is only as wide as the thumbnails need.
@@ -32,7 +49,8 @@ struct SheetLayout {
             top += rowHeight + gap
         }
         self.origins = origins
-        canvasSize = PixelSize(width: gap + columnCount * (cellWidth + gap), height: top)
+        canvasSize = PixelSize(
+            width: Self.width(count: sizes.count, cellWidth: cellWidth, columns: columns, gap: gap), height: top)
     }
 
     /// The sheet: `images` drawn over an opaque white background at ``origins``, blending their

@@ -92,4 +92,32 @@ import Testing
         #expect(sheet.pixel(x: left + 40, y: 8 + 20).alpha == 255)
         #expect(sheet.pixel(x: left + 40, y: 8 + 20) != (255, 255, 255, 255))
     }
+
+    /// 62 columns of 16,384 px make a sheet 1,016,312 px wide, more than a PNG may be: said before a
+    /// single image loads, rather than after every one did, by an encoder failing with "invalid arguments".
+    @Test func aSheetWiderThanAPNGCanBeIsAUsageErrorBeforeAnythingLoads() async throws {
+        let aic = CommandLineRunner()
+        try SampleImages.png(width: 4, height: 4).write(to: aic.file("tiny.png"))
+
+        let inputs = Array(repeating: "tiny.png", count: 62)
+        let result = try await aic.run(
+            ["sheet"] + inputs + ["--width", "16384", "--columns", "62", "--output", "s.png"])
+        #expect(result.status == 2, "\(result)")
+        #expect(result.stderrLines.first?.contains("1016312 px wide") == true, "\(result)")
+        #expect(!result.stderr.contains("[1/62]"), "nothing loaded")
+        #expect(!FileManager.default.fileExists(atPath: aic.file("s.png").path))
+    }
+
+    /// A 1x16400 strip in a 16,384 px cell: the sheet would be 16400x16416, 269 million pixels (1 GiB
+    /// of RGBA), over the cap. The size is known from the thumbnails alone, so nothing that big is made.
+    @Test func aSheetOverThePixelCapFailsWithItsSizeAndWritesNothing() async throws {
+        let aic = CommandLineRunner()
+        try SampleImages.png(width: 1, height: 16400).write(to: aic.file("strip.png"))
+
+        let result = try await aic.run("sheet", "strip.png", "--width", "16384", "--columns", "1", "--output", "s.png")
+        #expect(result.status == 1, "\(result)")
+        let line = try #require(result.stderrLines.last)
+        #expect(line.hasPrefix("aic: the sheet would be 16400x16416 px"), "\(result)")
+        #expect(!FileManager.default.fileExists(atPath: aic.file("s.png").path))
+    }
 }
