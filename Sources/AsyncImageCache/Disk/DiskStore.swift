@@ -112,10 +112,19 @@ final class DiskStore: Sendable {
     }
 
     /// The bytes stored for `url`, marking the file used; `nil` when there are none.
+    ///
+    /// Only a regular file no larger than the whole budget is read: the store never writes a larger
+    /// one, so anything bigger was put there by someone else (a sparse file of gigabytes would
+    /// otherwise be read whole into memory). The source answers for it instead.
     func data(for url: URL) -> Data? {
-        let path = filePath(for: url)
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        _ = utimes(path, nil)  // recency for the trim; failure only makes the file look older
+        let descriptor = open(filePath(for: url), O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_size <= byteLimit,
+            let data = Self.readBytes(from: descriptor, upTo: Int(status.st_size))
+        else { return nil }
+        _ = futimens(descriptor, nil)  // recency for the trim; failure only makes the file look older
         return data
     }
 
@@ -133,6 +142,11 @@ final class DiskStore: Sendable {
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
+        return readBytes(from: descriptor, upTo: maxLength)
+    }
+
+    /// Up to `maxLength` bytes read from `descriptor` (fewer at end-of-file); `nil` if a read fails.
+    private static func readBytes(from descriptor: Int32, upTo maxLength: Int) -> Data? {
         var data = Data(count: maxLength)
         var filled = 0
         let failed = data.withUnsafeMutableBytes { buffer -> Bool in
