@@ -23,3 +23,55 @@ import Testing
         #expect(disk.data(for: url)?.count == 10_000)
     }
 }
+
+/// A symbolic link or a folder at a cached file's path is not an entry: the store neither reads
+/// through the link nor writes attributes or dates onto what it points at, and never removes a
+/// folder's contents.
+@Suite struct DiskStoreLinkedEntryTests {
+    let url = URL(string: "https://images.example.com/photo.jpg")!
+
+    @Test func aLinkAtACachedFilesPathIsNeverFollowed() throws {
+        let folder = TemporaryDirectory("disk-link")
+        let outside = TemporaryDirectory("disk-link-target")
+        let target = outside.url.appendingPathComponent("private.jpg")
+        let targetBytes = try SampleImages.jpeg(width: 300, height: 200)
+        try targetBytes.write(to: target)
+        let lastWeek = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded() - 7 * 86_400)
+        try FileManager.default.setAttributes([.modificationDate: lastWeek], ofItemAtPath: target.path)
+        let store = try ImageStore.makeForTesting(root: folder.url)
+        try FileManager.default.createDirectory(at: store.directory, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(
+            atPath: store.disk.filePath(for: url), withDestinationPath: target.path)
+
+        #expect(store.disk.data(for: url)?.count == nil)
+        #expect(store.cachedOriginalBytes(for: url)?.data.count == nil)
+        #expect(store.cachedPixelSize(for: url) == nil)
+        #expect(!store.disk.setPixelSize(PixelSize(width: 3, height: 3), for: url))
+        try FileExtendedAttributes().setValue(
+            PixelSizeAttribute.encode(PixelSize(width: 9, height: 9)), named: PixelSizeAttribute.name,
+            atPath: target.path)
+        #expect(store.disk.pixelSize(for: url) == nil)
+        // What the link points at is as it was: bytes, date, and only the attribute set above.
+        #expect(try Data(contentsOf: target) == targetBytes)
+        let modified = try FileManager.default.attributesOfItem(atPath: target.path)[.modificationDate] as? Date
+        #expect(abs(modified?.timeIntervalSince(lastWeek) ?? .infinity) < 1)
+        #expect(
+            PixelSizeAttribute.decode(
+                FileExtendedAttributes().value(named: PixelSizeAttribute.name, atPath: target.path) ?? [])
+                == PixelSize(width: 9, height: 9))
+    }
+
+    @Test func aFolderAtACachedFilesPathKeepsItsContents() throws {
+        let folder = TemporaryDirectory("disk-link")
+        let disk = DiskStore(directory: folder.url, byteLimit: 1000)
+        let inside = URL(fileURLWithPath: disk.filePath(for: url)).appendingPathComponent("keep.txt")
+        try FileManager.default.createDirectory(
+            at: inside.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data("keep".utf8).write(to: inside)
+        // Bytes over the budget remove the URL's older copy: never a folder and what it holds.
+        #expect(throws: POSIXError(.EFBIG)) {
+            try disk.store(Data(count: 2000), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        }
+        #expect(try Data(contentsOf: inside) == Data("keep".utf8))
+    }
+}

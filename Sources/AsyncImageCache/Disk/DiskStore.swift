@@ -50,7 +50,7 @@ final class DiskStore: Sendable {
         self.folder = Folder.shared(atPath: directory.standardizedFileURL.path)
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         where name.hasPrefix(Self.temporaryPrefix) && !Self.isWriterAlive(temporaryName: name) {
-            try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+            _ = unlink(directoryPath + name)  // a file or a link; never a folder's contents
         }
     }
 
@@ -115,9 +115,10 @@ final class DiskStore: Sendable {
     ///
     /// Only a regular file no larger than the whole budget is read: the store never writes a larger
     /// one, so anything bigger was put there by someone else (a sparse file of gigabytes would
-    /// otherwise be read whole into memory). The source answers for it instead.
+    /// otherwise be read whole into memory). The source answers for it instead. A symbolic link is
+    /// not followed (`O_NOFOLLOW`): the store serves, and dates, only files of its own folder.
     func data(for url: URL) -> Data? {
-        let descriptor = open(filePath(for: url), O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        let descriptor = open(filePath(for: url), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var status = stat()
@@ -128,16 +129,18 @@ final class DiskStore: Sendable {
         return data
     }
 
-    /// Up to `maxLength` bytes from the start of `url`'s file, for reading a header.
+    /// Up to `maxLength` bytes from the start of `url`'s file, for reading a header; a symbolic link
+    /// there is not followed.
     func prefix(for url: URL, maxLength: Int) -> Data? {
-        Self.prefix(ofFileAtPath: filePath(for: url), maxLength: maxLength)
+        Self.prefix(ofFileAtPath: filePath(for: url), maxLength: maxLength, followingLinks: false)
     }
 
-    /// Up to `maxLength` bytes from the start of the file at `path`; `nil` if it cannot be read.
-    static func prefix(ofFileAtPath path: String, maxLength: Int) -> Data? {
+    /// Up to `maxLength` bytes from the start of the file at `path`; `nil` if it cannot be read, or
+    /// when it is a symbolic link and `followingLinks` is `false`.
+    static func prefix(ofFileAtPath path: String, maxLength: Int, followingLinks: Bool = true) -> Data? {
         // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, and this runs
         // during layout. It changes nothing for the regular files read below.
-        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (followingLinks ? 0 : O_NOFOLLOW))
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var status = stat()
@@ -197,11 +200,12 @@ final class DiskStore: Sendable {
         }
     }
 
-    /// Writes the pixel size attribute onto `url`'s existing file. Returns whether it was written.
+    /// Writes the pixel size attribute onto `url`'s existing file (never through a link). Returns
+    /// whether it was written.
     @discardableResult
     func setPixelSize(_ size: PixelSize, for url: URL) -> Bool {
         let path = filePath(for: url)
-        guard FileManager.default.fileExists(atPath: path) else { return false }
+        guard Self.isRegularFile(atPath: path) else { return false }
         return (try? attributes.setValue(PixelSizeAttribute.encode(size), named: PixelSizeAttribute.name, atPath: path))
             != nil
     }
@@ -223,7 +227,7 @@ final class DiskStore: Sendable {
     /// Replaces the HTTP caching facts of `url`'s existing file without touching its bytes.
     func setCacheMetadata(_ metadata: HTTPCacheMetadata, for url: URL) {
         let path = filePath(for: url)
-        guard FileManager.default.fileExists(atPath: path) else { return }
+        guard Self.isRegularFile(atPath: path) else { return }
         try? attributes.setValue(metadata.encoded, named: HTTPCacheMetadata.attributeName, atPath: path)
     }
 
@@ -299,9 +303,15 @@ final class DiskStore: Sendable {
         return total
     }
 
+    /// The size of the regular file at `path` (a link is not followed), as ``entries()`` counts it.
     private static func fileSize(atPath path: String) -> Int? {
         var info = stat()
-        return stat(path, &info) == 0 ? Int(info.st_size) : nil
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG ? Int(info.st_size) : nil
+    }
+
+    /// Whether `path` is a regular file itself, not a link to one.
+    private static func isRegularFile(atPath path: String) -> Bool {
+        fileSize(atPath: path) != nil
     }
 
     private func write(_ data: Data, to file: URL) throws {
@@ -313,9 +323,9 @@ final class DiskStore: Sendable {
         }
     }
 
-    /// Removes `url`'s file.
+    /// Removes `url`'s file (or a link in its place; never a folder and its contents).
     func remove(_ url: URL) {
-        try? FileManager.default.removeItem(at: fileURL(for: url))
+        _ = unlink(filePath(for: url))
         usage.withLock { $0 = nil }
     }
 

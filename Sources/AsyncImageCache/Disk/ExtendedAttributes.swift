@@ -25,14 +25,15 @@ extension ExtendedAttributeStoring {
     }
 }
 
-/// The operating system's extended attributes (`getxattr`/`setxattr`).
+/// The operating system's extended attributes (`lgetxattr`/`lsetxattr`): a symbolic link is never
+/// followed, so an attribute is never read from, or written onto, a file outside the folder.
 struct FileExtendedAttributes: ExtendedAttributeStoring {
     func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
     {
         #if canImport(Darwin)
-        let length = getxattr(path, name, buffer.baseAddress, buffer.count, 0, 0)
+        let length = getxattr(path, name, buffer.baseAddress, buffer.count, 0, XATTR_NOFOLLOW)
         #else
-        let length = getxattr(path, name, buffer.baseAddress, buffer.count)
+        let length = lgetxattr(path, name, buffer.baseAddress, buffer.count)
         #endif
         return length >= 0 ? length : nil
     }
@@ -40,9 +41,9 @@ struct FileExtendedAttributes: ExtendedAttributeStoring {
     func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
         let result = value.withUnsafeBytes { raw in
             #if canImport(Darwin)
-            setxattr(path, name, raw.baseAddress, raw.count, 0, 0)
+            setxattr(path, name, raw.baseAddress, raw.count, 0, XATTR_NOFOLLOW)
             #else
-            setxattr(path, name, raw.baseAddress, raw.count, 0)
+            lsetxattr(path, name, raw.baseAddress, raw.count, 0)
             #endif
         }
         if result != 0 { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
@@ -50,9 +51,9 @@ struct FileExtendedAttributes: ExtendedAttributeStoring {
 
     func removeValue(named name: String, atPath path: String) {
         #if canImport(Darwin)
-        _ = removexattr(path, name, 0)
+        _ = removexattr(path, name, XATTR_NOFOLLOW)
         #else
-        _ = removexattr(path, name)
+        _ = lremovexattr(path, name)
         #endif
     }
 }
