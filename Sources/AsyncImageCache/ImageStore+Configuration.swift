@@ -22,8 +22,8 @@ extension ImageStore {
         /// file appears); 200 MiB by default.
         public var diskByteLimit = 200 * 1024 * 1024
         /// The folder that holds one folder per store name; `nil` (the default) means
-        /// `AsyncImageCache` in the user's cache folder (`$XDG_CACHE_HOME`, else `~/.cache`, on
-        /// Linux; `Library/Caches` on Apple platforms).
+        /// `AsyncImageCache` in the user's cache folder (`$XDG_CACHE_HOME` when it is an absolute path,
+        /// else `$HOME/.cache`, on Linux; `Library/Caches` on Apple platforms).
         public var rootDirectory: URL?
         /// Fetches bytes for every scheme; ``DataLoader`` by default.
         public var dataLoader: any DataLoading = DataLoader()
@@ -62,12 +62,15 @@ extension ImageStore {
             #if canImport(Darwin)
             let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0]
             #else
+            // The XDG base directory spec: an unset, empty or relative XDG_CACHE_HOME is ignored for
+            // $HOME/.cache. Foundation's home directory comes from the account database whatever HOME
+            // says, so it only stands in for a HOME that is unset, empty or relative.
             let environment = ProcessInfo.processInfo.environment
-            let caches =
-                environment["XDG_CACHE_HOME"].flatMap {
-                    $0.hasPrefix("/") ? URL(fileURLWithPath: $0, isDirectory: true) : nil
-                }
-                ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache", isDirectory: true)
+            func absolute(_ variable: String) -> URL? {
+                environment[variable].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0, isDirectory: true) : nil }
+            }
+            let home = absolute("HOME") ?? FileManager.default.homeDirectoryForCurrentUser
+            let caches = absolute("XDG_CACHE_HOME") ?? home.appendingPathComponent(".cache", isDirectory: true)
             #endif
             return caches.appendingPathComponent("AsyncImageCache", isDirectory: true)
         }

@@ -153,4 +153,28 @@ import Testing
         let infinite = try await aic.run("cache", "trim", "--max-age", "1e306d")
         #expect(infinite.status == 2, "\(infinite)")
     }
+
+    /// Without an absolute `XDG_CACHE_HOME` (unset, empty or relative, which the XDG spec says to
+    /// ignore) the cache is in `$HOME/.cache`, as the documentation says: the home directory of the
+    /// account database is only for a `HOME` that is unset or not absolute.
+    @Test func theCacheFolderFollowsHOMEWhenXDGCacheHomeIsNotAnAbsolutePath() async throws {
+        let aic = CommandLineRunner()
+        let home = aic.workspace.url.appendingPathComponent("home").path
+        for xdg in [nil, "", "relative/cache"] as [String?] {
+            let stats = try json(
+                try await aic.run(["cache", "stats", "--json"], environment: ["HOME": home, "XDG_CACHE_HOME": xdg]))
+            #expect(
+                stats["folder"] as? String == home + "/.cache/AsyncImageCache/default",
+                "XDG_CACHE_HOME=\(xdg ?? "unset")")
+        }
+        for unusable in [nil, "", "relative/home"] as [String?] {
+            let stats = try json(
+                try await aic.run(
+                    ["cache", "stats", "--json"], environment: ["HOME": unusable, "XDG_CACHE_HOME": nil]))
+            let folder = try #require(stats["folder"] as? String)
+            #expect(
+                folder.hasPrefix("/") && folder.hasSuffix("/.cache/AsyncImageCache/default"),
+                "HOME=\(unusable ?? "unset")")
+        }
+    }
 }

@@ -76,8 +76,12 @@ final class CommandLineRunner: Sendable {
     }
 
     /// Runs `aic arguments...`, killing it after `timeLimit` (``timeLimit`` by default): a test that
-    /// checks for a hang need not wait two minutes to fail.
-    func run(_ arguments: [String], timeLimit: Duration = CommandLineRunner.timeLimit) async throws -> Result {
+    /// checks for a hang need not wait two minutes to fail. `environment` sets variables of the child
+    /// after ``cacheHome`` is set (`nil` unsets one).
+    func run(
+        _ arguments: [String], environment changes: [String: String?] = [:],
+        timeLimit: Duration = CommandLineRunner.timeLimit
+    ) async throws -> Result {
         try #require(
             FileManager.default.isExecutableFile(atPath: Self.executable.path),
             "aic is not built at \(Self.executable.path)")
@@ -93,6 +97,7 @@ final class CommandLineRunner: Sendable {
         process.currentDirectoryURL = workspace.url
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_CACHE_HOME"] = cacheHome.url.path
+        for (name, value) in changes { environment[name] = value }
         process.environment = environment
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = try FileHandle(forWritingTo: stdoutFile)
