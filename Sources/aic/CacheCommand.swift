@@ -18,6 +18,8 @@ enum CacheCommand: Subcommand {
           stats    entries, bytes on disk, the oldest entry (by last use) and the folder
           clear    remove every entry
           trim     remove the entries not used (read or written) for longer than --max-age
+          Both exit with status 1, saying why, when the folder refuses to remove entries
+          (a read-only file system, no write permission).
 
         OPTIONS
           --name N          the store's name: letters, digits, '-', '_', '.' (default "default",
@@ -57,12 +59,28 @@ enum CacheCommand: Subcommand {
             report(removed: removed, before: before, after: after, store: store, json: json) {
                 "cleared \($0)"
             }
+            try failIfUnremovable(left: after, store: store)
         default:
             let removed = store.evictExpired(maxAge: maxAge)
-            report(removed: removed, before: before, after: Usage(store), store: store, json: json) {
+            let after = Usage(store)
+            report(removed: removed, before: before, after: after, store: store, json: json) {
                 "trimmed \($0) not used for \(Formatted.age(maxAge))"
             }
+            if let oldest = after.oldest, -oldest.timeIntervalSinceNow > maxAge {
+                try failIfUnremovable(left: after, store: store)
+            }
         }
+    }
+
+    /// Fails (exit status 1) with the reason when entries that were due to go are left because the
+    /// folder refuses removals (a read-only file system, no write permission): the summary alone,
+    /// "0 entries ... 1 left", would pass for success. Entries left in a writable folder were
+    /// written meanwhile by another process, and are no failure.
+    private static func failIfUnremovable(left: Usage, store: ImageStore) throws(CommandFailure) {
+        guard left.fileCount > 0, access(store.directory.path, W_OK) != 0 else { return }
+        // How many of those left were due is not known (a trim keeps recent ones): the summary says what is left.
+        let reason = String(cString: strerror(errno))
+        throw CommandFailure("cannot remove entries from \"\(store.name)\" in \(store.directory.path): \(reason)")
     }
 
     /// `cleared 12 entries (3.4 MB) from "default"; 0 left (0 B)`, or the same as JSON.

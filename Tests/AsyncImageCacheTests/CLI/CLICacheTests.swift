@@ -177,4 +177,38 @@ import Testing
                 "HOME=\(unusable ?? "unset")")
         }
     }
+
+    /// Entries the user may not delete (a read-only file system; a folder without write permission
+    /// for other users) fail `clear` and `trim` with the reason and exit status 1: a script must not
+    /// take "cleared 0 entries; 1 left" for success.
+    @Test(.enabled(if: getuid() != 0 || ScratchFileSystem.isAvailable, "root needs a read-only mount"))
+    func clearAndTrimFailWithTheReasonWhenEntriesCannotBeRemoved() async throws {
+        let aic = CommandLineRunner()
+        // Root ignores permissions: a read-only tmpfs stops it. Anyone else: a folder without write permission.
+        let volume = getuid() == 0 ? try ScratchFileSystem(byteCount: 256 * 1024) : nil
+        let cacheHome = volume?.url ?? aic.cacheHome.url
+        let folder = cacheHome.appendingPathComponent("AsyncImageCache/default", isDirectory: true)
+        try DiskStore(directory: folder, byteLimit: 1 << 20).store(
+            Data(repeating: 1, count: 1000), pixelSize: PixelSize(width: 1, height: 1),
+            for: URL(string: "https://example.com/a.jpg")!)
+        if let volume {
+            try volume.setReadOnly(true)
+        } else {
+            try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: folder.path)
+        }
+        defer {
+            try? volume?.setReadOnly(false)  // so the tmpfs unmounts cleanly
+            try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
+        }
+        let reason = volume == nil ? "Permission denied" : "Read-only file system"
+        for arguments in [["clear"], ["trim", "--max-age", "0"], ["clear", "--json"]] {
+            let result = try await aic.run(["cache"] + arguments, environment: ["XDG_CACHE_HOME": cacheHome.path])
+            #expect(result.status == 1, "\(arguments): \(result)")
+            #expect(
+                result.stderr == "aic: cannot remove entries from \"default\" in \(folder.path): \(reason)\n",
+                "\(arguments): \(result)")
+        }
+        let stats = try await aic.run(["cache", "stats", "--json"], environment: ["XDG_CACHE_HOME": cacheHome.path])
+        #expect(try json(stats)["entries"] as? Int == 1)
+    }
 }
