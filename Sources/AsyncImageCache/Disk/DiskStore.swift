@@ -263,6 +263,11 @@ final class DiskStore: Sendable {
             // The first write makes the folder, as does the first after a user removed it: once.
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try write(data, to: temporary)
+        } catch  where Self.isOutOfSpace(error) {
+            // The file system filled before the budget did: the least recently used entries make room,
+            // as the budget would have, and the write is tried once more.
+            guard makeRoom(forBytes: data.count) else { throw error }
+            try write(data, to: temporary)
         }
         // A file system without extended attributes still gets the bytes; sizes then come from
         // the header.
@@ -293,6 +298,39 @@ final class DiskStore: Sendable {
         }
         // Another process may share the folder: a background trim re-reads what is really there.
         scheduleTrim()
+    }
+
+    /// Room a write needs beyond its bytes on a full file system: the folder's entry, the attributes,
+    /// the rounding of the last block.
+    private static let freeSpaceSlack = 64 * 1024
+
+    /// Whether a write failed for want of space (`ENOSPC`, or a quota's `EDQUOT`).
+    private static func isOutOfSpace(_ error: any Error) -> Bool {
+        let error = error as NSError
+        let posix = error.domain == NSPOSIXErrorDomain ? error : error.userInfo[NSUnderlyingErrorKey] as? NSError
+        if error.domain == NSCocoaErrorDomain, error.code == CocoaError.fileWriteOutOfSpace.rawValue { return true }
+        return posix?.domain == NSPOSIXErrorDomain && [ENOSPC, EDQUOT].contains(Int32(posix?.code ?? 0))
+    }
+
+    /// Removes least recently used entries until the file system has room for `byteCount` bytes, on
+    /// the commit queue. Removes nothing, and returns `false`, when even every entry would not make
+    /// room: the file system was filled by others, and emptying the tier would not help.
+    private func makeRoom(forBytes byteCount: Int) -> Bool {
+        trimQueue.sync {
+            var info = statvfs()
+            guard statvfs(directoryPath, &info) == 0 else { return false }
+            let free = Int(info.f_bavail) * Int(info.f_frsize)
+            let needed = byteCount + Self.freeSpaceSlack - free
+            guard needed > 0 else { return true }  // room was made meanwhile
+            let entries = entries().sorted { $0.lastUsed < $1.lastUsed }
+            guard entries.reduce(0, { $0 + $1.byteCount }) >= needed else { return false }
+            var freed = 0
+            for entry in entries where freed < needed && entry.remove() {
+                freed += entry.byteCount
+            }
+            usage.withLock { $0 = nil }
+            return freed >= needed
+        }
     }
 
     /// The bytes this store believes the folder holds, counted from the folder the first time.
