@@ -19,7 +19,8 @@ enum CacheCommand: Subcommand {
           clear    remove every entry
           trim     remove the entries not used (read or written) for longer than --max-age
           Both exit with status 1, saying why, when the folder refuses to remove entries
-          (a read-only file system, no write permission).
+          (a read-only file system, no write permission); every action does when the folder
+          is there but cannot be listed (a file in its place, a link loop).
 
         OPTIONS
           --name N          the store's name: letters, digits, '-', '_', '.' (default "default",
@@ -46,6 +47,7 @@ enum CacheCommand: Subcommand {
         let maxAge = try arguments.duration("--max-age", default: defaultMaxAge)
         let store = try Inputs.store(named: arguments.value("--name") ?? "default")
         let json = arguments.flag("--json")
+        try checkFolder(of: store)
 
         let before = Usage(store)
         switch action {
@@ -70,6 +72,20 @@ enum CacheCommand: Subcommand {
                 try failIfUnremovable(left: after, store: store)
             }
         }
+    }
+
+    /// Fails (exit status 1) with the reason when the store's folder is there but cannot be listed (a
+    /// regular file in its place, a link loop, no permission): the store would look empty. A folder
+    /// not made yet is an empty store.
+    private static func checkFolder(of store: ImageStore) throws(CommandFailure) {
+        let path = store.directory.path
+        guard let folder = opendir(path) else {
+            guard errno == ENOENT else {
+                throw CommandFailure("cannot read the cache folder \(path): \(String(cString: strerror(errno)))")
+            }
+            return
+        }
+        closedir(folder)
     }
 
     /// Fails (exit status 1) with the reason when entries that were due to go are left because the

@@ -211,4 +211,29 @@ import Testing
         let stats = try await aic.run(["cache", "stats", "--json"], environment: ["XDG_CACHE_HOME": cacheHome.path])
         #expect(try json(stats)["entries"] as? Int == 1)
     }
+
+    /// A store folder that is there but cannot be listed (a regular file in its place, a link to
+    /// itself) fails every action with the reason, rather than showing an empty store.
+    @Test func aCacheFolderThatCannotBeListedIsAFailureNotAnEmptyStore() async throws {
+        let aic = CommandLineRunner()
+        let folder = aic.storeFolder()
+        try FileManager.default.createDirectory(
+            at: folder.deletingLastPathComponent(), withIntermediateDirectories: true)
+        for (make, reason) in [
+            ({ try Data([1]).write(to: folder) }, "Not a directory"),
+            (
+                { try FileManager.default.createSymbolicLink(atPath: folder.path, withDestinationPath: folder.path) },
+                "Too many levels of symbolic links"
+            ),
+        ] as [(() throws -> Void, String)] {
+            try make()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            for action in [["stats"], ["clear"], ["trim"], ["stats", "--json"]] {
+                let result = try await aic.run(["cache"] + action)
+                #expect(result.status == 1, "\(action): \(result)")
+                #expect(result.stdout.isEmpty, "\(action): \(result)")
+                #expect(result.stderr == "aic: cannot read the cache folder \(folder.path): \(reason)\n", "\(action)")
+            }
+        }
+    }
 }
