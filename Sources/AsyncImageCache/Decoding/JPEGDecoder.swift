@@ -84,7 +84,10 @@ extension ImageDecoders {
         }
 
         /// Decodes at the smallest scale that covers `size` and resamples to exactly `size` (as
-        /// ``Bitmap/resized(to:)`` would), row by row as libjpeg hands rows out.
+        /// ``Bitmap/resized(to:)`` would), row by row as libjpeg hands rows out. At scale `n/8` the picture
+        /// spans `side * n / 8` of the `ceil(side * n / 8)` pixels decoded (the last column and row are
+        /// partial blocks, padded by the encoder), and the resample maps that span onto `size`: the
+        /// picture lands where a resize of the full image puts it, not stretched by up to 7/8 of a pixel.
         ///
         /// With `overlapping`, the resampling runs on a second thread while rows decode (the shortest
         /// time when a core is idle); without, it follows the decode on this thread through a ring of
@@ -97,15 +100,22 @@ extension ImageDecoders {
             return try data.withUnsafeBytes { bytes in
                 Self.withDecoder(bytes, context: context, memoryLimit: memoryLimit) { decoder, sizes in
                     let outputSize = sizes.output
+                    // At scale n/8 the picture spans side * n / 8 of the ceil(side * n / 8) pixels decoded:
+                    // the last column and row are partial blocks, padded by the encoder.
+                    let extent = SIMD2(Double(sizes.image.width), Double(sizes.image.height)) * sizes.scale
+                    let spansAll = extent == SIMD2(Double(outputSize.width), Double(outputSize.height))
                     if allowsDCShortcut, let bitmap = Self.decodeFromDC(decoder, sizes, threads: overlapping ? 2 : 1) {
-                        return .success(outputSize == size ? bitmap : bitmap.resized(to: size))
+                        return .success(
+                            outputSize == size && spansAll
+                                ? bitmap : bitmap.resized(to: size, sourceExtent: spansAll ? nil : extent))
                     }
-                    guard outputSize != size else { return Self.decodeWhole(decoder, sizes, context) }
+                    guard outputSize != size || !spansAll else { return Self.decodeWhole(decoder, sizes, context) }
                     var status = cjpeg_decoder_start(decoder)
                     guard status == CJPEG_STATUS_OK else {
                         return .failure(Self.error(status, decoder, context, sizes.image))
                     }
-                    let resampler = RowResampler.reused(sourceSize: outputSize, targetSize: size, isOpaque: true)
+                    let resampler = RowResampler.reused(
+                        sourceSize: outputSize, targetSize: size, isOpaque: true, sourceExtent: spansAll ? nil : extent)
                     // Batches big enough to amortize a hand-over, small enough to start early; the
                     // streaming resize asks for fewer rows than that.
                     let batch = max(8, outputSize.height / 32)
@@ -200,7 +210,7 @@ extension ImageDecoders {
             }
             guard header.color_space == CJPEG_COLOR_CMYK || header.color_space == CJPEG_COLOR_YCCK,
                 let profile = cmykProfile(in: bytes, base: base)
-            else { return body(decoder, Scales(image: imageSize, output: outputSize)) }
+            else { return body(decoder, Scales(image: imageSize, output: outputSize, numerator: numerator)) }
             // Each row of ink goes through the profile as it decodes, whichever way the rows are read.
             return withExtendedLifetime(profile) {
                 cjpeg_decoder_set_ink_transform(
@@ -209,7 +219,7 @@ extension ImageDecoders {
                         guard let row, let context else { return }
                         Unmanaged<CMYKProfile>.fromOpaque(context).takeUnretainedValue().convert(row, width: width)
                     }, Unmanaged.passUnretained(profile).toOpaque())
-                return body(decoder, Scales(image: imageSize, output: outputSize))
+                return body(decoder, Scales(image: imageSize, output: outputSize, numerator: numerator))
             }
         }
 
@@ -226,6 +236,11 @@ extension ImageDecoders {
         struct Scales {
             let image: PixelSize
             let output: PixelSize
+            /// The scale is `numerator / 8`.
+            let numerator: Int
+
+            /// The scale as a number.
+            var scale: Double { Double(numerator) / 8 }
         }
 
         /// Decodes every row into a bitmap of the output size.

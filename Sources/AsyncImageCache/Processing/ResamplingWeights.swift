@@ -25,16 +25,22 @@ struct ResamplingWeights {
         return 3 * sin(piX) * sin(piX / 3) / (piX * piX)
     }
 
-    /// - Parameter lanes: whether to fill ``lanes``, which only the Float passes read.
-    init(sourceCount: Int, targetCount: Int, lanes: Bool = true) {
-        self.init(paddedFor: sourceCount, targetCount: targetCount)
+    /// - Parameters:
+    ///   - sourceExtent: how many source samples the picture spans, when fewer than `sourceCount`: a JPEG
+    ///     decoded at scale `n/8` has `ceil(side * n / 8)` samples, the last one a partial block padded by
+    ///     the encoder, but spans `side * n / 8` of them. The target spans that extent, so the picture is
+    ///     not stretched; the last sample still contributes where the filter reaches it. `nil` spans all.
+    ///   - lanes: whether to fill ``lanes``, which only the Float passes read.
+    init(sourceCount: Int, targetCount: Int, sourceExtent: Double? = nil, lanes: Bool = true) {
+        self.init(paddedFor: sourceCount, targetCount: targetCount, sourceExtent: sourceExtent)
         trimZeroTaps(sourceCount: sourceCount)
         if lanes { self.lanes = weights.map { SIMD4(repeating: $0) } }
     }
 
     /// Weights with a tap count that surely covers the filter, some taps at the edges weighing zero.
-    private init(paddedFor sourceCount: Int, targetCount: Int) {
-        let scale = Double(targetCount) / Double(sourceCount)
+    private init(paddedFor sourceCount: Int, targetCount: Int, sourceExtent: Double?) {
+        let extent = min(Double(sourceCount), max(sourceExtent ?? Double(sourceCount), Double(sourceCount - 1)))
+        let scale = Double(targetCount) / extent
         // When shrinking, widen the kernel by the reduction factor so that every source sample
         // contributes (a low-pass filter); when enlarging, interpolate with the kernel as it is.
         let filterScale = max(1, 1 / scale)

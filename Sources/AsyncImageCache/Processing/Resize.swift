@@ -14,13 +14,20 @@ extension Bitmap {
     ///
     /// - Precondition: `size` is at least 1x1.
     public func resized(to size: PixelSize) -> Bitmap {
+        resized(to: size, sourceExtent: nil)
+    }
+
+    /// ``resized(to:)`` for a bitmap whose picture spans only `sourceExtent` of its pixels (a JPEG
+    /// decoded at a reduced DCT scale: see ``RowResampler/init(sourceSize:targetSize:isOpaque:sourceExtent:)``).
+    func resized(to size: PixelSize, sourceExtent: SIMD2<Double>?) -> Bitmap {
         precondition(size.width > 0 && size.height > 0, "cannot resize to \(size)")
-        guard size != pixelSize else { return self }
+        guard size != pixelSize || sourceExtent != nil else { return self }
         let (columns, rows) = Self.groupsAveragedFirst(from: pixelSize, to: size)
         if columns > 1 || rows > 1 { return averaging(columns: columns, rows: rows).resized(to: size) }
         // Rows first: when shrinking, the intermediate (target width x source height) is the
         // narrow one, and the vertical pass then sums whole contiguous rows of it.
-        let resampler = RowResampler.reused(sourceSize: pixelSize, targetSize: size, isOpaque: isOpaque)
+        let resampler = RowResampler.reused(
+            sourceSize: pixelSize, targetSize: size, isOpaque: isOpaque, sourceExtent: sourceExtent)
         let result = pixels.withUnsafeBytes { source in
             resampler.resample(source: source.baseAddress!, bytesPerRow: bytesPerRow)
         }

@@ -20,6 +20,8 @@ struct RowResampler {
     /// Whether every source pixel is opaque (a JPEG): premultiplying and dividing by alpha are then
     /// no-ops, and skipping them saves a division per pixel.
     let isOpaque: Bool
+    /// The width and height the picture spans in source pixels when less than ``sourceSize``; `nil` for all.
+    let sourceExtent: SIMD2<Double>?
     /// The rows of intermediate a resize streaming through a ring must keep besides the rows of one batch.
     let ringRowsBesidesBatch: Int
     private let horizontal: ResamplingWeights
@@ -29,21 +31,29 @@ struct RowResampler {
     /// For each target row, how many intermediate rows (from the top) it and the rows above it read.
     private let rowsNeeded: [Int]
 
-    init(sourceSize: PixelSize, targetSize: PixelSize, isOpaque: Bool) {
+    /// - Parameter sourceExtent: the width and height the picture spans in source pixels, when less than
+    ///   `sourceSize` (a JPEG decoded at a reduced DCT scale, whose last column and row are partial
+    ///   blocks: see ``ResamplingWeights/init(sourceCount:targetCount:sourceExtent:lanes:)``); `nil` for all of it.
+    init(sourceSize: PixelSize, targetSize: PixelSize, isOpaque: Bool, sourceExtent: SIMD2<Double>? = nil) {
         self.sourceSize = sourceSize
         self.targetSize = targetSize
         self.isOpaque = isOpaque
+        self.sourceExtent = sourceExtent
         // Without vector kernels (on ARM, for now) plain C integers are slower than SIMD Float.
         let wantsFixedPoint = isOpaque && cresample_has_vector_kernels() != 0
         var horizontal = ResamplingWeights(
-            sourceCount: sourceSize.width, targetCount: targetSize.width, lanes: !wantsFixedPoint)
+            sourceCount: sourceSize.width, targetCount: targetSize.width, sourceExtent: sourceExtent?.x,
+            lanes: !wantsFixedPoint)
         var vertical = ResamplingWeights(
-            sourceCount: sourceSize.height, targetCount: targetSize.height, lanes: !wantsFixedPoint)
+            sourceCount: sourceSize.height, targetCount: targetSize.height, sourceExtent: sourceExtent?.y,
+            lanes: !wantsFixedPoint)
         fixedPoint = wantsFixedPoint ? FixedPointAxes(horizontal, vertical, sourceSize) : nil
         if wantsFixedPoint && fixedPoint == nil {
             // The C side refused the weights (out of memory): Float after all, whose passes need the lanes.
-            horizontal = ResamplingWeights(sourceCount: sourceSize.width, targetCount: targetSize.width)
-            vertical = ResamplingWeights(sourceCount: sourceSize.height, targetCount: targetSize.height)
+            horizontal = ResamplingWeights(
+                sourceCount: sourceSize.width, targetCount: targetSize.width, sourceExtent: sourceExtent?.x)
+            vertical = ResamplingWeights(
+                sourceCount: sourceSize.height, targetCount: targetSize.height, sourceExtent: sourceExtent?.y)
         }
         self.horizontal = horizontal
         self.vertical = vertical
@@ -68,13 +78,17 @@ struct RowResampler {
     /// one size shown at one width needs the same weights for each, and working them out (two sines
     /// per tap) costs about a tenth of a resize. Only resamplers of up to 32k weights are kept (a
     /// 1200x800 to 954x636 one has 19k), so the kept ones stay under a few megabytes.
-    static func reused(sourceSize: PixelSize, targetSize: PixelSize, isOpaque: Bool) -> RowResampler {
+    static func reused(
+        sourceSize: PixelSize, targetSize: PixelSize, isOpaque: Bool, sourceExtent: SIMD2<Double>? = nil
+    ) -> RowResampler {
         let matches = { (resampler: RowResampler) in
             resampler.sourceSize == sourceSize && resampler.targetSize == targetSize && resampler.isOpaque == isOpaque
+                && resampler.sourceExtent == sourceExtent
         }
         if let kept = recentResamplers.withLock({ $0.last(where: matches) }) { return kept }
         // Made outside the lock; two threads making the same one at once both keep a copy briefly.
-        let made = RowResampler(sourceSize: sourceSize, targetSize: targetSize, isOpaque: isOpaque)
+        let made = RowResampler(
+            sourceSize: sourceSize, targetSize: targetSize, isOpaque: isOpaque, sourceExtent: sourceExtent)
         guard made.horizontal.weights.count + made.vertical.weights.count <= 1 << 15 else { return made }
         recentResamplers.withLock { kept in
             kept.removeAll(where: matches)
@@ -252,7 +266,7 @@ struct RowResampler {
     }
 }
 
-/// The resamplers ``RowResampler/reused(sourceSize:targetSize:isOpaque:)`` keeps, most recent last.
+/// The resamplers ``RowResampler/reused(sourceSize:targetSize:isOpaque:sourceExtent:)`` keeps, most recent last.
 private let recentResamplers = LockedBox<[RowResampler]>([])
 
 /// The horizontally resampled rows, the target width wide: premultiplied Float RGBA, or RGBA bytes

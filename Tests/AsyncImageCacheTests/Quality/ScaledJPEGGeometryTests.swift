@@ -1,0 +1,76 @@
+#if os(Linux)
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// A JPEG decoded at a reduced DCT scale `n/8` comes out `ceil(side * n / 8)` pixels a side, but only
+/// `side * n / 8` of them are picture: the last column and row hold a partial block, padded by the
+/// encoder. The store's resize from that decode must land where a resize of the full image lands.
+@Suite("Scaled JPEG decodes resize to the full image's geometry")
+struct ScaledJPEGGeometryTests {
+    /// A 203x157 picture (203 and 157 are no multiple of 8) of smooth ramps, which a reduced DCT scale
+    /// keeps nearly exactly: what is left of a difference is where the picture landed. Seeded noise of a
+    /// level or two keeps the encoder honest.
+    static func picture(width: Int = 203, height: Int = 157) -> Bitmap {
+        var generator = SeededGenerator(seed: 42)
+        var pixels = [UInt8](repeating: 255, count: width * height * 4)
+        for y in 0..<height {
+            for x in 0..<width {
+                let offset = (y * width + x) * 4
+                let noise = Double(generator.next() % 3) - 1
+                let wave = 128 + 100 * sin(Double(x + y) / 9)
+                pixels[offset] = UInt8(clamping: Int((Double(x) * 255 / Double(width) + noise).rounded()))
+                pixels[offset + 1] = UInt8(clamping: Int((Double(y) * 255 / Double(height) + noise).rounded()))
+                pixels[offset + 2] = UInt8(clamping: Int((wave + noise).rounded()))
+            }
+        }
+        return Bitmap(width: width, height: height, pixels: pixels)
+    }
+
+    static let widths = [9, 13, 25, 26, 27, 50, 51, 76, 77, 101, 126, 127, 152, 178]
+
+    @Test func everyWidthMatchesTheResizeOfTheFullDecode() async throws {
+        let folder = TemporaryDirectory("scaled-jpeg")
+        let data = try ImageEncoders.JPEG(quality: 95).encode(Self.picture())
+        let url = folder.url.appendingPathComponent("picture.jpg")
+        try data.write(to: url)
+        let full = try ImageDecoders.JPEG().decode(data, context: ImageDecodingContext(header: try ImageHeader.parse(data)))
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("store"))
+        var worst = Double.infinity
+        for width in Self.widths {
+            let image = try await store.image(for: ImageRequest(url: url, targetWidth: CGFloat(width)))
+            let height = Int((157.0 * Double(width) / 203.0).rounded())
+            let reference = full.resized(to: PixelSize(width: width, height: height))
+            try #require(image.pixelSize == reference.pixelSize)
+            let psnr = image.colorPSNR(against: reference)
+            print("scaled JPEG at \(width): \(String(format: "%.2f", psnr)) dB against the full decode's resize")
+            worst = min(worst, psnr)
+            #expect(psnr >= 38, "at width \(width): \(String(format: "%.2f", psnr)) dB")
+        }
+        print("scaled JPEG: worst \(String(format: "%.2f", worst)) dB")
+    }
+
+    /// The decoder's paths to a size (DC-only or libjpeg at 1/8, streaming through a ring or overlapped on a
+    /// second thread) give the same pixels, and the picture spans the same extent on each.
+    @Test(arguments: widths)
+    func everyPathGivesTheSamePixels(width: Int) throws {
+        let data = try ImageEncoders.JPEG(quality: 95).encode(Self.picture())
+        let header = try ImageHeader.parse(data)
+        let size = PixelSize(width: width, height: Int((157.0 * Double(width) / 203.0).rounded()))
+        let context = ImageDecodingContext(header: header, minimumSize: size)
+        var libjpeg = ImageDecoders.JPEG()
+        libjpeg.allowsDCShortcut = false
+        let results = [
+            try ImageDecoders.JPEG().decode(data, context: context, resizedTo: size, overlapping: true),
+            try ImageDecoders.JPEG().decode(data, context: context, resizedTo: size, overlapping: false),
+            try libjpeg.decode(data, context: context, resizedTo: size, overlapping: true),
+            try libjpeg.decode(data, context: context, resizedTo: size, overlapping: false),
+        ]
+        for result in results.dropFirst() {
+            #expect(result.pixelSize == size)
+            #expect(result.pixels == results[0].pixels)
+        }
+    }
+}
+#endif
