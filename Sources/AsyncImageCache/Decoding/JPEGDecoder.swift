@@ -59,13 +59,17 @@ extension ImageDecoders {
 
         /// The numerator `n` of the smallest scale `n/8` at which an image of `imageSize` still covers
         /// `minimumSize` in both dimensions; 8 (full size) when `minimumSize` is `nil` or larger than the image.
+        ///
+        /// What covers is the span of the picture, `side * n / 8`, not the `ceil(side * n / 8)` pixels libjpeg
+        /// outputs: a side that is a partial block at that scale (3 pixels at 1/8) comes out as one pixel made
+        /// mostly of the encoder's padding, so a 1000x3 photo asked to cover 125x1 decodes at 3/8, not 1/8.
         static func scaleNumerator(imageSize: PixelSize, covering minimumSize: PixelSize?) -> Int {
             guard let minimumSize else { return 8 }
-            for numerator in 1..<8 {
-                let scaled = scaledSize(imageSize, numerator: numerator)
-                if scaled.width >= minimumSize.width && scaled.height >= minimumSize.height {
-                    return numerator
-                }
+            for numerator in 1..<8
+            where imageSize.width * numerator >= minimumSize.width * 8
+                && imageSize.height * numerator >= minimumSize.height * 8
+            {
+                return numerator
             }
             return 8
         }
@@ -164,10 +168,10 @@ extension ImageDecoders {
         /// The DC-only decode of `data` at 1/8 scale, or `nil` where it declines (tests).
         func decodeFromDC(_ data: Data, threads: Int, alwaysSplit: Bool) -> Bitmap? {
             data.withUnsafeBytes { bytes -> Bitmap? in
-                // Asking for one pixel makes the scale 1/8; the header's size is not read here.
-                let one = PixelSize(width: 1, height: 1)
+                // Asking for no pixels makes the scale 1/8; the header's size is not read here.
+                let none = PixelSize(width: 0, height: 0)
                 let context = ImageDecodingContext(
-                    header: ImageHeader(format: .jpeg, storedSize: one), minimumSize: one)
+                    header: ImageHeader(format: .jpeg, storedSize: PixelSize(width: 1, height: 1)), minimumSize: none)
                 let declined = ImageDecodingError(
                     format: .jpeg, reason: .unsupportedFeature("not for the DC-only decoder"))
                 let result = Self.withDecoder(bytes, context: context, memoryLimit: 0) { decoder, sizes in

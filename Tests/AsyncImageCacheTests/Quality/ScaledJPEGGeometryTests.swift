@@ -35,7 +35,8 @@ struct ScaledJPEGGeometryTests {
         let data = try ImageEncoders.JPEG(quality: 95).encode(Self.picture())
         let url = folder.url.appendingPathComponent("picture.jpg")
         try data.write(to: url)
-        let full = try ImageDecoders.JPEG().decode(data, context: ImageDecodingContext(header: try ImageHeader.parse(data)))
+        let full = try ImageDecoders.JPEG().decode(
+            data, context: ImageDecodingContext(header: try ImageHeader.parse(data)))
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("store"))
         var worst = Double.infinity
         for width in Self.widths {
@@ -49,6 +50,40 @@ struct ScaledJPEGGeometryTests {
             #expect(psnr >= 38, "at width \(width): \(String(format: "%.2f", psnr)) dB")
         }
         print("scaled JPEG: worst \(String(format: "%.2f", worst)) dB")
+    }
+
+    /// A picture `width` x `height` whose rows and columns all differ: a red ramp across, green steps down.
+    static func thinPicture(width: Int, height: Int) -> Bitmap {
+        var pixels = [UInt8](repeating: 255, count: width * height * 4)
+        for y in 0..<height {
+            for x in 0..<width {
+                let offset = (y * width + x) * 4
+                pixels[offset] = UInt8(x * 255 / max(1, width - 1))
+                pixels[offset + 1] = UInt8(y * 255 / max(1, height - 1))
+                pixels[offset + 2] = UInt8((x + y) % 2 == 0 ? 60 : 180)
+            }
+        }
+        return Bitmap(width: width, height: height, pixels: pixels)
+    }
+
+    /// A side of a few pixels is a partial block: decoded at a scale that leaves it under the size asked
+    /// for, its one pixel is mostly the encoder's padding (copies of the last row), not the picture.
+    @Test(arguments: [(1000, 3, 125), (1000, 3, 250), (1000, 3, 7), (3, 1000, 1), (37, 1, 5), (37, 1, 10), (1, 37, 1)])
+    func aThinPictureMatchesTheResizeOfTheFullDecode(width: Int, height: Int, targetWidth: Int) async throws {
+        let folder = TemporaryDirectory("thin-jpeg")
+        let data = try ImageEncoders.JPEG(quality: 95).encode(Self.thinPicture(width: width, height: height))
+        let url = folder.url.appendingPathComponent("thin.jpg")
+        try data.write(to: url)
+        let full = try ImageDecoders.JPEG().decode(
+            data, context: ImageDecodingContext(header: try ImageHeader.parse(data)))
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("store"))
+        let image = try await store.image(for: ImageRequest(url: url, targetWidth: CGFloat(targetWidth)))
+        let targetHeight = max(1, Int((Double(height) * Double(targetWidth) / Double(width)).rounded()))
+        let reference = full.resized(to: PixelSize(width: targetWidth, height: targetHeight))
+        try #require(image.pixelSize == reference.pixelSize)
+        let psnr = image.colorPSNR(against: reference)
+        print("thin JPEG \(width)x\(height) at \(targetWidth): \(String(format: "%.2f", psnr)) dB")
+        #expect(psnr >= 30, "\(width)x\(height) at \(targetWidth): \(String(format: "%.2f", psnr)) dB")
     }
 
     /// The decoder's paths to a size (DC-only or libjpeg at 1/8, streaming through a ring or overlapped on a
