@@ -5,7 +5,8 @@ import Foundation
 /// Every failure of ``ImageStore/image(for:)`` is one of these cases, and nothing is written to
 /// either cache tier when a load fails.
 public enum ImageLoadingError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The URL's scheme is not `http`, `https`, `file` or `data`.
+    /// The URL's scheme is not `http`, `https`, `file` or `data`; or an HTTP redirect led to this URL,
+    /// whose scheme is not `http` or `https` (a server never sends a load to a local file or elsewhere).
     case unsupportedURL(URL)
     /// A `data:` URL that is not well formed: the reason says what is wrong with it.
     case invalidDataURL(reason: String)

@@ -43,6 +43,9 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
   GET /cache-expires/<when>/images/<name>
                                      as /cache with no Cache-Control, but an Expires header: +<s> or
                                      -<s> seconds from now, or <when> as written (e.g. 0).
+  GET /redirect-to/<code>?<location>
+                                     status <code> (a 3xx) with Location: <location>, the query
+                                     percent-decoded: any URL, e.g. ?file%3A%2F%2F%2Fetc%2Fpasswd.
   GET /alias/<n>/images/<name>       the file <name>, as /images/<name> serves it: one file under as
                                      many distinct URLs as a test needs (counted per full path).
   GET /negotiate/<stem>              content negotiation as image CDNs do it: <stem>.webp when the
@@ -66,6 +69,7 @@ import os
 import sys
 import threading
 import time
+import urllib.parse
 
 # The oversized routes write 16 KiB per millisecond at most (~16 MB/s), so a client that hangs up
 # a moment late still shows in /__sent as having stopped far short of the whole body.
@@ -186,6 +190,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif head == "negotiate" and len(rest) == 1:
             accepted = [part.split(";")[0].strip() for part in self.headers.get("Accept", "").split(",")]
             self.send_file(rest[0] + (".webp" if "image/webp" in accepted else ".jpg"), vary=True)
+        elif head == "redirect-to" and len(rest) == 1 and rest[0].isdigit():
+            query = self.path.split("?", 1)[1] if "?" in self.path else ""
+            self.send_response(int(rest[0]))
+            self.send_header("Location", urllib.parse.unquote(query))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif head == "redirect" and rest:
             self.send_response(302)
             self.send_header("Location", "/" + "/".join(rest))

@@ -9,8 +9,9 @@ import FoundationNetworking
 /// The loader keeps the failures apart so the store can report them: a status other than 2xx, a
 /// timeout, a body cut short of its `Content-Length`, a body over ``maximumResponseBytes`` (stopped as
 /// soon as it crosses the cap, or before the body when `Content-Length` already says so), and other
-/// transport errors. Cancelling the Swift task cancels the download and throws
-/// ``ImageLoadingError/cancelled`` at once.
+/// transport errors. Redirects are followed to `http` and `https` URLs only: one to another scheme
+/// (`file:`, `data:`) fails with ``ImageLoadingError/unsupportedURL(_:)``. Cancelling the Swift task
+/// cancels the download and throws ``ImageLoadingError/cancelled`` at once.
 ///
 /// At most the session configuration's `httpMaximumConnectionsPerHost` downloads per host run at once;
 /// the others wait in order, and their ``timeout`` starts when they do.
@@ -110,7 +111,8 @@ public final class HTTPDataLoader: DataLoading {
 
     /// Downloads the complete body behind `url`.
     ///
-    /// - Throws: ``ImageLoadingError/unsupportedURL(_:)`` for a scheme other than `http`/`https`;
+    /// - Throws: ``ImageLoadingError/unsupportedURL(_:)`` for a scheme other than `http`/`https`, or
+    ///   with the target of a redirect to one (`file:`, `data:`, ...: never followed);
     ///   ``ImageLoadingError/httpStatus(code:url:)``, ``ImageLoadingError/timedOut(_:)``,
     ///   ``ImageLoadingError/truncatedResponse(url:expectedBytes:receivedBytes:)``,
     ///   ``ImageLoadingError/responseTooLarge(url:byteLimit:)``, ``ImageLoadingError/network(url:description:)``

@@ -205,9 +205,17 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         // `/a/b.jpg`): resolved here against the redirecting URL as RFC 3986 does, escapes kept.
         var request = request
         if let location = response.value(forHTTPHeaderField: "Location"), let base = response.url,
-            let target = URL(string: location, relativeTo: base)?.absoluteURL, target.host != nil
+            let target = URL(string: location, relativeTo: base)?.absoluteURL
         {
-            request.url = target
+            // It also keeps the redirecting host for a target without one, whatever its scheme:
+            // `file:///etc/passwd` became `http://<host>/etc/passwd`. Only http(s) is followed; the load
+            // ends now, and the redirect response that follows finds no entry.
+            guard target.isRemote else {
+                complete(task) { _ in .failure(.unsupportedURL(target)) }
+                completionHandler(nil)
+                return
+            }
+            if target.host != nil { request.url = target }
         }
         completionHandler(request)
     }

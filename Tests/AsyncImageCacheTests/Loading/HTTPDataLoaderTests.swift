@@ -85,6 +85,20 @@ import FoundationNetworking
         #expect(try await server.hits(for: "/images/a%2Fb.jpg") == 1)
     }
 
+    @Test(arguments: ["file:///images/photo.jpg", "file:///etc/passwd", "data:image/jpeg;base64,/9j/", "mailto:a@b.c"])
+    func aRedirectToAnotherSchemeIsRefusedNotAskedOfTheSameHost(location: String) async throws {
+        // swift-corelibs-foundation keeps the redirecting host for a Location without one: before,
+        // file:///images/photo.jpg loaded http://127.0.0.1:<port>/images/photo.jpg, and file:///etc/passwd
+        // asked the server for /etc/passwd.
+        let escaped = try #require(location.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        let url = server.url("/redirect-to/302?\(escaped)")
+        let target = try #require(URL(string: location))
+        await #expect(throws: ImageLoadingError.unsupportedURL(target)) {
+            try await HTTPDataLoader().loadData(for: url)
+        }
+        #expect(try await server.hits() == ["/redirect-to/302": 1])
+    }
+
     @Test(arguments: [404, 500, 503])
     func nonSuccessStatusFailsWithTheCode(code: Int) async throws {
         let url = server.url("/status/\(code)")
