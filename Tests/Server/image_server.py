@@ -46,6 +46,7 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
   GET /redirect-to/<code>?<location>
                                      status <code> (a 3xx) with Location: <location>, the query
                                      percent-decoded: any URL, e.g. ?file%3A%2F%2F%2Fetc%2Fpasswd.
+  GET /bare/<code>                   status <code> with neither Location nor body (Content-Length: 0).
   GET /alias/<n>/images/<name>       the file <name>, as /images/<name> serves it: one file under as
                                      many distinct URLs as a test needs (counted per full path).
   GET /negotiate/<stem>              content negotiation as image CDNs do it: <stem>.webp when the
@@ -194,6 +195,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             query = self.path.split("?", 1)[1] if "?" in self.path else ""
             self.send_response(int(rest[0]))
             self.send_header("Location", urllib.parse.unquote(query))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif head == "bare" and len(rest) == 1 and rest[0].isdigit():
+            # <code> alone: no Location, no body (Content-Length: 0).
+            self.send_response(int(rest[0]))
             self.send_header("Content-Length", "0")
             self.end_headers()
         elif head == "redirect" and rest:

@@ -246,10 +246,15 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        complete(task) { entry in Self.result(of: entry, error: error) }
+        let final = task.response as? HTTPURLResponse
+        complete(task) { entry in Self.result(of: entry, error: error, final: final) }
     }
 
-    private static func result(of entry: Entry, error: (any Error)?) -> Result<HTTPLoadedResponse, ImageLoadingError> {
+    /// The outcome of the load of `entry`, ended by `error` (`nil` for success); `final` is the task's
+    /// last response, which the delegate may not have been shown.
+    private static func result(
+        of entry: Entry, error: (any Error)?, final: HTTPURLResponse?
+    ) -> Result<HTTPLoadedResponse, ImageLoadingError> {
         let code = (error as? URLError)?.code.rawValue ?? (error as NSError?)?.code
         if error != nil, code == NSURLErrorTimedOut { return .failure(.timedOut(entry.url)) }
         // Checked before the error: a closed connection may be reported as success or as "connection lost".
@@ -262,6 +267,11 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             return .failure(.network(url: entry.url, description: error.localizedDescription))
         }
         guard let response = entry.response else {
+            // swift-corelibs-foundation shows a delegate no redirect status (301-303, 305-308) that it
+            // does not follow, as one without a Location: the task has it.
+            if let final, !(200...299).contains(final.statusCode) {
+                return .failure(.httpStatus(code: final.statusCode, url: entry.url))
+            }
             return .failure(.network(url: entry.url, description: "no response"))
         }
         var headers: [String: String] = [:]

@@ -99,6 +99,17 @@ import FoundationNetworking
         #expect(try await server.hits() == ["/redirect-to/302": 1])
     }
 
+    @Test(arguments: [301, 302, 303, 307, 308])
+    func aRedirectWithoutALocationFailsWithItsStatus(code: Int) async throws {
+        // swift-corelibs-foundation hands a delegate no 3xx response: before, "no response".
+        let url = server.url("/bare/\(code)")
+        let loader = HTTPDataLoader()
+        await #expect(throws: ImageLoadingError.httpStatus(code: code, url: url)) {
+            try await loader.loadData(for: url)
+        }
+        #expect(loader.unfinishedTaskCount == 0)
+    }
+
     @Test(arguments: [404, 500, 503])
     func nonSuccessStatusFailsWithTheCode(code: Int) async throws {
         let url = server.url("/status/\(code)")
