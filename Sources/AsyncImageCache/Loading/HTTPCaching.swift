@@ -6,9 +6,9 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     /// `false` for `Cache-Control: no-store`: the bytes are never written to disk.
     public var isStorable = true
     /// Seconds the response stays fresh (`max-age`, else `Expires` less `Date`, less the `Age` a cache
-    /// on the way such as a CDN reports; `0` for `no-cache` and for an `Expires` in the past or that
-    /// is not a date, such as `0`); `nil` when the server said nothing, which the store treats as
-    /// fresh until evicted, as image caches commonly do.
+    /// on the way such as a CDN reports; `0` for `no-cache`, for a `max-age` that is not a whole number
+    /// of seconds, and for an `Expires` in the past or that is not a date, such as `0`); `nil` when the
+    /// server said nothing, which the store treats as fresh until evicted, as image caches commonly do.
     public var maxAge: TimeInterval?
     /// The `ETag` validator, sent back as `If-None-Match`.
     public var entityTag: String?
@@ -34,12 +34,13 @@ public struct HTTPCachePolicy: Sendable, Equatable {
                 isStorable = false
             } else if directive == "no-cache" {
                 maxAge = 0
-            } else if directive.hasPrefix("max-age="), maxAge != 0,
-                let seconds = TimeInterval(
-                    directive.dropFirst("max-age=".count).trimmingCharacters(in: .init(charactersIn: "\""))),
-                let lifetime = Self.lifetime(seconds)
-            {
-                maxAge = lifetime
+            } else if directive.hasPrefix("max-age="), maxAge != 0 {
+                // Delta-seconds, digits only (RFC 9111 1.2.2). Anything else ("abc", "1.5", "0x10") is
+                // invalid, and a response with invalid freshness is stale (4.2.1), as with Expires.
+                let value = directive.dropFirst("max-age=".count).trimmingCharacters(in: .init(charactersIn: "\""))
+                let isDeltaSeconds =
+                    !value.isEmpty && value.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+                maxAge = isDeltaSeconds ? TimeInterval(value).flatMap(Self.lifetime) ?? Self.longestLifetime : 0
             }
         }
         // RFC 9111 4.2.1 and 5.3: without max-age, Expires counts from the response's Date; an invalid
