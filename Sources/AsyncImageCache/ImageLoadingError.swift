@@ -18,7 +18,8 @@ public enum ImageLoadingError: Error, Sendable, Equatable, CustomStringConvertib
     case timedOut(URL)
     /// The body was larger than the configured response-size cap; the download was stopped early.
     case responseTooLarge(url: URL, byteLimit: Int)
-    /// The connection closed before the announced `Content-Length` arrived.
+    /// The connection closed before the announced `Content-Length` arrived; or a `206 Partial Content`
+    /// answer held only part of the image, of `expectedBytes` in all.
     case truncatedResponse(url: URL, expectedBytes: Int, receivedBytes: Int)
     /// Any other transport failure, with the system's description of it.
     case network(url: URL, description: String)

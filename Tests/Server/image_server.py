@@ -47,6 +47,8 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
                                      status <code> (a 3xx) with Location: <location>, the query
                                      percent-decoded: any URL, e.g. ?file%3A%2F%2F%2Fetc%2Fpasswd.
   GET /bare/<code>                   status <code> with neither Location nor body (Content-Length: 0).
+  GET /partial/images/<name>         206 Partial Content with the first half of the file and its
+                                     Content-Range, to a request that asked no Range.
   GET /alias/<n>/images/<name>       the file <name>, as /images/<name> serves it: one file under as
                                      many distinct URLs as a test needs (counted per full path).
   GET /negotiate/<stem>              content negotiation as image CDNs do it: <stem>.webp when the
@@ -202,6 +204,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_response(int(rest[0]))
             self.send_header("Content-Length", "0")
             self.end_headers()
+        elif head == "partial" and len(rest) == 2 and rest[0] == "images":
+            found = self.read_served_file(rest[1])
+            if found is None:
+                return
+            body = found[1]
+            half = len(body) // 2
+            self.send_response(206)
+            self.send_header("Content-Range", "bytes 0-%d/%d" % (half - 1, len(body)))
+            self.send_header("Content-Length", str(half))
+            self.end_headers()
+            self.wfile.write(body[:half])
         elif head == "redirect" and rest:
             self.send_response(302)
             self.send_header("Location", "/" + "/".join(rest))

@@ -274,10 +274,39 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             }
             return .failure(.network(url: entry.url, description: "no response"))
         }
+        if response.statusCode == 206 {
+            // No request asks for a range: a 206 is the image only when its one range is all of it.
+            let range = response.value(forHTTPHeaderField: "Content-Range").flatMap(Self.contentRange)
+            guard let range, let length = range.length else {
+                return .failure(.network(url: entry.url, description: "206 Partial Content without the image's length"))
+            }
+            guard range.first == 0, length == entry.body.count else {
+                let received = entry.body.count
+                return .failure(.truncatedResponse(url: entry.url, expectedBytes: length, receivedBytes: received))
+            }
+        }
         var headers: [String: String] = [:]
         for (name, value) in response.allHeaderFields {
             if let name = name as? String { headers[name] = value as? String ?? "\(value)" }
         }
         return .success(HTTPLoadedResponse(body: entry.body, statusCode: response.statusCode, headers: headers))
+    }
+
+    /// The first byte and the whole length of a `Content-Range: bytes <first>-<last>/<length>`; the
+    /// length `nil` for `*` (unknown). `nil` for anything else.
+    static func contentRange(_ value: String) -> (first: Int, length: Int?)? {
+        let text = value.trimmingCharacters(in: .whitespaces)
+        guard text.lowercased().hasPrefix("bytes ") else { return nil }
+        let parts = text.dropFirst("bytes ".count).split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return nil }
+        let bounds = parts[0].trimmingCharacters(in: .whitespaces).split(
+            separator: "-", omittingEmptySubsequences: false)
+        guard bounds.count == 2, let first = Int(bounds[0]), let last = Int(bounds[1]), first <= last else {
+            return nil
+        }
+        let length = parts[1].trimmingCharacters(in: .whitespaces)
+        if length == "*" { return (first, nil) }
+        guard let whole = Int(length), last < whole else { return nil }
+        return (first, whole)
     }
 }

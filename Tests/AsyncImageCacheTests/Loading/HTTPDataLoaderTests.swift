@@ -211,6 +211,25 @@ import FoundationNetworking
         }
     }
 
+    @Test func a206WithPartOfTheImageIsTruncatedNotTheImage() async throws {
+        // No request asks for a range: a 206 holding the first half of the file is not the image
+        // (before: the half was returned as the whole body).
+        let url = server.url("/partial/images/photo.jpg")
+        let expected = imageBytes.count
+        await #expect(
+            throws: ImageLoadingError.truncatedResponse(url: url, expectedBytes: expected, receivedBytes: expected / 2)
+        ) {
+            try await HTTPDataLoader().loadData(for: url)
+        }
+        // A 206 whose one range is the whole image is the image.
+        #expect(HTTPTaskTable.contentRange("bytes 0-99/100")! == (0, 100))
+        #expect(HTTPTaskTable.contentRange("bytes 50-99/100")! == (50, 100))
+        #expect(HTTPTaskTable.contentRange("bytes 0-99/*")! == (0, nil))
+        for invalid in ["bytes 0-100/100", "bytes 9-1/100", "bytes */100", "items 0-9/10", "bytes 0-9"] {
+            #expect(HTTPTaskTable.contentRange(invalid) == nil, "\(invalid)")
+        }
+    }
+
     @Test func anAnnouncedLengthOverTheCapFailsWithoutDownloadingTheBody() async throws {
         let path = "/oversized/\(64 << 20)"
         let url = server.url(path)
