@@ -231,6 +231,9 @@ import Testing
             #expect(policy("max-age=\(invalid)").maxAge == 0, "max-age=\(invalid)")
         }
         #expect(policy("public, max-age=abc").maxAge == 0)
+        // RFC 9111 4.2.1: of two max-age, the first counts (before: the last, 3600).
+        #expect(policy("max-age=60, max-age=3600").maxAge == 60)
+        #expect(policy("max-age=60, no-cache").maxAge == 0)
         // Whatever a custom loader's policy holds, the metadata encodes and reads back.
         for maxAge in [TimeInterval.infinity, -.infinity, .nan, 1e300, -1e300] {
             let made = HTTPCacheMetadata(

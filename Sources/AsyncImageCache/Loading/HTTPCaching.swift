@@ -34,9 +34,10 @@ public struct HTTPCachePolicy: Sendable, Equatable {
                 isStorable = false
             } else if directive == "no-cache" {
                 maxAge = 0
-            } else if directive.hasPrefix("max-age="), maxAge != 0 {
+            } else if directive.hasPrefix("max-age="), maxAge == nil {
                 // Delta-seconds, digits only (RFC 9111 1.2.2). Anything else ("abc", "1.5", "0x10") is
-                // invalid, and a response with invalid freshness is stale (4.2.1), as with Expires.
+                // invalid, and a response with invalid freshness is stale (4.2.1), as with Expires. Of
+                // two max-age the first counts (4.2.1); no-cache wins wherever it is.
                 let value = directive.dropFirst("max-age=".count).trimmingCharacters(in: .init(charactersIn: "\""))
                 let isDeltaSeconds =
                     !value.isEmpty && value.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
