@@ -14,10 +14,12 @@ struct ScaledWebPTests {
         let folder = TemporaryDirectory("scaled-webp")
         let url = Fixtures.url("webp", "yellow_rose.lossless.webp")  // 400x301, a photo cut out on transparency
         let data = try Data(contentsOf: url)
-        let full = try ImageDecoders.WebP().decode(data, context: ImageDecodingContext(header: try ImageHeader.parse(data)))
+        let full = try ImageDecoders.WebP().decode(
+            data, context: ImageDecodingContext(header: try ImageHeader.parse(data)))
         let store = try ImageStore.makeForTesting(root: folder.url)
         let image = try await store.image(for: ImageRequest(url: url, targetWidth: CGFloat(width)))
-        let reference = full.resized(to: PixelSize(width: width, height: max(1, Int((301.0 * Double(width) / 400).rounded()))))
+        let reference = full.resized(
+            to: PixelSize(width: width, height: max(1, Int((301.0 * Double(width) / 400).rounded()))))
         try #require(image.pixelSize == reference.pixelSize)
         let alpha = image.alphaPSNR(against: reference)
         print("scaled WebP at \(width): alpha \(String(format: "%.2f", alpha)) dB")
