@@ -235,6 +235,8 @@ extension ImageStore {
     /// picture with alpha edges came out 22 dB from the Lanczos resize of the full image at 2 pixels wide,
     /// 28 dB at 9. A WebP for the default decoder is decoded to cover three times the size, and at least
     /// 24 pixels a side, and the resize finishes it (as Pillow's `reducing_gap` does): 35 dB and more.
+    /// That is for quality only: when the larger decode would be over the pixel budget and the one at the
+    /// size is not, the decoder is asked for the size, as before.
     private func decodingMinimum(_ minimum: PixelSize?, _ header: ImageHeader) -> PixelSize? {
         #if canImport(ImageIO)
         return minimum
@@ -242,7 +244,11 @@ extension ImageStore {
         guard let minimum, header.format == .webp, configuration.decoder is ImageDecoders.Default else {
             return minimum
         }
-        return PixelSize(width: max(3 * minimum.width, 24), height: max(3 * minimum.height, 24))
+        let larger = PixelSize(width: max(3 * minimum.width, 24), height: max(3 * minimum.height, 24))
+        guard header.storedSize.scaledDown(toCover: larger).pixelCount <= configuration.pixelBudget else {
+            return minimum
+        }
+        return larger
         #endif
     }
 

@@ -30,5 +30,25 @@ struct ScaledWebPTests {
             #expect(colour >= 30, "colour at \(width): \(String(format: "%.2f", colour)) dB")
         }
     }
+
+    /// Decoding at three times the size is for quality only: a WebP whose decode at the size fits the pixel
+    /// budget still loads when three times the size would not (yellow_rose.lossy.webp, 400x301 lossy without
+    /// alpha, shown 100 px wide decodes to 100x76, 7,600 px; at three times, 300x226 = 67,800 px).
+    @Test func aWebPThatFitsTheBudgetAtItsSizeLoadsUnderThatBudget() async throws {
+        let folder = TemporaryDirectory("scaled-webp-budget")
+        let url = Fixtures.url("webp", "yellow_rose.lossy.webp")
+        let data = try Data(contentsOf: url)
+        let budget = 100 * 76
+        // The decoder alone decodes it at the size under that budget.
+        let direct = try ImageDecoders.WebP().decode(
+            data,
+            context: ImageDecodingContext(
+                header: try ImageHeader.parse(data), minimumSize: PixelSize(width: 100, height: 75),
+                pixelBudget: budget))
+        #expect(direct.pixelSize == PixelSize(width: 100, height: 76))
+        let store = try ImageStore.makeForTesting(root: folder.url) { $0.pixelBudget = budget }
+        let image = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        #expect(image.pixelSize == PixelSize(width: 100, height: 75))
+    }
 }
 #endif
