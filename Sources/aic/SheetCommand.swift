@@ -28,8 +28,9 @@ enum SheetCommand: Subcommand {
           aic sheet ~/Pictures/trip --output trip.png
           aic sheet a.jpg b.png https://example.com/c.jpg --width 160 --columns 3 --radius 8 --output abc.png
 
-        Exit code 0 when at least one image made it into the sheet, 1 when none did or the sheet would be
-        over \(SheetLayout.maximumSide) px a side or \(SheetLayout.maximumPixels) pixels.
+        Exit code 0 when at least one image made it into the sheet; 1 when none did, or the sheet would be
+        over \(SheetLayout.maximumSide) px tall or \(SheetLayout.maximumPixels) pixels (known once the thumbnails are);
+        2 when the sheet would be over \(SheetLayout.maximumSide) px wide (known before anything loads).
         """
     static let options: Set<String> = ["--width", "--columns", "--radius", "--output"]
     static let flags: Set<String> = []

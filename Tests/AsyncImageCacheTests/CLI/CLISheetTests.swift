@@ -120,4 +120,16 @@ import Testing
         #expect(line.hasPrefix("aic: the sheet would be 16400x16416 px"), "\(result)")
         #expect(!FileManager.default.fileExists(atPath: aic.file("s.png").path))
     }
+
+    /// The help says which status each size limit gives: a sheet too wide is known from the options
+    /// before anything loads, a usage error (2, as the test above checks); one too tall or of too many
+    /// pixels only once the thumbnails are known (1). Before, the help gave 1 for "over 1000000 px a side".
+    @Test func theHelpGivesEachSizeLimitsExitStatus() async throws {
+        let help = try await CommandLineRunner().run("sheet", "--help")
+        #expect(help.status == 0, "\(help)")
+        let text = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(text.contains("2 when the sheet would be over 1000000 px wide"), "\(help.stdout)")
+        #expect(text.contains("over 1000000 px tall or 268435456 pixels"), "\(help.stdout)")
+        #expect(!text.contains("px a side"), "\(help.stdout)")
+    }
 }
