@@ -9,9 +9,10 @@ import FoundationNetworking
 /// The loader keeps the failures apart so the store can report them: a status other than 2xx, a
 /// timeout, a body cut short of its `Content-Length` (or a `206` with only part of the image), a body
 /// over ``maximumResponseBytes`` (stopped as soon as it crosses the cap, or before the body when
-/// `Content-Length` already says so), and other transport errors. Redirects are followed to `http` and `https` URLs only: one to another scheme
-/// (`file:`, `data:`) fails with ``ImageLoadingError/unsupportedURL(_:)``. Cancelling the Swift task
-/// cancels the download and throws ``ImageLoadingError/cancelled`` at once.
+/// `Content-Length` already says so), and other transport errors. Redirects are followed to `http`
+/// and `https` URLs only: one to another scheme (`file:`, `data:`) fails with
+/// ``ImageLoadingError/unsupportedURL(_:)``. Cancelling the Swift task cancels the download and throws
+/// ``ImageLoadingError/cancelled`` at once.
 ///
 /// At most the session configuration's `httpMaximumConnectionsPerHost` downloads per host run at once;
 /// the others wait in order, and their ``timeout`` starts when they do.
