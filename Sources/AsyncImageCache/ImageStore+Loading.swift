@@ -135,9 +135,11 @@ extension ImageStore {
         let prepared = PreparedImage(
             bitmap, request: request, naturalWidth: fetched.original.header.displaySize.width,
             fileStamp: fetched.original.fileStamp)
-        // Bytes looked up before a `removeAll()` that ran since are delivered, not kept. Checked and kept
-        // in memory in one step: a `removeAll()` between the two would empty memory before they land.
+        // Bytes looked up before a `removeAll()` that ran since, or before a revalidation replaced the
+        // image, are delivered, not kept. Checked and kept in memory in one step: a `removeAll()` or a
+        // replacement between the two would empty memory before they land.
         let storesOriginal = disk.ifCurrent(fetched.generation) { () -> Bool in
+            guard fetched.replacement == replacementCount(of: request.url) else { return false }
             let first = fetched.claimStoring()
             if first { keepInMemory(fetched, for: request.url) }
             variants.insert(prepared, for: request)
@@ -286,13 +288,16 @@ extension ImageStore {
     /// The original bytes for `url`: from memory, else one shared fetch from disk or the source.
     private func original(for url: URL) async -> Result<FetchedOriginal, ImageLoadingError> {
         let generation = disk.generation
+        let replacement = replacementCount(of: url)
         if let original = originals.value(forKey: url.cacheKey), isCurrent(original, for: url) {
             count { $0.originalMemoryHits += 1 }
             revalidateIfStale(url)
-            return .success(FetchedOriginal(original, origin: .memory, generation: generation))
+            return .success(
+                FetchedOriginal(original, origin: .memory, generation: generation, replacement: replacement))
         }
         if let decoding = decodingOriginals.withLock({ $0[url.cacheKey]?.last }),
-            decoding.generation == generation, isCurrent(decoding.original, for: url)
+            decoding.generation == generation, decoding.replacement == replacement,
+            isCurrent(decoding.original, for: url)
         {
             return .success(decoding)
         }
@@ -301,6 +306,7 @@ extension ImageStore {
 
     private func fetchOriginal(_ url: URL) async -> Result<FetchedOriginal, ImageLoadingError> {
         let generation = disk.generation
+        let replacement = replacementCount(of: url)
         if url.isRemote, let data = disk.data(for: url) {
             if let header = try? ImageHeader.parse(data) {
                 count { $0.diskHits += 1 }
@@ -310,7 +316,7 @@ extension ImageStore {
                 return .success(
                     FetchedOriginal(
                         OriginalImage(data: data, header: header, fileStamp: nil), origin: .disk,
-                        generation: generation))
+                        generation: generation, replacement: replacement))
             }
             disk.remove(url)  // not an image any more: fall through to the source
         }
@@ -342,10 +348,16 @@ extension ImageStore {
             let original = OriginalImage(data: data, header: header, fileStamp: stamp)
             return .success(
                 FetchedOriginal(
-                    original, origin: .source, policy: url.isRemote ? policy : nil, generation: generation))
+                    original, origin: .source, policy: url.isRemote ? policy : nil, generation: generation,
+                    replacement: replacement))
         } catch {
             return .failure(.decodingFailed(error))
         }
+    }
+
+    /// How many times a revalidation has replaced `url`'s image: read it before looking up the bytes.
+    func replacementCount(of url: URL) -> Int {
+        replacements.withLock { $0[url.cacheKey] ?? 0 }
     }
 
     /// Past this size a file is read whole only once its first bytes start an image.

@@ -75,11 +75,13 @@ extension ImageStore {
                         header: header, minimumSize: smallest, pixelBudget: configuration.pixelBudget))) != nil
             }
             guard check == true else { return }
-            // Checked and kept in memory in one step, as a load's result is.
+            // Checked and kept in memory in one step, as a load's result is. A decode of the old bytes
+            // still running (another width) sees the count raised there, and keeps nothing after.
             let kept: Void? = disk.ifCurrent(generation) {
                 originals.insert(original, forKey: url.cacheKey, cost: data.count)
                 sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
                 variants.removeVariants(of: url)
+                replacements.withLock { $0[url.cacheKey, default: 0] += 1 }
             }
             guard kept != nil else { return }
             keepRemote(original, policy: policy, for: url, generation: generation)

@@ -59,6 +59,10 @@ public final class ImageStore: Sendable {
     /// Originals fetched and not yet decoded (nor kept), by URL: a load of another width meanwhile
     /// takes them from here instead of fetching again. One entry per run that holds them.
     let decodingOriginals = LockedBox([String: [FetchedOriginal]]())
+    /// How many times a revalidation has replaced each URL's image with changed bytes, by
+    /// `URL.cacheKey` (no entry: never). Raised only inside ``DiskStore/ifCurrent(_:_:)``, where a load
+    /// also checks it and keeps its result: bytes looked up before a replacement are never kept after it.
+    let replacements = LockedBox([String: Int]())
     let counters = LockedBox(Statistics())
     let decodeSlots: DecodeSlots
     /// HTTP caching facts of remote entries, read from disk attributes at most once per URL.

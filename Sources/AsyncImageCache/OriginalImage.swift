@@ -73,13 +73,19 @@ final class FetchedOriginal: Sendable {
     /// The disk tier's ``DiskStore/generation`` before the bytes were looked up: after a
     /// `removeAll()` since, they are handed out but not kept.
     let generation: Int
+    /// The URL's ``ImageStore/replacements`` count before the bytes were looked up: after a revalidation
+    /// has replaced the image since, they are old and handed out but not kept.
+    let replacement: Int
     private let isStored = LockedBox(false)
 
-    init(_ original: OriginalImage, origin: Origin, policy: HTTPCachePolicy? = nil, generation: Int) {
+    init(
+        _ original: OriginalImage, origin: Origin, policy: HTTPCachePolicy? = nil, generation: Int, replacement: Int
+    ) {
         self.original = original
         self.origin = origin
         self.policy = policy
         self.generation = generation
+        self.replacement = replacement
     }
 
     /// True exactly once: for the first successful decode, which then stores the original.

@@ -17,8 +17,10 @@ import Testing
             server = try TestHTTPServer(serving: folder.url)
         }
 
-        func store(name: String = "test") throws -> ImageStore {
-            try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"), name: name)
+        func store(
+            name: String = "test", _ adjust: (inout ImageStore.Configuration) -> Void = { _ in }
+        ) throws -> ImageStore {
+            try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"), name: name, adjust)
         }
 
         func replacePhoto(width: Int, height: Int) throws {
@@ -177,6 +179,42 @@ import Testing
         store.waitForDiskMaintenance()
         #expect(store.disk.data(for: url) == newBytes)
         #expect(store.disk.pixelSize(for: url) == PixelSize(width: 200, height: 200))
+    }
+
+    /// A decode of the old bytes, for another width, still running when a revalidation brings a new
+    /// image: it delivers the old image to its caller, but keeps nothing of it once the new one is in.
+    @Test func aDecodeOfTheOldBytesFinishingAfterAChangedImageKeepsNothingOld() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let url = fixture.server.url("/cache/no-cache/images/photo.jpg")
+        let gate = StageGate(.decode)
+        let store = try fixture.store {
+            $0.stageObserver = gate.observer
+            $0.decodeConcurrency = 2  // the revalidation's check decodes while the old decode is parked
+        }
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        try fixture.replacePhoto(width: 200, height: 200)
+        let newBytes = try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))
+
+        // Another width takes the old bytes from memory, starts the revalidation, and parks at its decode.
+        gate.arm()
+        let wider = ImageRequest(url: url, targetWidth: 160)
+        let load = Task { try await store.image(for: wider) }
+        try await waitUntil { gate.parkedCount == 1 }
+        try await waitUntil {
+            store.revalidating.withLock { $0.isEmpty } && store.cachedOriginalBytes(for: url)?.data == newBytes
+        }
+        gate.open()
+        #expect(try await load.value.pixelSize == PixelSize(width: 160, height: 120))  // asked for before the change
+
+        let kept = store.cachedImage(for: wider)?.pixelSize
+        #expect(
+            kept == nil || kept == PixelSize(width: 160, height: 160),
+            "the new image is in, yet memory serves the old one: \(String(describing: kept))")
+        #expect(store.cachedOriginalBytes(for: url)?.data == newBytes)
+        #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
+        store.waitForDiskMaintenance()
+        #expect(store.disk.data(for: url) == newBytes)
     }
 
     @Test func aFailedRevalidationKeepsTheStaleImage() async throws {

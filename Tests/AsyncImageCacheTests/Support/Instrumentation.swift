@@ -83,3 +83,46 @@ final class StageLog: @unchecked Sendable {
         lock.withLock { events.filter { $0.stage == stage }.map { ($0.url, $0.time) } }
     }
 }
+
+/// A stage observer that, once armed, holds the next start of `stage` (on the thread that runs it)
+/// until the test opens the gate: parks a load at that stage while something else happens.
+final class StageGate: @unchecked Sendable {
+    // Every stored `var` is only touched while holding `condition`.
+    private let condition = NSCondition()
+    private let stage: ImageStore.Stage
+    private var isArmed = false
+    private var isOpen = false
+    private var parked = 0
+
+    init(_ stage: ImageStore.Stage) {
+        self.stage = stage
+    }
+
+    /// Starts of the stage held at the gate so far.
+    var parkedCount: Int { condition.withLock { parked } }
+
+    var observer: @Sendable (ImageStore.Stage, URL) -> Void {
+        { [self] stage, _ in
+            guard stage == self.stage else { return }
+            condition.withLock {
+                guard isArmed else { return }
+                isArmed = false
+                parked += 1
+                condition.broadcast()
+                while !isOpen { condition.wait() }
+            }
+        }
+    }
+
+    /// Holds the next start of the stage.
+    func arm() {
+        condition.withLock { isArmed = true }
+    }
+
+    func open() {
+        condition.withLock {
+            isOpen = true
+            condition.broadcast()
+        }
+    }
+}
