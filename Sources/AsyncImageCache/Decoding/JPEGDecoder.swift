@@ -34,7 +34,8 @@ extension ImageDecoders {
         /// Creates a JPEG decoder.
         public init() {}
 
-        /// Decodes `data` at the smallest scale that covers `context.minimumSize`.
+        /// Decodes `data` at the smallest scale that covers `context.minimumSize` and keeps at least 8
+        /// pixels a side (full size for an image under 8 pixels on a side).
         public func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
             try decode(data, context: context, memoryLimit: Self.memoryLimit(forPixelBudget: context.pixelBudget))
         }
@@ -58,16 +59,22 @@ extension ImageDecoders {
         }
 
         /// The numerator `n` of the smallest scale `n/8` at which an image of `imageSize` still covers
-        /// `minimumSize` in both dimensions; 8 (full size) when `minimumSize` is `nil` or larger than the image.
+        /// `minimumSize` in both dimensions and keeps at least 8 pixels a side; 8 (full size) when
+        /// `minimumSize` is `nil` or larger than the image, or when no smaller scale keeps 8 pixels a side.
         ///
         /// What covers is the span of the picture, `side * n / 8`, not the `ceil(side * n / 8)` pixels libjpeg
         /// outputs: a side that is a partial block at that scale (3 pixels at 1/8) comes out as one pixel made
-        /// mostly of the encoder's padding, so a 1000x3 photo asked to cover 125x1 decodes at 3/8, not 1/8.
+        /// mostly of the encoder's padding, so a 1000x3 photo asked to cover 125x1 would decode at 3/8, not 1/8.
+        /// And a side scaled to a few pixels is a few block averages, padding included, not the picture the
+        /// resize of the full decode sees (1000x3 at widths 376-999 came out 26-31 dB from it, 17x5 at width 7
+        /// 28.8 dB): a side under 8 pixels at `n/8` (under `64 / n` stored) takes a larger scale, full size for
+        /// a side under 8. Photos keep their scales: their sides are hundreds of pixels even at 1/8.
         static func scaleNumerator(imageSize: PixelSize, covering minimumSize: PixelSize?) -> Int {
             guard let minimumSize else { return 8 }
+            let shortSide = min(imageSize.width, imageSize.height)
             for numerator in 1..<8
             where imageSize.width * numerator >= minimumSize.width * 8
-                && imageSize.height * numerator >= minimumSize.height * 8
+                && imageSize.height * numerator >= minimumSize.height * 8 && shortSide * numerator >= 64
             {
                 return numerator
             }
@@ -168,13 +175,13 @@ extension ImageDecoders {
         /// The DC-only decode of `data` at 1/8 scale, or `nil` where it declines (tests).
         func decodeFromDC(_ data: Data, threads: Int, alwaysSplit: Bool) -> Bitmap? {
             data.withUnsafeBytes { bytes -> Bitmap? in
-                // Asking for no pixels makes the scale 1/8; the header's size is not read here.
-                let none = PixelSize(width: 0, height: 0)
+                // At 1/8 whatever the size (a thin image's own decode takes a larger scale); the header's
+                // size is not read here.
                 let context = ImageDecodingContext(
-                    header: ImageHeader(format: .jpeg, storedSize: PixelSize(width: 1, height: 1)), minimumSize: none)
+                    header: ImageHeader(format: .jpeg, storedSize: PixelSize(width: 1, height: 1)))
                 let declined = ImageDecodingError(
                     format: .jpeg, reason: .unsupportedFeature("not for the DC-only decoder"))
-                let result = Self.withDecoder(bytes, context: context, memoryLimit: 0) { decoder, sizes in
+                let result = Self.withDecoder(bytes, context: context, memoryLimit: 0, numerator: 1) { decoder, sizes in
                     Self.decodeFromDC(decoder, sizes, threads: threads, alwaysSplit: alwaysSplit).map { .success($0) }
                         ?? .failure(declined)
                 }
@@ -182,9 +189,10 @@ extension ImageDecoders {
             }
         }
 
-        /// Reads the header, checks the budget and sets the scale, then hands the decoder and the sizes to `body`.
+        /// Reads the header, checks the budget and sets the scale (`numerator / 8` when given, else the one
+        /// ``scaleNumerator(imageSize:covering:)`` picks), then hands the decoder and the sizes to `body`.
         private static func withDecoder(
-            _ bytes: UnsafeRawBufferPointer, context: ImageDecodingContext, memoryLimit: Int,
+            _ bytes: UnsafeRawBufferPointer, context: ImageDecodingContext, memoryLimit: Int, numerator: Int? = nil,
             _ body: (OpaquePointer, Scales) -> Result<Bitmap, ImageDecodingError>
         ) -> Result<Bitmap, ImageDecodingError> {
             guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
@@ -203,7 +211,7 @@ extension ImageDecoders {
                 return .failure(budgetError(pixels: imageSize.pixelCount, context))
             }
 
-            let numerator = scaleNumerator(imageSize: imageSize, covering: context.minimumSize)
+            let numerator = numerator ?? scaleNumerator(imageSize: imageSize, covering: context.minimumSize)
             var outputWidth: Int32 = 0
             var outputHeight: Int32 = 0
             status = cjpeg_decoder_set_scale(decoder, Int32(numerator), &outputWidth, &outputHeight)
