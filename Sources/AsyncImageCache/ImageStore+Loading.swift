@@ -205,6 +205,12 @@ extension ImageStore {
             bitmap = resized
         } else {
             bitmap = try configuration.decoder.decode(original.data, context: context)
+            // Another decoder (the JPEG decoder itself, one wrapping the default) may scale a JPEG in the DCT
+            // too: resized in stored orientation over the span of the picture, as the default path does.
+            if let stored = minimumStored, let extent = scaledJPEGExtent(of: bitmap, context) {
+                report(.resize, request.url)
+                bitmap = bitmap.resized(to: stored, sourceExtent: extent)
+            }
         }
         if header.orientation != .up {
             report(.orient, request.url)
@@ -229,6 +235,24 @@ extension ImageStore {
             bitmap = bitmap.roundingCorners(radius: radius)
         }
         return bitmap
+    }
+
+    /// The span of the picture in `bitmap`, a JPEG's decode for `context` by a decoder other than the
+    /// default one, when it has the size libjpeg gives at the reduced scale `n/8` that `context` asks for
+    /// and that scale pads the last column or row (the picture spans `side * n / 8` of the
+    /// `ceil(side * n / 8)` pixels); `nil` otherwise, as for a decoder that does not scale.
+    private func scaledJPEGExtent(of bitmap: Bitmap, _ context: ImageDecodingContext) -> SIMD2<Double>? {
+        #if canImport(CJPEGSupport)
+        let stored = context.header.storedSize
+        guard context.header.format == .jpeg else { return nil }
+        let numerator = ImageDecoders.JPEG.scaleNumerator(imageSize: stored, covering: context.minimumSize)
+        let output = ImageDecoders.JPEG.scaledSize(stored, numerator: numerator)
+        guard numerator < 8, bitmap.pixelSize == output else { return nil }
+        let extent = SIMD2(Double(stored.width), Double(stored.height)) * (Double(numerator) / 8)
+        return extent == SIMD2(Double(output.width), Double(output.height)) ? nil : extent
+        #else
+        return nil
+        #endif
     }
 
     /// The size to ask the decoder to cover for a bitmap of `minimum` (stored orientation).

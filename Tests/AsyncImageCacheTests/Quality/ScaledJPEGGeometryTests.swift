@@ -52,6 +52,67 @@ struct ScaledJPEGGeometryTests {
         print("scaled JPEG: worst \(String(format: "%.2f", worst)) dB")
     }
 
+    /// A decoder configured in place of the default one, the JPEG decoder itself or one that wraps the
+    /// default, also decodes at a reduced DCT scale: the store's resize of what it returns lands where a
+    /// resize of the full image does too.
+    @Test(arguments: ["JPEG", "wrapping the default"])
+    func aDecoderConfiguredInsteadOfTheDefaultMatchesTheResizeOfTheFullDecode(decoder: String) async throws {
+        let folder = TemporaryDirectory("scaled-jpeg-configured")
+        let data = try ImageEncoders.JPEG(quality: 95).encode(Self.picture())
+        let url = folder.url.appendingPathComponent("picture.jpg")
+        try data.write(to: url)
+        let full = try ImageDecoders.JPEG().decode(
+            data, context: ImageDecodingContext(header: try ImageHeader.parse(data)))
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("store")) {
+            $0.decoder = decoder == "JPEG" ? ImageDecoders.JPEG() : GatedDecoder(open: true)
+        }
+        let byDefault = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("default"))
+        var worst = Double.infinity
+        for width in Self.widths {
+            let request = ImageRequest(url: url, targetWidth: CGFloat(width))
+            let image = try await store.image(for: request)
+            let height = Int((157.0 * Double(width) / 203.0).rounded())
+            let reference = full.resized(to: PixelSize(width: width, height: height))
+            try #require(image.pixelSize == reference.pixelSize)
+            let psnr = image.colorPSNR(against: reference)
+            worst = min(worst, psnr)
+            #expect(psnr >= 38, "\(decoder) at width \(width): \(String(format: "%.2f", psnr)) dB")
+            // Decoded whole and resized, or resized row by row as it decodes: the same pixels.
+            #expect(image.pixels == (try await byDefault.image(for: request)).pixels, "at width \(width)")
+        }
+        print("scaled JPEG, decoder \(decoder): worst \(String(format: "%.2f", worst)) dB")
+    }
+
+    /// Turned or flipped by its EXIF orientation, the padded column and row of a scaled decode end up on
+    /// another side: a configured JPEG decoder's result is resized before it is turned, as the default's is.
+    @Test(arguments: 1...8)
+    func aConfiguredJPEGDecoderResizesBeforeTurning(orientation: Int) async throws {
+        let folder = TemporaryDirectory("scaled-jpeg-oriented")
+        let encoded = try ImageEncoders.JPEG(quality: 95).encode(Self.picture())
+        let exif = SyntheticHeaders.tiff(orientation: orientation, bigEndian: true)
+        var app1 = Data([0xFF, 0xE1, UInt8((8 + exif.count) >> 8), UInt8((8 + exif.count) & 0xFF)])
+        app1.append(contentsOf: Array("Exif".utf8) + [0, 0] + exif)
+        let data = encoded.prefix(2) + app1 + encoded.dropFirst(2)
+        let header = try ImageHeader.parse(data)
+        try #require(header.orientation.rawValue == orientation)
+        let url = folder.url.appendingPathComponent("picture.jpg")
+        try data.write(to: url)
+        let full = try ImageDecoders.JPEG().decode(data, context: ImageDecodingContext(header: header))
+            .oriented(header.orientation)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("store")) {
+            $0.decoder = ImageDecoders.JPEG()
+        }
+        let natural = header.displaySize
+        for width in [9, 26, 51, 101] {
+            let image = try await store.image(for: ImageRequest(url: url, targetWidth: CGFloat(width)))
+            let height = Int((Double(natural.height) * Double(width) / Double(natural.width)).rounded())
+            let reference = full.resized(to: PixelSize(width: width, height: height))
+            try #require(image.pixelSize == reference.pixelSize)
+            let psnr = image.colorPSNR(against: reference)
+            #expect(psnr >= 38, "orientation \(orientation) at width \(width): \(String(format: "%.2f", psnr)) dB")
+        }
+    }
+
     /// A picture `width` x `height` whose rows and columns all differ: a red ramp across, green steps down.
     static func thinPicture(width: Int, height: Int) -> Bitmap {
         var pixels = [UInt8](repeating: 255, count: width * height * 4)
