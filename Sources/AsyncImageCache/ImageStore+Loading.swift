@@ -381,7 +381,13 @@ extension ImageStore {
 
     /// How many times a revalidation has replaced `url`'s image: read it before looking up the bytes.
     func replacementCount(of url: URL) -> Int {
-        replacements.withLock { $0[url.cacheKey] ?? 0 }
+        let stripe = Self.replacementStripe(of: url)
+        return replacements.withLock { $0[stripe] }
+    }
+
+    /// The stripe of ``replacements`` that counts `url`'s replacements.
+    static func replacementStripe(of url: URL) -> Int {
+        Int(UInt(bitPattern: url.cacheKey.hashValue) % UInt(replacementStripes))
     }
 
     /// Past this size a file is read whole only once its first bytes start an image.

@@ -81,7 +81,7 @@ extension ImageStore {
                 originals.insert(original, forKey: url.cacheKey, cost: data.count)
                 sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
                 variants.removeVariants(of: url)
-                replacements.withLock { $0[url.cacheKey, default: 0] += 1 }
+                replacements.withLock { $0[Self.replacementStripe(of: url)] &+= 1 }
             }
             guard kept != nil else { return }
             keepRemote(original, policy: policy, for: url, generation: generation)

@@ -59,10 +59,13 @@ public final class ImageStore: Sendable {
     /// Originals fetched and not yet decoded (nor kept), by URL: a load of another width meanwhile
     /// takes them from here instead of fetching again. One entry per run that holds them.
     let decodingOriginals = LockedBox([String: [FetchedOriginal]]())
-    /// How many times a revalidation has replaced each URL's image with changed bytes, by
-    /// `URL.cacheKey` (no entry: never). Raised only inside ``DiskStore/ifCurrent(_:_:)``, where a load
-    /// also checks it and keeps its result: bytes looked up before a replacement are never kept after it.
-    let replacements = LockedBox([String: Int]())
+    /// How many times a revalidation has replaced an image with changed bytes, in 256 stripes picked by
+    /// the hash of `URL.cacheKey`: a fixed size however many URLs ever change (two URLs sharing a stripe
+    /// only make a load of one deliver without keeping, as after a replacement). Raised only inside
+    /// ``DiskStore/ifCurrent(_:_:)``, where a load also checks it and keeps its result: bytes looked up
+    /// before a replacement are never kept after it.
+    let replacements = LockedBox([Int](repeating: 0, count: ImageStore.replacementStripes))
+    static let replacementStripes = 256
     let counters = LockedBox(Statistics())
     let decodeSlots: DecodeSlots
     /// HTTP caching facts of remote entries, read from disk attributes at most once per URL.
