@@ -246,10 +246,8 @@ extension ImageStore {
         let stored = context.header.storedSize
         guard context.header.format == .jpeg else { return nil }
         let numerator = ImageDecoders.JPEG.scaleNumerator(imageSize: stored, covering: context.minimumSize)
-        let output = ImageDecoders.JPEG.scaledSize(stored, numerator: numerator)
-        guard numerator < 8, bitmap.pixelSize == output else { return nil }
-        let extent = SIMD2(Double(stored.width), Double(stored.height)) * (Double(numerator) / 8)
-        return extent == SIMD2(Double(output.width), Double(output.height)) ? nil : extent
+        guard bitmap.pixelSize == ImageDecoders.JPEG.scaledSize(stored, numerator: numerator) else { return nil }
+        return ImageDecoders.JPEG.pictureExtent(stored, numerator: numerator)
         #else
         return nil
         #endif

@@ -86,6 +86,16 @@ extension ImageDecoders {
             PixelSize(width: (size.width * numerator + 7) / 8, height: (size.height * numerator + 7) / 8)
         }
 
+        /// The width and height the picture spans in a decode of an image of `size` at `numerator / 8`,
+        /// when that falls short of the ``scaledSize(_:numerator:)`` libjpeg outputs (the last column or row
+        /// is a partial block, padded by the encoder): `side * numerator / 8`. `nil` when the picture fills
+        /// the output, as it always does at full size.
+        static func pictureExtent(_ size: PixelSize, numerator: Int) -> SIMD2<Double>? {
+            let output = scaledSize(size, numerator: numerator)
+            let extent = SIMD2(Double(size.width), Double(size.height)) * (Double(numerator) / 8)
+            return extent == SIMD2(Double(output.width), Double(output.height)) ? nil : extent
+        }
+
         /// The cap on libjpeg's own memory for `pixelBudget`: room for the whole-image coefficients of a
         /// four-component image at the budget (8 bytes a pixel) plus 32 MiB of working buffers.
         static func memoryLimit(forPixelBudget pixelBudget: Int) -> Int {
@@ -113,20 +123,19 @@ extension ImageDecoders {
                     let outputSize = sizes.output
                     // At scale n/8 the picture spans side * n / 8 of the ceil(side * n / 8) pixels decoded:
                     // the last column and row are partial blocks, padded by the encoder.
-                    let extent = SIMD2(Double(sizes.image.width), Double(sizes.image.height)) * sizes.scale
-                    let spansAll = extent == SIMD2(Double(outputSize.width), Double(outputSize.height))
+                    let extent = Self.pictureExtent(sizes.image, numerator: sizes.numerator)
                     if allowsDCShortcut, let bitmap = Self.decodeFromDC(decoder, sizes, threads: overlapping ? 2 : 1) {
                         return .success(
-                            outputSize == size && spansAll
-                                ? bitmap : bitmap.resized(to: size, sourceExtent: spansAll ? nil : extent))
+                            outputSize == size && extent == nil
+                                ? bitmap : bitmap.resized(to: size, sourceExtent: extent))
                     }
-                    guard outputSize != size || !spansAll else { return Self.decodeWhole(decoder, sizes, context) }
+                    guard outputSize != size || extent != nil else { return Self.decodeWhole(decoder, sizes, context) }
                     var status = cjpeg_decoder_start(decoder)
                     guard status == CJPEG_STATUS_OK else {
                         return .failure(Self.error(status, decoder, context, sizes.image))
                     }
                     let resampler = RowResampler.reused(
-                        sourceSize: outputSize, targetSize: size, isOpaque: true, sourceExtent: spansAll ? nil : extent)
+                        sourceSize: outputSize, targetSize: size, isOpaque: true, sourceExtent: extent)
                     // Batches big enough to amortize a hand-over, small enough to start early; the
                     // streaming resize asks for fewer rows than that.
                     let batch = max(8, outputSize.height / 32)
@@ -250,9 +259,6 @@ extension ImageDecoders {
             let output: PixelSize
             /// The scale is `numerator / 8`.
             let numerator: Int
-
-            /// The scale as a number.
-            var scale: Double { Double(numerator) / 8 }
         }
 
         /// Decodes every row into a bitmap of the output size.
