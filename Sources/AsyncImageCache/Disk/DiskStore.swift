@@ -322,14 +322,11 @@ final class DiskStore: Sendable {
             let free = Int(info.f_bavail) * Int(info.f_frsize)
             let needed = byteCount + Self.freeSpaceSlack - free
             guard needed > 0 else { return true }  // room was made meanwhile
-            let entries = entries().sorted { $0.lastUsed < $1.lastUsed }
-            guard entries.reduce(0, { $0 + $1.byteCount }) >= needed else { return false }
-            var freed = 0
-            for entry in entries where freed < needed && entry.remove() {
-                freed += entry.byteCount
-            }
-            usage.withLock { $0 = nil }
-            return freed >= needed
+            let total = totalByteCount
+            guard total >= needed else { return false }
+            // The budget's own trim, to a budget `needed` bytes under what the folder holds.
+            trim(toBytes: total - needed)
+            return knownUsage() <= total - needed
         }
     }
 
