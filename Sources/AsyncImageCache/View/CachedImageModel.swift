@@ -45,8 +45,9 @@ public final class CachedImageModel {
     public let store: ImageStore
 
     /// The box to reserve before the image arrives: ``intrinsicSize`` when it has a positive, finite
-    /// width and height, else the store's cached pixel size, else `nil` (draw a placeholder in a frame of your own). Use its aspect ratio; it is in
-    /// pixels when it comes from the store. Set once from the image's natural size when it was `nil`.
+    /// width and height, else the store's cached pixel size, else `nil` (draw a placeholder in a frame
+    /// of your own). Use its aspect ratio; it is in pixels when it comes from the store. Set once from
+    /// the image's natural size when it was `nil`.
     public internal(set) var reservedSize: CGSize?
     /// The image to draw, or `nil` while the placeholder shows. It is replaced only by a larger
     /// decode of the same image, never set back to `nil`.
