@@ -47,8 +47,8 @@ public struct HTTPCachePolicy: Sendable, Equatable {
         // RFC 9111 4.2.1 and 5.3: without max-age, Expires counts from the response's Date; an invalid
         // one ("0") is in the past.
         if maxAge == nil, let expires = header("Expires") {
-            let sent = header("Date").flatMap(Self.httpDate) ?? Date()
-            maxAge = Self.httpDate(expires).flatMap { Self.lifetime($0.timeIntervalSince(sent)) } ?? 0
+            let sent = header("Date").flatMap { HTTPDate.parse($0) } ?? Date()
+            maxAge = HTTPDate.parse(expires).flatMap { Self.lifetime($0.timeIntervalSince(sent)) } ?? 0
         }
         // A cache on the way has kept the response `Age` seconds already (RFC 9111 4.2.3).
         if let lifetime = maxAge,
@@ -59,16 +59,6 @@ public struct HTTPCachePolicy: Sendable, Equatable {
         }
         entityTag = header("ETag")
         lastModified = header("Last-Modified")
-    }
-
-    /// An HTTP date in the preferred format (RFC 9110 5.6.7), `Sun, 06 Nov 1994 08:49:37 GMT`; `nil`
-    /// for anything else (the obsolete formats included: an `Expires` in one is taken as past).
-    static func httpDate(_ text: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.date(from: text.trimmingCharacters(in: .whitespaces))
     }
 
     /// Whether a request can ask the server if the stored bytes are still current.
