@@ -280,6 +280,27 @@ import Testing
         }
     }
 
+    @Test func ageIsDeltaSecondsAndAnythingElseIsIgnored() {
+        func maxAge(age: String) -> TimeInterval? {
+            HTTPCachePolicy { name in
+                switch name.lowercased() {
+                case "cache-control": "max-age=600"
+                case "age": age
+                default: nil
+                }
+            }.maxAge
+        }
+        #expect(maxAge(age: "100") == 500)
+        #expect(maxAge(age: " 100 ") == 500)
+        #expect(maxAge(age: "6000") == 0)
+        #expect(maxAge(age: "99999999999999999999999") == 0)
+        // RFC 9111 5.1: Age is delta-seconds. Before, "1e2" was taken as 100 s, "0x10" as 16 s and
+        // "inf" as 68 years; now anything but digits is ignored.
+        for invalid in ["1e2", "0x10", "inf", "-5", "1.5", "", "abc"] {
+            #expect(maxAge(age: invalid) == 600, "Age: \(invalid)")
+        }
+    }
+
     @Test func aServersHugeMaxAgeIsKeptAs68YearsNotATrap() async throws {
         let fixture = try Fixture()
         defer { fixture.server.stop() }

@@ -39,9 +39,7 @@ public struct HTTPCachePolicy: Sendable, Equatable {
                 // invalid, and a response with invalid freshness is stale (4.2.1), as with Expires. Of
                 // two max-age the first counts (4.2.1); no-cache wins wherever it is.
                 let value = directive.dropFirst("max-age=".count).trimmingCharacters(in: .init(charactersIn: "\""))
-                let isDeltaSeconds =
-                    !value.isEmpty && value.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
-                maxAge = isDeltaSeconds ? TimeInterval(value).flatMap(Self.lifetime) ?? Self.longestLifetime : 0
+                maxAge = Self.deltaSeconds(value) ?? 0
             }
         }
         // RFC 9111 4.2.1 and 5.3: without max-age, Expires counts from the response's Date; an invalid
@@ -50,10 +48,10 @@ public struct HTTPCachePolicy: Sendable, Equatable {
             let sent = header("Date").flatMap { HTTPDate.parse($0) } ?? Date()
             maxAge = HTTPDate.parse(expires).flatMap { Self.lifetime($0.timeIntervalSince(sent)) } ?? 0
         }
-        // A cache on the way has kept the response `Age` seconds already (RFC 9111 4.2.3).
+        // A cache on the way has kept the response `Age` seconds already (RFC 9111 4.2.3); an Age that
+        // is not delta-seconds (5.1) says nothing.
         if let lifetime = maxAge,
-            let age = header("Age").flatMap({ TimeInterval($0.trimmingCharacters(in: .whitespaces)) })
-                .flatMap(Self.lifetime)
+            let age = header("Age").flatMap({ Self.deltaSeconds($0.trimmingCharacters(in: .whitespaces)) })
         {
             maxAge = max(0, lifetime - age)
         }
@@ -67,6 +65,15 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     /// The longest freshness lifetime kept: RFC 9111 (1.2.2) has a cache take any larger `max-age` as
     /// 2^31 seconds, about 68 years.
     static let longestLifetime: TimeInterval = 2_147_483_648
+
+    /// `text` as delta-seconds (RFC 9111 1.2.2): digits only, more than ``longestLifetime`` taken as
+    /// that; `nil` for anything else.
+    static func deltaSeconds(_ text: String) -> TimeInterval? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+            return nil
+        }
+        return TimeInterval(text).flatMap(lifetime) ?? longestLifetime
+    }
 
     /// `seconds` as a freshness lifetime: within 0...``longestLifetime``; `nil` for NaN.
     static func lifetime(_ seconds: TimeInterval) -> TimeInterval? {
