@@ -64,6 +64,15 @@ extension ImageStore {
                 $0.sourceFetches += 1
                 $0.bytesFetched += data.count
             }
+            // A server that cannot validate sends the whole image again. The same bytes leave the
+            // entry as it is, file and decodes included, with the new response's freshness.
+            if data == (originals.value(forKey: url.cacheKey)?.data ?? disk.data(for: url)) {
+                let refreshed = HTTPCacheMetadata(policy: policy)
+                cacheMetadata.insert(refreshed, forKey: url.cacheKey, cost: 0)
+                disk.setCacheMetadata(refreshed, for: url)
+                count { $0.notModified += 1 }
+                return
+            }
             guard let header = try? ImageHeader.parse(data) else { return }
             let original = OriginalImage(data: data, header: header, fileStamp: nil)
             // Decoded once at a token size first: bytes that do not decode are not kept.

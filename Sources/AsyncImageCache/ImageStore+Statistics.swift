@@ -17,7 +17,8 @@ extension ImageStore {
         public var failures = 0
         /// Background revalidations of stale remote entries.
         public var revalidations = 0
-        /// Revalidations the server answered with `304 Not Modified`.
+        /// Revalidations that found the stored bytes current: the server answered `304 Not Modified`,
+        /// or sent the same bytes again.
         public var notModified = 0
         /// Size lookups answered from memory (originals or the size memo).
         public var sizesFromMemory = 0

@@ -76,6 +76,35 @@ import Testing
         #expect(relaunched.cachedPixelSize(for: url) == CGSize(width: 320, height: 240))
     }
 
+    /// A server with neither ETag nor Last-Modified answers every revalidation with the whole image.
+    @Test func theSameBytesAgainKeepTheImagesAndTheFileAndRefreshTheLifetime() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache-plain/no-cache/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let store = try fixture.store()
+        let request = ImageRequest(url: url, targetWidth: 100)
+        _ = try await store.image(for: request)
+        store.waitForDiskMaintenance()
+        let file = store.disk.fileURL(for: url)
+        let inodeBefore = try FileManager.default.attributesOfItem(atPath: file.path)[.systemFileNumber] as? Int
+        let decodesBefore = store.statistics.decodes
+        // Stale at once (no-cache): this hit revalidates, and the server sends the same bytes.
+        _ = try await store.image(for: request)
+        try await waitUntil { store.statistics.notModified == 1 }
+        #expect(try await fixture.server.statuses(for: path) == [200, 200])
+        // Before: the variants were dropped (a placeholder and a decode at the next appearance) and
+        // the file written again.
+        #expect(store.cachedImage(for: request) != nil)
+        _ = try await store.image(for: request)
+        #expect(store.statistics.decodes == decodesBefore)
+        store.waitForDiskMaintenance()
+        let inodeAfter = try FileManager.default.attributesOfItem(atPath: file.path)[.systemFileNumber] as? Int
+        #expect(inodeBefore == inodeAfter)
+        #expect(
+            store.disk.data(for: url) == (try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))))
+    }
+
     @Test func aResponseACDNHasKeptForItsWholeMaxAgeIsStaleAndRevalidatedAfterRelaunch() async throws {
         // RFC 9111 4.2.3: Age says how long caches on the way have kept the response already.
         let fixture = try Fixture()

@@ -31,6 +31,9 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
                                      than the file.
   GET /cache-lm/<directives>/images/<name>
                                      the same without an ETag (Last-Modified only).
+  GET /cache-plain/<directives>/images/<name>
+                                     the same with neither ETag nor Last-Modified: a server that
+                                     cannot validate, and sends the whole file every time.
   GET /cache-bare304/<directives>/images/<name>
                                      as /cache, but its 304 carries no Cache-Control (only the
                                      validators), as many servers answer.
@@ -180,9 +183,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_generated(path, int(rest[0]), streamed=True)
         elif head == "etag" and rest[:1] == ["images"] and len(rest) == 2:
             self.send_file(rest[1], etag=True)
-        elif head in ("cache", "cache-lm", "cache-bare304", "cache-length304") and len(rest) == 3 and rest[1] == "images":
+        elif head in ("cache", "cache-lm", "cache-plain", "cache-bare304", "cache-length304") and len(rest) == 3 \
+                and rest[1] == "images":
             self.send_cacheable(
-                path, rest[2], rest[0], with_etag=(head != "cache-lm"), bare_304=(head == "cache-bare304"),
+                path, rest[2], rest[0], with_etag=(head not in ("cache-lm", "cache-plain")),
+                with_last_modified=(head != "cache-plain"), bare_304=(head == "cache-bare304"),
                 length_304=(head == "cache-length304"))
         elif head == "cache-age" and len(rest) == 4 and rest[0].isdigit() and rest[2] == "images":
             self.send_cacheable(path, rest[3], rest[1], with_etag=True, age=rest[0])
@@ -258,14 +263,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return
         self.send_body(200, body, content_type, headers)
 
-    def send_cacheable(self, path, name, directives, with_etag, bare_304=False, length_304=False, age=None,
-                       expires=None):
+    def send_cacheable(self, path, name, directives, with_etag, with_last_modified=True, bare_304=False,
+                       length_304=False, age=None, expires=None):
         found = self.read_served_file(name)
         if found is None:
             return
         file_path, body = found
         modified = int(os.path.getmtime(file_path))
-        headers = {"Last-Modified": email.utils.formatdate(modified, usegmt=True)}
+        headers = {"Last-Modified": email.utils.formatdate(modified, usegmt=True)} if with_last_modified else {}
         if directives != "-":
             headers["Cache-Control"] = directives
         tag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
@@ -282,7 +287,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         not_modified = False
         if with_etag and self.headers.get("If-None-Match") is not None:
             not_modified = self.headers.get("If-None-Match") == tag
-        elif self.headers.get("If-Modified-Since"):
+        elif with_last_modified and self.headers.get("If-Modified-Since"):
             since = email.utils.parsedate_to_datetime(self.headers.get("If-Modified-Since")).timestamp()
             not_modified = modified <= since
         code = 304 if not_modified else 200
