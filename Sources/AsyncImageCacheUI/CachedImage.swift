@@ -16,8 +16,9 @@ import SwiftUI
 /// - The box: with an intrinsic size, or a size the store knows (even after a relaunch), the view
 ///   takes that aspect ratio at once and keeps it when the image lands. Otherwise it fills the
 ///   frame the caller gives it until the image arrives.
-/// - The pixels: the laid-out width times the screen's scale, capped at `maxPixelWidth`. A frame
-///   that grows gets a larger decode; the current image stays until it lands.
+/// - The pixels: the width the image is drawn at (the laid-out width, or with `.fill` the wider
+///   width that covers the frame for an image wider in aspect) times the screen's scale, capped at
+///   `maxPixelWidth`. A frame that grows gets a larger decode; the current image stays until it lands.
 /// - The placeholder is clear; put a background behind the view to show one.
 public struct CachedImage: View {
     private let url: URL?
@@ -56,8 +57,8 @@ public struct CachedImage: View {
     public var body: some View {
         let model = holder.model(for: modelKey) { layoutSize in
             CachedImageModel(
-                url: url, intrinsicSize: intrinsicSize, cornerRadius: cornerRadius, maxPixelWidth: maxPixelWidth,
-                displayScale: displayScale, layoutSize: layoutSize, store: store)
+                url: url, intrinsicSize: intrinsicSize, cornerRadius: cornerRadius, contentMode: modelContentMode,
+                maxPixelWidth: maxPixelWidth, displayScale: displayScale, layoutSize: layoutSize, store: store)
         }
         return reservingBox(of: model) {
             // The clear base takes the frame; the image is an overlay, so its own size never
@@ -81,8 +82,13 @@ public struct CachedImage: View {
 
     private var modelKey: CachedImageModelHolder.Key {
         .init(
-            url: url, intrinsicSize: intrinsicSize, cornerRadius: cornerRadius, maxPixelWidth: maxPixelWidth,
-            displayScale: displayScale, store: ObjectIdentifier(store))
+            url: url, intrinsicSize: intrinsicSize, cornerRadius: cornerRadius, contentMode: modelContentMode,
+            maxPixelWidth: maxPixelWidth, displayScale: displayScale, store: ObjectIdentifier(store))
+    }
+
+    /// The content mode as the model takes it: it decides how wide the image is drawn.
+    private var modelContentMode: CachedImageModel.ContentMode {
+        contentMode == .fill ? .fill : .fit
     }
 
     @ViewBuilder

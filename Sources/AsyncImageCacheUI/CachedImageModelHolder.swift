@@ -12,6 +12,7 @@ final class CachedImageModelHolder: ObservableObject {
         var url: URL?
         var intrinsicSize: CGSize?
         var cornerRadius: CGFloat
+        var contentMode: CachedImageModel.ContentMode
         var maxPixelWidth: CGFloat?
         var displayScale: CGFloat
         var store: ObjectIdentifier

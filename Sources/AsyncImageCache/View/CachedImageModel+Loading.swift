@@ -38,7 +38,12 @@ extension CachedImageModel {
         lastRequest = request
         show(cached, for: request)
         cancelLoadIfCovered()
-        resumeWaitersIfSettled()
+        // With `.fill`, the image may have shown an aspect wider than was known, that needs more pixels.
+        if let wider = self.request, wider != request, needsImage(for: wider) {
+            if !takeFromMemory(wider) { startLoadIfNeeded() }
+        } else {
+            resumeWaitersIfSettled()
+        }
         return true
     }
 
@@ -76,11 +81,13 @@ extension CachedImageModel {
         self.loading = nil
         if let image { show(image, for: loading.request) }
         // The frame may have grown past this load while it ran without a wider one starting (the
-        // model was not active then); a failure is not retried until the next load().
+        // model was not active then), or a `.fill` image shown an aspect that needs a wider one; a
+        // failure is not retried until the next load().
         if image != nil { startLoadIfNeeded() } else { resumeWaitersIfSettled() }
     }
 
-    /// Draws `image`, which came for `request`, and fills in the reserved box if it was unknown.
+    /// Draws `image`, which came for `request`, fills in the reserved box if it was unknown and,
+    /// with `.fill`, takes the image's aspect for the requests that follow.
     func show(_ image: PlatformImage, for request: ImageRequest) {
         let width = image.pixelSize.width
         // Narrower than asked: the source is that small, and a wider request brings the same pixels,
@@ -89,8 +96,11 @@ extension CachedImageModel {
         coveredPixelWidth = width >= requested ? width : request.cornerPixelRadius == 0 ? .max : requested
         cornerRadiusPerPixel = Self.cornerRadiusPerPixel(of: request)
         self.image = image
-        if reservedSize == nil {
-            reservedSize = url.flatMap(store.cachedPixelSize(for:)) ?? image.pixelSize.cgSize
+        if reservedSize == nil || contentMode == .fill {
+            // The store's size is the source's own; a scaled-down image's height is rounded.
+            let size = url.flatMap(store.cachedPixelSize(for:)) ?? image.pixelSize.cgSize
+            if reservedSize == nil { reservedSize = size }
+            if contentMode == .fill { naturalSize = size }
         }
         onChange?()
     }

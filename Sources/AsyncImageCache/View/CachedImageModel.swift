@@ -20,10 +20,14 @@ import Foundation
 ///   rounded up to whole pixels; the corner radius scaled the same way, so it is `cornerRadius`
 ///   points on screen. A source narrower than that is not scaled up; its corners get fewer pixels
 ///   in proportion, so they are still `cornerRadius` points once the image is drawn over the frame.
+///   With ``ContentMode/fill``, an image wider in aspect than its frame is drawn wider than the
+///   frame, to cover its height: the width is the one it is drawn at, from the aspect of
+///   `intrinsicSize`, else of the store's size, else (before the first image) the frame's own.
 /// - Asking again: a frame that grows wider than the current image's pixels starts a larger
 ///   request and keeps drawing the current image until it lands (for a source narrower than the
 ///   frame, only when its corners are rounded); a frame that shrinks reuses it, unless its corners
-///   are rounded: drawn smaller, they would no longer be `cornerRadius` points.
+///   are rounded: drawn smaller, they would no longer be `cornerRadius` points. With `.fill`, so
+///   does an image that lands with an aspect wider than was known, which needs a wider one.
 ///
 /// Memory: the store keeps its memory tiers until ``ImageStore/clearMemory()``. On iOS, tvOS and
 /// visionOS stores that opt in (the default) empty them on a memory warning; on Linux and macOS
@@ -37,6 +41,9 @@ public final class CachedImageModel {
     public let intrinsicSize: CGSize?
     /// The corner radius in points as drawn; `0` leaves corners square.
     public let cornerRadius: CGFloat
+    /// How the image is drawn in its frame, which decides how wide it is drawn, so how many pixels
+    /// it needs.
+    public let contentMode: ContentMode
     /// The most pixels wide the image is decoded at, whatever the frame; `nil` means no cap.
     public let maxPixelWidth: CGFloat?
     /// The screen's pixels per point (`2` on most iPhones); the laid-out width is multiplied by it.
@@ -77,6 +84,10 @@ public final class CachedImageModel {
     /// The corner radius of the current image per pixel of its width, as asked for. Drawn over a frame
     /// of another width, its corners keep that proportion, not their size in points.
     var cornerRadiusPerPixel = 0.0
+    /// The image's size as far as the model knows it, whose aspect ratio a `.fill` image covers its
+    /// frame with: ``reservedSize`` at first, then (with `.fill`) the store's size of the image, else
+    /// the image's own, once one lands, which may tell an `intrinsicSize` of the wrong shape.
+    var naturalSize: CGSize?
 
     /// Creates a model and, when `layoutSize` is given, takes the image from memory at once if the
     /// store has it.
@@ -86,17 +97,21 @@ public final class CachedImageModel {
     ///   - intrinsicSize: The image's size if the caller knows it; `nil` (the default), or a size
     ///     without area, asks the store.
     ///   - cornerRadius: The corner radius in points; `0` by default.
+    ///   - contentMode: How the image is drawn in its frame; ``ContentMode/fit`` (the frame's width)
+    ///     by default.
     ///   - maxPixelWidth: A cap on the decoded width in pixels; `nil` (the default) means none.
     ///   - displayScale: Pixels per point; `1` by default.
     ///   - layoutSize: The laid-out size in points if already known; `nil` by default.
     ///   - store: The store to load from; ``ImageStore/shared`` by default.
     public init(
-        url: URL?, intrinsicSize: CGSize? = nil, cornerRadius: CGFloat = 0, maxPixelWidth: CGFloat? = nil,
-        displayScale: CGFloat = 1, layoutSize: CGSize? = nil, store: ImageStore = .shared
+        url: URL?, intrinsicSize: CGSize? = nil, cornerRadius: CGFloat = 0, contentMode: ContentMode = .fit,
+        maxPixelWidth: CGFloat? = nil, displayScale: CGFloat = 1, layoutSize: CGSize? = nil,
+        store: ImageStore = .shared
     ) {
         self.url = url
         self.intrinsicSize = intrinsicSize
         self.cornerRadius = cornerRadius
+        self.contentMode = contentMode
         self.maxPixelWidth = maxPixelWidth
         self.displayScale = displayScale
         self.store = store
@@ -105,21 +120,24 @@ public final class CachedImageModel {
             size.width > 0 && size.height > 0 && size.width.isFinite && size.height.isFinite ? size : nil
         }
         reservedSize = knownSize ?? url.flatMap(store.cachedPixelSize(for:))
+        naturalSize = reservedSize
         if let layoutSize { layoutChanged(to: layoutSize) }
     }
 
     /// The pixel width the current layout needs; `nil` before the first non-empty layout.
     public var targetPixelWidth: Int? {
         guard let layoutSize else { return nil }
-        return DisplayPixels.width(forLayoutWidth: layoutSize.width, scale: displayScale, maxPixelWidth: maxPixelWidth)
+        let width = DisplayPixels.drawnWidth(
+            layoutSize: layoutSize, contentMode: contentMode, imageSize: naturalSize, scale: displayScale)
+        return DisplayPixels.width(forLayoutWidth: width, scale: displayScale, maxPixelWidth: maxPixelWidth)
     }
 
     /// The request that fits the current layout; `nil` without a URL or a laid-out width.
     public var request: ImageRequest? {
         guard let url, let layoutSize else { return nil }
         return Self.request(
-            url: url, layoutSize: layoutSize, cornerRadius: cornerRadius, maxPixelWidth: maxPixelWidth,
-            displayScale: displayScale)
+            url: url, layoutSize: layoutSize, cornerRadius: cornerRadius, contentMode: contentMode,
+            imageSize: naturalSize, maxPixelWidth: maxPixelWidth, displayScale: displayScale)
     }
 
     /// The request a model with these parameters makes once laid out at `layoutSize`; `nil` when
@@ -131,16 +149,30 @@ public final class CachedImageModel {
     ///     CachedImageModel.request(url: $0.url, layoutSize: $0.frame.size, displayScale: 3)
     /// })
     /// ```
+    ///
+    /// - Parameters:
+    ///   - url: The image's location.
+    ///   - layoutSize: The frame the image is laid out in, in points.
+    ///   - cornerRadius: The corner radius in points; `0` by default.
+    ///   - contentMode: How the image is drawn in its frame; ``ContentMode/fit`` by default.
+    ///   - imageSize: With ``ContentMode/fill``, the image's size as the model knows it before its
+    ///     first image: its `intrinsicSize`, else the store's ``ImageStore/cachedPixelSize(for:)``;
+    ///     only its aspect ratio counts. `nil` (the default), as for a model that knows neither, asks
+    ///     for the frame's width. Unused with `.fit`.
+    ///   - maxPixelWidth: A cap on the width in pixels; `nil` (the default) means none.
+    ///   - displayScale: Pixels per point; `1` by default.
     public nonisolated static func request(
-        url: URL, layoutSize: CGSize, cornerRadius: CGFloat = 0, maxPixelWidth: CGFloat? = nil,
-        displayScale: CGFloat = 1
+        url: URL, layoutSize: CGSize, cornerRadius: CGFloat = 0, contentMode: ContentMode = .fit,
+        imageSize: CGSize? = nil, maxPixelWidth: CGFloat? = nil, displayScale: CGFloat = 1
     ) -> ImageRequest? {
+        let drawnWidth = DisplayPixels.drawnWidth(
+            layoutSize: layoutSize, contentMode: contentMode, imageSize: imageSize, scale: displayScale)
         guard
             let width = DisplayPixels.width(
-                forLayoutWidth: layoutSize.width, scale: displayScale, maxPixelWidth: maxPixelWidth)
+                forLayoutWidth: drawnWidth, scale: displayScale, maxPixelWidth: maxPixelWidth)
         else { return nil }
         let radius = DisplayPixels.cornerRadius(
-            cornerRadius, layoutWidth: layoutSize.width, scale: displayScale, maxPixelWidth: maxPixelWidth)
+            cornerRadius, layoutWidth: drawnWidth, scale: displayScale, maxPixelWidth: maxPixelWidth)
         return ImageRequest(url: url, targetWidth: CGFloat(width), cornerRadius: radius)
     }
 
@@ -150,13 +182,16 @@ public final class CachedImageModel {
     /// Records the laid-out size in points. When the frame needs more pixels than the current
     /// image has, or other corners (rounded corners are `cornerRadius` points at any width), takes the
     /// image from memory or, while the model is shown, starts loading it; the current image stays
-    /// until it lands. A smaller frame with square corners changes nothing.
+    /// until it lands. A frame the current image covers (a smaller one with square corners) keeps
+    /// it and cancels a load in flight for a frame it no longer has.
     public func layoutChanged(to size: CGSize) {
         layoutSize = size
         guard let request, needsImage(for: request) else {
             // The frame went back to one the current image fits: a load for the frame in between would
-            // replace it with corners that no longer do.
-            if let request, let loading, !Self.corners(of: loading.request, match: request) {
+            // bring pixels it does not need or, with rounded corners, replace it with corners that no
+            // longer fit. (`CachedImage` lays a `.fill` image out again in its box once the first image
+            // shows its aspect, so the wider load that image started is dropped here.)
+            if request != nil, loading != nil {
                 cancelLoad()
                 resumeWaitersIfSettled()
             }
@@ -195,5 +230,15 @@ public final class CachedImageModel {
         isActive = false
         cancelLoad()
         resumeWaiters()
+    }
+}
+
+extension CachedImageModel {
+    /// How the image is drawn in its frame.
+    public enum ContentMode: Sendable {
+        /// Scaled to fit inside the frame, keeping its aspect ratio.
+        case fit
+        /// Scaled to cover the frame, keeping its aspect ratio; what overflows is clipped.
+        case fill
     }
 }

@@ -17,6 +17,25 @@ enum DisplayPixels {
         return max(1, Int(rounded))
     }
 
+    /// The width in points an image of `imageSize`'s shape is drawn at in a frame of `layoutSize`:
+    /// the frame's width, or with `.fill` the wider width that covers the frame's height too when the
+    /// image is wider in aspect than the frame. The frame's width when the image's shape is not known.
+    ///
+    /// An image that, at the frame's width, falls short of its height by less than half a pixel at
+    /// `scale` is drawn at the frame's width: layout rounds a box of the image's aspect to whole
+    /// pixels, which must not ask for a pixel more than the box's width.
+    static func drawnWidth(
+        layoutSize: CGSize, contentMode: CachedImageModel.ContentMode, imageSize: CGSize?, scale: CGFloat
+    ) -> CGFloat {
+        guard contentMode == .fill, let imageSize, layoutSize.width.isFinite, layoutSize.width > 0,
+            layoutSize.height.isFinite, layoutSize.height > 0, imageSize.width.isFinite, imageSize.width > 0,
+            imageSize.height.isFinite, imageSize.height > 0, scale.isFinite, scale > 0
+        else { return layoutSize.width }
+        let heightAtFrameWidth = layoutSize.width * imageSize.height / imageSize.width
+        guard (layoutSize.height - heightAtFrameWidth) * scale >= 0.5 else { return layoutSize.width }
+        return layoutSize.height * imageSize.width / imageSize.height
+    }
+
     /// The corner radius in pixels for an image that fills `layoutWidth` points at `scale`, so that
     /// on screen it is `cornerRadius` points: `cornerRadius * scale`, scaled down by the same factor
     /// as the width when `maxPixelWidth` caps it.

@@ -110,6 +110,24 @@ import Testing
         #expect(changes == 1)
     }
 
+    /// A server that sends a size of the wrong aspect: its box is kept, and a `.fill` image covers
+    /// it with its real aspect, which the first image shows.
+    @Test func aWrongAspectIntrinsicSizeIsTheBoxBeforeAndAfterAFillHydration() async throws {
+        let (images, server, store) = try servedPhoto()
+        // The folder outlives the server, which serves from it.
+        defer { withExtendedLifetime(images) { server.stop() } }
+        let intrinsic = CGSize(width: 400, height: 400)
+        let model = CachedImageModel(
+            url: server.url("/images/0.jpg"), intrinsicSize: intrinsic, contentMode: .fill, displayScale: 2,
+            store: store)
+        #expect(model.reservedSize == intrinsic)
+        model.layoutChanged(to: CGSize(width: 150, height: 150))
+        await model.load()
+        #expect(model.reservedSize == intrinsic)
+        // The 3:2 photo covers 150 pt of height: 225 pt wide, 450 px at 2x.
+        #expect(model.image?.pixelSize == PixelSize(width: 450, height: 300))
+    }
+
     @Test func noURLReservesNothingAndLoadsNothing() async throws {
         let root = TemporaryDirectory("root")
         let store = try ImageStore.makeForTesting(root: root.url)

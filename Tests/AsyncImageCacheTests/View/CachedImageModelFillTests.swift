@@ -1,0 +1,181 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// `.fill`: the image covers its frame, so an image wider than the frame's aspect is drawn wider
+/// than the frame, and needs the pixels of the width it is drawn at.
+@MainActor @Suite struct CachedImageModelFillTests {
+    /// A 2:1 photo as a local file and on a loopback server, and a store whose decodes are counted
+    /// and can be held at a gate.
+    private struct WidePhoto {
+        let folder = TemporaryDirectory("images")
+        let size: PixelSize
+        let file: URL
+        let server: TestHTTPServer
+        let decoder = GatedDecoder(open: true)
+        let store: ImageStore
+
+        init(size: PixelSize = PixelSize(width: 1600, height: 800)) throws {
+            self.size = size
+            let name = try SampleImages.writeJPEGs([size], into: folder.url)[0]
+            file = folder.url.appendingPathComponent(name)
+            server = try TestHTTPServer(serving: folder.url)
+            let decoder = decoder
+            store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+                $0.decoder = decoder
+            }
+        }
+
+        /// The photo on the server: the store knows nothing of its size before the first load.
+        var remote: URL { server.url("/images/0.jpg") }
+
+        /// Stops the server; the folder it serves from outlives it.
+        func stop() {
+            withExtendedLifetime(folder) { server.stop() }
+        }
+    }
+
+    private let square = CGSize(width: 100, height: 100)
+
+    @Test func aWideImageFillingASquareFrameAsksForTheWidthItIsDrawnAt() async throws {
+        let photo = try WidePhoto()
+        defer { photo.stop() }
+        // A local file: the store reads its size from the header before the first load.
+        let model = CachedImageModel(url: photo.file, contentMode: .fill, displayScale: 2, store: photo.store)
+        model.layoutChanged(to: square)
+        await model.load()
+        // Its height fills the 100 pt: it is 200 pt wide on screen, 400 px at 2x, not the frame's 200 px.
+        #expect(model.lastRequest?.targetPixelWidth == 400)
+        #expect(model.image?.pixelSize == PixelSize(width: 400, height: 200))
+        #expect(photo.decoder.enteredCount == 1)
+    }
+
+    @Test func anIntrinsicSizeGivesTheAspectBeforeTheStoreKnowsIt() async throws {
+        let photo = try WidePhoto()
+        defer { photo.stop() }
+        let model = CachedImageModel(
+            url: photo.remote, intrinsicSize: photo.size.cgSize, contentMode: .fill, displayScale: 2,
+            store: photo.store)
+        model.layoutChanged(to: square)
+        #expect(model.request?.targetPixelWidth == 400)
+        await model.load()
+        #expect(model.image?.pixelSize == PixelSize(width: 400, height: 200))
+        #expect(photo.decoder.enteredCount == 1)
+    }
+
+    @Test func anUnknownAspectAsksAgainOnceTheImageShowsItAndKeepsDrawingTheFirst() async throws {
+        let photo = try WidePhoto()
+        defer { photo.stop() }
+        let model = CachedImageModel(url: photo.remote, contentMode: .fill, displayScale: 2, store: photo.store)
+        var drawn: [Int?] = []
+        model.onChange = { drawn.append(model.image?.pixelSize.width) }
+        model.layoutChanged(to: square)
+        #expect(model.request?.targetPixelWidth == 200)  // the frame's width: nothing says more yet
+        await model.load()
+        #expect(drawn == [200, 400])  // straight from the first image to the wider one
+        #expect(model.lastRequest?.targetPixelWidth == 400)
+        #expect(model.image?.pixelSize == PixelSize(width: 400, height: 200))
+        #expect(photo.decoder.enteredCount == 2)
+    }
+
+    /// `CachedImage` reserves the image's box once its size is known: the frame takes the image's aspect,
+    /// so the wider load the first image started is no longer needed.
+    @Test func aFrameThatTakesTheImagesAspectDropsTheWiderLoad() async throws {
+        let photo = try WidePhoto()
+        defer {
+            photo.decoder.open()
+            photo.stop()
+        }
+        let model = CachedImageModel(url: photo.remote, contentMode: .fill, displayScale: 2, store: photo.store)
+        // The wider decode waits at the gate until the frame has changed.
+        model.onChange = { photo.decoder.close() }
+        model.layoutChanged(to: square)
+        let hydration = Task { await model.load() }
+        try await waitUntil { @MainActor in model.image != nil }
+        #expect(model.isLoading)
+        #expect(model.lastRequest?.targetPixelWidth == 400)
+        model.layoutChanged(to: CGSize(width: 100, height: 50))
+        #expect(!model.isLoading)
+        // Were the load still going, it would land now and draw the 400 px image.
+        photo.decoder.open()
+        await hydration.value
+        #expect(model.image?.pixelSize == PixelSize(width: 200, height: 100))
+    }
+
+    @Test func aTallImageFillingASquareFrameAsksForTheFramesWidth() async throws {
+        let photo = try WidePhoto(size: PixelSize(width: 800, height: 1600))
+        defer { photo.stop() }
+        let model = CachedImageModel(url: photo.file, contentMode: .fill, displayScale: 2, store: photo.store)
+        model.layoutChanged(to: square)
+        await model.load()
+        #expect(model.lastRequest?.targetPixelWidth == 200)
+        #expect(model.image?.pixelSize == PixelSize(width: 200, height: 400))
+    }
+
+    /// Layout rounds a box of the image's aspect to whole pixels, a little taller or shorter.
+    @Test func aBoxOfTheImagesAspectRoundedToWholePixelsAsksForItsOwnWidth() {
+        let url = URL(fileURLWithPath: "/photo.jpg")
+        func width(_ frame: CGSize, scale: CGFloat = 3) -> Int? {
+            CachedImageModel.request(
+                url: url, layoutSize: frame, contentMode: .fill, imageSize: CGSize(width: 2400, height: 1599),
+                displayScale: scale)?.targetPixelWidth
+        }
+        // 100 pt wide: 66.625 pt, rounded up to 200 px at 3x, is a third of a pixel taller than the image.
+        #expect(width(CGSize(width: 100, height: 200.0 / 3)) == 300)
+        #expect(width(CGSize(width: 100, height: 66.625)) == 300)
+        // Half a pixel taller than the image or more (here 0.6 px), it is drawn wider.
+        #expect(width(CGSize(width: 100, height: 66.625 + 0.6 / 3)) == 301)
+        #expect(width(CGSize(width: 100, height: 100)) == 451)  // 150.09 pt
+    }
+
+    @Test func fitStillAsksForTheFramesWidth() async throws {
+        let photo = try WidePhoto()
+        defer { photo.stop() }
+        let model = CachedImageModel(url: photo.file, displayScale: 2, store: photo.store)
+        model.layoutChanged(to: square)
+        await model.load()
+        #expect(model.lastRequest?.targetPixelWidth == 200)
+        #expect(model.image?.pixelSize == PixelSize(width: 200, height: 100))
+    }
+
+    @Test func cornersAreInPointsOfTheWidthTheImageIsDrawnAt() async throws {
+        let photo = try WidePhoto()
+        defer { photo.stop() }
+        let model = CachedImageModel(
+            url: photo.file, cornerRadius: 10, contentMode: .fill, displayScale: 2, store: photo.store)
+        model.layoutChanged(to: square)
+        await model.load()
+        #expect(model.lastRequest == ImageRequest(url: photo.file, targetWidth: 400, cornerRadius: 20))
+    }
+
+    @Test func maxPixelWidthCapsTheWidthAndScalesTheRadiusAlike() async throws {
+        let photo = try WidePhoto()
+        defer { photo.stop() }
+        let model = CachedImageModel(
+            url: photo.file, cornerRadius: 10, contentMode: .fill, maxPixelWidth: 300, displayScale: 2,
+            store: photo.store)
+        model.layoutChanged(to: square)
+        await model.load()
+        // 10 pt over the 200 pt the image is drawn at, from 300 px: 15 px.
+        #expect(model.lastRequest == ImageRequest(url: photo.file, targetWidth: 300, cornerRadius: 15))
+        #expect(model.image?.pixelSize == PixelSize(width: 300, height: 150))
+    }
+
+    @Test func aRowPrefetchedWithTheSameSizeIsDrawnFromMemoryWithoutASecondDecode() async throws {
+        let photo = try WidePhoto()
+        defer { photo.stop() }
+        let request = try #require(
+            CachedImageModel.request(
+                url: photo.remote, layoutSize: square, cornerRadius: 6, contentMode: .fill,
+                imageSize: photo.size.cgSize, displayScale: 2))
+        #expect(request == ImageRequest(url: photo.remote, targetWidth: 400, cornerRadius: 12))
+        _ = try await photo.store.image(for: request)
+        let model = CachedImageModel(
+            url: photo.remote, intrinsicSize: photo.size.cgSize, cornerRadius: 6, contentMode: .fill,
+            displayScale: 2, layoutSize: square, store: photo.store)
+        #expect(model.request == request)
+        #expect(model.image?.pixelSize.width == 400)
+        #expect(photo.decoder.enteredCount == 1)
+    }
+}
