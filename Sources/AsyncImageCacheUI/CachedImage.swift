@@ -55,10 +55,11 @@ public struct CachedImage: View {
 
     /// The image, or a clear placeholder, in the reserved box.
     public var body: some View {
-        let model = holder.model(for: modelKey) { layoutSize in
+        let model = holder.model(for: modelKey) { previous in
             CachedImageModel(
                 url: url, intrinsicSize: intrinsicSize, cornerRadius: cornerRadius, contentMode: modelContentMode,
-                maxPixelWidth: maxPixelWidth, displayScale: displayScale, layoutSize: layoutSize, store: store)
+                maxPixelWidth: maxPixelWidth, displayScale: displayScale, layoutSize: previous?.layoutSize,
+                replacing: previous, store: store)
         }
         return reservingBox(of: model) {
             // The clear base takes the frame; the image is an overlay, so its own size never

@@ -21,13 +21,15 @@ final class CachedImageModelHolder: ObservableObject {
     private var key: Key?
     private var model: CachedImageModel?
 
-    /// The model for `key`: the current one, or a new one made by `make` with the last laid-out
-    /// size (geometry does not change just because the URL did, so no new size would come).
-    func model(for key: Key, make: (CGSize?) -> CachedImageModel) -> CachedImageModel {
+    /// The model for `key`: the current one, or a new one made by `make` from the one it replaces,
+    /// if any: its last laid-out size (geometry does not change just because the URL did, so no new
+    /// size would come), and its image, drawn until the new model's lands when the URL is the same
+    /// (a new display scale).
+    func model(for key: Key, make: (CachedImageModel?) -> CachedImageModel) -> CachedImageModel {
         if let model, self.key == key { return model }
         let previous = model
         previous?.disappear()
-        let model = make(previous?.layoutSize)
+        let model = make(previous)
         // Not @Published: replacing the model while SwiftUI evaluates the body must not publish.
         model.onChange = { [weak self] in self?.objectWillChange.send() }
         self.key = key

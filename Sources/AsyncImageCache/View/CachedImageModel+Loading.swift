@@ -86,8 +86,7 @@ extension CachedImageModel {
         if image != nil { startLoadIfNeeded() } else { resumeWaitersIfSettled() }
     }
 
-    /// Draws `image`, which came for `request`, fills in the reserved box if it was unknown and,
-    /// with `.fill`, takes the image's aspect for the requests that follow.
+    /// Draws `image`, which came for `request`, and notes the widths and corners it serves.
     func show(_ image: PlatformImage, for request: ImageRequest) {
         let width = image.pixelSize.width
         // Narrower than asked: the source is that small, and a wider request brings the same pixels,
@@ -95,6 +94,12 @@ extension CachedImageModel {
         let requested = request.targetPixelWidth ?? .max
         coveredPixelWidth = width >= requested ? width : request.cornerPixelRadius == 0 ? .max : requested
         cornerRadiusPerPixel = Self.cornerRadiusPerPixel(of: request)
+        draw(image)
+    }
+
+    /// Draws `image`, fills in the reserved box if it was unknown and, with `.fill`, takes the
+    /// image's aspect for the requests that follow.
+    func draw(_ image: PlatformImage) {
         self.image = image
         if reservedSize == nil || contentMode == .fill {
             // The store's size is the source's own; a scaled-down image's height is rounded.

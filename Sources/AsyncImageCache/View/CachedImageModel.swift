@@ -102,11 +102,16 @@ public final class CachedImageModel {
     ///   - maxPixelWidth: A cap on the decoded width in pixels; `nil` (the default) means none.
     ///   - displayScale: Pixels per point; `1` by default.
     ///   - layoutSize: The laid-out size in points if already known; `nil` by default.
+    ///   - previous: The model this one replaces on screen, for example one made for the display
+    ///     scale before the window moved to another screen; `nil` by default. When it shows the same
+    ///     URL from the same store, its image is drawn (and fills in a box not known otherwise) until
+    ///     this model's own lands, instead of the placeholder; as when a frame grows, it is replaced
+    ///     only when this model needs more pixels or other corners.
     ///   - store: The store to load from; ``ImageStore/shared`` by default.
     public init(
         url: URL?, intrinsicSize: CGSize? = nil, cornerRadius: CGFloat = 0, contentMode: ContentMode = .fit,
         maxPixelWidth: CGFloat? = nil, displayScale: CGFloat = 1, layoutSize: CGSize? = nil,
-        store: ImageStore = .shared
+        replacing previous: CachedImageModel? = nil, store: ImageStore = .shared
     ) {
         self.url = url
         self.intrinsicSize = intrinsicSize
@@ -121,6 +126,14 @@ public final class CachedImageModel {
         }
         reservedSize = knownSize ?? url.flatMap(store.cachedPixelSize(for:))
         naturalSize = reservedSize
+        if let previous, previous.store === store, let image = previous.image, let url,
+            previous.url?.cacheKey == url.cacheKey
+        {
+            // The width it serves and its corners are the image's, whatever the scale.
+            coveredPixelWidth = previous.coveredPixelWidth
+            cornerRadiusPerPixel = previous.cornerRadiusPerPixel
+            draw(image)
+        }
         if let layoutSize { layoutChanged(to: layoutSize) }
     }
 
