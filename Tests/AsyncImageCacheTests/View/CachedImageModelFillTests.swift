@@ -38,13 +38,23 @@ import Testing
 
     private let square = CGSize(width: 100, height: 100)
 
+    /// A `.fill` model of the photo's local file, whose size the store reads from its header before
+    /// the first load, laid out in `square` at 2x, that has loaded its image.
+    private func filled(
+        _ photo: WidePhoto, cornerRadius: CGFloat = 0, maxPixelWidth: CGFloat? = nil
+    ) async -> CachedImageModel {
+        let model = CachedImageModel(
+            url: photo.file, cornerRadius: cornerRadius, contentMode: .fill, maxPixelWidth: maxPixelWidth,
+            displayScale: 2, store: photo.store)
+        model.layoutChanged(to: square)
+        await model.load()
+        return model
+    }
+
     @Test func aWideImageFillingASquareFrameAsksForTheWidthItIsDrawnAt() async throws {
         let photo = try WidePhoto()
         defer { photo.stop() }
-        // A local file: the store reads its size from the header before the first load.
-        let model = CachedImageModel(url: photo.file, contentMode: .fill, displayScale: 2, store: photo.store)
-        model.layoutChanged(to: square)
-        await model.load()
+        let model = await filled(photo)
         // Its height fills the 100 pt: it is 200 pt wide on screen, 400 px at 2x, not the frame's 200 px.
         #expect(model.lastRequest?.targetPixelWidth == 400)
         #expect(model.image?.pixelSize == PixelSize(width: 400, height: 200))
@@ -106,9 +116,7 @@ import Testing
     @Test func aTallImageFillingASquareFrameAsksForTheFramesWidth() async throws {
         let photo = try WidePhoto(size: PixelSize(width: 800, height: 1600))
         defer { photo.stop() }
-        let model = CachedImageModel(url: photo.file, contentMode: .fill, displayScale: 2, store: photo.store)
-        model.layoutChanged(to: square)
-        await model.load()
+        let model = await filled(photo)
         #expect(model.lastRequest?.targetPixelWidth == 200)
         #expect(model.image?.pixelSize == PixelSize(width: 200, height: 400))
     }
@@ -142,21 +150,14 @@ import Testing
     @Test func cornersAreInPointsOfTheWidthTheImageIsDrawnAt() async throws {
         let photo = try WidePhoto()
         defer { photo.stop() }
-        let model = CachedImageModel(
-            url: photo.file, cornerRadius: 10, contentMode: .fill, displayScale: 2, store: photo.store)
-        model.layoutChanged(to: square)
-        await model.load()
+        let model = await filled(photo, cornerRadius: 10)
         #expect(model.lastRequest == ImageRequest(url: photo.file, targetWidth: 400, cornerRadius: 20))
     }
 
     @Test func maxPixelWidthCapsTheWidthAndScalesTheRadiusAlike() async throws {
         let photo = try WidePhoto()
         defer { photo.stop() }
-        let model = CachedImageModel(
-            url: photo.file, cornerRadius: 10, contentMode: .fill, maxPixelWidth: 300, displayScale: 2,
-            store: photo.store)
-        model.layoutChanged(to: square)
-        await model.load()
+        let model = await filled(photo, cornerRadius: 10, maxPixelWidth: 300)
         // 10 pt over the 200 pt the image is drawn at, from 300 px: 15 px.
         #expect(model.lastRequest == ImageRequest(url: photo.file, targetWidth: 300, cornerRadius: 15))
         #expect(model.image?.pixelSize == PixelSize(width: 300, height: 150))

@@ -6,7 +6,7 @@ import Testing
 /// What the model asks the store for, when it asks again, and how it stops.
 @MainActor @Suite struct CachedImageModelLoadingTests {
     /// A 2400x1600 photo on disk and a store whose decodes are counted.
-    private struct LocalPhoto {
+    struct LocalPhoto {
         let folder = TemporaryDirectory("images")
         let url: URL
         let decoder = CountingDecoder()

@@ -7,35 +7,20 @@ import Testing
 /// changes, as when a window moves to another screen) draws the image already shown until its own
 /// lands: no placeholder in between, no change to the box.
 @MainActor @Suite struct CachedImageModelReplacementTests {
-    /// A 2400x1600 photo on disk and a store whose decodes are counted.
-    private struct LocalPhoto {
-        let folder = TemporaryDirectory("images")
-        let url: URL
-        let decoder = CountingDecoder()
-        let store: ImageStore
+    private typealias LocalPhoto = CachedImageModelLoadingTests.LocalPhoto
 
-        init() throws {
-            let name = try SampleImages.writeJPEGs([PixelSize(width: 2400, height: 1600)], into: folder.url)[0]
-            url = folder.url.appendingPathComponent(name)
-            let decoder = decoder
-            store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-                $0.decoder = decoder
-            }
-        }
-
-        /// A model at `scale`, laid out at 100x67 pt, that has loaded its image.
-        @MainActor func shown(scale: CGFloat, cornerRadius: CGFloat = 0) async -> CachedImageModel {
-            let model = CachedImageModel(
-                url: url, cornerRadius: cornerRadius, displayScale: scale, layoutSize: CGSize(width: 100, height: 67),
-                store: store)
-            await model.load()
-            return model
-        }
+    /// A model of `photo` at `scale`, laid out at 100x67 pt, that has loaded its image.
+    private func shown(_ photo: LocalPhoto, scale: CGFloat, cornerRadius: CGFloat = 0) async -> CachedImageModel {
+        let model = CachedImageModel(
+            url: photo.url, cornerRadius: cornerRadius, displayScale: scale, layoutSize: CGSize(width: 100, height: 67),
+            store: photo.store)
+        await model.load()
+        return model
     }
 
     @Test func aSharperScaleDrawsThePreviousImageUntilItsOwnLands() async throws {
         let photo = try LocalPhoto()
-        let previous = await photo.shown(scale: 2)
+        let previous = await shown(photo, scale: 2)
         #expect(previous.image?.pixelSize.width == 200)
         previous.disappear()  // as CachedImage's holder does
         let model = CachedImageModel(
@@ -53,7 +38,7 @@ import Testing
 
     @Test func aCoarserScaleKeepsThePreviousImageWithoutALoad() async throws {
         let photo = try LocalPhoto()
-        let previous = await photo.shown(scale: 3)
+        let previous = await shown(photo, scale: 3)
         previous.disappear()
         let model = CachedImageModel(
             url: photo.url, displayScale: 2, layoutSize: previous.layoutSize, replacing: previous, store: photo.store)
@@ -64,7 +49,7 @@ import Testing
 
     @Test func roundedCornersKeepDrawingUntilTheImageWithCornersInPointsLands() async throws {
         let photo = try LocalPhoto()
-        let previous = await photo.shown(scale: 3, cornerRadius: 10)
+        let previous = await shown(photo, scale: 3, cornerRadius: 10)
         previous.disappear()
         let model = CachedImageModel(
             url: photo.url, cornerRadius: 10, displayScale: 2, layoutSize: previous.layoutSize, replacing: previous,
@@ -77,7 +62,7 @@ import Testing
 
     @Test func anotherURLDoesNotDrawThePreviousImage() async throws {
         let photo = try LocalPhoto()
-        let previous = await photo.shown(scale: 2)
+        let previous = await shown(photo, scale: 2)
         previous.disappear()
         let other = photo.folder.url.appendingPathComponent("missing.jpg")
         let model = CachedImageModel(
