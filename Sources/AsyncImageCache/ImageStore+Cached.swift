@@ -8,7 +8,9 @@ extension ImageStore {
     /// variant is missing, a larger decode of the same URL that looks the same at this width
     /// (same corners in proportion, or none) is returned: draw it scaled to the frame.
     public func cachedImage(for request: ImageRequest) -> PlatformImage? {
-        variants.value(for: request)?.image.value
+        guard let hit = variants.value(for: request) else { return nil }
+        markDiskUse(of: request.url, hit.diskUse)
+        return hit.image.value
     }
 
     /// The natural pixel size of the image at `url` as displayed (EXIF orientation applied),
@@ -26,7 +28,10 @@ extension ImageStore {
     /// disk tier; `nil` when neither has them. The bytes are exactly what the source sent (the
     /// store never transcodes), for copying or sharing.
     public func cachedOriginalBytes(for url: URL) -> (data: Data, pixelSize: CGSize)? {
-        if let original = originals.value(forKey: url.cacheKey) { return (original.data, original.pixelSize.cgSize) }
+        if let original = originals.value(forKey: url.cacheKey) {
+            markDiskUse(of: url, original.diskUse)
+            return (original.data, original.pixelSize.cgSize)
+        }
         let generation = disk.generation
         guard url.isRemote, let data = disk.data(for: url), let header = try? ImageHeader.parse(data) else {
             return nil
@@ -38,6 +43,15 @@ extension ImageStore {
             sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
         }
         return (data, original.pixelSize.cgSize)
+    }
+
+    /// After a memory hit on `url`'s image, marks its disk file used as a read would: otherwise an image
+    /// that memory serves all day keeps the date of its last disk read, and a trim removes it before
+    /// colder files. Throttled by `throttle` (a lock and a clock read per hit, and for `file:` URLs
+    /// nothing more), and dated on the disk queue, never on this thread.
+    func markDiskUse(of url: URL, _ throttle: DiskUseThrottle) {
+        guard throttle.claim(), url.isRemote else { return }
+        disk.markUsed(url)
     }
 
     func pixelSize(for url: URL) -> PixelSize? {

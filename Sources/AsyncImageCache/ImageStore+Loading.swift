@@ -83,6 +83,7 @@ extension ImageStore {
             // thread (``cachedImage(for:)`` never looks).
             if !request.url.isFileURL || hit.fileStamp == fileStamp(of: request.url) {
                 count { $0.variantHits += 1 }
+                markDiskUse(of: request.url, hit.diskUse)
                 revalidateIfStale(request.url)
                 return .success(hit)
             }
@@ -313,6 +314,7 @@ extension ImageStore {
         let replacement = replacementCount(of: url)
         if let original = originals.value(forKey: url.cacheKey), isCurrent(original, for: url) {
             count { $0.originalMemoryHits += 1 }
+            markDiskUse(of: url, original.diskUse)
             revalidateIfStale(url)
             return .success(
                 FetchedOriginal(original, origin: .memory, generation: generation, replacement: replacement))

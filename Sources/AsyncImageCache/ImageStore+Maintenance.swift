@@ -18,7 +18,8 @@ extension ImageStore {
         disk.removeAll(emptyingMemory: clearMemory)
     }
 
-    /// Deletes disk-tier files not used (read or written) for longer than `maxAge` seconds.
+    /// Deletes disk-tier files not used (read, written, or served from memory) for longer than `maxAge`
+    /// seconds.
     ///
     /// - Parameter maxAge: The age in seconds past which a file goes; 7 days by default.
     /// - Returns: The number of files deleted.

@@ -11,7 +11,11 @@ extension ImageStore {
     /// store.startPrefetching(upcomingRows.map { ImageRequest(url: $0.url, targetWidth: 320) })
     /// ```
     public func startPrefetching(_ requests: [ImageRequest]) {
-        let uncached = requests.filter { variants.value(for: $0) == nil }
+        let uncached = requests.filter { request in
+            guard let hit = variants.value(for: request) else { return true }
+            markDiskUse(of: request.url, hit.diskUse)
+            return false
+        }
         prefetches.withLock { table in
             for request in uncached where table.running[request] == nil { table.enqueue(request) }
             startWaitingPrefetches(&table)

@@ -13,6 +13,8 @@ struct OriginalImage: Sendable {
     /// For `file:` URLs, the file's modification date and size when it was read: a load whose
     /// stat differs reads the file again.
     let fileStamp: FileStamp?
+    /// How often hits on these bytes in memory mark their disk file used.
+    let diskUse = DiskUseThrottle()
 
     /// The size as displayed.
     var pixelSize: PixelSize { header.displaySize }
@@ -113,6 +115,8 @@ struct PreparedImage: Sendable {
     let cornerPixelRadius: Int
     /// For `file:` URLs, the version of the file it was decoded from.
     let fileStamp: FileStamp?
+    /// How often hits on this image in memory mark its URL's disk file used.
+    let diskUse = DiskUseThrottle()
 
     init(_ bitmap: Bitmap, request: ImageRequest, naturalWidth: Int, fileStamp: FileStamp?) {
         image = SendableImage(PlatformImage.make(from: bitmap))

@@ -69,6 +69,31 @@ import Testing
         #expect(disk.totalByteCount <= 2500)
     }
 
+    /// What a memory hit asks: the file is dated on the disk queue; nothing is made where there is no
+    /// file, and a link in a file's place is dated itself, never what it points at.
+    @Test func markingAFileUsedDatesItAndNothingElse() throws {
+        let folder = TemporaryDirectory("disk")
+        let outside = TemporaryDirectory("outside")
+        let target = outside.url.appendingPathComponent("keep.jpg")
+        try Data([7]).write(to: target)
+        try setLastUsed(of: target, secondsAgo: 3600)
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        try disk.store(Data([1]), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        try setLastUsed(of: disk.fileURL(for: url), secondsAgo: 3600)
+        let linked = URL(string: "https://example.com/linked.jpg")!
+        try FileManager.default.createSymbolicLink(at: disk.fileURL(for: linked), withDestinationURL: target)
+        let missing = URL(string: "https://example.com/missing.jpg")!
+
+        for url in [url, linked, missing] { disk.markUsed(url) }
+        disk.waitForPendingTrims()
+        let lastUsed = try #require(disk.entries().first?.lastUsed)
+        #expect(lastUsed.timeIntervalSinceNow > -1800)  // dated now, not an hour ago
+        let targetDate = try #require(
+            FileManager.default.attributesOfItem(atPath: target.path)[.modificationDate] as? Date)
+        #expect(targetDate.timeIntervalSinceNow < -1800)  // still an hour ago
+        #expect(!disk.contains(missing))
+    }
+
     @Test func writesTrimInTheBackgroundToTheBudget() throws {
         let folder = TemporaryDirectory("disk")
         let disk = DiskStore(directory: folder.url, byteLimit: 10_000)

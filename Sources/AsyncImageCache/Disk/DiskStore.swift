@@ -11,9 +11,10 @@ import Darwin
 ///
 /// Writes are atomic: bytes and attribute go to a temporary file that is then renamed into place,
 /// so neither a crash nor a second process ever sees half a file. A read marks the file used by
-/// setting its modification time. Before a write's rename, the least recently used files are
-/// removed to keep the directory within `byteLimit`; a trim on a background queue then re-reads
-/// the directory, which another process may share.
+/// setting its modification time, as does a memory hit on its image (``markUsed(_:)``). Before a
+/// write's rename, the least recently used files are removed to keep the directory within
+/// `byteLimit`; a trim on a background queue then re-reads the directory, which another process may
+/// share.
 final class DiskStore: Sendable {
     let directory: URL
     /// `directory.path` with a trailing slash, kept as a string: building paths through `URL` costs
@@ -36,6 +37,9 @@ final class DiskStore: Sendable {
     private var usage: LockedBox<Int?> { folder.usage }
     /// Raised by every ``removeAll()``: a write that began before one is dropped, not committed.
     private let generationBox = LockedBox(0)
+    /// The URLs whose files memory hits marked used, waiting for the disk queue to date them, and
+    /// whether a run that dates them is queued.
+    private let pendingUses = LockedBox((urls: [URL](), isQueued: false))
 
     /// Opens the store at `directory`, removing temporary files that an interrupted write left
     /// behind: those of processes that have ended, never one of a write still in progress in
@@ -127,6 +131,28 @@ final class DiskStore: Sendable {
         else { return nil }
         _ = futimens(descriptor, nil)  // recency for the trim; failure only makes the file look older
         return data
+    }
+
+    /// Marks `url`'s file used, as a read does, for an image that memory served: dated on the disk
+    /// queue, never on the caller's thread (hits come from layout). Callers throttle the marks (see
+    /// ``DiskUseThrottle``). A file that is not there (trimmed since, or never written) is no error, and
+    /// a symbolic link in its place is dated itself, never what it points at.
+    func markUsed(_ url: URL) {
+        let queuesRun = pendingUses.withLock { pending in
+            pending.urls.append(url)
+            defer { pending.isQueued = true }
+            return !pending.isQueued
+        }
+        guard queuesRun else { return }
+        trimQueue.async { [self] in
+            let urls = pendingUses.withLock { pending in
+                defer { pending = ([], false) }
+                return pending.urls
+            }
+            for url in urls {
+                withFilePath(for: url) { _ = utimensat(AT_FDCWD, $0, nil, AT_SYMLINK_NOFOLLOW) }
+            }
+        }
     }
 
     /// Up to `maxLength` bytes from the start of `url`'s file, for reading a header; a symbolic link
