@@ -187,21 +187,56 @@ import Testing
     }
 
     @Test func leftoverTemporaryFilesAreRemovedWhenTheStoreOpens() throws {
-        let ended = Process()
-        ended.executableURL = URL(fileURLWithPath: "/bin/sh")
-        ended.arguments = ["-c", "exit 0"]
-        try ended.run()
-        ended.waitUntilExit()
+        let ended = try endedProcessID()
         // Named without a process id (older builds), by a process that has ended, and by an earlier
         // process that had this one's id (a container's main process is pid 1 on every launch) while no
         // store of this process writes it.
-        for name in ["interrupted", "\(ended.processIdentifier)-interrupted", "\(getpid())-interrupted"] {
+        for name in ["interrupted", "\(ended)-interrupted", "\(getpid())-interrupted"] {
             let folder = TemporaryDirectory("disk")
             let leftover = folder.url.appendingPathComponent(".tmp-\(name)")
             try Data([1, 2, 3]).write(to: leftover)
             _ = DiskStore(directory: folder.url, byteLimit: 1 << 20)
             #expect(!FileManager.default.fileExists(atPath: leftover.path), "\(name)")
         }
+    }
+
+    /// Another process sharing the folder may end in the middle of a write while this one runs for
+    /// weeks: its leftover goes with the next trim, not only when a store opens.
+    @Test func aLeftoverTemporaryFileOfAnotherProcessGoesWithTheNextTrim() throws {
+        let folder = TemporaryDirectory("disk")
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        try disk.store(Data([1]), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        disk.waitForPendingTrims()
+        let leftover = folder.url.appendingPathComponent(".tmp-\(try endedProcessID())-interrupted")
+        try Data(repeating: 3, count: 500).write(to: leftover)
+        try disk.store(Data([2]), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        disk.waitForPendingTrims()
+        #expect(!FileManager.default.fileExists(atPath: leftover.path))
+        #expect(disk.data(for: url) == Data([2]))
+    }
+
+    /// A process id is given out again: a temporary file a day old whose id belongs to a live process
+    /// now is a leftover (no write takes a day), while a recent one is that process's write in progress
+    /// and stays. Both when a store opens and at the next trim.
+    @Test func aDayOldTemporaryFileIsALeftoverEvenWhenItsProcessIDIsInUseAgain() throws {
+        let live = getppid()  // the test runner's parent: alive, and not this process
+        let folder = TemporaryDirectory("disk")
+        let old = folder.url.appendingPathComponent(".tmp-\(live)-interrupted")
+        let writing = folder.url.appendingPathComponent(".tmp-\(live)-writing")
+        func makeTemporaries() throws {
+            try Data(repeating: 3, count: 500).write(to: old)
+            try setLastUsed(of: old, secondsAgo: 2 * 24 * 3600)
+            try Data(repeating: 4, count: 500).write(to: writing)
+        }
+        try makeTemporaries()
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        #expect(!FileManager.default.fileExists(atPath: old.path), "when the store opens")
+        #expect(FileManager.default.fileExists(atPath: writing.path))
+        try makeTemporaries()
+        try disk.store(Data([1]), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        disk.waitForPendingTrims()
+        #expect(!FileManager.default.fileExists(atPath: old.path), "at the next trim")
+        #expect(FileManager.default.fileExists(atPath: writing.path))
     }
 
     @Test func theFirstWriteMakesTheFolderAndTheNextMakesItAgainAfterItWasDeleted() throws {
@@ -215,6 +250,16 @@ import Testing
         try FileManager.default.removeItem(at: directory)
         try disk.store(Data([9]), pixelSize: PixelSize(width: 1, height: 1), for: url)
         #expect(disk.data(for: url) == Data([9]))
+    }
+
+    /// The id of a process that has ended.
+    private func endedProcessID() throws -> pid_t {
+        let ended = Process()
+        ended.executableURL = URL(fileURLWithPath: "/bin/sh")
+        ended.arguments = ["-c", "exit 0"]
+        try ended.run()
+        ended.waitUntilExit()
+        return ended.processIdentifier
     }
 
     private func setLastUsed(of file: URL, secondsAgo: TimeInterval) throws {

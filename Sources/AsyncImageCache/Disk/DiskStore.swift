@@ -42,9 +42,10 @@ final class DiskStore: Sendable {
     private let pendingUses = LockedBox((urls: [URL](), isQueued: false))
 
     /// Opens the store at `directory`, removing temporary files that an interrupted write left
-    /// behind: those of processes that have ended, never one of a write still in progress in
-    /// another store on the same folder. The folder is made by the first write, so a store that
-    /// only reads (or a command that only looks) leaves nothing behind.
+    /// behind (see ``isLeftover(temporaryName:modified:now:)``), never one of a write still in
+    /// progress in another store on the same folder; trims remove those left later. The folder is
+    /// made by the first write, so a store that only reads (or a command that only looks) leaves
+    /// nothing behind.
     init(directory: URL, byteLimit: Int, attributes: any ExtendedAttributeStoring = FileExtendedAttributes()) {
         self.directory = directory
         self.directoryPath = directory.path.hasSuffix("/") ? directory.path : directory.path + "/"
@@ -52,8 +53,12 @@ final class DiskStore: Sendable {
         self.byteLimit = max(0, byteLimit)
         self.attributes = attributes
         self.folder = Folder.shared(atPath: directory.standardizedFileURL.path)
+        let now = Date()
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        where name.hasPrefix(Self.temporaryPrefix) && !Self.isWriterAlive(temporaryName: name) {
+        where name.hasPrefix(Self.temporaryPrefix)
+            && Self.isLeftover(
+                temporaryName: name, modified: Self.modificationDate(atPath: directoryPath + name), now: now)
+        {
             _ = unlink(directoryPath + name)  // a file or a link; never a folder's contents
         }
     }
@@ -90,14 +95,36 @@ final class DiskStore: Sendable {
     /// and not listed is a leftover of an earlier process that had the same id.
     private static let writesInProgress = LockedBox(Set<String>())
 
-    /// Whether the process that named a temporary file may still be writing it: this process, when one
-    /// of its stores is (another store on the same folder), or another that still exists. Names without
-    /// a process id are leftovers.
-    private static func isWriterAlive(temporaryName name: String) -> Bool {
+    /// Past this age a temporary file is a leftover even when a process with its writer's id exists:
+    /// a write takes moments, so the id has been given to another process since (or the write stalled
+    /// for a day, and its rename then fails: the image is not kept, and is fetched next time).
+    private static let temporaryMaxAge: TimeInterval = 24 * 60 * 60
+
+    /// Whether a temporary file, last modified at `modified`, was left by an interrupted write. This
+    /// process's own are leftovers unless one of its stores is writing them (another store on the same
+    /// folder), whatever their age; another process's when that process has ended, or when the file is
+    /// older than ``temporaryMaxAge``. Names without a process id are leftovers.
+    private static func isLeftover(temporaryName name: String, modified: Date?, now: Date) -> Bool {
         let rest = name.dropFirst(temporaryPrefix.count)
-        guard let dash = rest.firstIndex(of: "-"), let pid = pid_t(rest[..<dash]), pid > 0 else { return false }
-        if pid == getpid() { return writesInProgress.withLock { $0.contains(name) } }
-        return kill(pid, 0) == 0 || errno != ESRCH
+        guard let dash = rest.firstIndex(of: "-"), let pid = pid_t(rest[..<dash]), pid > 0 else { return true }
+        if pid == getpid() { return !writesInProgress.withLock { $0.contains(name) } }
+        guard kill(pid, 0) == 0 || errno != ESRCH else { return true }
+        return modified.map { now.timeIntervalSince($0) > temporaryMaxAge } ?? false
+    }
+
+    /// The modification date of what is at `path` (a link is not followed); `nil` when nothing is.
+    private static func modificationDate(atPath path: String) -> Date? {
+        var info = stat()
+        return lstat(path, &info) == 0 ? modificationDate(of: info) : nil
+    }
+
+    private static func modificationDate(of info: stat) -> Date {
+        #if canImport(Darwin)
+        let modified = info.st_mtimespec
+        #else
+        let modified = info.st_mtim
+        #endif
+        return Date(timeIntervalSince1970: Double(modified.tv_sec) + Double(modified.tv_nsec) / 1e9)
     }
 
     /// The file that holds `url`'s bytes.
@@ -436,15 +463,21 @@ final class DiskStore: Sendable {
 
     /// Every stored file: the regular files in the folder, temporary files excluded (a symbolic
     /// link, a subfolder or a FIFO is not an entry, and is never followed).
+    func entries() -> [Entry] {
+        listing().entries
+    }
+
+    /// The regular files in the folder: the stored files, and apart the temporary ones.
     ///
     /// Read with `readdir` and `fstatat`: Foundation's directory listing with resource values took
     /// about 300 ms for 4,000 files here, where this takes 10, and a full tier lists its folder on
     /// every write that needs room.
-    func entries() -> [Entry] {
-        guard let folder = opendir(directoryPath) else { return [] }
+    private func listing() -> (entries: [Entry], temporaries: [Entry]) {
+        guard let folder = opendir(directoryPath) else { return ([], []) }
         defer { closedir(folder) }
         let descriptor = dirfd(folder)
         var entries: [Entry] = []
+        var temporaries: [Entry] = []
         while let item = readdir(folder) {
             var info = stat()
             let name = withUnsafeBytes(of: &item.pointee.d_name) { bytes -> String? in
@@ -452,18 +485,17 @@ final class DiskStore: Sendable {
                 guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
                 return String(cString: name)
             }
-            guard let name, info.st_mode & S_IFMT == S_IFREG, !name.hasPrefix(Self.temporaryPrefix) else { continue }
-            #if canImport(Darwin)
-            let modified = info.st_mtimespec
-            #else
-            let modified = info.st_mtim
-            #endif
-            entries.append(
-                Entry(
-                    name: name, path: directoryPath + name, byteCount: Int(info.st_size),
-                    lastUsed: Date(timeIntervalSince1970: Double(modified.tv_sec) + Double(modified.tv_nsec) / 1e9)))
+            guard let name, info.st_mode & S_IFMT == S_IFREG else { continue }
+            let entry = Entry(
+                name: name, path: directoryPath + name, byteCount: Int(info.st_size),
+                lastUsed: Self.modificationDate(of: info))
+            if name.hasPrefix(Self.temporaryPrefix) {
+                temporaries.append(entry)
+            } else {
+                entries.append(entry)
+            }
         }
-        return entries
+        return (entries, temporaries)
     }
 
     /// Removes least recently used files until the total is within `byteLimit`.
@@ -473,9 +505,15 @@ final class DiskStore: Sendable {
 
     /// Removes least recently used files until the total is at most `limit` bytes, and records
     /// the total that remains. The file named `spared`, about to be replaced, is neither counted
-    /// nor removed (but is recorded, as the replacement subtracts it).
+    /// nor removed (but is recorded, as the replacement subtracts it). Temporary files that
+    /// interrupted writes left since the store opened go too: they are not counted in the budget.
     private func trim(toBytes limit: Int, sparing spared: String? = nil) {
-        var entries = entries()
+        var (entries, temporaries) = listing()
+        let now = Date()
+        for temporary in temporaries
+        where Self.isLeftover(temporaryName: temporary.name, modified: temporary.lastUsed, now: now) {
+            _ = temporary.remove()
+        }
         let sparedBytes = entries.first { $0.name == spared }?.byteCount ?? 0
         entries.removeAll { $0.name == spared }
         var total = entries.reduce(0) { $0 + $1.byteCount }
