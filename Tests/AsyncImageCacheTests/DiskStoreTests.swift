@@ -94,6 +94,33 @@ import Testing
         #expect(!disk.contains(missing))
     }
 
+    /// A file dated in the future (a clock set back, a file copied in) would be the newest for good: a
+    /// trim dates it now, and it ages from there like the others.
+    @Test func aFileDatedInTheFutureAgesFromTheNextTrim() throws {
+        let folder = TemporaryDirectory("disk")
+        let writer = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let (future, other) = (
+            URL(string: "https://example.com/future.jpg")!, URL(string: "https://example.com/b.jpg")!
+        )
+        for url in [future, other] {
+            try writer.store(Data(repeating: 1, count: 1000), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        }
+        writer.waitForPendingTrims()
+        let start = Date()
+        let day: TimeInterval = 24 * 3600
+        try setDate(of: writer.fileURL(for: future), to: start.addingTimeInterval(365 * day))
+        try setDate(of: writer.fileURL(for: other), to: start.addingTimeInterval(-3600))
+        writer.trim(now: start)  // within the budget: nothing goes
+        #expect(writer.entries().count == 2)
+
+        // A day later the other file is read; then a trim with room for one file keeps that one.
+        try setDate(of: writer.fileURL(for: other), to: start.addingTimeInterval(day))
+        let disk = DiskStore(directory: folder.url, byteLimit: 1500)
+        disk.trim(now: start.addingTimeInterval(day + 60))
+        #expect(!disk.contains(future))
+        #expect(disk.contains(other))
+    }
+
     @Test func writesTrimInTheBackgroundToTheBudget() throws {
         let folder = TemporaryDirectory("disk")
         let disk = DiskStore(directory: folder.url, byteLimit: 10_000)
@@ -263,8 +290,11 @@ import Testing
     }
 
     private func setLastUsed(of file: URL, secondsAgo: TimeInterval) throws {
-        try FileManager.default.setAttributes(
-            [.modificationDate: Date().addingTimeInterval(-secondsAgo)], ofItemAtPath: file.path)
+        try setDate(of: file, to: Date().addingTimeInterval(-secondsAgo))
+    }
+
+    private func setDate(of file: URL, to date: Date) throws {
+        try FileManager.default.setAttributes([.modificationDate: date], ofItemAtPath: file.path)
     }
 }
 

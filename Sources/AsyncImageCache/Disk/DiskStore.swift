@@ -498,18 +498,18 @@ final class DiskStore: Sendable {
         return (entries, temporaries)
     }
 
-    /// Removes least recently used files until the total is within `byteLimit`.
-    func trim() {
-        trim(toBytes: byteLimit)
+    /// Removes least recently used files until the total is within `byteLimit`, at `now`.
+    func trim(now: Date = Date()) {
+        trim(toBytes: byteLimit, now: now)
     }
 
     /// Removes least recently used files until the total is at most `limit` bytes, and records
     /// the total that remains. The file named `spared`, about to be replaced, is neither counted
     /// nor removed (but is recorded, as the replacement subtracts it). Temporary files that
     /// interrupted writes left since the store opened go too: they are not counted in the budget.
-    private func trim(toBytes limit: Int, sparing spared: String? = nil) {
+    private func trim(toBytes limit: Int, sparing spared: String? = nil, now: Date = Date()) {
         var (entries, temporaries) = listing()
-        let now = Date()
+        Self.dateFutureUseNow(&entries, now: now)
         for temporary in temporaries
         where Self.isLeftover(temporaryName: temporary.name, modified: temporary.lastUsed, now: now) {
             _ = temporary.remove()
@@ -524,6 +524,18 @@ final class DiskStore: Sendable {
             }
         }
         usage.withLock { $0 = total + sparedBytes }
+    }
+
+    /// Dates `now` the entries last used after `now` (a clock set back, a file copied in), in the list
+    /// and on disk: a file dated in the future would otherwise be the newest, kept by every trim and
+    /// never expired, for good. Dated now, it ages from here like the others.
+    private static func dateFutureUseNow(_ entries: inout [Entry], now: Date) {
+        let seconds = now.timeIntervalSince1970.rounded(.down)
+        let time = timespec(tv_sec: Int(seconds), tv_nsec: Int((now.timeIntervalSince1970 - seconds) * 1e9))
+        for index in entries.indices where entries[index].lastUsed > now {
+            entries[index].lastUsed = now
+            _ = utimensat(AT_FDCWD, entries[index].path, [time, time], AT_SYMLINK_NOFOLLOW)
+        }
     }
 
     /// Runs a trim on the background queue; writes that arrive while one is pending share it.
