@@ -213,6 +213,33 @@ import Testing
         #expect(disk.contains(recent))
     }
 
+    /// A file read, or replaced by another process sharing the folder, after the expiry listed the
+    /// folder and before it removes what it listed as old, is in use: it stays.
+    @Test(arguments: ["read", "replaced"])
+    func evictExpiredKeepsAFileUsedWhileItRuns(use: String) throws {
+        let folder = TemporaryDirectory("disk")
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let (used, old) = (URL(string: "https://example.com/used.jpg")!, URL(string: "https://example.com/old.jpg")!)
+        for url in [used, old] {
+            try disk.store(Data(repeating: 1, count: 100), pixelSize: PixelSize(width: 1, height: 1), for: url)
+            try setLastUsed(of: disk.fileURL(for: url), secondsAgo: 8 * 24 * 3600)
+        }
+        disk.waitForPendingTrims()
+        let removed = disk.removeEntries(unusedFor: 7 * 24 * 3600) {
+            if use == "read" {
+                #expect(disk.data(for: used) == Data(repeating: 1, count: 100))
+            } else {
+                // Another process's write: its own temporary file, renamed into place.
+                let temporary = folder.url.appendingPathComponent(".tmp-other-writer")
+                try? Data(repeating: 2, count: 100).write(to: temporary)
+                #expect(rename(temporary.path, disk.fileURL(for: used).path) == 0)
+            }
+        }
+        #expect(removed == 1)
+        #expect(!disk.contains(old))
+        #expect(disk.data(for: used) == Data(repeating: use == "read" ? 1 : 2, count: 100))
+    }
+
     @Test func leftoverTemporaryFilesAreRemovedWhenTheStoreOpens() throws {
         let ended = try endedProcessID()
         // Named without a process id (older builds), by a process that has ended, and by an earlier

@@ -435,15 +435,28 @@ final class DiskStore: Sendable {
     }
 
     /// Removes the files not used for longer than `maxAge` seconds; returns how many.
+    /// `afterListing` runs once the folder is listed (for tests).
+    ///
+    /// On the disk queue, as commits and trims are: a write of this process never replaces a file
+    /// between the listing and the removal, and the budget's count is redone after. Reads are not
+    /// queued, and another process may write meanwhile: each file's date is looked at again just
+    /// before it goes, and one used since the listing stays.
     @discardableResult
-    func removeEntries(unusedFor maxAge: TimeInterval, now: Date = Date()) -> Int {
+    func removeEntries(unusedFor maxAge: TimeInterval, now: Date = Date(), afterListing: () -> Void = {}) -> Int {
         let cutoff = now.addingTimeInterval(-maxAge)
-        var removed = 0
-        for entry in entries() where entry.lastUsed < cutoff && entry.remove() {
-            removed += 1
+        return trimQueue.sync {
+            let entries = entries()
+            afterListing()
+            var removed = 0
+            for entry in entries where entry.lastUsed < cutoff {
+                guard let lastUsed = Self.modificationDate(atPath: entry.path), lastUsed < cutoff, entry.remove() else {
+                    continue
+                }
+                removed += 1
+            }
+            usage.withLock { $0 = nil }
+            return removed
         }
-        usage.withLock { $0 = nil }
-        return removed
     }
 
     /// The total size of the stored files in bytes.
