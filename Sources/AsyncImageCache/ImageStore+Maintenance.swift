@@ -34,8 +34,8 @@ extension ImageStore {
         return (entries.count, entries.reduce(0) { $0 + $1.byteCount })
     }
 
-    /// When the disk tier's least recently used file was last read or written; `nil` when the tier
-    /// is empty. The next trim removes that file first.
+    /// When the disk tier's least recently used file was last used (read, written or served from
+    /// memory); `nil` when the tier is empty. The next trim removes that file first.
     public func oldestDiskUse() -> Date? {
         disk.entries().lazy.map(\.lastUsed).min()
     }

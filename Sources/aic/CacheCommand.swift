@@ -17,7 +17,8 @@ enum CacheCommand: Subcommand {
         ACTIONS
           stats    entries, bytes on disk, the oldest entry (by last use) and the folder
           clear    remove every entry
-          trim     remove the entries not used (read or written) for longer than --max-age
+          trim     remove the entries not used (read, written or shown from memory) for
+                   longer than --max-age
           Both exit with status 1, saying why, when the folder refuses to remove entries
           (a read-only file system, no write permission); every action does when the folder
           is there but cannot be listed (a file in its place, a link loop).
