@@ -37,9 +37,12 @@ let package = Package(
         ),
         // The fixed-point resampling kernels, with SSE2 and AVX2 versions chosen at run time.
         .target(name: "CResample"),
+        // The flag that asks a running decode to stop, polled atomically from Swift and from C.
+        .target(name: "CAtomicFlag"),
         .target(
             name: "AsyncImageCache",
             dependencies: [
+                "CAtomicFlag",
                 "CResample",
                 .target(name: "CJPEGSupport", condition: linux),
                 .target(name: "CPNGSupport", condition: linux),

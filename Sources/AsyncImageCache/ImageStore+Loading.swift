@@ -10,9 +10,10 @@ public final class ImageLoadTask: Sendable {
 
     /// Stops waiting for the image. The completion handler still runs once, with `nil`, unless it
     /// already ran: cancel on the main thread (as when a cell is reused) and it cannot deliver the
-    /// image afterwards. Unless another load is waiting for the same image, the download stops and a
-    /// decode not yet started never starts; a decode already running finishes, and its image is kept
-    /// in memory for the next request.
+    /// image afterwards. Unless another load is waiting for the same image, the download stops, a
+    /// decode not yet started never starts, and a decode already running stops within a few rows where
+    /// the decoder works row by row (JPEG and PNG on Linux), keeping nothing; the original bytes stay
+    /// cached where they already were.
     public func cancel() {
         task.cancel()
     }
@@ -66,8 +67,8 @@ extension ImageStore {
     /// when a larger decode that looks the same is already in memory.
     ///
     /// Cancelling the calling task stops waiting at once and, when no other load waits for them,
-    /// stops the download and keeps a decode not yet started from starting (a decode already running
-    /// finishes, and its image is kept in memory).
+    /// stops the download, keeps a decode not yet started from starting, and stops a decode already
+    /// running as ``ImageLoadTask/cancel()`` says.
     ///
     /// - Throws: ``ImageLoadingError`` saying what failed; ``ImageLoadingError/cancelled`` when the
     ///   task was cancelled.
@@ -112,13 +113,22 @@ extension ImageStore {
         // Until it is stored (or dropped), another width of the URL shares these bytes.
         decodingOriginals.withLock { $0[request.url.cacheKey, default: []].append(fetched) }
         defer { forgetDecoding(fetched, for: request.url) }
-        // Waits for a decode slot; a run cancelled meanwhile never decodes.
-        let rendered = await decodeSlots.run(priority: priority) { [self] () -> Result<Bitmap, ImageDecodingError> in
-            Result { () throws(ImageDecodingError) in try render(fetched.original, for: request) }
+        // Waits for a decode slot; a run cancelled meanwhile never decodes, and one cancelled while it
+        // decodes stops at the decoder's next check.
+        let cancellation = DecodeCancellation(rowObserver: configuration.decodeRowObserver)
+        let rendered = await decodeSlots.run(priority: priority, cancellation: cancellation) {
+            [self] () -> Result<Bitmap, ImageDecodingError> in
+            Result { () throws(ImageDecodingError) in
+                try render(fetched.original, for: request, cancellation: cancellation)
+            }
         }
         let bitmap: Bitmap
         switch rendered {
         case nil:
+            return .failure(.cancelled)
+        case .failure(let error)? where error.reason == .cancelled || cancellation.isCancelled:
+            // Stopped because nobody wants it (a decoder may fail in its own way once told to stop):
+            // the bytes are as good as before, so they stay where they are.
             return .failure(.cancelled)
         case .failure(let error)?:
             // Anything else (a pixel budget a larger request exceeds) would fail from the source too.
@@ -184,7 +194,12 @@ extension ImageStore {
 
     /// Decodes at the smallest size that covers the request, then orients, resizes, converts an embedded
     /// colour profile to sRGB and rounds.
-    func render(_ original: OriginalImage, for request: ImageRequest) throws(ImageDecodingError) -> Bitmap {
+    ///
+    /// With `cancellation` raised, it stops at the decoder's next check or before the next step, and
+    /// throws ``ImageDecodingError/Reason/cancelled``.
+    func render(
+        _ original: OriginalImage, for request: ImageRequest, cancellation: DecodeCancellation? = nil
+    ) throws(ImageDecodingError) -> Bitmap {
         let header = original.header
         let natural = header.displaySize
         var target: PixelSize?
@@ -195,10 +210,15 @@ extension ImageStore {
         let minimumStored = target.map { header.orientation.swapsWidthAndHeight ? $0.transposed : $0 }
         report(.decode, request.url)
         count { $0.decodes += 1 }
-        let context = ImageDecodingContext(
+        var context = ImageDecodingContext(
             header: header, minimumSize: decodingMinimum(minimumStored, header), pixelBudget: configuration.pixelBudget)
+        context.cancellation = cancellation
         // A JPEG may come out of the decoder already resized (in stored orientation: the filter is the
         // same along both axes, so turning afterwards gives the same pixels and turns a smaller bitmap).
+        // Every step below looks at the flag before it starts; the row-by-row ones also while they run.
+        let checkCancellation = { () throws(ImageDecodingError) in try context.checkCancellation(format: header.format)
+        }
+        try checkCancellation()
         var bitmap: Bitmap
         if let stored = minimumStored,
             let resized = try decodeResizing(original.data, context, to: stored, url: request.url)
@@ -209,33 +229,47 @@ extension ImageStore {
             // Another decoder (the JPEG decoder itself, one wrapping the default) may scale a JPEG in the DCT
             // too: resized in stored orientation over the span of the picture, as the default path does.
             if let stored = minimumStored, let extent = scaledJPEGExtent(of: bitmap, context) {
+                try checkCancellation()
                 report(.resize, request.url)
-                bitmap = bitmap.resized(to: stored, sourceExtent: extent)
+                bitmap = try resized(bitmap, to: stored, sourceExtent: extent, context)
             }
         }
         if header.orientation != .up {
+            try checkCancellation()
             report(.orient, request.url)
             bitmap = bitmap.oriented(header.orientation)
         }
         if let target, bitmap.pixelSize != target {
+            try checkCancellation()
             report(.resize, request.url)
-            bitmap = bitmap.resized(to: target)
+            bitmap = try resized(bitmap, to: target, sourceExtent: nil, context)
         }
         #if !canImport(ImageIO)
         // The Linux decoders hand out samples as stored; converted now, there are the fewest of them.
         if configuration.decoder is ImageDecoders.Default,
             let profile = ColorProfile.embedded(in: original.data, format: header.format), !profile.isSRGB
         {
+            try checkCancellation()
             report(.convertColor, request.url)
             bitmap = bitmap.convertedToSRGB(from: profile)
         }
         #endif
         let radius = request.cornerPixelRadius(atNaturalWidth: natural.width)
         if radius > 0 {
+            try checkCancellation()
             report(.roundCorners, request.url)
             bitmap = bitmap.roundingCorners(radius: radius)
         }
         return bitmap
+    }
+
+    /// `bitmap` resized as ``Bitmap/resized(to:)`` does, stopping part way when `context` is cancelled.
+    private func resized(
+        _ bitmap: Bitmap, to size: PixelSize, sourceExtent: SIMD2<Double>?, _ context: ImageDecodingContext
+    ) throws(ImageDecodingError) -> Bitmap {
+        guard let resized = bitmap.resized(to: size, sourceExtent: sourceExtent, cancellation: context.cancellation)
+        else { throw ImageDecodingError(format: context.header.format, reason: .cancelled) }
+        return resized
     }
 
     /// The span of the picture in `bitmap`, a JPEG's decode for `context` by a decoder other than the

@@ -228,6 +228,28 @@ cjpeg_status cjpeg_decoder_set_ink_transform(cjpeg_decoder *decoder, cjpeg_ink_t
     return CJPEG_STATUS_OK;
 }
 
+/* libjpeg calls this before each jpeg_read_scanlines batch and, for files with several scans, as
+   jpeg_start_decompress reads them; leaving through the error jump stops the decode where it is. */
+static void cancellable_progress_monitor(j_common_ptr cinfo) {
+    // `cinfo` is the first member of the decoder.
+    cjpeg_decoder *decoder = (cjpeg_decoder *)cinfo;
+    if (cjpeg_decoder_is_cancelled(decoder)) {
+        decoder->error.failure = CJPEG_STATUS_CANCELLED;
+        longjmp(decoder->error.jump, 1);
+    }
+}
+
+cjpeg_status cjpeg_decoder_set_cancel_flag(cjpeg_decoder *decoder, const int *flag) {
+    if (decoder == NULL || !decoder->has_header || decoder->has_decoded) {
+        return CJPEG_STATUS_INVALID_ARGUMENT;
+    }
+    decoder->cancel_flag = flag;
+    memset(&decoder->progress, 0, sizeof decoder->progress);
+    decoder->progress.progress_monitor = cancellable_progress_monitor;
+    decoder->cinfo.progress = flag == NULL ? NULL : &decoder->progress;
+    return CJPEG_STATUS_OK;
+}
+
 cjpeg_status cjpeg_decoder_start(cjpeg_decoder *decoder) {
     if (decoder == NULL || !decoder->has_header || decoder->has_decoded) {
         return CJPEG_STATUS_INVALID_ARGUMENT;

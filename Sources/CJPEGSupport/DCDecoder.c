@@ -417,6 +417,8 @@ typedef struct {
     uint32_t *starts;    // capacity + 1 offsets, in bits from the middle
     size_t capacity;
     size_t decoded;      // MCUs decoded within the data
+    const cjpeg_decoder *decoder;  // for its cancel flag
+    size_t mcus_across;  // the cancel flag is read once a row of MCUs
 } segment;
 
 /* Decodes MCUs until the capacity, an invalid code or the end of the data; starts[decoded] is
@@ -424,6 +426,11 @@ typedef struct {
 static void *decode_speculatively(void *argument) {
     segment *part = argument;
     while (part->decoded < part->capacity) {
+        if (part->decoded % part->mcus_across == 0 && cjpeg_decoder_is_cancelled(part->decoder)) {
+            // Stopped short, like data that ends: the first thread, cancelled too, does not use it.
+            part->starts[part->decoded] = (uint32_t)reader_offset(&part->reader);
+            return NULL;
+        }
         part->starts[part->decoded] = (uint32_t)reader_offset(&part->reader);
         if (!decode_within_data(&part->reader, part->layout, part->predictors,
                                 part->records + part->decoded * (size_t)part->layout->record)) {
@@ -700,6 +707,8 @@ cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char 
         second.records = speculative_records;
         second.starts = starts;
         second.capacity = mcus;
+        second.decoder = decoder;
+        second.mcus_across = plan->mcus_across;
         reader_init(&second.reader, data, middle, size, SIZE_MAX);
         split = speculative_records != NULL && starts != NULL &&
                 pthread_create(&thread, NULL, decode_speculatively, &second) == 0;
@@ -710,6 +719,7 @@ cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char 
     uint16_t predictors[MAX_COMPS_IN_SCAN] = { 0 };
     int running = split;        // the second thread, until joined
     int failed = 0;
+    int cancelled = 0;
     size_t own = mcus;          // MCUs decoded here; the second thread's follow
     size_t borrowed_from = 0;   // the second thread's first MCU in step
     size_t next = 0;            // its first MCU that may still be
@@ -719,6 +729,10 @@ cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char 
     bit_reader *final_reader = &reader;
     uint64_t final_offset = 0;
     for (size_t mcu = 0; mcu < mcus; mcu++) {
+        if (mcu % plan->mcus_across == 0 && cjpeg_decoder_is_cancelled(decoder)) {
+            cancelled = 1;
+            break;
+        }
         uint64_t offset = reader_offset(&reader);
         if (split && reader.watch_offset != UINT64_MAX && offset >= reader.watch_offset) {
             // Past the middle: did the second thread start an MCU right here?
@@ -758,6 +772,10 @@ cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char 
     }
     if (running) {
         pthread_join(thread, NULL);
+    }
+    if (cancelled) {
+        status = CJPEG_STATUS_CANCELLED;
+        goto done;
     }
     if (final_reader == &reader) {
         final_offset = reader_offset(&reader);

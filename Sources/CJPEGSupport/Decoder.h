@@ -29,6 +29,14 @@ struct cjpeg_decoder {
     /* When set, CMYK and YCCK rows go to it as ink instead of through the built-in conversion. */
     cjpeg_ink_transform ink_transform;
     void *ink_transform_context;
+    /* When set, libjpeg's progress monitor stops the decode once the int it points at is non-zero. */
+    struct jpeg_progress_mgr progress;
+    const int *cancel_flag;
 };
+
+/* Whether the decoder's cancel flag is raised. */
+static inline int cjpeg_decoder_is_cancelled(const struct cjpeg_decoder *decoder) {
+    return decoder->cancel_flag != NULL && __atomic_load_n(decoder->cancel_flag, __ATOMIC_RELAXED) != 0;
+}
 
 #endif

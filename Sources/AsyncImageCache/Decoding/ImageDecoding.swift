@@ -12,6 +12,16 @@ public struct ImageDecodingContext: Sendable {
     /// The most pixels a decoded bitmap may have. A decoder checks it before allocating and throws
     /// ``ImageDecodingError/Reason/pixelBudgetExceeded(pixels:budget:)`` past it.
     public var pixelBudget: Int
+    /// Whether nobody wants the bitmap any more: every load waiting for this decode was cancelled.
+    /// Always `false` for a context you make; ``ImageStore`` raises it while its decode runs.
+    ///
+    /// A decoder that works in steps (rows, tiles, frames) may check it every so many steps, it is one
+    /// atomic read, and stop early by throwing ``ImageDecodingError/Reason/cancelled``. A decoder that
+    /// never looks is still correct: its bitmap is simply not wanted. Either way the store reports the
+    /// load as ``ImageLoadingError/cancelled`` and never takes a decode stopped this way for damaged data.
+    public var isCancelled: Bool { cancellation?.isCancelled ?? false }
+    /// The store's signal behind ``isCancelled``; `nil` outside the store.
+    var cancellation: DecodeCancellation?
 
     /// Creates a context.
     public init(
@@ -30,6 +40,12 @@ public struct ImageDecodingContext: Sendable {
     func checkBudget(_ pixels: Int, format: ImageFormat) throws(ImageDecodingError) {
         guard pixels > pixelBudget else { return }
         throw ImageDecodingError(format: format, reason: .pixelBudgetExceeded(pixels: pixels, budget: pixelBudget))
+    }
+
+    /// Throws ``ImageDecodingError/Reason/cancelled``, naming `format`, when the decode should stop.
+    func checkCancellation(format: ImageFormat) throws(ImageDecodingError) {
+        guard isCancelled else { return }
+        throw ImageDecodingError(format: format, reason: .cancelled)
     }
 }
 

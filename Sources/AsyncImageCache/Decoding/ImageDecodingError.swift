@@ -14,13 +14,16 @@ public struct ImageDecodingError: Error, Sendable, Equatable, CustomStringConver
         case corrupt(String)
         /// The decoded bitmap would exceed the configured pixel budget; refused before allocating.
         case pixelBudgetExceeded(pixels: Int, budget: Int)
+        /// The decode stopped early because nobody wants the image any more (see
+        /// ``ImageDecodingContext/isCancelled``); nothing is wrong with the data.
+        case cancelled
 
         /// Whether bytes that once decoded could fail this way after damage: cut short, corrupt or
         /// unrecognisable, as opposed to a limit or a feature, which would fail the same way again.
         var suggestsDamage: Bool {
             switch self {
             case .truncated, .corrupt, .unrecognizedFormat: return true
-            case .unsupportedFormat, .unsupportedFeature, .pixelBudgetExceeded: return false
+            case .unsupportedFormat, .unsupportedFeature, .pixelBudgetExceeded, .cancelled: return false
             }
         }
     }
@@ -47,6 +50,7 @@ public struct ImageDecodingError: Error, Sendable, Equatable, CustomStringConver
         case .corrupt(let message): return "\(name): corrupt data (\(message))"
         case .pixelBudgetExceeded(let pixels, let budget):
             return "\(name): \(pixels) pixels exceed the decoding budget of \(budget)"
+        case .cancelled: return "\(name): decoding stopped, the load was cancelled"
         }
     }
 }

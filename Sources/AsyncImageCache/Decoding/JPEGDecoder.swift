@@ -53,6 +53,8 @@ extension ImageDecoders {
                     {
                         return .success(bitmap)
                     }
+                    // The DC-only decoder also stops when cancelled: not worth starting libjpeg then.
+                    if context.isCancelled { return .failure(Self.cancelledError) }
                     return Self.decodeWhole(decoder, sizes, context)
                 }
             }.get()
@@ -125,10 +127,11 @@ extension ImageDecoders {
                     // the last column and row are partial blocks, padded by the encoder.
                     let extent = Self.pictureExtent(sizes.image, numerator: sizes.numerator)
                     if allowsDCShortcut, let bitmap = Self.decodeFromDC(decoder, sizes, threads: overlapping ? 2 : 1) {
-                        return .success(
-                            outputSize == size && extent == nil
-                                ? bitmap : bitmap.resized(to: size, sourceExtent: extent))
+                        if outputSize == size && extent == nil { return .success(bitmap) }
+                        return bitmap.resized(to: size, sourceExtent: extent, cancellation: context.cancellation)
+                            .map { .success($0) } ?? .failure(Self.cancelledError)
                     }
+                    if context.isCancelled { return .failure(Self.cancelledError) }
                     guard outputSize != size || extent != nil else { return Self.decodeWhole(decoder, sizes, context) }
                     var status = cjpeg_decoder_start(decoder)
                     guard status == CJPEG_STATUS_OK else {
@@ -139,11 +142,13 @@ extension ImageDecoders {
                     // Batches big enough to amortize a hand-over, small enough to start early; the
                     // streaming resize asks for fewer rows than that.
                     let batch = max(8, outputSize.height / 32)
-                    let read = { (rows: UnsafeMutablePointer<UInt8>, _: Int, limit: Int) -> Int? in
+                    let read = { (rows: UnsafeMutablePointer<UInt8>, first: Int, limit: Int) -> Int? in
                         var count: Int32 = 0
                         let wanted = Int32(clamping: min(batch, limit))
                         status = cjpeg_decoder_read_rows(decoder, rows, outputSize.width * 4, wanted, &count)
-                        return status == CJPEG_STATUS_OK ? Int(count) : nil
+                        guard status == CJPEG_STATUS_OK else { return nil }
+                        context.cancellation?.report(rowsDecoded: first + Int(count), of: outputSize.height)
+                        return Int(count)
                     }
                     let pixels =
                         overlapping
@@ -218,6 +223,11 @@ extension ImageDecoders {
             // libjpeg allocates this buffer in jpeg_start_decompress, before any output scale applies.
             if header.needs_whole_image_buffer != 0 && imageSize.pixelCount > context.pixelBudget {
                 return .failure(budgetError(pixels: imageSize.pixelCount, context))
+            }
+
+            if let cancellation = context.cancellation {
+                // The context, and so the flag, outlives the decoder.
+                cjpeg_decoder_set_cancel_flag(decoder, cancellation.flagAddress)
             }
 
             let numerator = numerator ?? scaleNumerator(imageSize: imageSize, covering: context.minimumSize)
@@ -309,6 +319,9 @@ extension ImageDecoders {
             return one != nil
         }
 
+        /// A decode stopped because nobody wants it any more.
+        private static let cancelledError = ImageDecodingError(format: .jpeg, reason: .cancelled)
+
         private static func budgetError(pixels: Int, _ context: ImageDecodingContext) -> ImageDecodingError {
             ImageDecodingError(format: .jpeg, reason: .pixelBudgetExceeded(pixels: pixels, budget: context.pixelBudget))
         }
@@ -328,6 +341,8 @@ extension ImageDecoders {
             case CJPEG_STATUS_MEMORY_LIMIT:
                 // The memory cap is derived from the pixel budget, so running into it is running past the budget.
                 return budgetError(pixels: imageSize?.pixelCount ?? Int.max, context)
+            case CJPEG_STATUS_CANCELLED:
+                return cancelledError
             case CJPEG_STATUS_INVALID_ARGUMENT:
                 return ImageDecodingError(format: .jpeg, reason: .corrupt("libjpeg wrapper refused the call"))
             default:

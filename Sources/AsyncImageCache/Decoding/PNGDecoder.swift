@@ -28,9 +28,11 @@ extension ImageDecoders {
         /// Creates a PNG decoder.
         public init() {}
 
-        /// Decodes `data` at full size; `context.minimumSize` is ignored.
+        /// Decodes `data` at full size; `context.minimumSize` is ignored. libpng's simplified API reads the
+        /// image in one call, so ``ImageDecodingContext/isCancelled`` is only looked at before it starts.
         public func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
-            try decode(data, context: context, sixteenBitPath: .automatic)
+            try context.checkCancellation(format: .png)
+            return try decode(data, context: context, sixteenBitPath: .automatic)
         }
 
         /// Decodes `data` and resamples it to exactly `size` (as ``Bitmap/resized(to:)`` would) row by row,
@@ -79,8 +81,13 @@ extension ImageDecoders {
         ) -> Result<Bitmap?, ImageDecodingError> {
             withRowReader(bytes, context: context) { reader, imageSize, hasAlpha in
                 let resampler = RowResampler.reused(sourceSize: imageSize, targetSize: size, isOpaque: !hasAlpha)
-                let pixels = resampler.resample(streamingRowsWith: { rows, _, limit in
-                    cpng_reader_read_rows(reader, rows, imageSize.width * 4, UInt32(limit)) == 0 ? limit : nil
+                let pixels = resampler.resample(streamingRowsWith: { rows, first, limit in
+                    // One atomic read a batch of rows (8): a decode nobody wants stops here.
+                    guard !context.isCancelled,
+                        cpng_reader_read_rows(reader, rows, imageSize.width * 4, UInt32(limit)) == 0
+                    else { return nil }
+                    context.cancellation?.report(rowsDecoded: first + limit, of: imageSize.height)
+                    return limit
                 })
                 return pixels.map { Bitmap(width: size.width, height: size.height, pixels: $0) }
             } skippingSize: {
@@ -117,6 +124,7 @@ extension ImageDecoders {
             }
             guard !skippingSize(imageSize) else { return .success(nil) }
             guard let bitmap = body(reader, imageSize, hasAlpha != 0) else {
+                if context.isCancelled { return .failure(ImageDecodingError(format: .png, reason: .cancelled)) }
                 return .failure(error(message: String(cString: cpng_reader_message(reader))))
             }
             return .success(bitmap)

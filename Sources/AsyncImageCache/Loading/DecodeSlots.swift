@@ -37,7 +37,8 @@ final class RunPriority: Sendable {
 /// (by default one per active processor): a fast fling or a large prefetch cannot start a thread
 /// per image. Waiting runs queue; when a slot frees it goes to the most urgent waiter, first come
 /// first served within a priority, so a visible load overtakes queued prefetches. A waiter whose
-/// task is cancelled leaves the queue at once and never decodes.
+/// task is cancelled leaves the queue at once and never decodes; a run whose task is cancelled while
+/// it decodes raises its ``DecodeCancellation``, which the row-by-row decoders poll to stop early.
 ///
 /// The work itself runs on a dispatch queue of its own, not on Swift's cooperative pool: a decode
 /// blocks its thread for milliseconds, and the pool has only one thread per core for every task
@@ -64,13 +65,21 @@ final class DecodeSlots: Sendable {
     }
 
     /// Runs `body` in a slot on the decode queue, waiting for a slot first. Returns `nil` without
-    /// running `body` when the task is cancelled before it gets a slot.
-    func run<Result: Sendable>(priority: RunPriority, _ body: @escaping @Sendable () -> Result) async -> Result? {
+    /// running `body` when the task is cancelled before it gets a slot; cancelled while `body` runs,
+    /// it raises `cancellation` for `body` to see, and still waits for `body` to return (the slot is
+    /// busy until the decode has stopped).
+    func run<Result: Sendable>(
+        priority: RunPriority, cancellation: DecodeCancellation? = nil, _ body: @escaping @Sendable () -> Result
+    ) async -> Result? {
         guard await acquire(priority) else { return nil }
         defer { release() }
         guard !Task.isCancelled else { return nil }
-        return await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: body()) }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                queue.async { continuation.resume(returning: body()) }
+            }
+        } onCancel: {
+            cancellation?.cancel()
         }
     }
 

@@ -20,18 +20,28 @@ extension Bitmap {
     /// ``resized(to:)`` for a bitmap whose picture spans only `sourceExtent` of its pixels (a JPEG
     /// decoded at a reduced DCT scale: see ``RowResampler/init(sourceSize:targetSize:isOpaque:sourceExtent:)``).
     func resized(to size: PixelSize, sourceExtent: SIMD2<Double>?) -> Bitmap {
+        // Nothing can cancel it, so it always gives a bitmap.
+        resized(to: size, sourceExtent: sourceExtent, cancellation: nil)!
+    }
+
+    /// ``resized(to:sourceExtent:)`` that stops part way, and returns `nil`, once `cancellation` is raised
+    /// (read every few rows): a decode nobody wants any more does not pay for its resize either.
+    func resized(to size: PixelSize, sourceExtent: SIMD2<Double>?, cancellation: DecodeCancellation?) -> Bitmap? {
         precondition(size.width > 0 && size.height > 0, "cannot resize to \(size)")
         guard size != pixelSize || sourceExtent != nil else { return self }
         let (columns, rows) = Self.groupsAveragedFirst(from: pixelSize, to: size)
-        if columns > 1 || rows > 1 { return averaging(columns: columns, rows: rows).resized(to: size) }
+        if columns > 1 || rows > 1 {
+            return averaging(columns: columns, rows: rows).resized(
+                to: size, sourceExtent: nil, cancellation: cancellation)
+        }
         // Rows first: when shrinking, the intermediate (target width x source height) is the
         // narrow one, and the vertical pass then sums whole contiguous rows of it.
         let resampler = RowResampler.reused(
             sourceSize: pixelSize, targetSize: size, isOpaque: isOpaque, sourceExtent: sourceExtent)
         let result = pixels.withUnsafeBytes { source in
-            resampler.resample(source: source.baseAddress!, bytesPerRow: bytesPerRow)
+            resampler.resample(source: source.baseAddress!, bytesPerRow: bytesPerRow, cancellation: cancellation)
         }
-        return Bitmap(width: size.width, height: size.height, pixels: result)
+        return result.map { Bitmap(width: size.width, height: size.height, pixels: $0) }
     }
 
     /// How many columns and rows to average into one before the Lanczos filter, 1 for none.

@@ -3,18 +3,32 @@ import Foundation
 extension RowResampler {
     /// Resamples a whole image already in memory, split across the cores when it is worth it.
     func resample(source: UnsafeRawPointer, bytesPerRow: Int) -> [UInt8] {
+        // Nothing can cancel it.
+        resample(source: source, bytesPerRow: bytesPerRow, cancellation: nil)!
+    }
+
+    /// ``resample(source:bytesPerRow:)`` that stops part way, and returns `nil`, once `cancellation` is
+    /// raised: each lane reads it every ``cancellationCheckRows`` rows.
+    func resample(source: UnsafeRawPointer, bytesPerRow: Int, cancellation: DecodeCancellation?) -> [UInt8]? {
         // Below about a million multiply-adds a pass, handing rows to other threads costs more than it saves.
         let work = targetSize.width * sourceSize.height * max(1, sourceSize.width / max(1, targetSize.width))
         let lanes = work < 1 << 20 ? 1 : min(4, ProcessInfo.processInfo.activeProcessorCount)
-        return withBuffers(source: source, bytesPerRow: bytesPerRow) { buffers in
+        let pixels = withBuffers(source: source, bytesPerRow: bytesPerRow) { buffers in
             DispatchQueue.concurrentPerform(iterations: lanes) { lane in
-                filter(Self.share(lane, of: lanes, sourceSize.height), buffers)
+                filter(Self.share(lane, of: lanes, sourceSize.height), buffers, cancellation)
             }
+            guard cancellation?.isCancelled != true else { return }
             DispatchQueue.concurrentPerform(iterations: lanes) { lane in
-                sum(Self.share(lane, of: lanes, targetSize.height), buffers)
+                sum(Self.share(lane, of: lanes, targetSize.height), buffers, cancellation)
             }
         }
+        // Raised after the last row, the resize is whole all the same.
+        return cancellation?.isCancelled == true ? nil : pixels
     }
+
+    /// How many rows a lane of ``resample(source:bytesPerRow:cancellation:)`` does between two reads of
+    /// the cancellation flag.
+    static var cancellationCheckRows: Int { 32 }
 
     /// Resamples an image while it is being made: `produce(rows, first, limit)` writes up to `limit`
     /// source rows from `first` on into `rows`, returns how many (at least one), or `nil` on failure,
@@ -110,18 +124,26 @@ extension RowResampler {
     /// The most source rows a ``RowStream`` takes at once.
     static var streamBatch: Int { 8 }
 
-    private func filter(_ rows: Range<Int>, _ buffers: ResamplingBuffers) {
+    private func filter(_ rows: Range<Int>, _ buffers: ResamplingBuffers, _ cancellation: DecodeCancellation?) {
         withScratch(sourceSize.width) { row in
-            horizontalPass(
-                rows: rows, source: buffers.source, bytesPerRow: buffers.bytesPerRow,
-                intermediate: buffers.intermediate, row: row)
+            for start in stride(from: rows.lowerBound, to: rows.upperBound, by: Self.cancellationCheckRows) {
+                if cancellation?.isCancelled == true { return }
+                horizontalPass(
+                    rows: start..<min(start + Self.cancellationCheckRows, rows.upperBound), source: buffers.source,
+                    bytesPerRow: buffers.bytesPerRow, intermediate: buffers.intermediate, row: row)
+            }
         }
     }
 
-    private func sum(_ rows: Range<Int>, _ buffers: ResamplingBuffers) {
+    private func sum(_ rows: Range<Int>, _ buffers: ResamplingBuffers, _ cancellation: DecodeCancellation?) {
         guard !rows.isEmpty else { return }
         withScratch(targetSize.width) { sums in
-            verticalPass(rows: rows, intermediate: buffers.intermediate, output: buffers.output, sums: sums)
+            for start in stride(from: rows.lowerBound, to: rows.upperBound, by: Self.cancellationCheckRows) {
+                if cancellation?.isCancelled == true { return }
+                verticalPass(
+                    rows: start..<min(start + Self.cancellationCheckRows, rows.upperBound),
+                    intermediate: buffers.intermediate, output: buffers.output, sums: sums)
+            }
         }
     }
 

@@ -29,6 +29,8 @@ typedef enum {
     CJPEG_STATUS_INVALID_ARGUMENT = 5,
     /* A shortcut does not take this file (nothing was decoded): decode it the usual way. */
     CJPEG_STATUS_DECLINED = 6,
+    /* The cancel flag (cjpeg_decoder_set_cancel_flag) was raised: decoding stopped part way. */
+    CJPEG_STATUS_CANCELLED = 7,
 } cjpeg_status;
 
 /* The colour model of the stored components. */
@@ -81,6 +83,12 @@ typedef void (*cjpeg_ink_transform)(unsigned char *row, size_t width, void *cont
    Set before decoding starts; other colour spaces ignore it. */
 cjpeg_status cjpeg_decoder_set_ink_transform(cjpeg_decoder *decoder, cjpeg_ink_transform transform, void *context);
 
+/* Has decoding stop part way, with CJPEG_STATUS_CANCELLED, once the int at `flag` is non-zero: libjpeg
+   reads it (atomically) before each batch of rows and, for progressive and multi-scan files, while it
+   reads the scans in cjpeg_decoder_start; the DC-only decoder reads it once a row of MCUs. `flag` must
+   outlive the decoder; NULL (the default) never stops. Set after reading the header. */
+cjpeg_status cjpeg_decoder_set_cancel_flag(cjpeg_decoder *decoder, const int *flag);
+
 /* Decodes the whole image into `rgba`: output_height rows of `bytes_per_row` bytes (at least
    output_width * 4), 8-bit straight RGBA with opaque alpha. `rgba_byte_count` is the buffer size. */
 cjpeg_status cjpeg_decoder_decode_rgba(cjpeg_decoder *decoder, unsigned char *rgba, size_t bytes_per_row,
@@ -104,7 +112,8 @@ int cjpeg_decoder_can_decode_dc(const cjpeg_decoder *decoder);
    scale, with the entropy-coded data split between `threads` (1 or 2) threads when it is large
    enough (always, with `always_split`).
    Returns CJPEG_STATUS_DECLINED, with the decoder untouched, when the file is not one it takes or
-   its data is anything but well formed: then decode it the usual way. */
+   its data is anything but well formed: then decode it the usual way. Returns CJPEG_STATUS_CANCELLED
+   when the cancel flag was raised, checked once a row of MCUs on each thread. */
 cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char *rgba, size_t bytes_per_row,
                                           size_t rgba_byte_count, int threads, int always_split);
 

@@ -18,7 +18,8 @@ final class FileInspectorSpy: FileInspecting, @unchecked Sendable {
 }
 
 /// A decoder that holds every decode at a gate until the test opens it, and records how many
-/// decodes run at once. Instrumentation for scheduling tests: the decoding itself is the real one.
+/// decodes run at once and what they were told. Instrumentation for scheduling tests: the decoding
+/// itself is the real one.
 final class GatedDecoder: ImageDecoding, @unchecked Sendable {
     // Every stored `var` is only touched while holding `condition`.
     private let condition = NSCondition()
@@ -26,16 +27,26 @@ final class GatedDecoder: ImageDecoding, @unchecked Sendable {
     private var entered = 0
     private var running = 0
     private var mostRunning = 0
+    private var contexts: [ImageDecodingContext] = []
+    private var cancellations: [Bool] = []
+    private let failsWhenCancelled: Bool
     private let base = ImageDecoders.Default()
 
-    init(open: Bool = false) {
+    /// - Parameter failsWhenCancelled: Whether a decode whose load was cancelled by the time it passes the
+    ///   gate throws, as a careless decoder might, `.corrupt` rather than `.cancelled`.
+    init(open: Bool = false, failsWhenCancelled: Bool = false) {
         isOpen = open
+        self.failsWhenCancelled = failsWhenCancelled
     }
 
     /// Decodes that have started.
     var enteredCount: Int { condition.withLock { entered } }
     /// The most decodes that ran at the same time.
     var peakConcurrency: Int { condition.withLock { mostRunning } }
+    /// The context of the last decode that started.
+    var lastContext: ImageDecodingContext? { condition.withLock { contexts.last } }
+    /// Whether each decode past the gate, in order, found its load cancelled.
+    var cancellationsSeen: [Bool] { condition.withLock { cancellations } }
 
     func open() {
         condition.withLock {
@@ -49,13 +60,19 @@ final class GatedDecoder: ImageDecoding, @unchecked Sendable {
     }
 
     func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
-        condition.withLock {
+        let cancelled = condition.withLock {
             entered += 1
             running += 1
             mostRunning = max(mostRunning, running)
+            contexts.append(context)
             while !isOpen { condition.wait() }
+            cancellations.append(context.isCancelled)
+            return context.isCancelled
         }
         defer { condition.withLock { running -= 1 } }
+        if failsWhenCancelled && cancelled {
+            throw ImageDecodingError(format: context.header.format, reason: .corrupt("gave up"))
+        }
         return try base.decode(data, context: context)
     }
 }
@@ -117,6 +134,55 @@ final class StageGate: @unchecked Sendable {
     /// Holds the next start of the stage.
     func arm() {
         condition.withLock { isArmed = true }
+    }
+
+    func open() {
+        condition.withLock {
+            isOpen = true
+            condition.broadcast()
+        }
+    }
+}
+
+/// A row observer (``ImageStore/Configuration/decodeRowObserver``) that records how far decodes went
+/// and, once armed, holds the next decode that has decoded some but not all of its rows, on its
+/// decoding thread, until the test opens the gate: parks a decode in the middle of its rows.
+final class RowGate: @unchecked Sendable {
+    // Every stored `var` is only touched while holding `condition`.
+    private let condition = NSCondition()
+    private var isArmed = false
+    private var isOpen = false
+    private var parked = 0
+    private var mostRows = 0
+    private var total = 0
+
+    /// Decodes held at the gate so far.
+    var parkedCount: Int { condition.withLock { parked } }
+    /// The most source rows any decode reported, and its rows in all.
+    var rowsDecoded: (most: Int, total: Int) { condition.withLock { (mostRows, total) } }
+
+    var observer: @Sendable (Int, Int) -> Void {
+        { [self] rows, totalRows in
+            condition.withLock {
+                mostRows = max(mostRows, rows)
+                total = totalRows
+                guard isArmed, rows < totalRows else { return }
+                isArmed = false
+                parked += 1
+                condition.broadcast()
+                while !isOpen { condition.wait() }
+            }
+        }
+    }
+
+    /// Holds the next decode part way through its rows, and forgets how far earlier decodes went.
+    func arm() {
+        condition.withLock {
+            isArmed = true
+            isOpen = false
+            mostRows = 0
+            total = 0
+        }
     }
 
     func open() {

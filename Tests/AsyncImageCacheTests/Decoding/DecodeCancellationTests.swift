@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// The built-in decoders and the resize stop with `.cancelled` once the decode's cancellation is raised,
+/// and decode as before while it is not.
+@Suite struct DecodeCancellationTests {
+    /// A context for `data` with a cancellation, raised or not.
+    private func context(
+        _ data: Data, minimumSize: PixelSize? = nil, raised: Bool
+    ) throws -> ImageDecodingContext {
+        var context = ImageDecodingContext(header: try ImageHeader.parse(data), minimumSize: minimumSize)
+        let cancellation = DecodeCancellation()
+        if raised { cancellation.cancel() }
+        context.cancellation = cancellation
+        return context
+    }
+
+    private func expectCancelled(
+        _ format: ImageFormat, sourceLocation: SourceLocation = #_sourceLocation,
+        _ decode: () throws(ImageDecodingError) -> Bitmap?
+    ) {
+        #expect(
+            throws: ImageDecodingError(format: format, reason: .cancelled), sourceLocation: sourceLocation,
+            performing: { _ = try decode() })
+    }
+
+    /// Full size (libjpeg row by row), 1/8 (the DC-only decoder, on one thread and on two), a progressive
+    /// file (whose scans libjpeg reads before the first row), and the streaming resize.
+    @Test func aRaisedCancellationStopsEveryJPEGPath() throws {
+        let baseline = try SampleImages.jpeg(width: 1600, height: 1200)
+        let progressive = try Fixtures.data("jpeg", "video-001.progressive.jpeg")
+        let decoder = ImageDecoders.JPEG()
+        expectCancelled(.jpeg) { () throws(ImageDecodingError) in
+            try decoder.decode(baseline, context: try! context(baseline, raised: true))
+        }
+        let small = PixelSize(width: 150, height: 100)
+        expectCancelled(.jpeg) { () throws(ImageDecodingError) in
+            try decoder.decode(baseline, context: try! context(baseline, minimumSize: small, raised: true))
+        }
+        expectCancelled(.jpeg) { () throws(ImageDecodingError) in
+            try decoder.decode(progressive, context: try! context(progressive, raised: true))
+        }
+        for overlapping in [false, true] {
+            expectCancelled(.jpeg) { () throws(ImageDecodingError) in
+                try decoder.decode(
+                    baseline, context: try! context(baseline, raised: true),
+                    resizedTo: PixelSize(width: 500, height: 375), overlapping: overlapping)
+            }
+            expectCancelled(.jpeg) { () throws(ImageDecodingError) in
+                try decoder.decode(
+                    baseline, context: try! context(baseline, minimumSize: small, raised: true), resizedTo: small,
+                    overlapping: overlapping)
+            }
+        }
+    }
+
+    @Test func aJPEGDecodeWithACancellationNotRaisedGivesTheSamePixels() throws {
+        let data = try SampleImages.jpeg(width: 1600, height: 1200)
+        let decoder = ImageDecoders.JPEG()
+        for minimumSize in [nil, PixelSize(width: 150, height: 100), PixelSize(width: 500, height: 375)] {
+            let plain = try decoder.decode(
+                data, context: ImageDecodingContext(header: try ImageHeader.parse(data), minimumSize: minimumSize))
+            let watched = try decoder.decode(data, context: try context(data, minimumSize: minimumSize, raised: false))
+            #expect(plain == watched)
+        }
+    }
+
+    @Test func aRaisedCancellationStopsThePNGDecodes() throws {
+        let data = try SampleImages.png(width: 400, height: 300)
+        let decoder = ImageDecoders.PNG()
+        expectCancelled(.png) { () throws(ImageDecodingError) in
+            try decoder.decode(
+                data, context: try! context(data, raised: true), resizedTo: PixelSize(width: 100, height: 75))
+        }
+        expectCancelled(.png) { () throws(ImageDecodingError) in
+            try decoder.decode(data, context: try! context(data, raised: true))
+        }
+        let plain = try decoder.decode(
+            data, context: ImageDecodingContext(header: try ImageHeader.parse(data)),
+            resizedTo: PixelSize(width: 100, height: 75))
+        let watched = try decoder.decode(
+            data, context: try context(data, raised: false), resizedTo: PixelSize(width: 100, height: 75))
+        #expect(plain != nil && plain == watched)
+    }
+
+    /// Large enough to be split between lanes, so every lane sees the flag.
+    @Test func aRaisedCancellationStopsTheResize() {
+        let bitmap = SampleImages.gradient(width: 1200, height: 900)
+        let size = PixelSize(width: 300, height: 225)
+        let raised = DecodeCancellation()
+        raised.cancel()
+        #expect(bitmap.resized(to: size, sourceExtent: nil, cancellation: raised) == nil)
+        #expect(
+            bitmap.resized(to: size, sourceExtent: nil, cancellation: DecodeCancellation()) == bitmap.resized(to: size))
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// A decode already running stops part way once every load waiting for it is cancelled (a flung list
+/// stops paying for rows gone by), and only then; the bytes it read stay good.
+@Suite struct ImageStoreDecodeCancellationTests {
+    /// Made once, from a small gradient scaled up (drawing 24 megapixels pixel by pixel takes long in a
+    /// debug build).
+    static let largeJPEG = try! ImageEncoders.JPEG(quality: 85).encode(
+        SampleImages.gradient(width: 600, height: 400).resized(to: PixelSize(width: 6000, height: 4000)))
+    static let largePNG = try! ImageEncoders.PNG().encode(
+        SampleImages.gradient(width: 300, height: 200).resized(to: PixelSize(width: 3000, height: 2000)))
+
+    /// A large JPEG and PNG on the test server, and a store whose decodes a ``RowGate`` watches.
+    struct Fixture {
+        let folder = TemporaryDirectory("images")
+        let server: TestHTTPServer
+        let gate: RowGate
+        let store: ImageStore
+
+        init() throws {
+            let gate = RowGate()
+            self.gate = gate
+            try ImageStoreDecodeCancellationTests.largeJPEG.write(to: folder.url.appendingPathComponent("large.jpg"))
+            try ImageStoreDecodeCancellationTests.largePNG.write(to: folder.url.appendingPathComponent("large.png"))
+            server = try TestHTTPServer(serving: folder.url)
+            store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+                $0.decodeRowObserver = gate.observer
+            }
+        }
+
+        /// Loads `request` for each of `count` waiters, parks the decode part way through its rows, cancels
+        /// every waiter (each gets `.cancelled` at once), lets the decode go on and waits until it is over.
+        func cancelEveryWaiterMidDecode(_ request: ImageRequest, waiters count: Int) async throws {
+            gate.arm()
+            let waiters = (0..<count).map { _ in Task { [store] in try await store.image(for: request) } }
+            try await waitUntil { gate.parkedCount == 1 }
+            waiters.forEach { $0.cancel() }
+            for waiter in waiters {
+                await #expect(throws: ImageLoadingError.cancelled) { try await waiter.value }
+            }
+            gate.open()
+            try await waitUntil { store.decodeSlots.busyCount == 0 }
+        }
+    }
+
+    /// A 6000x4000 JPEG shown 1000 wide decodes at 1/4 scale, 1000 rows resized as they come; a 3000x2000
+    /// PNG shown 600 wide streams its 2000 rows through the resize.
+    @Test(arguments: [("large.jpg", 1000, 1000), ("large.png", 600, 2000)])
+    func aDecodeStopsPartWayWhenEveryWaiterIsCancelled(name: String, width: Int, totalRows: Int) async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let request = ImageRequest(url: fixture.server.url("/images/\(name)"), targetWidth: CGFloat(width))
+        try await fixture.cancelEveryWaiterMidDecode(request, waiters: 2)
+        let (rows, total) = fixture.gate.rowsDecoded
+        #expect(total == totalRows)
+        #expect(rows < total, "the decode went on to row \(rows) of \(total) with nobody waiting")
+        #expect(fixture.store.cachedImage(for: request)?.pixelSize == nil)
+        #expect(fixture.store.statistics.failures == 0)
+    }
+
+    @Test func aWaiterThatStaysGetsTheWholeImageWhenAnotherLeavesMidDecode() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let request = ImageRequest(url: fixture.server.url("/images/large.jpg"), targetWidth: 1000)
+        let store = fixture.store
+        fixture.gate.arm()
+        let leaving = Task { try await store.image(for: request) }
+        let staying = Task { try await store.image(for: request) }
+        try await waitUntil { fixture.gate.parkedCount == 1 }
+        leaving.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await leaving.value }
+        fixture.gate.open()
+        #expect(try await staying.value.pixelSize == PixelSize(width: 1000, height: 667))
+        let (rows, total) = fixture.gate.rowsDecoded
+        #expect(rows == total)
+        #expect(fixture.store.cachedImage(for: request)?.pixelSize == PixelSize(width: 1000, height: 667))
+    }
+
+    /// A decode of bytes from the disk tier, stopped part way, is not taken for damage: the file stays
+    /// with its size attribute, and the next load decodes it afresh without going to the server.
+    @Test func theNextLoadAfterACancelledDecodeSucceedsFromTheIntactDiskEntry() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let url = fixture.server.url("/images/large.jpg")
+        let store = fixture.store
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 1000))
+        store.waitForDiskMaintenance()
+        #expect(store.disk.data(for: url) == Self.largeJPEG)
+        store.clearMemory()
+
+        let request = ImageRequest(url: url, targetWidth: 800)
+        try await fixture.cancelEveryWaiterMidDecode(request, waiters: 1)
+        let (rows, total) = fixture.gate.rowsDecoded
+        #expect(rows < total, "the decode went on to row \(rows) of \(total) with nobody waiting")
+        #expect(store.cachedImage(for: request)?.pixelSize == nil)
+        store.waitForDiskMaintenance()
+        #expect(store.disk.data(for: url) == Self.largeJPEG)
+        #expect(store.disk.pixelSize(for: url) == PixelSize(width: 6000, height: 4000))
+        #expect(store.cachedPixelSize(for: url) == CGSize(width: 6000, height: 4000))
+
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 800, height: 533))
+        #expect(try await fixture.server.hits(for: "/images/large.jpg") == 1)
+        #expect(store.disk.data(for: url) == Self.largeJPEG)
+        #expect(store.statistics.failures == 0)
+    }
+}
+
+extension ImageStoreDecodeCancellationTests {
+    /// A custom decoder sees ``ImageDecodingContext/isCancelled`` once its last waiter leaves, not before;
+    /// whatever it throws then (here `.corrupt`), the disk entry it read is not taken for damaged.
+    @Test func aCustomDecoderSeesTheCancellationOnlyWhenEveryWaiterIsGone() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let url = fixture.server.url("/images/large.jpg")
+        let decoder = GatedDecoder(open: true, failsWhenCancelled: true)
+        let store = try ImageStore.makeForTesting(root: fixture.folder.url.appendingPathComponent("custom")) {
+            $0.decoder = decoder
+        }
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
+        store.clearMemory()
+        decoder.close()
+
+        let request = ImageRequest(url: url, targetWidth: 120)
+        let leaving = Task { try await store.image(for: request) }
+        let staying = Task { try await store.image(for: request) }
+        try await waitUntil { decoder.enteredCount == 2 }
+        leaving.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await leaving.value }
+        #expect(decoder.lastContext?.isCancelled == false, "cancelled while a waiter stays")
+        staying.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await staying.value }
+        #expect(decoder.lastContext?.isCancelled == true)
+        decoder.open()
+        try await waitUntil { store.decodeSlots.busyCount == 0 }
+        #expect(decoder.cancellationsSeen == [false, true])
+        store.waitForDiskMaintenance()
+        #expect(store.disk.data(for: url) == Self.largeJPEG)
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 120, height: 80))
+        #expect(decoder.cancellationsSeen == [false, true, false])
+        #expect(try await fixture.server.hits(for: "/images/large.jpg") == 1)
+    }
+}
