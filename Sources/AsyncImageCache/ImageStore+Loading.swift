@@ -12,7 +12,7 @@ public final class ImageLoadTask: Sendable {
     /// already ran: cancel on the main thread (as when a cell is reused) and it cannot deliver the
     /// image afterwards. Unless another load is waiting for the same image, the download stops, a
     /// decode not yet started never starts, and a decode already running stops within a few rows where
-    /// the decoder works row by row (JPEG and PNG on Linux), keeping nothing; the original bytes stay
+    /// the decoder works row by row (JPEG, PNG and GIF on Linux), keeping nothing; the original bytes stay
     /// cached where they already were.
     public func cancel() {
         task.cancel()

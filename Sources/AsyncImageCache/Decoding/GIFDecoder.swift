@@ -19,6 +19,7 @@ extension ImageDecoders {
     /// screen and the first frame are checked against ``ImageDecodingContext/pixelBudget`` before any pixel
     /// is decoded: the screen is the bitmap's size, the frame the work. Data that ends early throws
     /// ``ImageDecodingError/Reason/truncated``; anything giflib rejects throws `.corrupt` with its message.
+    /// The rows are read one by one, and ``ImageDecodingContext/isCancelled`` every few of them.
     public struct GIF: ImageDecoding {
         /// Creates a GIF decoder.
         public init() {}
@@ -59,7 +60,7 @@ extension ImageDecoders {
                     guard let palette = frame.palette(global: file.handle.pointee.SColorMap) else {
                         throw corrupt("no color table for the first image")
                     }
-                    let pixels = try frame.composite(on: screen, palette: palette, reading: file)
+                    let pixels = try frame.composite(on: screen, palette: palette, reading: file, context: context)
                     return Bitmap(width: screen.width, height: screen.height, pixels: pixels)
                 default:
                     // giflib reports unknown record bytes itself; what is left is the trailer.

@@ -43,10 +43,11 @@ struct GIFFrame {
     }
 
     /// Reads the frame's rows from `file` and draws them on a transparent canvas of `screen` size, clipping
-    /// whatever lies outside it.
-    func composite(on screen: PixelSize, palette: [UInt8], reading file: GIFFile) throws(ImageDecodingError)
-        -> [UInt8]
-    {
+    /// whatever lies outside it; stops with ``ImageDecodingError/Reason/cancelled`` once `context` is
+    /// cancelled (read every ``cancellationCheckRows`` rows).
+    func composite(
+        on screen: PixelSize, palette: [UInt8], reading file: GIFFile, context: ImageDecodingContext
+    ) throws(ImageDecodingError) -> [UInt8] {
         var canvas = [UInt8](repeating: 0, count: screen.pixelCount * 4)
         guard size.width > 0, size.height > 0 else { return canvas }
         // Columns of the frame that land on the screen.
@@ -54,7 +55,8 @@ struct GIFFrame {
         let firstColumn = max(0, -left)
         var row = [GifPixelType](repeating: 0, count: size.width)
         let rowOrder = isInterlaced ? Self.interlacedRowOrder(height: size.height) : Array(0..<size.height)
-        for frameRow in rowOrder {
+        for (index, frameRow) in rowOrder.enumerated() {
+            if index % Self.cancellationCheckRows == 0 { try context.checkCancellation(format: .gif) }
             try row.withUnsafeMutableBufferPointer { buffer throws(ImageDecodingError) in
                 try file.readRow(into: buffer)
             }
@@ -74,5 +76,8 @@ struct GIFFrame {
         }
         return canvas
     }
+
+    /// How many rows ``composite(on:palette:reading:context:)`` reads between two looks at the cancellation.
+    static var cancellationCheckRows: Int { 32 }
 }
 #endif

@@ -85,6 +85,20 @@ import Testing
         #expect(plain != nil && plain == watched)
     }
 
+    /// giflib hands out the rows one by one: the decoder reads the flag every few of them.
+    @Test func aRaisedCancellationStopsTheGIFDecode() throws {
+        let indices = (0..<(200 * 150)).map { UInt8($0 % 2) }
+        let frame = SyntheticGIF.Frame(width: 200, height: 150, indices: indices)
+        let data = SyntheticGIF.make(
+            width: 200, height: 150, globalColors: [(0, 0, 0), (250, 10, 10)], frames: [frame])
+        let decoder = ImageDecoders.GIF()
+        expectCancelled(.gif) { () throws(ImageDecodingError) in
+            try decoder.decode(data, context: try! context(data, raised: true))
+        }
+        let plain = try decoder.decode(data, context: ImageDecodingContext(header: try ImageHeader.parse(data)))
+        #expect(try decoder.decode(data, context: try context(data, raised: false)) == plain)
+    }
+
     /// Large enough to be split between lanes, so every lane sees the flag.
     @Test func aRaisedCancellationStopsTheResize() {
         let bitmap = SampleImages.gradient(width: 1200, height: 900)
