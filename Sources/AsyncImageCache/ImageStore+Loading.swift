@@ -12,8 +12,8 @@ public final class ImageLoadTask: Sendable {
     /// already ran: cancel on the main thread (as when a cell is reused) and it cannot deliver the
     /// image afterwards. Unless another load is waiting for the same image, the download stops, a
     /// decode not yet started never starts, and a decode already running stops within a few rows where
-    /// the decoder works row by row (JPEG, PNG and GIF on Linux), keeping nothing; the original bytes stay
-    /// cached where they already were.
+    /// the decoder works row by row (JPEG, PNG and GIF on Linux), keeping no image; the original bytes
+    /// stay cached where they already were, and bytes just downloaded are held for the next load.
     public func cancel() {
         task.cancel()
     }
@@ -128,9 +128,15 @@ extension ImageStore {
             return .failure(.cancelled)
         case .failure(let error)? where error.reason == .cancelled || cancellation.isCancelled:
             // Stopped because nobody wants it (a decoder may fail in its own way once told to stop):
-            // the bytes are as good as before, so they stay where they are.
+            // the bytes are as good as before, so they stay where they are, and a download is held
+            // for the next load.
+            if fetched.origin == .source {
+                undecodedOriginals.insert(fetched, forKey: request.url.cacheKey, cost: fetched.original.data.count)
+            }
             return .failure(.cancelled)
         case .failure(let error)?:
+            // Held bytes that fail are let go like any failed download: the next load asks again.
+            if fetched.origin == .source { undecodedOriginals.removeValue(forKey: request.url.cacheKey) }
             // Anything else (a pixel budget a larger request exceeds) would fail from the source too.
             guard fetched.origin != .source, error.reason.suggestsDamage else {
                 return .failure(.decodingFailed(error))
@@ -153,6 +159,7 @@ extension ImageStore {
             guard fetched.replacement == replacementCount(of: request.url) else { return false }
             let first = fetched.claimStoring()
             if first { keepInMemory(fetched, for: request.url) }
+            if fetched.origin == .source { undecodedOriginals.removeValue(forKey: request.url.cacheKey) }
             variants.insert(prepared, for: request)
             return first
         }
@@ -358,6 +365,12 @@ extension ImageStore {
             isCurrent(decoding.original, for: url)
         {
             return .success(decoding)
+        }
+        if let held = undecodedOriginals.value(forKey: url.cacheKey) {
+            if held.generation == generation, held.replacement == replacement, isCurrent(held.original, for: url) {
+                return .success(held)
+            }
+            undecodedOriginals.removeValue(forKey: url.cacheKey)
         }
         return await fetchRuns.value(for: url.cacheKey) { [self] _ in await fetchOriginal(url) }
     }

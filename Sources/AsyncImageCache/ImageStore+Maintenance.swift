@@ -6,6 +6,7 @@ extension ImageStore {
     public func clearMemory() {
         variants.removeAll()
         originals.removeAll()
+        undecodedOriginals.removeAll()
         sizeMemo.removeAll()
         cacheMetadata.removeAll()
     }

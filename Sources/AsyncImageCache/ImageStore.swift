@@ -59,6 +59,10 @@ public final class ImageStore: Sendable {
     /// Originals fetched and not yet decoded (nor kept), by URL: a load of another width meanwhile
     /// takes them from here instead of fetching again. One entry per run that holds them.
     let decodingOriginals = LockedBox([String: [FetchedOriginal]]())
+    /// Downloads whose decode was stopped before it finished (every waiter left), by URL: the next
+    /// load decodes them instead of fetching again, and only then are they kept in the tiers, as any
+    /// download is once it has decoded. A few, and at most a quarter of the memory budget.
+    let undecodedOriginals: MemoryCache<String, FetchedOriginal>
     /// How many times a revalidation has replaced an image with changed bytes, in 256 stripes picked by
     /// the hash of `URL.cacheKey`: a fixed size however many URLs ever change (two URLs sharing a stripe
     /// only make a load of one deliver without keeping, as after a replacement). Raised only inside
@@ -110,6 +114,8 @@ public final class ImageStore: Sendable {
         variants = VariantCache(countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryByteLimit)
         decodeSlots = DecodeSlots(limit: configuration.decodeConcurrency)
         originals = MemoryCache(countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryByteLimit)
+        undecodedOriginals = MemoryCache(
+            countLimit: min(32, configuration.memoryCountLimit), costLimit: configuration.memoryByteLimit / 4)
         sizeMemo = MemoryCache(countLimit: 10_000, costLimit: .max)
         disk = DiskStore(
             directory: configuration.directory, byteLimit: configuration.diskByteLimit,

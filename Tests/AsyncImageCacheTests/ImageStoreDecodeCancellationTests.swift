@@ -106,6 +106,46 @@ import Testing
         #expect(store.disk.data(for: url) == Self.largeJPEG)
         #expect(store.statistics.failures == 0)
     }
+
+    /// Bytes fresh from the server whose first decode was stopped are not downloaded again: the next
+    /// load decodes them, and then they are kept on disk as any decoded download is.
+    @Test func aDownloadWhoseDecodeWasStoppedIsNotDownloadedAgain() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let url = fixture.server.url("/images/large.jpg")
+        let store = fixture.store
+        let request = ImageRequest(url: url, targetWidth: 1000)
+        try await fixture.cancelEveryWaiterMidDecode(request, waiters: 1)
+        #expect(store.cachedImage(for: request) == nil)
+        store.waitForDiskMaintenance()
+        #expect(store.disk.data(for: url) == nil, "bytes that never decoded went to disk")
+
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 1000, height: 667))
+        // Before: 2, the image was downloaded again.
+        #expect(try await fixture.server.hits(for: "/images/large.jpg") == 1)
+        store.waitForDiskMaintenance()
+        #expect(store.disk.data(for: url) == Self.largeJPEG)
+        #expect(store.disk.pixelSize(for: url) == PixelSize(width: 6000, height: 4000))
+        #expect(store.statistics.failures == 0)
+    }
+
+    /// Held bytes that then fail to decode are let go, as bytes that fail at their first decode are: the
+    /// next load asks the server again (it may have been fixed).
+    @Test func heldBytesThatFailToDecodeAreFetchedAgainByTheNextLoad() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        // Cut well past the rows the gate parks at: the first decode stops before it sees the end.
+        try Self.largeJPEG.prefix(Self.largeJPEG.count * 6 / 10).write(
+            to: fixture.folder.url.appendingPathComponent("cut.jpg"))
+        let request = ImageRequest(url: fixture.server.url("/images/cut.jpg"), targetWidth: 1000)
+        try await fixture.cancelEveryWaiterMidDecode(request, waiters: 1)
+        for expectedHits in [1, 2] {
+            await #expect(throws: ImageLoadingError.self) { try await fixture.store.image(for: request) }
+            #expect(try await fixture.server.hits(for: "/images/cut.jpg") == expectedHits)
+        }
+        fixture.store.waitForDiskMaintenance()
+        #expect(fixture.store.diskFileNames.isEmpty)
+    }
 }
 
 extension ImageStoreDecodeCancellationTests {
