@@ -65,11 +65,22 @@ extension ImageStore {
                 $0.bytesFetched += data.count
             }
             // A server that cannot validate sends the whole image again. The same bytes leave the
-            // entry as it is, file and decodes included, with the new response's freshness.
-            if data == (originals.value(forKey: url.cacheKey)?.data ?? disk.data(for: url)) {
+            // entry as it is, file and decodes included, with the new response's freshness; the file
+            // follows the new response's storability, as changed bytes would.
+            let inMemory = originals.value(forKey: url.cacheKey)
+            if data == (inMemory?.data ?? disk.data(for: url)) {
                 let refreshed = HTTPCacheMetadata(policy: policy)
                 cacheMetadata.insert(refreshed, forKey: url.cacheKey, cost: 0)
-                disk.setCacheMetadata(refreshed, for: url)
+                if !policy.isStorable {
+                    disk.remove(url)  // no-store: not even an older copy stays
+                } else if disk.contains(url) {
+                    disk.setCacheMetadata(refreshed, for: url)
+                } else if let inMemory {
+                    // Kept in memory only so far (an earlier response was no-store): written now.
+                    try? disk.store(
+                        inMemory.data, pixelSize: inMemory.pixelSize, metadata: refreshed, for: url,
+                        generation: generation)
+                }
                 count { $0.notModified += 1 }
                 return
             }

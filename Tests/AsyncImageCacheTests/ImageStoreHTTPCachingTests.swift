@@ -105,6 +105,32 @@ import Testing
             store.disk.data(for: url) == (try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))))
     }
 
+    /// Directives may change while the bytes do not: the same bytes again are kept on disk, or not, as
+    /// the new response allows, as changed bytes would be; the images in memory stay either way.
+    @Test(arguments: [("no-cache", "no-store"), ("no-store,no-cache", "max-age=3600")])
+    func theSameBytesAgainAreKeptOnDiskAsTheNewResponseAllows(first: String, then: String) async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache-plain-then/\(first)/\(then)/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let store = try fixture.store()
+        let request = ImageRequest(url: url, targetWidth: 100)
+        _ = try await store.image(for: request)
+        store.waitForDiskMaintenance()
+        #expect(store.disk.contains(url) == !first.contains("no-store"))
+        let decodesBefore = store.statistics.decodes
+        // Stale at once (no-cache): this hit revalidates, and the server sends the same bytes.
+        _ = try await store.image(for: request)
+        try await waitUntil { store.statistics.notModified == 1 }
+        store.waitForDiskMaintenance()
+        #expect(try await fixture.server.statuses(for: path) == [200, 200])
+        // Before: a no-store answer left the file of the first response on disk, and a storable one
+        // after a no-store one wrote nothing, so the next launch downloaded the image again.
+        #expect(store.disk.contains(url) == !then.contains("no-store"))
+        #expect(store.cachedImage(for: request) != nil)
+        #expect(store.statistics.decodes == decodesBefore)
+    }
+
     @Test func aResponseACDNHasKeptForItsWholeMaxAgeIsStaleAndRevalidatedAfterRelaunch() async throws {
         // RFC 9111 4.2.3: Age says how long caches on the way have kept the response already.
         let fixture = try Fixture()

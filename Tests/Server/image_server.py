@@ -34,6 +34,10 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
   GET /cache-plain/<directives>/images/<name>
                                      the same with neither ETag nor Last-Modified: a server that
                                      cannot validate, and sends the whole file every time.
+  GET /cache-plain-then/<first>/<then>/images/<name>
+                                     as /cache-plain, with Cache-Control: <first> on the first request
+                                     of the path and <then> on every later one: a server whose
+                                     directives change while its bytes do not.
   GET /cache-bare304/<directives>/images/<name>
                                      as /cache, but its 304 carries no Cache-Control (only the
                                      validators), as many servers answer.
@@ -189,6 +193,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 path, rest[2], rest[0], with_etag=(head not in ("cache-lm", "cache-plain")),
                 with_last_modified=(head != "cache-plain"), bare_304=(head == "cache-bare304"),
                 length_304=(head == "cache-length304"))
+        elif head == "cache-plain-then" and len(rest) == 4 and rest[2] == "images":
+            directives = rest[0] if self.state.snapshot("hits").get(path, 0) <= 1 else rest[1]
+            self.send_cacheable(path, rest[3], directives, with_etag=False, with_last_modified=False)
         elif head == "cache-age" and len(rest) == 4 and rest[0].isdigit() and rest[2] == "images":
             self.send_cacheable(path, rest[3], rest[1], with_etag=True, age=rest[0])
         elif head == "cache-expires" and len(rest) == 3 and rest[1] == "images":
