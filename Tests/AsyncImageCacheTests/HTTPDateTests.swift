@@ -53,6 +53,21 @@ import Testing
         #expect(year("Monday, 06-Nov-76 08:49:37 GMT") == 2076)
         #expect(year("Saturday, 06-Nov-77 08:49:37 GMT") == 1977)
         #expect(year("Friday, 06-Nov-26 08:49:37 GMT") == 2026)
+        // "More than 50 years in the future" is about the date, not its year: the last day of 2076 is
+        // 50 years and a month ahead. Before, 2076 (the year was at most 2026 + 50).
+        #expect(year("Friday, 31-Dec-76 00:00:00 GMT") == 1976)
+        #expect(year("Sunday, 01-Dec-76 00:00:00 GMT") == 2076)
+    }
+
+    @Test func aTwoDigitYearLateInACenturyMayBeInTheNextOne() throws {
+        // In 2070, "10" is 2110, 40 years ahead, not 2010, 60 years ago. Before, a year always fell in
+        // the century of `now` or the one before.
+        let now = try #require(HTTPDate.parse("Wed, 01 Jan 2070 00:00:00 GMT"))
+        let date = try #require(HTTPDate.parse("Thursday, 06-Nov-10 08:49:37 GMT", now: now))
+        #expect(date == HTTPDate.parse("Thu, 06 Nov 2110 08:49:37 GMT"))
+        #expect(
+            HTTPDate.parse("Saturday, 06-Nov-21 08:49:37 GMT", now: now)
+                == HTTPDate.parse("Sat, 06 Nov 2021 08:49:37 GMT"))
     }
 
     @Test func anythingElseIsNotADate() {

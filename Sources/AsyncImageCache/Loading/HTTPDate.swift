@@ -10,8 +10,8 @@ import Foundation
 /// to make for every response.
 enum HTTPDate {
     /// The instant `text` names, or `nil` when it is none of the three forms or names no real day
-    /// (`31 Feb`, hour 24). A two-digit RFC 850 year is the latest year with those digits that is not
-    /// more than 50 years ahead of `now`, as RFC 9110 asks.
+    /// (`31 Feb`, hour 24). A two-digit RFC 850 year is the latest year with those digits that puts the
+    /// date not more than 50 years ahead of `now`, as RFC 9110 asks.
     static func parse(_ text: String, now: Date = Date()) -> Date? {
         var reader = Reader(Array(text.trimmingCharacters(in: .whitespaces).utf8))
         guard let weekday = reader.letters() else { return nil }
@@ -43,11 +43,18 @@ enum HTTPDate {
             reader.skip("-"), let shortYear = reader.number(digits: 2), reader.skip(" "), var parts = reader.time(),
             reader.skip(" GMT")
         else { return nil }
-        let thisYear = Calendar(identifier: .gregorian).dateComponents(in: gmt, from: now).year ?? 1970
-        // The latest year ending in these digits that is at most 50 years ahead.
-        var year = thisYear - thisYear % 100 + shortYear
-        if year > thisYear + 50 { year -= 100 }
-        (parts.year, parts.month, parts.day) = (year, month, day)
+        let current = Calendar(identifier: .gregorian).dateComponents(in: gmt, from: now)
+        let thisYear = current.year ?? 1970
+        // 50 years ahead of `now`, field by field: compared so, a day only some years have (29 Feb)
+        // needs no date of its own.
+        let limit = (
+            thisYear + 50, current.month ?? 1, current.day ?? 1, current.hour ?? 0, current.minute ?? 0,
+            current.second ?? 0
+        )
+        // The latest year ending in these digits whose date is not more than 50 years ahead: "more
+        // than 50 years in the future" is about the date, and late in a century it is in the next one.
+        (parts.year, parts.month, parts.day) = (thisYear - thisYear % 100 + shortYear + 100, month, day)
+        while (parts.year, month, day, parts.hour, parts.minute, parts.second) > limit { parts.year -= 100 }
         return parts
     }
 
