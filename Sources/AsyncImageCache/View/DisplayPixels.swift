@@ -33,7 +33,8 @@ enum DisplayPixels {
         else { return layoutSize.width }
         let heightAtFrameWidth = layoutSize.width * imageSize.height / imageSize.width
         guard (layoutSize.height - heightAtFrameWidth) * scale >= 0.5 else { return layoutSize.width }
-        return layoutSize.height * imageSize.width / imageSize.height
+        // Finite for any aspect: an overflow would be no width at all, so no request.
+        return min(layoutSize.height * imageSize.width / imageSize.height, .greatestFiniteMagnitude)
     }
 
     /// The corner radius in pixels for an image that fills `layoutWidth` points at `scale`, so that

@@ -137,6 +137,21 @@ import Testing
         #expect(width(CGSize(width: 100, height: 100)) == 451)  // 150.09 pt
     }
 
+    /// A size of positive, finite sides whose aspect overflows once it multiplies the frame (a
+    /// server's garbage): the widest decode there is, as for a frame that wide, never no request.
+    @Test func anIntrinsicSizeOfAnAspectBeyondAnyNumberStillAsksForTheImage() async throws {
+        let photo = try WidePhoto()
+        defer { photo.stop() }
+        let model = CachedImageModel(
+            url: photo.file, intrinsicSize: CGSize(width: 1e300, height: 1e-10), contentMode: .fill,
+            displayScale: 2, layoutSize: square, store: photo.store)
+        // Before: 100 pt x 1e310 was infinite, so there was no request, and load() never returned.
+        let request = try #require(model.request)
+        #expect(request.targetPixelWidth == 1_000_000)
+        await model.load()
+        #expect(model.image?.pixelSize == photo.size)
+    }
+
     @Test func fitStillAsksForTheFramesWidth() async throws {
         let photo = try WidePhoto()
         defer { photo.stop() }
