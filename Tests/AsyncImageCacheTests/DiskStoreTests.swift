@@ -293,6 +293,25 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: writing.path))
     }
 
+    /// Containers that share a folder each run their main process as pid 1. A temporary file named
+    /// with this process's id that appeared after the store opened, and that none of its stores is
+    /// writing, is another such process's write in progress: trims keep it while it is recent, as they
+    /// keep any live writer's, and remove it a day old.
+    @Test func aRecentTemporaryFileOfAnotherProcessWithThisProcessesIDStaysAtTrims() throws {
+        let folder = TemporaryDirectory("disk")
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let writing = folder.url.appendingPathComponent(".tmp-\(getpid())-\(UUID().uuidString)")
+        try Data(repeating: 4, count: 500).write(to: writing)
+        try disk.store(Data([1]), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        disk.waitForPendingTrims()
+        // Before: removed by the trim after the write, so the other process's rename failed.
+        #expect(FileManager.default.fileExists(atPath: writing.path))
+        try setLastUsed(of: writing, secondsAgo: 2 * 24 * 3600)
+        try disk.store(Data([2]), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        disk.waitForPendingTrims()
+        #expect(!FileManager.default.fileExists(atPath: writing.path))
+    }
+
     @Test func theFirstWriteMakesTheFolderAndTheNextMakesItAgainAfterItWasDeleted() throws {
         let folder = TemporaryDirectory("disk")
         let directory = folder.url.appendingPathComponent("store")

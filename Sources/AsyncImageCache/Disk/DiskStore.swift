@@ -42,7 +42,7 @@ final class DiskStore: Sendable {
     private let pendingUses = LockedBox((urls: [URL](), isQueued: false))
 
     /// Opens the store at `directory`, removing temporary files that an interrupted write left
-    /// behind (see ``isLeftover(temporaryName:modified:now:)``), never one of a write still in
+    /// behind (see ``isLeftover(temporaryName:modified:now:isOpening:)``), never one of a write still in
     /// progress in another store on the same folder; trims remove those left later. The folder is
     /// made by the first write, so a store that only reads (or a command that only looks) leaves
     /// nothing behind.
@@ -57,7 +57,8 @@ final class DiskStore: Sendable {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         where name.hasPrefix(Self.temporaryPrefix)
             && Self.isLeftover(
-                temporaryName: name, modified: Self.modificationDate(atPath: directoryPath + name), now: now)
+                temporaryName: name, modified: Self.modificationDate(atPath: directoryPath + name), now: now,
+                isOpening: true)
         {
             _ = unlink(directoryPath + name)  // a file or a link; never a folder's contents
         }
@@ -100,15 +101,24 @@ final class DiskStore: Sendable {
     /// for a day, and its rename then fails: the image is not kept, and is fetched next time).
     private static let temporaryMaxAge: TimeInterval = 24 * 60 * 60
 
-    /// Whether a temporary file, last modified at `modified`, was left by an interrupted write. This
-    /// process's own are leftovers unless one of its stores is writing them (another store on the same
-    /// folder), whatever their age; another process's when that process has ended, or when the file is
-    /// older than ``temporaryMaxAge``. Names without a process id are leftovers.
-    private static func isLeftover(temporaryName name: String, modified: Date?, now: Date) -> Bool {
+    /// Whether a temporary file, last modified at `modified`, was left by an interrupted write. Names
+    /// without a process id are leftovers; one of a write of this process's stores (another store on
+    /// the same folder) never is. Another process's is when that process has ended, or when the file is
+    /// older than ``temporaryMaxAge``.
+    ///
+    /// A file named with this process's id that no store of it writes was, when a store opens
+    /// (`isOpening`), left by an earlier process that had the id: a leftover, whatever its age.
+    /// Appeared since, it is another live process's with the same id (containers sharing the folder
+    /// each run their main process as pid 1), so it is kept until it is ``temporaryMaxAge`` old.
+    private static func isLeftover(temporaryName name: String, modified: Date?, now: Date, isOpening: Bool) -> Bool {
         let rest = name.dropFirst(temporaryPrefix.count)
         guard let dash = rest.firstIndex(of: "-"), let pid = pid_t(rest[..<dash]), pid > 0 else { return true }
-        if pid == getpid() { return !writesInProgress.withLock { $0.contains(name) } }
-        guard kill(pid, 0) == 0 || errno != ESRCH else { return true }
+        if pid == getpid() {
+            if writesInProgress.withLock({ $0.contains(name) }) { return false }
+            if isOpening { return true }
+        } else if kill(pid, 0) != 0, errno == ESRCH {
+            return true
+        }
         return modified.map { now.timeIntervalSince($0) > temporaryMaxAge } ?? false
     }
 
@@ -524,7 +534,7 @@ final class DiskStore: Sendable {
         var (entries, temporaries) = listing()
         Self.dateFutureUseNow(&entries, now: now)
         for temporary in temporaries
-        where Self.isLeftover(temporaryName: temporary.name, modified: temporary.lastUsed, now: now) {
+        where Self.isLeftover(temporaryName: temporary.name, modified: temporary.lastUsed, now: now, isOpening: false) {
             _ = temporary.remove()
         }
         let sparedBytes = entries.first { $0.name == spared }?.byteCount ?? 0
