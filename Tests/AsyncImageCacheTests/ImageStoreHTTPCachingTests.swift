@@ -335,16 +335,18 @@ import Testing
         }
     }
 
+    /// The lifetime of a response with `Cache-Control: max-age=600` and `Age: <age>`.
+    private func maxAge(age: String) -> TimeInterval? {
+        HTTPCachePolicy { name in
+            switch name.lowercased() {
+            case "cache-control": "max-age=600"
+            case "age": age
+            default: nil
+            }
+        }.maxAge
+    }
+
     @Test func ageIsDeltaSecondsAndAnythingElseIsIgnored() {
-        func maxAge(age: String) -> TimeInterval? {
-            HTTPCachePolicy { name in
-                switch name.lowercased() {
-                case "cache-control": "max-age=600"
-                case "age": age
-                default: nil
-                }
-            }.maxAge
-        }
         #expect(maxAge(age: "100") == 500)
         #expect(maxAge(age: " 100 ") == 500)
         #expect(maxAge(age: "6000") == 0)
@@ -354,6 +356,16 @@ import Testing
         for invalid in ["1e2", "0x10", "inf", "-5", "1.5", "", "abc"] {
             #expect(maxAge(age: invalid) == 600, "Age: \(invalid)")
         }
+    }
+
+    @Test func ofAnAgeSentTwiceTheFirstCounts() {
+        // RFC 9111 5.1: of a list-based Age (two lines, which RFC 9110 5.3 lets be joined with a comma),
+        // the first member counts.
+        // Before, "700, 700" was no Age at all, and a response past its max-age was fresh for 600 s.
+        #expect(maxAge(age: "700, 700") == 0)
+        #expect(maxAge(age: "100,200") == 500)
+        #expect(maxAge(age: " 100 , 1e2") == 500)
+        #expect(maxAge(age: "1e2, 100") == 600)
     }
 
     @Test func aServersHugeMaxAgeIsKeptAs68YearsNotATrap() async throws {

@@ -48,10 +48,12 @@ public struct HTTPCachePolicy: Sendable, Equatable {
             let sent = header("Date").flatMap { HTTPDate.parse($0) } ?? Date()
             maxAge = HTTPDate.parse(expires).flatMap { Self.lifetime($0.timeIntervalSince(sent)) } ?? 0
         }
-        // A cache on the way has kept the response `Age` seconds already (RFC 9111 4.2.3); an Age that
-        // is not delta-seconds (5.1) says nothing.
+        // A cache on the way has kept the response `Age` seconds already (RFC 9111 4.2.3). Of a list
+        // (two Age lines joined), the first member counts; an Age that is not delta-seconds (5.1) says
+        // nothing.
+        let firstAge = header("Age")?.split(separator: ",", omittingEmptySubsequences: false).first
         if let lifetime = maxAge,
-            let age = header("Age").flatMap({ Self.deltaSeconds($0.trimmingCharacters(in: .whitespaces)) })
+            let age = firstAge.flatMap({ Self.deltaSeconds($0.trimmingCharacters(in: .whitespaces)) })
         {
             maxAge = max(0, lifetime - age)
         }
