@@ -169,7 +169,9 @@ public final class CachedImageModel {
     ///   - cornerRadius: The corner radius in points; `0` by default.
     ///   - contentMode: How the image is drawn in its frame; ``ContentMode/fit`` by default.
     ///   - imageSize: With ``ContentMode/fill``, the image's size as the model knows it before its
-    ///     first image: its `intrinsicSize`, else the store's ``ImageStore/cachedPixelSize(for:)``;
+    ///     first image, its ``reservedSize``: the `intrinsicSize` when it has a positive, finite width
+    ///     and height, else the store's ``ImageStore/cachedPixelSize(for:)`` (pass that, not an
+    ///     `intrinsicSize` of `.zero`, or the request differs from the model's and a prefetch misses);
     ///     only its aspect ratio counts. `nil` (the default), as for a model that knows neither, asks
     ///     for the frame's width. Unused with `.fit`.
     ///   - maxPixelWidth: A cap on the width in pixels; `nil` (the default) means none.
