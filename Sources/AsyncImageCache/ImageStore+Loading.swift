@@ -465,7 +465,10 @@ extension ImageStore {
     /// Keeps a decoded original on disk when it is remote and new.
     private func keepOnDisk(_ fetched: FetchedOriginal, for url: URL) {
         if fetched.origin == .source, url.isRemote, let policy = fetched.policy {
-            keepRemote(fetched.original, policy: policy, for: url, generation: fetched.generation)
+            // A download held while nobody wanted it (``undecodedOriginals``) has aged meanwhile.
+            keepRemote(
+                fetched.original, policy: policy, receivedAt: fetched.receivedAt, for: url,
+                generation: fetched.generation)
         }
     }
 

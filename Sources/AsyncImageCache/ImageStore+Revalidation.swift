@@ -4,10 +4,12 @@ import Foundation
 /// is served at once and revalidated in the background, a `304` refreshes it without touching its
 /// bytes, and changed bytes replace the old image in both tiers.
 extension ImageStore {
-    /// Writes a fresh remote original to disk as its policy allows, with its caching facts; not
-    /// when a `removeAll()` ran after `generation` was read.
-    func keepRemote(_ original: OriginalImage, policy: HTTPCachePolicy, for url: URL, generation: Int) {
-        let metadata = HTTPCacheMetadata(policy: policy)
+    /// Writes a fresh remote original to disk as its policy allows, with its caching facts (its
+    /// lifetime running from `receivedAt`); not when a `removeAll()` ran after `generation` was read.
+    func keepRemote(
+        _ original: OriginalImage, policy: HTTPCachePolicy, receivedAt: Date = Date(), for url: URL, generation: Int
+    ) {
+        let metadata = HTTPCacheMetadata(policy: policy, receivedAt: receivedAt)
         cacheMetadata.insert(metadata, forKey: url.cacheKey, cost: 0)
         if policy.isStorable {
             // A full or read-only disk costs the next launch a download, never this load.

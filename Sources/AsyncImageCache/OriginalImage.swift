@@ -72,6 +72,8 @@ final class FetchedOriginal: Sendable {
     let origin: Origin
     /// For bytes fresh from an HTTP source, what their response said about caching them.
     let policy: HTTPCachePolicy?
+    /// When the bytes arrived: their freshness (`policy.maxAge`) runs from here, however late they decode.
+    let receivedAt: Date
     /// The disk tier's ``DiskStore/generation`` before the bytes were looked up: after a
     /// `removeAll()` since, they are handed out but not kept.
     let generation: Int
@@ -81,11 +83,13 @@ final class FetchedOriginal: Sendable {
     private let isStored = LockedBox(false)
 
     init(
-        _ original: OriginalImage, origin: Origin, policy: HTTPCachePolicy? = nil, generation: Int, replacement: Int
+        _ original: OriginalImage, origin: Origin, policy: HTTPCachePolicy? = nil, generation: Int, replacement: Int,
+        receivedAt: Date = Date()
     ) {
         self.original = original
         self.origin = origin
         self.policy = policy
+        self.receivedAt = receivedAt
         self.generation = generation
         self.replacement = replacement
     }

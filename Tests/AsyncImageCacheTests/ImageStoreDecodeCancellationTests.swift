@@ -129,6 +129,31 @@ import Testing
         #expect(store.statistics.failures == 0)
     }
 
+    /// Held bytes age from their response, not from the load that decodes them later: once kept, their
+    /// `max-age` runs from when they arrived, so bytes held for a while are not kept fresh for longer
+    /// than the server said.
+    @Test func heldBytesStayFreshOnlyForTheirLifetimeFromTheirResponse() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache-plain/max-age=600/images/large.jpg"
+        let url = fixture.server.url(path)
+        let store = fixture.store
+        let request = ImageRequest(url: url, targetWidth: 1000)
+        try await fixture.cancelEveryWaiterMidDecode(request, waiters: 1)
+        // The response arrived before this; the decode that keeps the bytes starts after it.
+        let heldSince = Date()
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 1000, height: 667))
+        #expect(try await fixture.server.hits(for: path) == 1)
+        store.waitForDiskMaintenance()
+        let latest = heldSince.addingTimeInterval(600)
+        let inMemory = try #require(store.cacheMetadata.value(forKey: url.cacheKey)?.expires)
+        let onDisk = try #require(store.disk.cacheMetadata(for: url)?.expires)
+        #expect(inMemory < latest, "fresh until \(inMemory.timeIntervalSince(heldSince)) s after the bytes were held")
+        // Whole seconds on disk, rounded down.
+        #expect(
+            onDisk <= latest, "fresh on disk until \(onDisk.timeIntervalSince(heldSince)) s after the bytes were held")
+    }
+
     /// Held bytes that then fail to decode are let go, as bytes that fail at their first decode are: the
     /// next load asks the server again (it may have been fixed).
     @Test func heldBytesThatFailToDecodeAreFetchedAgainByTheNextLoad() async throws {
