@@ -125,14 +125,14 @@ extension ImageStore {
         let bitmap: Bitmap
         switch rendered {
         case nil:
+            // Cancelled before it got a slot: a download is held all the same.
+            holdUndecoded(fetched, for: request.url)
             return .failure(.cancelled)
         case .failure(let error)? where error.reason == .cancelled || cancellation.isCancelled:
             // Stopped because nobody wants it (a decoder may fail in its own way once told to stop):
             // the bytes are as good as before, so they stay where they are, and a download is held
             // for the next load.
-            if fetched.origin == .source {
-                undecodedOriginals.insert(fetched, forKey: request.url.cacheKey, cost: fetched.original.data.count)
-            }
+            holdUndecoded(fetched, for: request.url)
             return .failure(.cancelled)
         case .failure(let error)?:
             // Held bytes that fail are let go like any failed download: the next load asks again.
@@ -165,6 +165,13 @@ extension ImageStore {
         }
         if storesOriginal == true { keepOnDisk(fetched, for: request.url) }
         return .success(prepared)
+    }
+
+    /// Holds bytes fresh from the source whose decode never finished, nobody wanting it any more, in
+    /// ``undecodedOriginals`` for the next load of `url`; bytes from the tiers stay where they are.
+    private func holdUndecoded(_ fetched: FetchedOriginal, for url: URL) {
+        guard fetched.origin == .source else { return }
+        undecodedOriginals.insert(fetched, forKey: url.cacheKey, cost: fetched.original.data.count)
     }
 
     /// Keeps what loads of `url` fetch or have fetched, for a load that replaces one of them, until the

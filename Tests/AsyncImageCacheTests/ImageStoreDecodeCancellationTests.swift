@@ -129,6 +129,37 @@ import Testing
         #expect(store.statistics.failures == 0)
     }
 
+    /// A download whose decode never started, cancelled while it waited for a decode slot, is held as one
+    /// stopped part way is: the next load decodes it without asking the server again.
+    @Test func aDownloadCancelledWhileWaitingForADecodeSlotIsNotDownloadedAgain() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let store = try ImageStore.makeForTesting(root: fixture.folder.url.appendingPathComponent("one-slot")) {
+            $0.decodeConcurrency = 1
+            $0.decodeRowObserver = fixture.gate.observer
+        }
+        let busy = ImageRequest(url: fixture.server.url("/images/large.jpg"), targetWidth: 1000)
+        let request = ImageRequest(url: fixture.server.url("/images/large.png"), targetWidth: 600)
+        fixture.gate.arm()
+        let occupying = Task { try await store.image(for: busy) }
+        try await waitUntil { fixture.gate.parkedCount == 1 }
+        let waiting = Task { try await store.image(for: request) }
+        // Downloaded, and waiting for the one slot the parked decode holds.
+        try await waitUntil { store.decodeSlots.waitingCount == 1 }
+        #expect(try await fixture.server.hits(for: "/images/large.png") == 1)
+        waiting.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await waiting.value }
+        fixture.gate.open()
+        _ = try await occupying.value
+
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 600, height: 400))
+        // Before: 2, the image was downloaded again.
+        #expect(try await fixture.server.hits(for: "/images/large.png") == 1)
+        store.waitForDiskMaintenance()
+        #expect(store.disk.data(for: request.url) == Self.largePNG)
+        #expect(store.statistics.failures == 0)
+    }
+
     /// Held bytes age from their response, not from the load that decodes them later: once kept, their
     /// `max-age` runs from when they arrived, so bytes held for a while are not kept fresh for longer
     /// than the server said.
