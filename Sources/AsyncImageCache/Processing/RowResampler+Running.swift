@@ -22,7 +22,8 @@ extension RowResampler {
                 sum(Self.share(lane, of: lanes, targetSize.height), buffers, cancellation)
             }
         }
-        // Raised after the last row, the resize is whole all the same.
+        // A lane that saw the flag stopped short, so the rows are incomplete; raised only after the last
+        // row, the resize is whole, but nobody wants it either.
         return cancellation?.isCancelled == true ? nil : pixels
     }
 
