@@ -53,6 +53,8 @@ extension ImageStore {
         guard let result = try? await configuration.dataLoader.loadData(for: url, revalidating: validators) else {
             return
         }
+        // Freshness runs from the response, however long the check decode below waits for a slot.
+        let receivedAt = Date()
         // A `removeAll()` meanwhile removed the entry: nothing is left to refresh or replace.
         guard generation == disk.generation else { return }
         switch result {
@@ -71,7 +73,7 @@ extension ImageStore {
             // follows the new response's storability, as changed bytes would.
             let inMemory = originals.value(forKey: url.cacheKey)
             if data == (inMemory?.data ?? disk.data(for: url)) {
-                let refreshed = HTTPCacheMetadata(policy: policy)
+                let refreshed = HTTPCacheMetadata(policy: policy, receivedAt: receivedAt)
                 cacheMetadata.insert(refreshed, forKey: url.cacheKey, cost: 0)
                 if !policy.isStorable {
                     disk.remove(url)  // no-store: not even an older copy stays
@@ -106,7 +108,7 @@ extension ImageStore {
                 replacements.withLock { $0[Self.replacementStripe(of: url)] &+= 1 }
             }
             guard kept != nil else { return }
-            keepRemote(original, policy: policy, for: url, generation: generation)
+            keepRemote(original, policy: policy, receivedAt: receivedAt, for: url, generation: generation)
         }
     }
 }

@@ -236,6 +236,31 @@ import Testing
         #expect(store.disk.pixelSize(for: url) == PixelSize(width: 200, height: 200))
     }
 
+    /// A changed image's lifetime runs from its response, not from the end of the check decode that
+    /// waits for a low-priority slot before it is kept.
+    @Test func aChangedImageIsFreshForItsLifetimeFromItsResponse() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let decoder = GatedDecoder(open: true)
+        let store = try fixture.store { $0.decoder = decoder }
+        let url = fixture.server.url("/cache-plain-then/no-cache/max-age=600/images/photo.jpg")
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        try fixture.replacePhoto(width: 200, height: 200)
+        decoder.close()
+        // Stale (no-cache): this hit revalidates; the new bytes come with max-age=600 and their check
+        // decode parks at the gate.
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        try await waitUntil { decoder.enteredCount == 2 }
+        let latest = Date()
+        decoder.open()
+        try await waitUntil { store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200) }
+        // In memory: the disk attribute keeps whole seconds.
+        let expires = try #require(store.cacheMetadata.value(forKey: url.cacheKey)?.expires)
+        // Before: counted from after the gate opened, so later than `latest` + 600 s.
+        #expect(expires <= latest.addingTimeInterval(600))
+        #expect(expires > latest.addingTimeInterval(590))
+    }
+
     /// A decode of the old bytes, for another width, still running when a revalidation brings a new
     /// image: it delivers the old image to its caller, but keeps nothing of it once the new one is in.
     @Test func aDecodeOfTheOldBytesFinishingAfterAChangedImageKeepsNothingOld() async throws {
