@@ -1,8 +1,8 @@
 import Foundation
 
 extension ImageStore {
-    /// Empties both memory tiers and the size memo. The disk tier is kept, so sizes and bytes of
-    /// remote images are still found there.
+    /// Empties both memory tiers, the downloads held after a cancelled load, and the size memo. The disk
+    /// tier is kept, so sizes and bytes of remote images are still found there.
     public func clearMemory() {
         variants.removeAll()
         originals.removeAll()
