@@ -23,9 +23,10 @@ extension ImageDecoders {
     ///
     /// Errors: data that ends early throws ``ImageDecodingError/Reason/truncated`` (libjpeg would pad it
     /// with gray); 12-bit files throw `.unsupportedFeature("12-bit")`; anything malformed throws
-    /// `.corrupt` with libjpeg's message. A bitmap past ``ImageDecodingContext/pixelBudget`` is refused
-    /// before it is allocated. Progressive and multi-scan files keep the coefficients of the *full* image in
-    /// memory whatever the scale, so for them the full pixel count is checked against the budget too.
+    /// `.corrupt` with libjpeg's message; once ``ImageDecodingContext/isCancelled`` is raised the decode
+    /// stops within a few rows with `.cancelled`. A bitmap past ``ImageDecodingContext/pixelBudget`` is
+    /// refused before it is allocated. Progressive and multi-scan files keep the coefficients of the *full*
+    /// image in memory whatever the scale, so for them the full pixel count is checked against the budget too.
     public struct JPEG: ImageDecoding {
         /// Whether a 1/8 scale may come from the DC-only decoder (see ``decodeFromDC(_:_:threads:alwaysSplit:)``);
         /// tests turn it off to compare with libjpeg.
