@@ -12,6 +12,9 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
   GET /status/<code>                 status <code> with a small HTML body.
   GET /slow/<ms>/<route>             sleeps <ms> milliseconds before sending anything, then serves
                                      /<route>, e.g. /slow/3000/images/a.jpg.
+  GET /held/<key>/<route>            sends nothing until the test releases <key> (GET /__release/<key>),
+                                     then serves /<route>: a response pending for exactly as long as
+                                     a test needs, however slow the machine.
   GET /truncated/images/<name>       announces the file's full Content-Length, sends the first half,
                                      closes the connection.
   GET /html-as-jpeg                  an HTML page labelled Content-Type: image/jpeg.
@@ -68,6 +71,7 @@ Control routes (not counted as hits)
   GET /__accepts                     JSON {path: [accept, ...]} of the Accept headers of every request
                                      ("" for none), control routes not included.
   GET /__reset                       clears every table.
+  GET /__release/<key>               lets the /held/<key>/ requests go, those waiting and later ones.
 """
 
 import email.utils
@@ -100,6 +104,12 @@ class State:
         self.sent = {}
         self.statuses = {}
         self.accepts = {}
+        self.releases = {}
+
+    def release_event(self, key):
+        """The event that lets /held/<key>/ requests go, made on first use by either side."""
+        with self.lock:
+            return self.releases.setdefault(key, threading.Event())
 
     def record_accept(self, path, accept):
         with self.lock:
@@ -161,6 +171,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_json(self.state.snapshot("sent"))
         elif path == "/__accepts":
             self.send_json(self.state.snapshot("accepts"))
+        elif path.startswith("/__release/") and len(path) > len("/__release/"):
+            self.state.release_event(path[len("/__release/"):]).set()
+            self.send_json({})
         elif path == "/__reset":
             self.state.reset()
             self.send_json({})
@@ -174,6 +187,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_file(rest[0])
         elif head == "status" and len(rest) == 1 and rest[0].isdigit():
             self.send_status(int(rest[0]))
+        elif head == "held" and len(rest) >= 2:
+            self.state.release_event(rest[0]).wait()
+            self.route("/" + "/".join(rest[1:]))
         elif head == "slow" and len(rest) >= 2 and rest[0].isdigit():
             time.sleep(int(rest[0]) / 1000)
             self.route("/" + "/".join(rest[1:]))

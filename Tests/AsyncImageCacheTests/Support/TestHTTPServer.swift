@@ -100,6 +100,11 @@ final class TestHTTPServer: @unchecked Sendable {
         try JSONDecoder().decode([String: [String]].self, from: await get("/__accepts"))[path] ?? []
     }
 
+    /// Lets the `/held/<key>/` requests go: those waiting, and any that come later.
+    func release(_ key: String) async throws {
+        _ = try await get("/__release/\(key)")
+    }
+
     /// Clears the hit and byte counters.
     func reset() async throws {
         _ = try await get("/__reset")

@@ -17,7 +17,23 @@ import Testing
         /// beyond any stall of a loaded test run, so the cancellation always lands while the response is
         /// pending; were it not to stop the download, the load would finish and the test fail.
         init(milliseconds: Int = 30_000) throws {
-            path = "/slow/\(milliseconds)/images/0.jpg"
+            try self.init(path: "/slow/\(milliseconds)/images/0.jpg")
+        }
+
+        /// The server holds the response back until the test calls ``release()``.
+        static func held() throws -> SlowImage {
+            try SlowImage(path: "/held/\(heldKey)/images/0.jpg")
+        }
+
+        private static let heldKey = "model"
+
+        /// Lets a held response go.
+        func release() async throws {
+            try await server.release(Self.heldKey)
+        }
+
+        private init(path: String) throws {
+            self.path = path
             try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
             server = try TestHTTPServer(serving: folder.url)
             let (loader, decoder) = (loader, decoder)
@@ -61,11 +77,12 @@ import Testing
     }
 
     @Test func growingTheFrameWhileTheImageDownloadsKeepsTheDownload() async throws {
-        let slow = try SlowImage(milliseconds: 10_000)  // still pending when the frame grows, even on a loaded machine
+        let slow = try SlowImage.held()  // pending until released, however loaded the machine
         defer { slow.server.stop() }
         let hydration = Task { await slow.model.load() }
         try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
         slow.model.layoutChanged(to: CGSize(width: 300, height: 200))  // the wider load replaces the first
+        try await slow.release()
         await hydration.value
         #expect(slow.model.image?.pixelSize.width == 300)  // the whole 300 px source
         #expect(try await slow.server.hits(for: slow.path) == 1, "the download started again")
@@ -74,18 +91,22 @@ import Testing
     }
 
     @Test func aSecondCallerKeepsTheLoadWhenTheFirstLeaves() async throws {
-        // Still pending when the first caller has left, even on a loaded machine (with 3 s, a run
-        // with three builds beside it once found the load finished by then).
-        let slow = try SlowImage(milliseconds: 10_000)
+        // Before, with the response held 3 s (then 10 s) by the clock, a loaded run (ThreadSanitizer,
+        // or builds beside it) found the load over before the first caller had left, or the second
+        // caller not yet waiting when it left.
+        let slow = try SlowImage.held()
         defer { slow.server.stop() }
         let leaving = Task { await slow.model.load() }
         let staying = Task { await slow.model.load() }
         try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
+        try await waitUntil { await MainActor.run { slow.model.waiters.count == 2 } }
         leaving.cancel()
         await leaving.value
         #expect(slow.model.isLoading)
+        try await slow.release()
         await staying.value
         #expect(slow.model.image?.pixelSize == PixelSize(width: 200, height: 133))
         #expect(slow.decoder.count == 1)
+        #expect(try await slow.server.hits(for: slow.path) == 1)
     }
 }
