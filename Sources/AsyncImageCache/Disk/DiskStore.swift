@@ -53,15 +53,7 @@ final class DiskStore: Sendable {
         self.byteLimit = max(0, byteLimit)
         self.attributes = attributes
         self.folder = Folder.shared(atPath: directory.standardizedFileURL.path)
-        let now = Date()
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        where name.hasPrefix(Self.temporaryPrefix)
-            && Self.isLeftover(
-                temporaryName: name, modified: Self.modificationDate(atPath: directoryPath + name), now: now,
-                isOpening: true)
-        {
-            _ = unlink(directoryPath + name)  // a file or a link; never a folder's contents
-        }
+        Self.removeLeftovers(among: listing().temporaries, now: Date(), isOpening: true)
     }
 
     /// What the stores of this process open on one folder share.
@@ -120,6 +112,15 @@ final class DiskStore: Sendable {
             return true
         }
         return modified.map { now.timeIntervalSince($0) > temporaryMaxAge } ?? false
+    }
+
+    /// Removes the temporary files among `temporaries` that interrupted writes left (see
+    /// ``isLeftover(temporaryName:modified:now:isOpening:)``).
+    private static func removeLeftovers(among temporaries: [Entry], now: Date, isOpening: Bool) {
+        for temporary in temporaries
+        where isLeftover(temporaryName: temporary.name, modified: temporary.lastUsed, now: now, isOpening: isOpening) {
+            _ = temporary.remove()
+        }
     }
 
     /// The modification date of what is at `path` (a link is not followed); `nil` when nothing is.
@@ -533,10 +534,7 @@ final class DiskStore: Sendable {
     private func trim(toBytes limit: Int, sparing spared: String? = nil, now: Date = Date()) {
         var (entries, temporaries) = listing()
         Self.dateFutureUseNow(&entries, now: now)
-        for temporary in temporaries
-        where Self.isLeftover(temporaryName: temporary.name, modified: temporary.lastUsed, now: now, isOpening: false) {
-            _ = temporary.remove()
-        }
+        Self.removeLeftovers(among: temporaries, now: now, isOpening: false)
         let sparedBytes = entries.first { $0.name == spared }?.byteCount ?? 0
         entries.removeAll { $0.name == spared }
         var total = entries.reduce(0) { $0 + $1.byteCount }
