@@ -127,11 +127,10 @@ extension RowResampler {
 
     private func filter(_ rows: Range<Int>, _ buffers: ResamplingBuffers, _ cancellation: DecodeCancellation?) {
         withScratch(sourceSize.width) { row in
-            for start in stride(from: rows.lowerBound, to: rows.upperBound, by: Self.cancellationCheckRows) {
-                if cancellation?.isCancelled == true { return }
+            Self.inChunks(rows, until: cancellation) { chunk in
                 horizontalPass(
-                    rows: start..<min(start + Self.cancellationCheckRows, rows.upperBound), source: buffers.source,
-                    bytesPerRow: buffers.bytesPerRow, intermediate: buffers.intermediate, row: row)
+                    rows: chunk, source: buffers.source, bytesPerRow: buffers.bytesPerRow,
+                    intermediate: buffers.intermediate, row: row)
             }
         }
     }
@@ -139,12 +138,20 @@ extension RowResampler {
     private func sum(_ rows: Range<Int>, _ buffers: ResamplingBuffers, _ cancellation: DecodeCancellation?) {
         guard !rows.isEmpty else { return }
         withScratch(targetSize.width) { sums in
-            for start in stride(from: rows.lowerBound, to: rows.upperBound, by: Self.cancellationCheckRows) {
-                if cancellation?.isCancelled == true { return }
-                verticalPass(
-                    rows: start..<min(start + Self.cancellationCheckRows, rows.upperBound),
-                    intermediate: buffers.intermediate, output: buffers.output, sums: sums)
+            Self.inChunks(rows, until: cancellation) { chunk in
+                verticalPass(rows: chunk, intermediate: buffers.intermediate, output: buffers.output, sums: sums)
             }
+        }
+    }
+
+    /// Hands `rows` to `body` ``cancellationCheckRows`` at a time, and stops before the next chunk once
+    /// `cancellation` is raised.
+    private static func inChunks(
+        _ rows: Range<Int>, until cancellation: DecodeCancellation?, _ body: (Range<Int>) -> Void
+    ) {
+        for start in stride(from: rows.lowerBound, to: rows.upperBound, by: cancellationCheckRows) {
+            if cancellation?.isCancelled == true { return }
+            body(start..<min(start + cancellationCheckRows, rows.upperBound))
         }
     }
 
