@@ -68,28 +68,24 @@ extension ImageStore {
                 $0.sourceFetches += 1
                 $0.bytesFetched += data.count
             }
+            guard let header = try? ImageHeader.parse(data) else { return }
+            let original = OriginalImage(data: data, header: header, fileStamp: nil)
             // A server that cannot validate sends the whole image again. The same bytes leave the
-            // entry as it is, file and decodes included, with the new response's freshness; the file
-            // follows the new response's storability, as changed bytes would.
+            // entry as it is, decodes included, with the new response's freshness; a file already
+            // there keeps its bytes, and otherwise the file follows the new response's storability,
+            // as changed bytes would (written after an earlier no-store, removed by a no-store).
             let inMemory = originals.value(forKey: url.cacheKey)
             if data == (inMemory?.data ?? disk.data(for: url)) {
-                let refreshed = HTTPCacheMetadata(policy: policy, receivedAt: receivedAt)
-                cacheMetadata.insert(refreshed, forKey: url.cacheKey, cost: 0)
-                if !policy.isStorable {
-                    disk.remove(url)  // no-store: not even an older copy stays
-                } else if disk.contains(url) {
+                if policy.isStorable, disk.contains(url) {
+                    let refreshed = HTTPCacheMetadata(policy: policy, receivedAt: receivedAt)
+                    cacheMetadata.insert(refreshed, forKey: url.cacheKey, cost: 0)
                     disk.setCacheMetadata(refreshed, for: url)
-                } else if let inMemory {
-                    // Kept in memory only so far (an earlier response was no-store): written now.
-                    try? disk.store(
-                        inMemory.data, pixelSize: inMemory.pixelSize, metadata: refreshed, for: url,
-                        generation: generation)
+                } else {
+                    keepRemote(original, policy: policy, receivedAt: receivedAt, for: url, generation: generation)
                 }
                 count { $0.notModified += 1 }
                 return
             }
-            guard let header = try? ImageHeader.parse(data) else { return }
-            let original = OriginalImage(data: data, header: header, fileStamp: nil)
             // Decoded once at a token size first: bytes that do not decode are not kept.
             let smallest = PixelSize(width: 1, height: 1)
             let check = await decodeSlots.run(priority: RunPriority(.low)) { [configuration] in
