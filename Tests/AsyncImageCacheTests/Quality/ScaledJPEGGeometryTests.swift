@@ -30,19 +30,35 @@ struct ScaledJPEGGeometryTests {
 
     static let widths = [9, 13, 25, 26, 27, 50, 51, 76, 77, 101, 126, 127, 152, 178]
 
+    /// The test picture as a JPEG file, and its full-size decode.
+    private struct PictureFile {
+        let folder: TemporaryDirectory
+        let url: URL
+        let full: Bitmap
+
+        init(_ folderName: String) throws {
+            folder = TemporaryDirectory(folderName)
+            let data = try ImageEncoders.JPEG(quality: 95).encode(ScaledJPEGGeometryTests.picture())
+            url = folder.url.appendingPathComponent("picture.jpg")
+            try data.write(to: url)
+            full = try ImageDecoders.JPEG().decode(
+                data, context: ImageDecodingContext(header: try ImageHeader.parse(data)))
+        }
+
+        /// The full decode resized to `width`: what the store's image at that width should look like.
+        func reference(width: Int) -> Bitmap {
+            full.resized(to: PixelSize(width: width, height: Int((157.0 * Double(width) / 203.0).rounded())))
+        }
+    }
+
     @Test func everyWidthMatchesTheResizeOfTheFullDecode() async throws {
-        let folder = TemporaryDirectory("scaled-jpeg")
-        let data = try ImageEncoders.JPEG(quality: 95).encode(Self.picture())
-        let url = folder.url.appendingPathComponent("picture.jpg")
-        try data.write(to: url)
-        let full = try ImageDecoders.JPEG().decode(
-            data, context: ImageDecodingContext(header: try ImageHeader.parse(data)))
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("store"))
+        let picture = try PictureFile("scaled-jpeg")
+        let url = picture.url
+        let store = try ImageStore.makeForTesting(root: picture.folder.url.appendingPathComponent("store"))
         var worst = Double.infinity
         for width in Self.widths {
             let image = try await store.image(for: ImageRequest(url: url, targetWidth: CGFloat(width)))
-            let height = Int((157.0 * Double(width) / 203.0).rounded())
-            let reference = full.resized(to: PixelSize(width: width, height: height))
+            let reference = picture.reference(width: width)
             try #require(image.pixelSize == reference.pixelSize)
             let psnr = image.colorPSNR(against: reference)
             print("scaled JPEG at \(width): \(String(format: "%.2f", psnr)) dB against the full decode's resize")
@@ -57,12 +73,8 @@ struct ScaledJPEGGeometryTests {
     /// resize of the full image does too.
     @Test(arguments: ["JPEG", "wrapping the default"])
     func aDecoderConfiguredInsteadOfTheDefaultMatchesTheResizeOfTheFullDecode(decoder: String) async throws {
-        let folder = TemporaryDirectory("scaled-jpeg-configured")
-        let data = try ImageEncoders.JPEG(quality: 95).encode(Self.picture())
-        let url = folder.url.appendingPathComponent("picture.jpg")
-        try data.write(to: url)
-        let full = try ImageDecoders.JPEG().decode(
-            data, context: ImageDecodingContext(header: try ImageHeader.parse(data)))
+        let picture = try PictureFile("scaled-jpeg-configured")
+        let (folder, url) = (picture.folder, picture.url)
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("store")) {
             $0.decoder = decoder == "JPEG" ? ImageDecoders.JPEG() : GatedDecoder(open: true)
         }
@@ -71,8 +83,7 @@ struct ScaledJPEGGeometryTests {
         for width in Self.widths {
             let request = ImageRequest(url: url, targetWidth: CGFloat(width))
             let image = try await store.image(for: request)
-            let height = Int((157.0 * Double(width) / 203.0).rounded())
-            let reference = full.resized(to: PixelSize(width: width, height: height))
+            let reference = picture.reference(width: width)
             try #require(image.pixelSize == reference.pixelSize)
             let psnr = image.colorPSNR(against: reference)
             worst = min(worst, psnr)
