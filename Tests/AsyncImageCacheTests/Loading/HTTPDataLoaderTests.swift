@@ -201,8 +201,9 @@ import FoundationNetworking
         #expect(loader.unfinishedTaskCount == 0)
     }
 
-    @Test func aBodyCutShortOfItsContentLengthIsTruncated() async throws {
-        let url = server.url("/truncated/images/photo.jpg")
+    /// Expects a load of `path`, which sends the first half of the photo, to fail as truncated.
+    private func expectHalfOfThePhotoIsTruncated(at path: String) async {
+        let url = server.url(path)
         let expected = imageBytes.count
         await #expect(
             throws: ImageLoadingError.truncatedResponse(url: url, expectedBytes: expected, receivedBytes: expected / 2)
@@ -211,16 +212,14 @@ import FoundationNetworking
         }
     }
 
+    @Test func aBodyCutShortOfItsContentLengthIsTruncated() async throws {
+        await expectHalfOfThePhotoIsTruncated(at: "/truncated/images/photo.jpg")
+    }
+
     @Test func a206WithPartOfTheImageIsTruncatedNotTheImage() async throws {
         // No request asks for a range: a 206 holding the first half of the file is not the image
         // (before: the half was returned as the whole body).
-        let url = server.url("/partial/images/photo.jpg")
-        let expected = imageBytes.count
-        await #expect(
-            throws: ImageLoadingError.truncatedResponse(url: url, expectedBytes: expected, receivedBytes: expected / 2)
-        ) {
-            try await HTTPDataLoader().loadData(for: url)
-        }
+        await expectHalfOfThePhotoIsTruncated(at: "/partial/images/photo.jpg")
         // A 206 whose one range is the whole image is the image.
         #expect(HTTPTaskTable.contentRange("bytes 0-99/100")! == (0, 100))
         #expect(HTTPTaskTable.contentRange("bytes 50-99/100")! == (50, 100))
