@@ -57,6 +57,12 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
                                      status <code> (a 3xx) with Location: <location>, the query
                                      percent-decoded: any URL, e.g. ?file%3A%2F%2F%2Fetc%2Fpasswd.
   GET /bare/<code>                   status <code> with neither Location nor body (Content-Length: 0).
+  GET /trickle/<ms>/<code>[?<location>]
+                                     status <code> (with Location: <location>, percent-decoded, when
+                                     given) and a chunked body of 64 bytes every <ms> milliseconds that
+                                     never ends: a server that stays just inside every inactivity
+                                     timeout. It records the bytes sent (see /__sent) and, once the
+                                     client hangs up, that it did (see /__ended).
   GET /partial/images/<name>         206 Partial Content with the first half of the file and its
                                      Content-Range, to a request that asked no Range.
   GET /alias/<n>/images/<name>       the file <name>, as /images/<name> serves it: one file under as
@@ -67,6 +73,7 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
 Control routes (not counted as hits)
   GET /__hits                        JSON {path: count} of every request so far, query strings removed.
   GET /__sent                        JSON {path: bytes} of body bytes sent by the oversized routes.
+  GET /__ended                       JSON {path: true} of the /trickle paths whose client hung up.
   GET /__statuses                    JSON {path: [status, ...]} of the statuses the /cache routes sent.
   GET /__accepts                     JSON {path: [accept, ...]} of the Accept headers of every request
                                      ("" for none), control routes not included.
@@ -102,6 +109,7 @@ class State:
         self.lock = threading.Lock()
         self.hits = {}
         self.sent = {}
+        self.ended = {}
         self.statuses = {}
         self.accepts = {}
         self.releases = {}
@@ -127,6 +135,10 @@ class State:
         with self.lock:
             self.sent[path] = count
 
+    def record_ended(self, path):
+        with self.lock:
+            self.ended[path] = True
+
     def snapshot(self, table):
         with self.lock:
             return {key: (list(value) if isinstance(value, list) else value) for key, value in getattr(self, table).items()}
@@ -135,6 +147,7 @@ class State:
         with self.lock:
             self.hits.clear()
             self.sent.clear()
+            self.ended.clear()
             self.statuses.clear()
             self.accepts.clear()
 
@@ -167,6 +180,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_json(self.state.snapshot("hits"))
         elif path == "/__statuses":
             self.send_json(self.state.snapshot("statuses"))
+        elif path == "/__ended":
+            self.send_json(self.state.snapshot("ended"))
         elif path == "/__sent":
             self.send_json(self.state.snapshot("sent"))
         elif path == "/__accepts":
@@ -232,6 +247,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_response(int(rest[0]))
             self.send_header("Content-Length", "0")
             self.end_headers()
+        elif head == "trickle" and len(rest) == 2 and rest[0].isdigit() and rest[1].isdigit():
+            query = self.path.split("?", 1)[1] if "?" in self.path else ""
+            self.send_trickle(path, int(rest[0]) / 1000, int(rest[1]), urllib.parse.unquote(query))
         elif head == "partial" and len(rest) == 2 and rest[0] == "images":
             found = self.read_served_file(rest[1])
             if found is None:
@@ -367,6 +385,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(b"0\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    def send_trickle(self, path, interval, code, location):
+        self.send_response(code)
+        self.send_header("Content-Type", "image/jpeg")
+        if location:
+            self.send_header("Location", location)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        piece = bytes(range(64))
+        sent = 0
+        self.state.record_sent(path, 0)
+        try:
+            while True:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+                sent += len(piece)
+                self.state.record_sent(path, sent)
+                time.sleep(interval)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+            self.state.record_ended(path)
 
 
 class Server(http.server.ThreadingHTTPServer):

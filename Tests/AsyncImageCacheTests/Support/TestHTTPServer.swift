@@ -90,6 +90,14 @@ final class TestHTTPServer: @unchecked Sendable {
         try JSONDecoder().decode([String: Int].self, from: await get("/__sent"))[path]
     }
 
+    /// Waits until the client of the `/trickle` route at `path` hangs up: the server notices at its
+    /// next write. Callers bound the wait with a time limit on their suite.
+    func waitUntilHungUp(_ path: String) async throws {
+        while try JSONDecoder().decode([String: Bool].self, from: await get("/__ended"))[path] != true {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
     /// The statuses a `/cache` or `/cache-lm` route sent for `path`, in order.
     func statuses(for path: String) async throws -> [Int] {
         try JSONDecoder().decode([String: [Int]].self, from: await get("/__statuses"))[path] ?? []
