@@ -26,17 +26,21 @@ public struct DataLoader: DataLoading {
     /// - Parameters:
     ///   - timeout: How long, in seconds, an HTTP request may wait for its response or for more of its
     ///     body; 30 by default. On Linux it counts in whole seconds: a fraction is rounded up.
+    ///   - resourceTimeout: How long, in seconds, an HTTP download may take in all, however steadily its
+    ///     bytes arrive; 5 minutes by default (see ``HTTPDataLoader/resourceTimeout``).
     ///   - maximumResponseBytes: The largest HTTP body to accept, in bytes; 64 MiB by default. Local files
     ///     and `data:` URLs are not capped: their size is already known to the app.
     ///   - sessionConfiguration: The `URLSession` configuration for HTTP, copied; `nil`, the default,
     ///     means an ephemeral configuration without a `URLCache`.
     public init(
         timeout: TimeInterval = HTTPDataLoader.defaultTimeout,
+        resourceTimeout: TimeInterval = HTTPDataLoader.defaultResourceTimeout,
         maximumResponseBytes: Int = HTTPDataLoader.defaultMaximumResponseBytes,
         sessionConfiguration: URLSessionConfiguration? = nil
     ) {
         http = HTTPDataLoader(
-            timeout: timeout, maximumResponseBytes: maximumResponseBytes, sessionConfiguration: sessionConfiguration)
+            timeout: timeout, resourceTimeout: resourceTimeout, maximumResponseBytes: maximumResponseBytes,
+            sessionConfiguration: sessionConfiguration)
         file = FileDataLoader()
     }
 

@@ -15,7 +15,14 @@ import FoundationNetworking
 /// ``ImageLoadingError/cancelled`` at once.
 ///
 /// At most the session configuration's `httpMaximumConnectionsPerHost` downloads per host run at once;
-/// the others wait in order, and their ``timeout`` starts when they do.
+/// the others wait in order, and their ``timeout`` and ``resourceTimeout`` start when they do. The
+/// ``timeout`` ends a download that goes quiet; the ``resourceTimeout`` ends one that never does, such
+/// as a server that sends a few bytes every second for ever (an image's body, an error page, or the
+/// body of a redirect), and closes its connection.
+///
+/// On Linux, swift-corelibs-foundation's `URLSession` keeps a core busy while a download waits on its
+/// server (it leaves an always-ready write source on the socket once the request is sent), so there
+/// the two timeouts also bound the CPU a slow server costs.
 ///
 /// By default it uses an ephemeral session without a `URLCache`: the store keeps its own memory and
 /// disk tiers, and a second copy of every response would only cost memory and disk. Requests carry
@@ -29,6 +36,8 @@ import FoundationNetworking
 public final class HTTPDataLoader: DataLoading {
     /// The default ``timeout``: 30 seconds.
     public static let defaultTimeout: TimeInterval = 30
+    /// The default ``resourceTimeout``: 5 minutes.
+    public static let defaultResourceTimeout: TimeInterval = 300
     /// The default ``maximumResponseBytes``: 64 MiB.
     public static let defaultMaximumResponseBytes = 64 << 20
 
@@ -47,6 +56,9 @@ public final class HTTPDataLoader: DataLoading {
     /// How long, in seconds, a request may wait for its response or for more of its body. On Linux it
     /// counts in whole seconds: a fraction is rounded up (0.5 waits one second).
     public let timeout: TimeInterval
+    /// How long, in seconds, a download may take in all, from the moment it starts: however steadily
+    /// its bytes arrive, it then ends with ``ImageLoadingError/timedOut(_:)``. `.infinity` sets no limit.
+    public let resourceTimeout: TimeInterval
     /// The largest body, in bytes, the loader accepts.
     public let maximumResponseBytes: Int
 
@@ -61,15 +73,19 @@ public final class HTTPDataLoader: DataLoading {
     ///   - timeout: How long, in seconds, a request may wait for its response or for more of its body;
     ///     30 by default. It overrides the session configuration's `timeoutIntervalForRequest`. On Linux a
     ///     fraction of a second is rounded up.
+    ///   - resourceTimeout: How long, in seconds, a download may take in all, however steadily its bytes
+    ///     arrive; 5 minutes by default. `.infinity` (or NaN) sets no limit; a value below 0 counts as 0.
     ///   - maximumResponseBytes: The largest body to accept, in bytes; 64 MiB by default.
     ///   - sessionConfiguration: The configuration of the session, copied; `nil`, the default, means
     ///     an ephemeral configuration with no `URLCache`.
     public init(
         timeout: TimeInterval = HTTPDataLoader.defaultTimeout,
+        resourceTimeout: TimeInterval = HTTPDataLoader.defaultResourceTimeout,
         maximumResponseBytes: Int = HTTPDataLoader.defaultMaximumResponseBytes,
         sessionConfiguration: URLSessionConfiguration? = nil
     ) {
         self.timeout = timeout
+        self.resourceTimeout = resourceTimeout.isNaN ? .infinity : max(0, resourceTimeout)
         self.maximumResponseBytes = maximumResponseBytes
         let configuration: URLSessionConfiguration
         if let sessionConfiguration {
@@ -84,7 +100,8 @@ public final class HTTPDataLoader: DataLoading {
         setsAccept = !(configuration.httpAdditionalHeaders ?? [:]).keys.contains {
             ($0 as? String)?.lowercased() == "accept"
         }
-        tasks = HTTPTaskTable(connectionLimit: configuration.httpMaximumConnectionsPerHost)
+        tasks = HTTPTaskTable(
+            connectionLimit: configuration.httpMaximumConnectionsPerHost, resourceTimeout: self.resourceTimeout)
         // The delegate queue is only the place where callbacks run; the table has its own lock.
         session = URLSession(configuration: configuration, delegate: tasks, delegateQueue: nil)
     }

@@ -15,6 +15,10 @@ import FoundationNetworking
 /// At most `connectionLimit` tasks per host run at once; the others wait here, unresumed, and start in
 /// order as running ones end. Left to libcurl, the waiting ones would be resumed and queued inside it,
 /// where the session's timeout already runs: loads that never reached the server timed out.
+///
+/// A task that runs longer than `resourceTimeout` is ended by a timer armed when it is resumed: its
+/// load fails with `.timedOut` (unless it already failed, as a drained error page has) and the task is
+/// cancelled, which closes the connection.
 final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     // Unchecked: `entries`, `running` and `waiting` are only read or written while holding `lock`;
     // `lock` and `connectionLimit` are `let`s.
@@ -26,9 +30,12 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private var running: [String: Int] = [:]
     /// The tasks started but not resumed, per host, oldest first.
     private var waiting: [String: [URLSessionTask]] = [:]
+    /// How long a resumed task may run in all; `.infinity` for no limit.
+    private let resourceTimeout: TimeInterval
 
-    init(connectionLimit: Int) {
+    init(connectionLimit: Int, resourceTimeout: TimeInterval = .infinity) {
         self.connectionLimit = max(1, connectionLimit)
+        self.resourceTimeout = resourceTimeout
     }
 
     typealias Continuation = CheckedContinuation<Result<HTTPLoadedResponse, ImageLoadingError>, Never>
@@ -41,6 +48,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         var cancelledBeforeStart = false
         /// Set once the task is resumed: it holds one of its host's connections.
         var isRunning = false
+        /// Ends the task at `resourceTimeout` after it was resumed; cancelled when the entry goes.
+        var deadline: (any DispatchSourceTimer)?
         var response: HTTPURLResponse?
         /// The announced length of an unencoded body, used to detect truncation.
         var expectedBytes: Int?
@@ -76,7 +85,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
                 return .wait
             }
             running[host, default: 0] += 1
-            entries[task.taskIdentifier]?.isRunning = true
+            markRunning(task)
             return .resume
         }
         switch start {
@@ -99,6 +108,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// takes the connection, to resume once the lock is released. Call with `lock` held.
     private func removeEntry(of task: URLSessionTask) -> (Entry?, next: URLSessionTask?) {
         guard let entry = entries.removeValue(forKey: task.taskIdentifier) else { return (nil, nil) }
+        entry.deadline?.cancel()
         let host = Self.host(of: entry.url)
         guard entry.isRunning else {
             waiting[host]?.removeAll { $0 === task }
@@ -110,9 +120,29 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         guard let next = waiting[host]?.first else { return (entry, nil) }
         waiting[host]?.removeFirst()
         if waiting[host]?.isEmpty == true { waiting[host] = nil }
-        entries[next.taskIdentifier]?.isRunning = true
+        markRunning(next)
         running[host, default: 0] += 1
         return (entry, next)
+    }
+
+    /// Marks the entry of `task` running and arms its deadline. Call with `lock` held.
+    private func markRunning(_ task: URLSessionTask) {
+        entries[task.taskIdentifier]?.isRunning = true
+        guard resourceTimeout.isFinite else { return }
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.setEventHandler { [weak self] in self?.expire(task) }
+        timer.schedule(deadline: .now() + resourceTimeout)
+        entries[task.taskIdentifier]?.deadline = timer
+        timer.resume()
+    }
+
+    /// Ends `task`, still running at its deadline: its load fails with `.timedOut` if it has not
+    /// failed yet, and the task is cancelled so the connection closes.
+    private func expire(_ task: URLSessionTask) {
+        let found = lock.withLock { entries[task.taskIdentifier] != nil }
+        guard found else { return }
+        complete(task) { entry in .failure(.timedOut(entry.url)) }
+        task.cancel()
     }
 
     /// Cancels `task` for a cancelled Swift task and resumes its load with `.cancelled`.
