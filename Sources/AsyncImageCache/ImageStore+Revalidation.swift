@@ -31,9 +31,12 @@ extension ImageStore {
         return metadata
     }
 
-    /// Starts a background revalidation of `url` when its entry is stale; one at a time per URL.
+    /// Starts a background revalidation of `url` when its entry is stale; one at a time per URL, and
+    /// after a failed one not before its retry delay (see ``HTTPCacheMetadata/afterFailedRevalidation(at:)``).
     func revalidateIfStale(_ url: URL) {
-        guard url.isRemote, let metadata = storedCacheMetadata(for: url), metadata.isStale() else { return }
+        guard url.isRemote, let metadata = storedCacheMetadata(for: url), metadata.needsRevalidation() else {
+            return
+        }
         let key = url.cacheKey
         let isNew = revalidating.withLock { $0.insert(key).inserted }
         guard isNew else { return }
@@ -44,31 +47,44 @@ extension ImageStore {
     }
 
     /// Asks the source whether `url` changed. Failures keep the stale entry: an error page or a
-    /// network fault never replaces a good image.
+    /// network fault never replaces a good image, and the next attempt waits (in memory only: a
+    /// relaunch asks again).
     func revalidate(_ url: URL, metadata: HTTPCacheMetadata) async {
+        guard let generation = await revalidationOutcome(url, metadata: metadata) else { return }
+        // Not after a `removeAll()`, and not over what a load or another check has stored since.
+        disk.ifCurrent(generation) {
+            guard cacheMetadata.value(forKey: url.cacheKey) == metadata else { return }
+            cacheMetadata.insert(metadata.afterFailedRevalidation(), forKey: url.cacheKey, cost: 0)
+        }
+    }
+
+    /// The revalidation itself; the disk generation it started at when it failed, `nil` otherwise
+    /// (refreshed, replaced, or the entry removed meanwhile).
+    private func revalidationOutcome(_ url: URL, metadata: HTTPCacheMetadata) async -> Int? {
         report(.fetch, url)
         count { $0.revalidations += 1 }
         let generation = disk.generation
         let validators = metadata.validators.hasValidators ? metadata.validators : nil
         guard let result = try? await configuration.dataLoader.loadData(for: url, revalidating: validators) else {
-            return
+            return generation
         }
         // Freshness runs from the response, however long the check decode below waits for a slot.
         let receivedAt = Date()
         // A `removeAll()` meanwhile removed the entry: nothing is left to refresh or replace.
-        guard generation == disk.generation else { return }
+        guard generation == disk.generation else { return nil }
         switch result {
         case .notModified(let policy):
             let refreshed = metadata.refreshed(by: policy)
             cacheMetadata.insert(refreshed, forKey: url.cacheKey, cost: 0)
             disk.setCacheMetadata(refreshed, for: url)
             count { $0.notModified += 1 }
+            return nil
         case .modified(let data, let policy):
             count {
                 $0.sourceFetches += 1
                 $0.bytesFetched += data.count
             }
-            guard let header = try? ImageHeader.parse(data) else { return }
+            guard let header = try? ImageHeader.parse(data) else { return generation }
             let original = OriginalImage(data: data, header: header, fileStamp: nil)
             // A server that cannot validate sends the whole image again. The same bytes leave the
             // entry as it is, decodes included, with the new response's freshness; a file already
@@ -84,7 +100,7 @@ extension ImageStore {
                     keepRemote(original, policy: policy, receivedAt: receivedAt, for: url, generation: generation)
                 }
                 count { $0.notModified += 1 }
-                return
+                return nil
             }
             // Decoded once at a token size first: bytes that do not decode are not kept.
             let smallest = PixelSize(width: 1, height: 1)
@@ -94,7 +110,7 @@ extension ImageStore {
                     context: ImageDecodingContext(
                         header: header, minimumSize: smallest, pixelBudget: configuration.pixelBudget))) != nil
             }
-            guard check == true else { return }
+            guard check == true else { return generation }
             // Checked and kept in memory in one step, as a load's result is. A decode of the old bytes
             // still running (another width) sees the count raised there, and keeps nothing after.
             let kept: Void? = disk.ifCurrent(generation) {
@@ -103,8 +119,9 @@ extension ImageStore {
                 variants.removeVariants(of: url)
                 replacements.withLock { $0[Self.replacementStripe(of: url)] &+= 1 }
             }
-            guard kept != nil else { return }
+            guard kept != nil else { return nil }
             keepRemote(original, policy: policy, receivedAt: receivedAt, for: url, generation: generation)
+            return nil
         }
     }
 }

@@ -110,6 +110,10 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     /// The freshness lifetime the response gave (`max-age`), which still holds after a `304` that
     /// gives none (RFC 9111 4.3.4: a 304 updates only the headers it carries).
     var lifetime: TimeInterval?
+    /// After revalidations failed (kept in memory only, never encoded): when the next may start, and
+    /// how many failed in a row.
+    var retryAfter: Date?
+    var failedRevalidations = 0
 
     init(policy: HTTPCachePolicy, receivedAt now: Date = Date()) {
         // A policy a custom loader made may hold any value: bounded here, so that every expiry encodes.
@@ -134,6 +138,21 @@ struct HTTPCacheMetadata: Equatable, Sendable {
 
     func isStale(at now: Date = Date()) -> Bool {
         expires.map { $0 <= now } ?? false
+    }
+
+    /// Whether a revalidation is due: the entry is stale, and any delay a failed one set has passed.
+    func needsRevalidation(at now: Date = Date()) -> Bool {
+        isStale(at: now) && (retryAfter.map { $0 <= now } ?? true)
+    }
+
+    /// This metadata after a revalidation failed at `now`: the next one waits 30 seconds, twice as
+    /// long after each further failure in a row, at most an hour. A successful one starts afresh.
+    func afterFailedRevalidation(at now: Date = Date()) -> HTTPCacheMetadata {
+        var next = self
+        next.failedRevalidations += 1
+        let doublings = Double(min(next.failedRevalidations - 1, 16))
+        next.retryAfter = now.addingTimeInterval(min(3600, 30 * pow(2, doublings)))
+        return next
     }
 
     /// The validators to send when revalidating.
