@@ -19,6 +19,8 @@ let package = Package(
         .systemLibrary(name: "CGIF", path: "Sources/CGIF"),
         .systemLibrary(name: "CHEIF", path: "Sources/CHEIF"),
         .systemLibrary(name: "CXattr", path: "Sources/CXattr"),
+        // libwebp's encoder, which only the tests use, to make WebP files of any size.
+        .systemLibrary(name: "CWebPEncode", path: "Tests/CWebPEncode"),
         // libjpeg reports errors through a callback that must not return; this C target wraps
         // every libjpeg call in setjmp so that a corrupt file becomes an error code, never exit().
         // A C target gets the headers of CJPEG but not its `link "jpeg"` (only a module import autolinks),
@@ -58,7 +60,7 @@ let package = Package(
         .executableTarget(name: "aic", dependencies: ["AsyncImageCache"]),
         .testTarget(
             name: "AsyncImageCacheTests",
-            dependencies: ["AsyncImageCache", "CResample"],
+            dependencies: ["AsyncImageCache", "CResample", .target(name: "CWebPEncode", condition: linux)],
             resources: [.copy("Fixtures")]
         ),
     ],

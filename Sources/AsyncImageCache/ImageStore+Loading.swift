@@ -12,8 +12,9 @@ public final class ImageLoadTask: Sendable {
     /// already ran: cancel on the main thread (as when a cell is reused) and it cannot deliver the
     /// image afterwards. Unless another load is waiting for the same image, the download stops, a
     /// decode not yet started never starts, and a decode already running stops within a few rows where
-    /// the decoder works row by row (JPEG, PNG and GIF on Linux), keeping no image; the original bytes
-    /// stay cached where they already were, and bytes just downloaded are held for the next load.
+    /// the decoder works row by row (JPEG, PNG and GIF on Linux), or within a chunk of the file for
+    /// WebP on Linux, keeping no image; the original bytes stay cached where they already were, and
+    /// bytes just downloaded are held for the next load.
     public func cancel() {
         task.cancel()
     }

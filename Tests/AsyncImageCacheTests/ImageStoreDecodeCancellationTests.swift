@@ -12,6 +12,8 @@ import Testing
         SampleImages.gradient(width: 600, height: 400).resized(to: PixelSize(width: 6000, height: 4000)))
     static let largePNG = try! ImageEncoders.PNG().encode(
         SampleImages.gradient(width: 300, height: 200).resized(to: PixelSize(width: 3000, height: 2000)))
+    /// Detailed, so that its lossy file is large (a smooth picture would be a few chunks).
+    static let largeWebP = SampleImages.webp(SampleImages.detailed(width: 3000, height: 2000))
 
     /// A large JPEG and PNG on the test server, and a store whose decodes a ``RowGate`` watches.
     struct Fixture {
@@ -25,6 +27,7 @@ import Testing
             self.gate = gate
             try ImageStoreDecodeCancellationTests.largeJPEG.write(to: folder.url.appendingPathComponent("large.jpg"))
             try ImageStoreDecodeCancellationTests.largePNG.write(to: folder.url.appendingPathComponent("large.png"))
+            try ImageStoreDecodeCancellationTests.largeWebP.write(to: folder.url.appendingPathComponent("large.webp"))
             server = try TestHTTPServer(serving: folder.url)
             store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
                 $0.decodeRowObserver = gate.observer
@@ -47,8 +50,9 @@ import Testing
     }
 
     /// A 6000x4000 JPEG shown 1000 wide decodes at 1/4 scale, 1000 rows resized as they come; a 3000x2000
-    /// PNG shown 600 wide streams its 2000 rows through the resize.
-    @Test(arguments: [("large.jpg", 1000, 1000), ("large.png", 600, 2000)])
+    /// PNG shown 600 wide streams its 2000 rows through the resize; a 3000x2000 WebP shown 600 wide decodes
+    /// to cover three times that, 1800x1200, handed to libwebp a chunk at a time.
+    @Test(arguments: [("large.jpg", 1000, 1000), ("large.png", 600, 2000), ("large.webp", 600, 1200)])
     func aDecodeStopsPartWayWhenEveryWaiterIsCancelled(name: String, width: Int, totalRows: Int) async throws {
         let fixture = try Fixture()
         defer { fixture.server.stop() }

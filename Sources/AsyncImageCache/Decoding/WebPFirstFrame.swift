@@ -19,9 +19,11 @@ struct WebPFirstFrame {
 
     /// Decodes frame 1 of a `canvas`-sized animation onto a transparent canvas of `output` size; what libwebp
     /// allocates at the frame's full size must fit `context`'s pixel budget (see
-    /// ``ImageDecoders/WebP/checkFullSizeBuffers(_:size:_:)``).
-    func decode(canvas: PixelSize, output: PixelSize, context: ImageDecodingContext) throws(ImageDecodingError)
-        -> Bitmap
+    /// ``ImageDecoders/WebP/checkFullSizeBuffers(_:size:_:)``). The frame decodes as a still image does, in
+    /// chunks of `chunkSize` bytes that stop once `context` is cancelled (see
+    /// ``ImageDecoders/WebP/decode(_:size:scaledTo:into:bytesPerRow:byteCount:context:chunkSize:)``).
+    func decode(canvas: PixelSize, output: PixelSize, context: ImageDecodingContext, chunkSize: Int? = nil)
+        throws(ImageDecodingError) -> Bitmap
     {
         var data = WebPData(bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), size: bytes.count)
         var state = WEBP_DEMUX_PARSING_HEADER
@@ -48,14 +50,14 @@ struct WebPFirstFrame {
         let scaledFrame = PixelSize(width: horizontal.length, height: vertical.length)
 
         var pixels = [UInt8](repeating: 0, count: output.pixelCount * 4)
-        let status = pixels.withUnsafeMutableBufferPointer { canvas in
+        try pixels.withUnsafeMutableBufferPointer { canvas throws(ImageDecodingError) in
             // libwebp writes the frame's rows straight into the canvas, one canvas row apart.
             let offset = (vertical.start * output.width + horizontal.start) * 4
-            return ImageDecoders.WebP.decode(
+            try ImageDecoders.WebP.decode(
                 bitstream, size: frameSize, scaledTo: scaledFrame, into: canvas.baseAddress! + offset,
-                bytesPerRow: output.width * 4, byteCount: canvas.count - offset)
+                bytesPerRow: output.width * 4, byteCount: canvas.count - offset, context: context,
+                chunkSize: chunkSize)
         }
-        try ImageDecoders.WebP.check(status)
         return Bitmap(width: output.width, height: output.height, pixels: pixels)
     }
 

@@ -2,7 +2,8 @@ import CAtomicFlag
 
 /// The signal that stops a decode already running once nobody wants its image: raised when every
 /// waiter of the load has gone (the in-flight run's task is cancelled), polled by the decoders that
-/// work row by row every few rows.
+/// work row by row every few rows, and by the WebP decoder between the chunks of the file it hands
+/// libwebp.
 ///
 /// A decode runs on the decode queue, outside any task, so it cannot ask `Task.isCancelled`; and a
 /// lock per check would cost more than the rows it saves on small images. The flag is one `int` read

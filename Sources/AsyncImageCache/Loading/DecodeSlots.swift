@@ -38,7 +38,8 @@ final class RunPriority: Sendable {
 /// per image. Waiting runs queue; when a slot frees it goes to the most urgent waiter, first come
 /// first served within a priority, so a visible load overtakes queued prefetches. A waiter whose
 /// task is cancelled leaves the queue at once and never decodes; a run whose task is cancelled while
-/// it decodes raises its ``DecodeCancellation``, which the row-by-row decoders poll to stop early.
+/// it decodes raises its ``DecodeCancellation``, which the decoders that work in steps (rows, chunks
+/// of a WebP file) poll to stop early.
 ///
 /// The work itself runs on a dispatch queue of its own, not on Swift's cooperative pool: a decode
 /// blocks its thread for milliseconds, and the pool has only one thread per core for every task

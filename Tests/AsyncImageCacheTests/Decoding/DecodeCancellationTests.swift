@@ -99,6 +99,64 @@ import Testing
         #expect(try decoder.decode(data, context: try context(data, raised: false)) == plain)
     }
 
+    /// Records the rows a decode reports and raises its cancellation at the first report: a flag raised part
+    /// way through the decode, at a point the decoder chose, without timing.
+    final class RaisingAtFirstReport: @unchecked Sendable {
+        // `reports` is only touched while holding `lock`; `cancellation` is set before the decode starts.
+        private let lock = NSLock()
+        private var reports: [(rows: Int, total: Int)] = []
+        weak var cancellation: DecodeCancellation?
+
+        /// Every report so far: the rows decoded, and the rows in all.
+        var rowsReported: [(rows: Int, total: Int)] { lock.withLock { reports } }
+
+        func observe(_ rows: Int, _ total: Int) {
+            lock.withLock { reports.append((rows, total)) }
+            cancellation?.cancel()
+        }
+    }
+
+    /// A context for `data` whose cancellation `recorder` raises at the decoder's first report.
+    private func context(_ data: Data, minimumSize: PixelSize? = nil, raisedBy recorder: RaisingAtFirstReport) throws
+        -> ImageDecodingContext
+    {
+        var context = ImageDecodingContext(header: try ImageHeader.parse(data), minimumSize: minimumSize)
+        let cancellation = DecodeCancellation(rowObserver: recorder.observe)
+        recorder.cancellation = cancellation
+        context.cancellation = cancellation
+        return context
+    }
+
+    /// Lossy, lossless, lossy with alpha, scaled, and the first frame of an animation: a raised flag stops the
+    /// decode before libwebp is handed its first chunk.
+    @Test(arguments: [
+        "yellow_rose.lossy.webp", "yellow_rose.lossless.webp", "yellow_rose.lossy-with-alpha.webp", "anim.webp",
+    ])
+    func aRaisedCancellationStopsTheWebPDecode(name: String) throws {
+        let data = try Fixtures.data("webp", name)
+        for minimumSize in [nil, PixelSize(width: 50, height: 40)] {
+            expectCancelled(.webp) { () throws(ImageDecodingError) in
+                try ImageDecoders.WebP().decode(
+                    data, context: try! context(data, minimumSize: minimumSize, raised: true))
+            }
+        }
+    }
+
+    /// Raised part way (at the first rows reported, after a chunk of the file), a 1500x1000 WebP decode stops
+    /// at the next chunk, short of its last row; lossy and lossless.
+    @Test(arguments: [80, nil] as [Float?])
+    func aWebPDecodeStopsAtTheChunkAfterTheFlagIsRaised(quality: Float?) throws {
+        let data = SampleImages.webp(SampleImages.detailed(width: 1500, height: 1000), quality: quality)
+        let recorder = RaisingAtFirstReport()
+        let context = try context(data, raisedBy: recorder)
+        expectCancelled(.webp) { () throws(ImageDecodingError) in
+            try ImageDecoders.WebP().decode(data, context: context)
+        }
+        let reports = recorder.rowsReported
+        #expect(reports.count == 1, "\(data.count) bytes, reported \(reports)")
+        #expect(reports.allSatisfy { $0.rows < $0.total && $0.total == 1000 }, "\(reports)")
+    }
+
     /// Large enough to be split between lanes, so every lane sees the flag.
     @Test func aRaisedCancellationStopsTheResize() {
         let bitmap = SampleImages.gradient(width: 1200, height: 900)
