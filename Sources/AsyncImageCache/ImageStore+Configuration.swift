@@ -48,8 +48,9 @@ extension ImageStore {
         /// Looks at local files' versions; tests replace it with a spy that counts calls.
         var fileInspector: any FileInspecting = SystemFileInspector()
         /// Called on the decoding thread after each batch of source rows a JPEG or PNG decodes row by
-        /// row, and after each chunk of a WebP file libwebp is handed (its output rows so far), with the
-        /// rows decoded so far and the rows in all; tests see how far a decode went, and hold it there.
+        /// row (an interlaced PNG's once per pass), and after each chunk of a WebP file libwebp is handed
+        /// (its output rows so far), with the rows decoded so far and the rows in all; tests see how far a
+        /// decode went, and hold it there.
         var decodeRowObserver: (@Sendable (_ rowsDecoded: Int, _ totalRows: Int) -> Void)?
 
         /// Creates a configuration with default budgets and parts.

@@ -15,7 +15,9 @@
 /* libpng's progressive row API, set up to give what png_image_finish_read gives for an 8-bit RGBA
  * image: palettes and low bit depths expanded, tRNS made alpha, 16-bit samples scaled to 8 bits,
  * gray widened, opaque images given alpha 255. The simplified API adds no other change as long as it
- * corrects no gamma, so files with another gamma are left to it (CPNG_READER_NEEDS_WHOLE_IMAGE).
+ * corrects no gamma, so files with another gamma are left to it (CPNG_READER_NEEDS_WHOLE_IMAGE). An
+ * Adam7 file is read as the simplified API reads it, with libpng's interlace handling: every pass goes
+ * over every row of the one image, and each fills in its own pixels.
  *
  * libpng reports errors by longjmp-ing to png_jmpbuf; no local variable changed after a setjmp is
  * read after the jump lands. */
@@ -87,7 +89,8 @@ static cpng_reader *new_reader(const unsigned char *bytes, size_t count) {
 }
 
 cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cpng_reader **result,
-                                    unsigned *width, unsigned *height, int *has_alpha, char *message) {
+                                    unsigned *width, unsigned *height, int *has_alpha, int *passes,
+                                    char *message) {
     *result = NULL;
     message[0] = 0;
     cpng_reader *reader = new_reader(bytes, count);
@@ -105,7 +108,8 @@ cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cp
     png_uint_32 image_width = 0, image_height = 0;
     int depth = 0, color = 0, interlace = 0;
     png_get_IHDR(reader->png, reader->info, &image_width, &image_height, &depth, &color, &interlace, NULL, NULL);
-    if (interlace != PNG_INTERLACE_NONE || !keeps_samples(reader->png, reader->info)) {
+    int interlaced = interlace != PNG_INTERLACE_NONE;
+    if ((interlaced && (passes == NULL || depth == 16)) || !keeps_samples(reader->png, reader->info)) {
         cpng_reader_close(reader);
         return CPNG_READER_NEEDS_WHOLE_IMAGE;
     }
@@ -129,6 +133,8 @@ cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cp
     if (!alpha) {
         png_set_filler(reader->png, 0xFF, PNG_FILLER_AFTER);
     }
+    /* 1 for a sequential file; for Adam7, 7, and libpng spreads each pass's pixels over the rows. */
+    int pass_count = png_set_interlace_handling(reader->png);
     png_read_update_info(reader->png, reader->info);
     if (png_get_rowbytes(reader->png, reader->info) != (size_t)image_width * 4) {
         snprintf(message, CPNG_MESSAGE_SIZE, "unexpected row layout after the transforms");
@@ -138,6 +144,9 @@ cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cp
     *width = image_width;
     *height = image_height;
     *has_alpha = alpha;
+    if (passes != NULL) {
+        *passes = pass_count;
+    }
     *result = reader;
     return CPNG_READER_READY;
 }

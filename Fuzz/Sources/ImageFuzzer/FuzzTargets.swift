@@ -49,8 +49,9 @@ enum FuzzTargets {
             _ = ImageDecoders.JPEG.fuzzDCDecodeAgreement(data)
         }
         if format == .png {
-            // The row reader behind the row-by-row resize: the simplified API's pixels, and a resize to
-            // the scale the last byte picks (the full size when it picks none, which the reader declines).
+            // The row reader behind the row-by-row resize and the whole decode in a store (an interlaced file
+            // pass by pass): the simplified API's pixels, and a resize to the scale the last byte picks (the
+            // full size when it picks none, which the resize declines).
             _ = ImageDecoders.PNG.fuzzRowReaderAgreement(data, context: context, resizedTo: minimum ?? stored)
         }
         #endif

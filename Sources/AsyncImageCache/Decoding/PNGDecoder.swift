@@ -28,10 +28,27 @@ extension ImageDecoders {
         /// Creates a PNG decoder.
         public init() {}
 
-        /// Decodes `data` at full size; `context.minimumSize` is ignored. libpng's simplified API reads the
-        /// image in one call, so ``ImageDecodingContext/isCancelled`` is only looked at before it starts.
+        /// Decodes `data` at full size; `context.minimumSize` is ignored.
+        ///
+        /// In an ``ImageStore`` (a context with a cancellation) a file the row reader reads right goes through
+        /// it row by row, an Adam7 file pass by pass, to the simplified API's pixels, and
+        /// ``ImageDecodingContext/isCancelled`` is read every 8 rows: a decode nobody wants stops there and
+        /// throws ``ImageDecodingError/Reason/cancelled``. The files it does not read right (a gamma that
+        /// libpng corrects, Adam7 at 16 bits) and a context you make, which nothing can cancel, go to the
+        /// simplified API, which reads the image in one call: then the flag is only looked at before it
+        /// starts. A file the rows fail on is decoded again by the simplified API, whose outcome stands, so
+        /// that a file ends the same way whoever decodes it.
         public func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
             try context.checkCancellation(format: .png)
+            if context.cancellation != nil {
+                let rows = Result { () throws(ImageDecodingError) in try decodeRowByRow(data, context: context) }
+                switch rows {
+                case .success(let bitmap?): return bitmap
+                case .success(nil): break
+                case .failure(let error) where error.reason == .cancelled: throw error
+                case .failure: try context.checkCancellation(format: .png)
+                }
+            }
             return try decode(data, context: context, sixteenBitPath: .automatic)
         }
 
@@ -50,17 +67,45 @@ extension ImageDecoders {
             }.get()
         }
 
-        /// Every row of `data` through the row reader into a full bitmap, `nil` where ``decode(_:context:resizedTo:)``
-        /// would be: what the resize consumes, for tests to compare with the simplified API's pixels.
+        /// Every row of `data` through the row reader into a full bitmap, an Adam7 file's rows once per pass:
+        /// the simplified API's pixels (what the resize consumes, and what a cancellable whole decode gives).
+        /// Reads ``ImageDecodingContext/isCancelled`` before every ``rowsPerCheck`` rows and throws `.cancelled`
+        /// once it is raised, and reports the rows read after each batch (an Adam7 file has 7 times its
+        /// height). `nil` for a file only the simplified API reads right: a gamma it corrects, Adam7 at 16 bits.
         func decodeRowByRow(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap? {
             try Self.readable(data).withUnsafeBytes { bytes in
-                Self.withRowReader(bytes.bindMemory(to: UInt8.self), context: context) { reader, size, _ in
-                    var pixels = [UInt8](repeating: 0, count: size.pixelCount * 4)
-                    let read = cpng_reader_read_rows(reader, &pixels, size.width * 4, UInt32(size.height)) == 0
+                Self.withRowReader(bytes.bindMemory(to: UInt8.self), context: context, readingPasses: true) {
+                    reader, size, _, passes in
+                    let (bytesPerRow, byteCount) = (size.width * 4, size.pixelCount * 4)
+                    var read = true
+                    let pixels = [UInt8](unsafeUninitializedCapacity: byteCount) { buffer, initializedCount in
+                        var rowsRead = 0
+                        // Each pass goes over every row; together they write every pixel once.
+                        passes: for _ in 0..<passes {
+                            for first in stride(from: 0, to: size.height, by: Self.rowsPerCheck) {
+                                let count = min(Self.rowsPerCheck, size.height - first)
+                                guard !context.isCancelled,
+                                    cpng_reader_read_rows(
+                                        reader, buffer.baseAddress! + first * bytesPerRow, bytesPerRow, UInt32(count))
+                                        == 0
+                                else {
+                                    read = false
+                                    break passes
+                                }
+                                rowsRead += count
+                                context.cancellation?.report(rowsDecoded: rowsRead, of: size.height * passes)
+                            }
+                        }
+                        // On failure the pixels are discarded; UInt8 needs no deinitialization either way.
+                        initializedCount = read ? byteCount : 0
+                    }
                     return read ? Bitmap(width: size.width, height: size.height, pixels: pixels) : nil
                 }
             }.get()
         }
+
+        /// How many rows the row reader reads between two looks at the cancellation: one atomic read a batch.
+        static var rowsPerCheck: Int { 8 }
 
         /// Reads `data` through the row reader and through the simplified API and stops the process if both
         /// succeed with different pixels; then resizes row by row to `size` (the fuzzer: the two readers
@@ -79,10 +124,10 @@ extension ImageDecoders {
         private static func decodeStreaming(
             _ bytes: UnsafeBufferPointer<UInt8>, context: ImageDecodingContext, resizedTo size: PixelSize
         ) -> Result<Bitmap?, ImageDecodingError> {
-            withRowReader(bytes, context: context) { reader, imageSize, hasAlpha in
+            withRowReader(bytes, context: context, readingPasses: false) { reader, imageSize, hasAlpha, _ in
                 let resampler = RowResampler.reused(sourceSize: imageSize, targetSize: size, isOpaque: !hasAlpha)
                 let pixels = resampler.resample(streamingRowsWith: { rows, first, limit in
-                    // One atomic read a batch of rows (8): a decode nobody wants stops here.
+                    // One atomic read a batch of rows (the resampler's 8): a decode nobody wants stops here.
                     guard !context.isCancelled,
                         cpng_reader_read_rows(reader, rows, imageSize.width * 4, UInt32(limit)) == 0
                     else { return nil }
@@ -97,19 +142,24 @@ extension ImageDecoders {
             }
         }
 
-        /// Opens a row reader on `bytes` and runs `body` with it, the image size and whether it has alpha;
-        /// `body` returns `nil` when a read failed, which becomes the reader's error. `nil` without running
-        /// `body` for a file that must decode whole, or whose size `skippingSize` turns down.
+        /// Opens a row reader on `bytes` and runs `body` with it, the image size, whether it has alpha and the
+        /// number of passes over the rows (7 for an Adam7 file when `readingPasses`, else 1); `body` returns
+        /// `nil` when a read failed, which becomes the reader's error (`.cancelled` once the context is). `nil`
+        /// without running `body` for a file that must decode whole (any interlaced one unless
+        /// `readingPasses`), or whose size `skippingSize` turns down.
         private static func withRowReader(
-            _ bytes: UnsafeBufferPointer<UInt8>, context: ImageDecodingContext,
-            _ body: (OpaquePointer, PixelSize, Bool) -> Bitmap?,
+            _ bytes: UnsafeBufferPointer<UInt8>, context: ImageDecodingContext, readingPasses: Bool,
+            _ body: (OpaquePointer, PixelSize, Bool, Int) -> Bitmap?,
             skippingSize: (PixelSize) -> Bool = { _ in false }
         ) -> Result<Bitmap?, ImageDecodingError> {
             var reader: OpaquePointer?
-            var (width, height, hasAlpha): (UInt32, UInt32, Int32) = (0, 0, 0)
+            var (width, height, hasAlpha, passes): (UInt32, UInt32, Int32, Int32) = (0, 0, 0, 1)
             var message = [CChar](repeating: 0, count: 200)
-            let status = cpng_reader_open(
-                bytes.baseAddress, bytes.count, &reader, &width, &height, &hasAlpha, &message)
+            let status = withUnsafeMutablePointer(to: &passes) { passes in
+                cpng_reader_open(
+                    bytes.baseAddress, bytes.count, &reader, &width, &height, &hasAlpha, readingPasses ? passes : nil,
+                    &message)
+            }
             guard status == CPNG_READER_READY, let reader else {
                 if status == CPNG_READER_NEEDS_WHOLE_IMAGE { return .success(nil) }
                 let text = message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
@@ -123,7 +173,7 @@ extension ImageDecoders {
                 return .failure(ImageDecodingError(format: .png, reason: reason))
             }
             guard !skippingSize(imageSize) else { return .success(nil) }
-            guard let bitmap = body(reader, imageSize, hasAlpha != 0) else {
+            guard let bitmap = body(reader, imageSize, hasAlpha != 0, Int(passes)) else {
                 if context.isCancelled { return .failure(ImageDecodingError(format: .png, reason: .cancelled)) }
                 return .failure(error(message: String(cString: cpng_reader_message(reader))))
             }

@@ -24,24 +24,30 @@ typedef struct cpng_reader cpng_reader;
 
 /// What `cpng_reader_open` found.
 typedef enum {
-    /// The reader is ready: `cpng_reader_read_rows` gives the rows top to bottom.
+    /// The reader is ready: `cpng_reader_read_rows` gives the rows top to bottom, once per pass.
     CPNG_READER_READY = 0,
-    /// A valid PNG that only a whole-image decode reads right: Adam7-interlaced (its last pass
-    /// finishes every row), or a gamma other than sRGB's, which the simplified API corrects.
+    /// A valid PNG that only a whole-image decode reads right: a gamma other than sRGB's, which the
+    /// simplified API corrects; Adam7-interlaced when the reader was not asked for passes (its last pass
+    /// finishes every row), and always at 16 bits (libpng reduces those wrongly: see the Swift side).
     CPNG_READER_NEEDS_WHOLE_IMAGE = 1,
     /// libpng failed; the message says why.
     CPNG_READER_FAILED = 2,
 } cpng_reader_status;
 
 /// Reads the chunks before the image data of the `count` bytes at `bytes`, which must stay valid
-/// until `cpng_reader_close`. On `CPNG_READER_READY`, `*reader` is set and `*width`, `*height` and
-/// `*has_alpha` (an alpha channel or a tRNS chunk) describe the rows; otherwise `*reader` is NULL
-/// and, on failure, `message` (200 bytes) says why.
+/// until `cpng_reader_close`. With `passes` NULL an interlaced file is refused; otherwise an Adam7 file
+/// of up to 8 bits a sample is read in `*passes` (7) passes over every row, which must all go into one
+/// image (each pass fills in its own pixels and leaves the others), and `*passes` is 1 for any other.
+/// On `CPNG_READER_READY`, `*reader` is set and `*width`, `*height` and `*has_alpha` (an alpha channel
+/// or a tRNS chunk) describe the rows; otherwise `*reader` is NULL and, on failure, `message` (200
+/// bytes) says why.
 cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cpng_reader **reader,
-                                    unsigned *width, unsigned *height, int *has_alpha, char *message);
+                                    unsigned *width, unsigned *height, int *has_alpha, int *passes,
+                                    char *message);
 
-/// Writes the next `count` rows, each `width * 4` bytes, `stride` bytes apart from `rows` on.
-/// Returns 0, or -1 when libpng fails: then the reader's message says why and no more rows come.
+/// Writes the next `count` rows, each `width * 4` bytes, `stride` bytes apart from `rows` on (in a
+/// later pass of an interlaced file, over the same rows of the image again). Returns 0, or -1 when
+/// libpng fails: then the reader's message says why and no more rows come.
 int cpng_reader_read_rows(cpng_reader *reader, unsigned char *rows, size_t stride, unsigned count);
 
 /// The error message of the last failure (empty when none).

@@ -157,6 +157,24 @@ import Testing
         #expect(reports.allSatisfy { $0.rows < $0.total && $0.total == 1000 }, "\(reports)")
     }
 
+    /// Decoded whole (asked for its own size, or interlaced), a PNG stops at the batch of rows after the flag is
+    /// raised: a 1200x800 sequential file, and an Adam7 one, whose seven passes each go over its 32 rows.
+    @Test func aWholePNGDecodeStopsAtTheRowsAfterTheFlagIsRaised() throws {
+        let sequential = try ImageEncoders.PNG().encode(
+            SampleImages.gradient(width: 300, height: 200).resized(to: PixelSize(width: 1200, height: 800)))
+        let interlaced = SyntheticPNG.removingChunks("gAMA", from: try Fixtures.data("pngsuite", "basi6a08.png"))
+        for (data, totalRows) in [(sequential, 800), (interlaced, 7 * 32)] {
+            let recorder = RaisingAtFirstReport()
+            let context = try context(data, raisedBy: recorder)
+            expectCancelled(.png) { () throws(ImageDecodingError) in
+                try ImageDecoders.PNG().decode(data, context: context)
+            }
+            let reports = recorder.rowsReported
+            #expect(reports.count == 1, "reported \(reports)")
+            #expect(reports.allSatisfy { $0.rows < $0.total && $0.total == totalRows }, "\(reports)")
+        }
+    }
+
     /// Large enough to be split between lanes, so every lane sees the flag.
     @Test func aRaisedCancellationStopsTheResize() {
         let bitmap = SampleImages.gradient(width: 1200, height: 900)

@@ -4,8 +4,8 @@ import Testing
 
 @testable import AsyncImageCache
 
-/// The PNG row reader behind the decode that resizes as it reads: the same pixels as libpng's
-/// simplified API for every file it takes, and the same typed errors.
+/// The PNG row reader behind the decode that resizes as it reads, and behind a whole decode that can be
+/// cancelled: the same pixels as libpng's simplified API for every file it takes, and the same typed errors.
 @Suite("PNG row reader")
 struct PNGRowReaderTests {
     let decoder = ImageDecoders.PNG()
@@ -19,8 +19,9 @@ struct PNGRowReaderTests {
 
     @Test(arguments: valid)
     func everyFileItTakesGivesTheSimplifiedAPIsPixels(name: String) throws {
-        // With the file's gAMA left out, every sequential file is read row by row; as it is, the ones
-        // whose gamma libpng would correct (PngSuite's are mostly 1.0) go to the whole-image decode.
+        // With the file's gAMA left out, every file is read row by row (an interlaced one pass by pass) but
+        // an interlaced one at 16 bits; as it is, the ones whose gamma libpng would correct (PngSuite's are
+        // mostly 1.0) go to the whole-image decode.
         let original = try Fixtures.data("pngsuite", name)
         for data in [original, SyntheticPNG.removingChunks("gAMA", from: original)] {
             let whole = try decoder.decode(data, context: decodingContext(.png))
@@ -31,12 +32,41 @@ struct PNGRowReaderTests {
             }
             let isSequential = Self.sequential.contains(name)
             let hasGamma = data.range(of: Data("gAMA".utf8)) != nil
-            if !isSequential {
-                #expect(rows == nil, "an interlaced file must decode whole")
+            // IHDR's bit depth, after the signature, its length and type, and the two sides.
+            let isSixteenBit = data[24] == 16
+            if !isSequential && isSixteenBit {
+                #expect(rows == nil, "an interlaced 16-bit file must decode whole")
             } else if !hasGamma {
-                #expect(rows != nil, "a sequential file without gAMA reads row by row")
+                #expect(rows != nil, "a file without gAMA reads row by row")
             }
         }
+    }
+
+    /// A whole decode that can be cancelled (as in a store) reads row by row where it can, and ends as the
+    /// simplified API's one call does: the same bitmap or the same error, for every PngSuite file with and
+    /// without its gAMA, every 7th prefix of an interlaced one, and damaged copies of it.
+    @Test func aCancellableWholeDecodeEndsAsTheSimplifiedAPIDoes() throws {
+        func outcome(_ data: Data, cancellable: Bool) -> Result<Bitmap, ImageDecodingError> {
+            var context = decodingContext(.png)
+            if cancellable { context.cancellation = DecodeCancellation() }
+            return Result { () throws(ImageDecodingError) in try decoder.decode(data, context: context) }
+        }
+        var inputs: [Data] = []
+        for name in PNGDecoderTests.valid + PNGDecoderTests.corrupt {
+            let original = try Fixtures.data("pngsuite", name)
+            inputs += [original, SyntheticPNG.removingChunks("gAMA", from: original)]
+        }
+        let interlaced = SyntheticPNG.removingChunks("gAMA", from: try Fixtures.data("pngsuite", "basi6a08.png"))
+        var generator = SeededGenerator(seed: 853)
+        inputs += stride(from: 0, to: interlaced.count, by: 7).map { interlaced.prefix($0) }
+        inputs += generator.mutations(of: interlaced, count: 100, from: 8)
+        var failures = 0
+        for (index, data) in inputs.enumerated() {
+            let reference = outcome(data, cancellable: false)
+            if case .failure = reference { failures += 1 }
+            #expect(outcome(data, cancellable: true) == reference, "input \(index)")
+        }
+        #expect(failures > 100)
     }
 
     @Test func theFilesItTakesAsTheyAreAreThoseWithSRGBsGamma() throws {
