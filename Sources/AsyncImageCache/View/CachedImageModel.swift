@@ -206,10 +206,10 @@ public final class CachedImageModel {
             // bring pixels it does not need or, with rounded corners, replace it with corners that no
             // longer fit. (`CachedImage` lays a `.fill` image out again in its box once the first image
             // shows its aspect, so the wider load that image started is dropped here.)
-            if request != nil, loading != nil {
-                cancelLoad()
-                resumeWaitersIfSettled()
-            }
+            if request != nil, loading != nil { cancelLoad() }
+            // Callers of `load()` waiting for this layout (the first one, that found the image of the
+            // model this one replaced covering it) have nothing left to wait for either.
+            resumeWaitersIfSettled()
             return
         }
         if takeFromMemory(request) { return }

@@ -60,6 +60,25 @@ import Testing
         #expect(photo.decoder.count == 1)
     }
 
+    /// `load()` called before the first layout waits for it; when that layout finds the previous image
+    /// covering the frame there is nothing to load, and the call returns then.
+    @Test func aLoadWaitingForTheFirstLayoutReturnsWhenThePreviousImageCoversIt() async throws {
+        let photo = try LocalPhoto()
+        let previous = await shown(photo, scale: 3)
+        previous.disappear()
+        let model = CachedImageModel(url: photo.url, displayScale: 2, replacing: previous, store: photo.store)
+        let hydration = Task { await model.load() }
+        try await waitUntil { @MainActor in !model.waiters.isEmpty }
+        model.layoutChanged(to: CGSize(width: 100, height: 67))
+        let waiting = model.waiters.count
+        #expect(waiting == 0, "load() still waits with the image shown and nothing loading")
+        model.disappear()  // ends a load() left waiting, so that a failure does not hang the test
+        await hydration.value
+        #expect(!model.isLoading)
+        #expect(model.image?.pixelSize.width == 300)
+        #expect(photo.decoder.count == 1)
+    }
+
     @Test func anotherURLDoesNotDrawThePreviousImage() async throws {
         let photo = try LocalPhoto()
         let previous = await shown(photo, scale: 2)
