@@ -91,7 +91,8 @@ extension ImageStore {
             }
             variants.removeVariants(of: request.url)
         }
-        let outcome = await variantRuns.value(for: request, priority: priority) { [self] priority in
+        let key = runKey(request, for: request.url)
+        let outcome = await variantRuns.value(for: key, priority: priority) { [self] priority in
             await prepare(request, priority: priority)
         }
         if case .failure(let error) = outcome, error != .cancelled { count { $0.failures += 1 } }
@@ -181,7 +182,7 @@ extension ImageStore {
     /// load's lookup, and the URL would be fetched again).
     private func holdFetched(_ url: URL) -> @Sendable () -> Void {
         let key = url.cacheKey
-        let releaseRun = fetchRuns.hold(key)
+        let releaseRun = fetchRuns.hold(runKey(key, for: url))
         let bytes = decodingOriginals.withLock { table -> FetchedOriginal? in
             guard let last = table[key]?.last else { return nil }
             table[key]?.append(last)
@@ -380,7 +381,14 @@ extension ImageStore {
             }
             undecodedOriginals.removeValue(forKey: url.cacheKey)
         }
-        return await fetchRuns.value(for: url.cacheKey) { [self] _ in await fetchOriginal(url) }
+        let key = RunKey(subject: url.cacheKey, generation: generation, replacement: replacement)
+        return await fetchRuns.value(for: key) { [self] _ in await fetchOriginal(url) }
+    }
+
+    /// The key of a run for `subject` of `url` started now: under the disk tier's generation and `url`'s
+    /// replacement count, read as ``original(for:)`` reads them before it looks anything up.
+    func runKey<Subject>(_ subject: Subject, for url: URL) -> RunKey<Subject> {
+        RunKey(subject: subject, generation: disk.generation, replacement: replacementCount(of: url))
     }
 
     private func fetchOriginal(_ url: URL) async -> Result<FetchedOriginal, ImageLoadingError> {

@@ -54,8 +54,10 @@ public final class ImageStore: Sendable {
     /// The disk tier. Its folder is made by the first write; where that fails, writes fail quietly
     /// and the store works from memory and sources alone.
     let disk: DiskStore
-    let variantRuns = InFlightTable<ImageRequest, PreparedImage>()
-    let fetchRuns = InFlightTable<String, FetchedOriginal>()
+    /// The runs of the pipeline in flight, by request, and the fetches, by `URL.cacheKey`: both under the
+    /// counts (``RunKey``) that keep a load from sharing work begun before a `removeAll()` or a replacement.
+    let variantRuns = InFlightTable<RunKey<ImageRequest>, PreparedImage>()
+    let fetchRuns = InFlightTable<RunKey<String>, FetchedOriginal>()
     /// Originals fetched and not yet decoded (nor kept), by URL: a load of another width meanwhile
     /// takes them from here instead of fetching again. One entry per run that holds them.
     let decodingOriginals = LockedBox([String: [FetchedOriginal]]())

@@ -79,6 +79,114 @@ import Testing
             kept == nil || kept == PixelSize(width: 32, height: 32),
             "removeAll() returned, yet memory keeps the old image: \(String(describing: kept))")
     }
+
+    /// A load that starts once `removeAll()` has returned does not wait for a decode of the old image that
+    /// was under way: it would be handed the image `removeAll()` was called to drop.
+    @Test func aLoadStartedAfterRemoveAllDoesNotJoinTheOldImagesDecode() async throws {
+        let folder = TemporaryDirectory("remove-all-join")
+        let images = TemporaryDirectory("remove-all-join-images")
+        let file = images.url.appendingPathComponent("a.jpg")
+        try SampleImages.jpeg(width: 64, height: 48).write(to: file)
+        let server = try TestHTTPServer(serving: images.url)
+        defer { server.stop() }
+        let decoder = GatedDecoder(open: true)
+        let store = try ImageStore.makeForTesting(root: folder.url) {
+            $0.decoder = decoder
+            $0.decodeConcurrency = 2
+        }
+        let url = server.url("/images/a.jpg")
+        #expect(try await store.image(for: ImageRequest(url: url, targetWidth: 32)).pixelSize.height == 24)
+        try SampleImages.jpeg(width: 64, height: 64).write(to: file)
+        // A load of the old original in memory, held in its decode.
+        decoder.close()
+        let rounded = ImageRequest(url: url, targetWidth: 32, cornerRadius: 4)
+        let underWay = Task { try await store.image(for: rounded) }
+        try await waitUntil { decoder.enteredCount == 2 }
+        store.removeAll()
+        let after = Task { try await store.image(for: rounded) }
+        // Joined, it waits without a decode of its own; on its own, it fetches the new bytes and decodes.
+        try await waitUntil { store.variantRuns.waiterCount(for: rounded) == 2 || decoder.enteredCount == 3 }
+        decoder.open()
+        #expect(try await underWay.value.pixelSize.height == 24)  // under way: delivered, not kept
+        let height = try await after.value.pixelSize.height
+        #expect(height == 32, "a load started after removeAll() got the old image, 32x\(height)")
+    }
+
+    /// A load that starts once `removeAll()` has returned does not share a read of the old file from the disk
+    /// tier that was under way.
+    @Test func aLoadStartedAfterRemoveAllDoesNotShareTheOldFilesRead() async throws {
+        let folder = TemporaryDirectory("remove-all-read")
+        let images = TemporaryDirectory("remove-all-read-images")
+        let file = images.url.appendingPathComponent("a.jpg")
+        try SampleImages.jpeg(width: 64, height: 48).write(to: file)
+        let server = try TestHTTPServer(serving: images.url)
+        defer { server.stop() }
+        let attributes = PixelSizeReadGate()
+        let store = try ImageStore.makeForTesting(root: folder.url) { $0.extendedAttributes = attributes }
+        let url = server.url("/images/a.jpg")
+        #expect(try await store.image(for: ImageRequest(url: url, targetWidth: 32)).pixelSize.height == 24)
+        store.waitForDiskMaintenance()
+        store.clearMemory()
+        try SampleImages.jpeg(width: 64, height: 64).write(to: file)
+        // A load that has read the old file, held where it looks at the file's size attribute.
+        attributes.arm()
+        let underWay = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 32)) }
+        try await waitUntil { attributes.isParked }
+        store.removeAll()
+        let after = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 16)) }
+        // Joined, it waits for the held read; on its own, it downloads the new bytes.
+        try await waitUntil {
+            store.fetchRuns.waiterCount(for: url.cacheKey) == 2 || store.statistics.sourceFetches == 2
+        }
+        attributes.open()
+        #expect(try await underWay.value.pixelSize.height == 24)  // under way: delivered, not kept
+        let height = try await after.value.pixelSize.height
+        #expect(height == 16, "a load started after removeAll() got the old image, 16x\(height)")
+    }
+}
+
+/// The real attributes, except that once armed the next read of the pixel-size attribute waits, on its
+/// thread, until ``open()``: parks a load that has just read a file of the disk tier.
+final class PixelSizeReadGate: ExtendedAttributeStoring, @unchecked Sendable {
+    // Every stored `var` is only touched while holding `condition`.
+    private let condition = NSCondition()
+    private var isArmed = false
+    private var parked = false
+    private var isOpen = false
+
+    var isParked: Bool { condition.withLock { parked } }
+
+    func arm() {
+        condition.withLock { isArmed = true }
+    }
+
+    func open() {
+        condition.withLock {
+            isOpen = true
+            condition.broadcast()
+        }
+    }
+
+    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
+    {
+        if name == PixelSizeAttribute.name {
+            condition.withLock {
+                guard isArmed else { return }
+                isArmed = false
+                parked = true
+                while !isOpen { condition.wait() }
+            }
+        }
+        return FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
+    }
+
+    func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
+        try FileExtendedAttributes().setValue(value, named: name, atPath: path)
+    }
+
+    func removeValue(named name: String, atPath path: String) {
+        FileExtendedAttributes().removeValue(named: name, atPath: path)
+    }
 }
 
 /// The real attributes, except that the first one set (by the disk write of a finished load) first

@@ -44,6 +44,13 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         state.withLock { $0.runs[key]?.waiters.count ?? 0 }
     }
 
+    /// The number of callers waiting for the runs whose keys satisfy `matches` (for tests and diagnostics).
+    func waiterCount(matching matches: (Key) -> Bool) -> Int {
+        state.withLock { state in
+            state.runs.reduce(0) { total, entry in matches(entry.key) ? total + entry.value.waiters.count : total }
+        }
+    }
+
     /// Waits for the run for `key`, starting one with `work` when none is in flight.
     ///
     /// - Parameter priority: How urgently this caller wants the value; a run takes the highest
@@ -140,5 +147,24 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return run.waiters.values.map(\.continuation)
         }
         for waiter in waiters { waiter.resume(returning: outcome) }
+    }
+}
+
+/// The key of an in-flight run of the store: what it works on, with the disk tier's generation and the
+/// URL's replacement count read before anything was looked up for it. A load that starts after a
+/// `removeAll()`, or after a revalidation replaced the image, reads other counts and so never waits for
+/// a run that looked up the old bytes (it would be handed the old image), as it never takes old bytes
+/// from ``ImageStore/decodingOriginals`` or ``ImageStore/undecodedOriginals``.
+struct RunKey<Subject: Hashable & Sendable>: Hashable, Sendable {
+    let subject: Subject
+    let generation: Int
+    let replacement: Int
+}
+
+extension InFlightTable {
+    /// The number of callers waiting for the runs for `subject`, under any counts (for tests and
+    /// diagnostics).
+    func waiterCount<Subject>(for subject: Subject) -> Int where Key == RunKey<Subject> {
+        waiterCount { $0.subject == subject }
     }
 }
