@@ -82,6 +82,10 @@ import Testing
         let hydration = Task { await slow.model.load() }
         try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
         slow.model.layoutChanged(to: CGSize(width: 300, height: 200))  // the wider load replaces the first
+        // Released only once the wider load has run (it replaces the first when the main actor gets to it,
+        // which other tests' work on the main actor can delay past a release that lets the first decode).
+        let (store, wider) = (slow.model.store, try #require(slow.model.request))
+        try await waitUntil { store.variantRuns.waiterCount(for: wider) == 1 }
         try await slow.release()
         await hydration.value
         #expect(slow.model.image?.pixelSize.width == 300)  // the whole 300 px source
