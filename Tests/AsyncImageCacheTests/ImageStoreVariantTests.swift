@@ -27,6 +27,30 @@ import Testing
         #expect(decoder.count == 1)
     }
 
+    /// A decode too large for the memory budget is handed out and not kept; the smaller variants of the
+    /// URL, which it would have replaced, stay (a full-size photo opened from a grid leaves its thumbnail).
+    @Test func aDecodeTooLargeToKeepLeavesTheSmallerVariantsInMemory() async throws {
+        let folder = TemporaryDirectory("variants")
+        try SampleImages.writeJPEGs([PixelSize(width: 800, height: 400)], into: folder.url)
+        let decoder = CountingDecoder()
+        // Room for the 100x50 variant (20 KB), not for the natural 800x400 one (1.28 MB).
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = decoder
+            $0.memoryByteLimit = 200_000
+        }
+        let url = folder.url.appendingPathComponent("0.jpg")
+        let thumbnail = ImageRequest(url: url, targetWidth: 100)
+        _ = try await store.image(for: thumbnail)
+        #expect(try await store.image(for: ImageRequest(url: url)).pixelSize == PixelSize(width: 800, height: 400))
+        #expect(store.cachedImage(for: ImageRequest(url: url)) == nil)  // over the budget: not kept
+        let kept = store.cachedImage(for: thumbnail)?.pixelSize
+        #expect(
+            kept == PixelSize(width: 100, height: 50),
+            "the thumbnail left memory with the decode that did not fit: \(String(describing: kept))")
+        _ = try await store.image(for: thumbnail)
+        #expect(decoder.count == 2)
+    }
+
     @Test func cornersMustScaleToTheRequestedRadius() async throws {
         let folder = TemporaryDirectory("variants")
         try SampleImages.writeJPEGs([PixelSize(width: 800, height: 400)], into: folder.url)

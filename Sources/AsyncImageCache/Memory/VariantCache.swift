@@ -38,12 +38,15 @@ final class VariantCache: @unchecked Sendable {
         }
     }
 
-    /// Stores `image` for `request`, dropping the smaller variants of the URL that it serves.
+    /// Stores `image` for `request`, dropping the smaller variants of the URL that it serves. An image that
+    /// cannot fit the limits at all is not kept, and the smaller variants stay.
     func insert(_ image: PreparedImage, for request: ImageRequest) {
         var released: [PreparedImage] = []
         lock.withLock {
             let key = request.url.cacheKey
-            for other in variantsByURL[key] ?? [] where other != request {
+            // The storage refuses it (below) when it alone is over the budget: the ones it serves stay then.
+            let fits = image.cost <= storage.costLimit && storage.countLimit > 0
+            for other in variantsByURL[key] ?? [] where fits && other != request {
                 guard let existing = storage.value(forKey: other, markingUsed: false),
                     image.pixelSize.width >= existing.pixelSize.width, image.serves(other)
                 else { continue }
