@@ -3,7 +3,8 @@ extension ImageStore {
     ///
     /// Prefetches fetch and decode like ordinary loads and fill the same caches, but a visible
     /// load waiting for a decode slot always goes first, and a prefetch that a visible load joins
-    /// is raised to its priority. Requests already cached or already prefetching are skipped.
+    /// is raised to its priority. Requests already cached or already prefetching are skipped; a prefetch
+    /// begun before ``removeAll()`` does not count (it keeps nothing), and is replaced by a new one.
     /// At most eight prefetches (twice the decode concurrency, when that is more) run at once; the
     /// others wait their turn, so a long list holds the bytes of only a few images at a time.
     ///
@@ -16,10 +17,13 @@ extension ImageStore {
             markDiskUse(of: request.url, hit.diskUse)
             return false
         }
-        prefetches.withLock { table in
-            for request in uncached where table.running[request] == nil { table.enqueue(request) }
-            startWaitingPrefetches(&table)
+        // A prefetch begun before a `removeAll()` keeps nothing: the request is prefetched afresh.
+        let generation = disk.generation
+        let replaced = prefetches.withLock { table in
+            for request in uncached where table.running[request]?.generation != generation { table.enqueue(request) }
+            return startWaitingPrefetches(&table)
         }
+        replaced.forEach { $0.cancel() }
     }
 
     /// Stops prefetching `requests`, running or waiting their turn. Work that a visible load also
@@ -30,8 +34,7 @@ extension ImageStore {
                 table.removeWaiting(request)
                 return table.running.removeValue(forKey: request)?.task
             }
-            startWaitingPrefetches(&table)
-            return tasks
+            return tasks + startWaitingPrefetches(&table)
         }
         tasks.forEach { $0.cancel() }
     }
@@ -51,28 +54,36 @@ extension ImageStore {
     var prefetchConcurrency: Int { max(8, 2 * decodeSlots.limit) }
 
     /// Starts waiting prefetches, first queued first, while fewer than ``prefetchConcurrency`` run.
-    private func startWaitingPrefetches(_ table: inout PrefetchTable) {
+    /// Returns the prefetches of the same requests begun before a `removeAll()` that they replace, for the
+    /// caller to cancel once the lock is released.
+    @discardableResult
+    private func startWaitingPrefetches(_ table: inout PrefetchTable) -> [Task<Void, Never>] {
+        var replaced: [Task<Void, Never>] = []
         while table.running.count < prefetchConcurrency, let request = table.nextWaiting() {
             table.lastID += 1
             let id = table.lastID
             // The entry is in place before the task can end: ending takes the same lock.
             let task = Task(priority: .utility) { [self] in
                 _ = await prepared(request, priority: .low)
-                prefetches.withLock { table in
+                let replaced = prefetches.withLock { table in
                     // Only its own entry: a stopped prefetch may end after the request started again.
                     if table.running[request]?.id == id { table.running[request] = nil }
-                    startWaitingPrefetches(&table)
+                    return startWaitingPrefetches(&table)
                 }
+                replaced.forEach { $0.cancel() }
             }
-            table.running[request] = (id, task)
+            if let old = table.running[request] { replaced.append(old.task) }
+            table.running[request] = (id, task, disk.generation)
         }
+        return replaced
     }
 }
 
-/// The prefetches running, each under the number it started with, and those waiting their turn.
+/// The prefetches running, each under the number it started with and the disk tier's generation then,
+/// and those waiting their turn.
 struct PrefetchTable {
     var lastID: UInt64 = 0
-    var running: [ImageRequest: (id: UInt64, task: Task<Void, Never>)] = [:]
+    var running: [ImageRequest: (id: UInt64, task: Task<Void, Never>, generation: Int)] = [:]
     /// The requests in line from `queueStart` on; one stopped while it waited stays in line, skipped
     /// when its turn comes, so that stopping never searches the line.
     private var queue: [ImageRequest] = []

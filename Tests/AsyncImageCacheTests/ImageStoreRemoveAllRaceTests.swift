@@ -143,6 +143,29 @@ import Testing
         let height = try await after.value.pixelSize.height
         #expect(height == 16, "a load started after removeAll() got the old image, 16x\(height)")
     }
+
+    /// Prefetching a request again after `removeAll()` prefetches it afresh, though a prefetch of it begun
+    /// before is still under way: that one keeps nothing, and the row would find no image in memory.
+    @Test func aPrefetchStartedAgainAfterRemoveAllKeepsItsImage() async throws {
+        let folder = TemporaryDirectory("remove-all-prefetch")
+        let images = TemporaryDirectory("remove-all-prefetch-images")
+        try SampleImages.jpeg(width: 64, height: 48).write(to: images.url.appendingPathComponent("a.jpg"))
+        let server = try TestHTTPServer(serving: images.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url)
+        let path = "/held/prefetch/images/a.jpg"
+        let request = ImageRequest(url: server.url(path), targetWidth: 32)
+        store.startPrefetching([request])
+        try await waitUntil { try await server.hits(for: path) == 1 }
+        store.removeAll()
+        store.startPrefetching([request])
+        try await server.release("prefetch")
+        try await waitUntil { store.prefetches.withLock { $0.running.isEmpty } }
+        let kept = store.cachedImage(for: request)?.pixelSize
+        #expect(
+            kept == PixelSize(width: 32, height: 24),
+            "the prefetch started after removeAll() left nothing in memory: \(String(describing: kept))")
+    }
 }
 
 /// The real attributes, except that once armed the next read of the pixel-size attribute waits, on its
