@@ -143,8 +143,7 @@ extension ImageStore {
             guard fetched.origin != .source, error.reason.suggestsDamage else {
                 return .failure(.decodingFailed(error))
             }
-            originals.removeValue(forKey: request.url.cacheKey)  // ``cachedOriginalBytes(for:)`` may have read the file
-            disk.remove(request.url)
+            removeDamaged(fetched.original.data, for: request.url)
             forgetDecoding(fetched, for: request.url, everyHold: true)  // damaged: no other width takes them
             if afterDamagedFile || Task.isCancelled { return .failure(.decodingFailed(error)) }
             return await prepare(request, priority: priority, afterDamagedFile: true)
@@ -167,6 +166,16 @@ extension ImageStore {
         }
         if storesOriginal == true { keepOnDisk(fetched, for: request.url) }
         return .success(prepared)
+    }
+
+    /// Removes `damaged`, bytes of `url` from the tiers that failed to decode, from memory originals (where
+    /// ``cachedOriginalBytes(for:)`` may have put the file's bytes) and the disk tier, where either still
+    /// holds them: another width that failed on the same bytes first may have replaced them from the
+    /// source since, and the replacement stays.
+    private func removeDamaged(_ damaged: Data, for url: URL) {
+        let key = url.cacheKey
+        if originals.value(forKey: key)?.data == damaged { originals.removeValue(forKey: key) }
+        if disk.data(for: url) == damaged { disk.remove(url) }
     }
 
     /// Holds bytes fresh from the source whose decode never finished, nobody wanting it any more, in

@@ -131,6 +131,32 @@ import Testing
         expectNothingTorn(in: store)
     }
 
+    /// Two widths decoding the same damaged file: the one that fails first replaces it from the source; the
+    /// other, failing after that, leaves the replacement in place and takes it, without downloading again.
+    @Test func aSecondWidthFailingOnTheSameDamagedFileKeepsTheReplacement() async throws {
+        // Large enough that its decode reports its rows in several batches, so it can be held part way.
+        let source = ImageStoreDecodeCancellationTests.largeJPEG
+        try source.write(to: images.url.appendingPathComponent("large.jpg"))
+        let url = server.url("/images/large.jpg")
+        let root = TemporaryDirectory("fault-cache")
+        let gate = RowGate()
+        let store = try ImageStore.makeForTesting(root: root.url) { $0.decodeRowObserver = gate.observer }
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        let file = store.disk.fileURL(for: url)
+        try source.prefix(source.count / 2).write(to: file)  // the header still parses, the scan ends early
+        store.clearMemory()
+        gate.arm()
+        let parked = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 1000)) }
+        try await waitUntil { gate.parkedCount == 1 }
+        // Another width takes the same bytes, fails on them and replaces the file from the source.
+        #expect(try await store.image(for: ImageRequest(url: url, targetWidth: 750)).pixelSize.width == 750)
+        gate.open()
+        #expect(try await parked.value.pixelSize.width == 1000)
+        let hits = try await server.hits(for: "/images/large.jpg")
+        #expect(hits == 2, "\(hits) downloads: the first load's, the replacement's, and one more")
+        #expect(try Data(contentsOf: file) == source)
+    }
+
     @Test func damagedBytesReadThroughCachedOriginalBytesAreReplacedToo() async throws {
         let root = TemporaryDirectory("fault-cache")
         let (store, file) = try await storeWithDamagedFile(in: root) { $0.prefix($0.count / 2) }
