@@ -170,36 +170,22 @@ import Testing
 
 /// The real attributes, except that once armed the next read of the pixel-size attribute waits, on its
 /// thread, until ``open()``: parks a load that has just read a file of the disk tier.
-final class PixelSizeReadGate: ExtendedAttributeStoring, @unchecked Sendable {
-    // Every stored `var` is only touched while holding `condition`.
-    private let condition = NSCondition()
-    private var isArmed = false
-    private var parked = false
-    private var isOpen = false
+final class PixelSizeReadGate: ExtendedAttributeStoring, Sendable {
+    private let gate = ParkingGate()
 
-    var isParked: Bool { condition.withLock { parked } }
+    var isParked: Bool { gate.parkedCount > 0 }
 
     func arm() {
-        condition.withLock { isArmed = true }
+        gate.arm()
     }
 
     func open() {
-        condition.withLock {
-            isOpen = true
-            condition.broadcast()
-        }
+        gate.open()
     }
 
     func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
     {
-        if name == PixelSizeAttribute.name {
-            condition.withLock {
-                guard isArmed else { return }
-                isArmed = false
-                parked = true
-                while !isOpen { condition.wait() }
-            }
-        }
+        if name == PixelSizeAttribute.name { gate.parkIfArmed() }
         return FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
     }
 

@@ -101,46 +101,70 @@ final class StageLog: @unchecked Sendable {
     }
 }
 
-/// A stage observer that, once armed, holds the next start of `stage` (on the thread that runs it)
-/// until the test opens the gate: parks a load at that stage while something else happens.
-final class StageGate: @unchecked Sendable {
+/// Once armed, holds the next caller of ``parkIfArmed()`` (on its own thread) until ``open()``: the
+/// waiting part of the gates that park a load at one point while a test does something else.
+final class ParkingGate: @unchecked Sendable {
     // Every stored `var` is only touched while holding `condition`.
     private let condition = NSCondition()
-    private let stage: ImageStore.Stage
     private var isArmed = false
     private var isOpen = false
     private var parked = 0
+
+    /// Callers held at the gate so far.
+    var parkedCount: Int { condition.withLock { parked } }
+
+    /// Holds the next caller.
+    func arm() {
+        condition.withLock { isArmed = true }
+    }
+
+    /// Lets every held caller go, and every later one through.
+    func open() {
+        condition.withLock {
+            isOpen = true
+            condition.broadcast()
+        }
+    }
+
+    /// Waits here until ``open()`` when the gate is armed (disarming it), else returns at once.
+    func parkIfArmed() {
+        condition.withLock {
+            guard isArmed else { return }
+            isArmed = false
+            parked += 1
+            condition.broadcast()
+            while !isOpen { condition.wait() }
+        }
+    }
+}
+
+/// A stage observer that, once armed, holds the next start of `stage` (on the thread that runs it)
+/// until the test opens the gate: parks a load at that stage while something else happens.
+final class StageGate: Sendable {
+    private let stage: ImageStore.Stage
+    private let gate = ParkingGate()
 
     init(_ stage: ImageStore.Stage) {
         self.stage = stage
     }
 
     /// Starts of the stage held at the gate so far.
-    var parkedCount: Int { condition.withLock { parked } }
+    var parkedCount: Int { gate.parkedCount }
 
     var observer: @Sendable (ImageStore.Stage, URL) -> Void {
         { [self] stage, _ in
             guard stage == self.stage else { return }
-            condition.withLock {
-                guard isArmed else { return }
-                isArmed = false
-                parked += 1
-                condition.broadcast()
-                while !isOpen { condition.wait() }
-            }
+            gate.parkIfArmed()
         }
     }
 
     /// Holds the next start of the stage.
     func arm() {
-        condition.withLock { isArmed = true }
+        gate.arm()
     }
 
     func open() {
-        condition.withLock {
-            isOpen = true
-            condition.broadcast()
-        }
+        gate.open()
     }
 }
 
