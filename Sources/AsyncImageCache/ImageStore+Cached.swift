@@ -39,8 +39,8 @@ extension ImageStore {
         let original = OriginalImage(data: data, header: header, fileStamp: nil)
         // Handed out, but not kept when a `removeAll()` ran since the file was read.
         _ = disk.ifCurrent(generation) {
-            originals.insert(original, forKey: url.cacheKey, cost: data.count)
-            sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
+            keepOriginal(original, forKey: url.cacheKey)
+            memoize(original.pixelSize, forKey: url.cacheKey)
         }
         return (data, original.pixelSize.cgSize)
     }
@@ -64,7 +64,7 @@ extension ImageStore {
         if url.isRemote {
             if let size = sizeFromAttribute(for: url) {
                 count { $0.sizesFromAttribute += 1 }
-                sizeMemo.insert(size, forKey: key, cost: 0)
+                memoize(size, forKey: key)
                 return size
             }
             guard let size = sizeFromHeader(for: url) else { return nil }
@@ -98,7 +98,7 @@ extension ImageStore {
 
     private func remember(_ size: PixelSize, for url: URL) -> PixelSize {
         count { $0.sizesFromHeader += 1 }
-        sizeMemo.insert(size, forKey: url.cacheKey, cost: 0)
+        memoize(size, forKey: url.cacheKey)
         return size
     }
 

@@ -182,7 +182,9 @@ extension ImageStore {
     /// ``undecodedOriginals`` for the next load of `url`; bytes from the tiers stay where they are.
     private func holdUndecoded(_ fetched: FetchedOriginal, for url: URL) {
         guard fetched.origin == .source else { return }
-        undecodedOriginals.insert(fetched, forKey: url.cacheKey, cost: fetched.original.data.count)
+        let key = url.cacheKey
+        undecodedOriginals.insert(
+            fetched, forKey: key, cost: fetched.original.data.count + Self.payloadCost(ofKey: key))
     }
 
     /// Keeps what loads of `url` fetch or have fetched, for a load that replaces one of them, until the
@@ -482,9 +484,9 @@ extension ImageStore {
     private func keepInMemory(_ fetched: FetchedOriginal, for url: URL) {
         let original = fetched.original
         if fetched.origin != .memory {
-            originals.insert(original, forKey: url.cacheKey, cost: original.data.count)
+            keepOriginal(original, forKey: url.cacheKey)
         }
-        sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
+        memoize(original.pixelSize, forKey: url.cacheKey)
     }
 
     /// Keeps a decoded original on disk when it is remote and new.

@@ -114,8 +114,8 @@ extension ImageStore {
             // Checked and kept in memory in one step, as a load's result is. A decode of the old bytes
             // still running (another width) sees the count raised there, and keeps nothing after.
             let kept: Void? = disk.ifCurrent(generation) {
-                originals.insert(original, forKey: url.cacheKey, cost: data.count)
-                sizeMemo.insert(original.pixelSize, forKey: url.cacheKey, cost: 0)
+                keepOriginal(original, forKey: url.cacheKey)
+                memoize(original.pixelSize, forKey: url.cacheKey)
                 variants.removeVariants(of: url)
                 replacements.withLock { $0[Self.replacementStripe(of: url)] &+= 1 }
             }

@@ -49,6 +49,8 @@ public final class ImageStore: Sendable {
     let variants: VariantCache
     // Originals, sizes and fetches are keyed by `URL.cacheKey`, the absolute string: hashing and
     // comparing `URL` values costs several times more, and the string is what names the disk file.
+    // A `data:` URL's key is its whole payload: it costs its bytes in both (see ``keepOriginal(_:forKey:)``
+    // and ``memoize(_:forKey:)``).
     let originals: MemoryCache<String, OriginalImage>
     let sizeMemo: MemoryCache<String, PixelSize>
     /// The disk tier. Its folder is made by the first write; where that fails, writes fail quietly
@@ -118,7 +120,7 @@ public final class ImageStore: Sendable {
         originals = MemoryCache(countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryByteLimit)
         undecodedOriginals = MemoryCache(
             countLimit: min(32, configuration.memoryCountLimit), costLimit: configuration.memoryByteLimit / 4)
-        sizeMemo = MemoryCache(countLimit: 10_000, costLimit: .max)
+        sizeMemo = MemoryCache(countLimit: 10_000, costLimit: Self.sizeMemoKeyByteLimit)
         disk = DiskStore(
             directory: configuration.directory, byteLimit: configuration.diskByteLimit,
             attributes: configuration.extendedAttributes)
@@ -146,5 +148,29 @@ public final class ImageStore: Sendable {
 
     func report(_ stage: Stage, _ url: URL) {
         configuration.stageObserver?(stage, url)
+    }
+}
+
+extension ImageStore {
+    /// The most bytes of keys the size memo holds: far more than 10,000 web URLs take, and a few
+    /// `data:` URLs, whose key is their whole payload.
+    static let sizeMemoKeyByteLimit = 4 << 20
+
+    /// Keeps `original` in the memory tier of originals under `key`, costing its bytes (and a `data:`
+    /// URL's key, a second copy of them: see ``payloadCost(ofKey:)``).
+    func keepOriginal(_ original: OriginalImage, forKey key: String) {
+        originals.insert(original, forKey: key, cost: original.data.count + Self.payloadCost(ofKey: key))
+    }
+
+    /// What the key of an original costs beside its bytes: a `data:` URL's key is the image once more
+    /// (in base64 or percent-encoded), so it counts; a web or file URL's few dozen bytes do not, and
+    /// such originals cost exactly their byte count.
+    static func payloadCost(ofKey key: String) -> Int {
+        key.hasPrefix("data:") ? key.utf8.count : 0
+    }
+
+    /// Remembers `size` under `key` in the size memo, costing the key's bytes.
+    func memoize(_ size: PixelSize, forKey key: String) {
+        sizeMemo.insert(size, forKey: key, cost: key.utf8.count)
     }
 }

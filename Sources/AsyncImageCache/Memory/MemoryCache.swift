@@ -5,7 +5,7 @@ import Foundation
 /// Every operation is O(1). When an insert takes the cache past either limit, the least recently
 /// used entries are evicted until it is back within both; a read counts as a use. Eviction order is
 /// deterministic. The store uses one for ready-to-draw variants (cost: `width * height * 4`) and
-/// one for original bytes (cost: their byte count).
+/// one for original bytes (cost: their byte count, and for a `data:` URL its key's as well).
 ///
 /// ```swift
 /// let cache = MemoryCache<String, Data>(countLimit: 100, costLimit: 10 << 20)
