@@ -39,18 +39,6 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The number of runs in flight (for tests and diagnostics).
     var count: Int { state.withLock { $0.runs.count } }
 
-    /// The number of callers waiting for the run for `key` (for tests and diagnostics).
-    func waiterCount(for key: Key) -> Int {
-        state.withLock { $0.runs[key]?.waiters.count ?? 0 }
-    }
-
-    /// The number of callers waiting for the runs whose keys satisfy `matches` (for tests and diagnostics).
-    func waiterCount(matching matches: (Key) -> Bool) -> Int {
-        state.withLock { state in
-            state.runs.reduce(0) { total, entry in matches(entry.key) ? total + entry.value.waiters.count : total }
-        }
-    }
-
     /// Waits for the run for `key`, starting one with `work` when none is in flight.
     ///
     /// - Parameter priority: How urgently this caller wants the value; a run takes the highest
@@ -165,6 +153,8 @@ extension InFlightTable {
     /// The number of callers waiting for the runs for `subject`, under any counts (for tests and
     /// diagnostics).
     func waiterCount<Subject>(for subject: Subject) -> Int where Key == RunKey<Subject> {
-        waiterCount { $0.subject == subject }
+        state.withLock { state in
+            state.runs.reduce(0) { total, run in run.key.subject == subject ? total + run.value.waiters.count : total }
+        }
     }
 }
