@@ -173,34 +173,31 @@ extension ImageDecoders {
         /// file whose image data is whole, a file cut in the metadata after it for one; `WebPGetFeatures` has
         /// reported malformed headers already.
         static func declaresMissingBytes(_ bitstream: UnsafeRawBufferPointer) -> Bool {
-            let count = bitstream.count
-            func fourCC(at offset: Int) -> String? {
-                guard offset >= 0, offset + 4 <= count else { return nil }
-                return String(decoding: bitstream[offset..<offset + 4], as: UTF8.self)
-            }
-            func littleEndian32(at offset: Int) -> Int? {
-                guard offset >= 0, offset + 4 <= count else { return nil }
-                return (0..<4).reduce(0) { $0 | Int(bitstream[offset + $1]) << (8 * $1) }
+            guard let base = bitstream.baseAddress else { return false }
+            // Read in place, through the header reader's bounds-checked window.
+            let bytes = HeaderBytes(
+                Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bitstream.count, deallocator: .none),
+                format: .webp)
+            func isImageData(at offset: Int) -> Bool {
+                bytes.matches("VP8 ", at: offset) || bytes.matches("VP8L", at: offset)
             }
             var offset = 0
-            let isRIFF = fourCC(at: 0) == "RIFF" && count >= 12
+            let isRIFF = bytes.matches("RIFF", at: 0) && bytes.count >= 12
             if isRIFF {
-                guard let riffSize = littleEndian32(at: 4), riffSize <= count - 8 else { return true }
+                guard let riffSize = try? bytes.uint32LE(at: 4), riffSize <= bytes.count - 8 else { return true }
                 offset = 12
             }
-            let isVP8X = fourCC(at: offset) == "VP8X"
+            let isVP8X = bytes.matches("VP8X", at: offset)
             if isVP8X { offset += 18 }
-            if (isRIFF && isVP8X) || (!isRIFF && !isVP8X && fourCC(at: offset) == "ALPH") {
+            if (isRIFF && isVP8X) || (!isRIFF && !isVP8X && bytes.matches("ALPH", at: offset)) {
                 // The optional chunks, each padded to an even size, up to the image data.
-                while let name = fourCC(at: offset), name != "VP8 ", name != "VP8L" {
-                    guard let size = littleEndian32(at: offset + 4) else { return false }
+                while bytes.contains(offset, length: 4), !isImageData(at: offset) {
+                    guard let size = try? bytes.uint32LE(at: offset + 4) else { return false }
                     offset += 8 + size + (size & 1)
                 }
             }
-            guard let name = fourCC(at: offset), name == "VP8 " || name == "VP8L",
-                let size = littleEndian32(at: offset + 4)
-            else { return false }
-            return size > count - offset - 8
+            guard isImageData(at: offset), let size = try? bytes.uint32LE(at: offset + 4) else { return false }
+            return size > bytes.count - offset - 8
         }
 
         /// Throws when the bitstream's full `size` exceeds `context`'s budget and libwebp decodes it through
