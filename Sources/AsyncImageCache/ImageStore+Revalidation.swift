@@ -20,6 +20,12 @@ extension ImageStore {
         }
     }
 
+    /// Records new caching facts for `url`'s entry, in memory and on its file, leaving its bytes as they are.
+    private func refresh(_ metadata: HTTPCacheMetadata, for url: URL) {
+        cacheMetadata.insert(metadata, forKey: url.cacheKey, cost: 0)
+        disk.setCacheMetadata(metadata, for: url)
+    }
+
     /// The caching facts of a remote entry: from memory, else from its disk file's attribute.
     func storedCacheMetadata(for url: URL) -> HTTPCacheMetadata? {
         let key = url.cacheKey
@@ -74,9 +80,7 @@ extension ImageStore {
         guard generation == disk.generation else { return nil }
         switch result {
         case .notModified(let policy):
-            let refreshed = metadata.refreshed(by: policy)
-            cacheMetadata.insert(refreshed, forKey: url.cacheKey, cost: 0)
-            disk.setCacheMetadata(refreshed, for: url)
+            refresh(metadata.refreshed(by: policy), for: url)
             count { $0.notModified += 1 }
             return nil
         case .modified(let data, let policy):
@@ -93,9 +97,7 @@ extension ImageStore {
             let inMemory = originals.value(forKey: url.cacheKey)
             if data == (inMemory?.data ?? disk.data(for: url)) {
                 if policy.isStorable, disk.contains(url) {
-                    let refreshed = HTTPCacheMetadata(policy: policy, receivedAt: receivedAt)
-                    cacheMetadata.insert(refreshed, forKey: url.cacheKey, cost: 0)
-                    disk.setCacheMetadata(refreshed, for: url)
+                    refresh(HTTPCacheMetadata(policy: policy, receivedAt: receivedAt), for: url)
                 } else {
                     keepRemote(original, policy: policy, receivedAt: receivedAt, for: url, generation: generation)
                 }
