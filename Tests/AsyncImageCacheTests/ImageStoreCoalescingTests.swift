@@ -4,7 +4,7 @@ import Testing
 @testable import AsyncImageCache
 
 /// One fetch per URL, one decode per request, and cancellation that reaches the download.
-@Suite struct ImageStoreCoalescingTests {
+@Suite(.timeLimit(.minutes(3))) struct ImageStoreCoalescingTests {
     @Test func fiftyConcurrentLoadsOfOneRequestFetchAndDecodeOnce() async throws {
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([PixelSize(width: 800, height: 600)], into: folder.url)

@@ -5,7 +5,7 @@ import Testing
 
 /// A decode already running stops part way once every load waiting for it is cancelled (a flung list
 /// stops paying for rows gone by), and only then; the bytes it read stay good.
-@Suite struct ImageStoreDecodeCancellationTests {
+@Suite(.timeLimit(.minutes(3))) struct ImageStoreDecodeCancellationTests {
     /// Made once, from a small gradient scaled up (drawing 24 megapixels pixel by pixel takes long in a
     /// debug build).
     static let largeJPEG = try! ImageEncoders.JPEG(quality: 85).encode(

@@ -6,7 +6,7 @@ import Testing
 /// HTTP semantics: Cache-Control decides what is stored and for how long, stale entries are shown
 /// while they revalidate with their validators, a 304 refreshes without rewriting, changed bytes
 /// replace the old image, and errors never replace a good one.
-@Suite struct ImageStoreHTTPCachingTests {
+@Suite(.timeLimit(.minutes(3))) struct ImageStoreHTTPCachingTests {
     private struct Fixture {
         let folder = TemporaryDirectory("http-cache")
         let server: TestHTTPServer

@@ -5,7 +5,7 @@ import Testing
 
 /// `removeAll()` deletes every entry for good: a load that was already fetching when it ran still
 /// delivers its image, but does not write the entry back into the disk tier or the memory tiers.
-@Suite struct ImageStoreRemoveAllRaceTests {
+@Suite(.timeLimit(.minutes(3))) struct ImageStoreRemoveAllRaceTests {
     @Test func aLoadInFlightDuringRemoveAllDoesNotRecreateItsEntry() async throws {
         let folder = TemporaryDirectory("remove-all-race")
         let loader = GatedLoader(bytes: try SampleImages.jpeg(width: 64, height: 48))

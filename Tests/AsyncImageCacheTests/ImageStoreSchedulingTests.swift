@@ -5,7 +5,7 @@ import Testing
 
 /// Bounded decode concurrency, priority for visible loads over prefetches, and cancellation that
 /// keeps a fast fling from queueing decodes.
-@Suite struct ImageStoreSchedulingTests {
+@Suite(.timeLimit(.minutes(3))) struct ImageStoreSchedulingTests {
     @Test func decodesNeverRunMoreAtOnceThanTheConcurrencyLimit() async throws {
         let folder = TemporaryDirectory("slots")
         let names = try SampleImages.writeJPEGs(

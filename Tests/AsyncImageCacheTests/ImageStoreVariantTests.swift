@@ -4,7 +4,7 @@ import Testing
 @testable import AsyncImageCache
 
 /// One decode serves smaller frames that look the same; larger frames get a larger decode.
-@Suite struct ImageStoreVariantTests {
+@Suite(.timeLimit(.minutes(3))) struct ImageStoreVariantTests {
     private func makeStore(_ folder: TemporaryDirectory, decoder: any ImageDecoding = CountingDecoder()) throws
         -> ImageStore
     {

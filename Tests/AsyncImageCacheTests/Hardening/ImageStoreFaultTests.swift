@@ -8,7 +8,7 @@ import Testing
 ///
 /// The full disk and the read-only folder are real: a small tmpfs, mounted by the test (tests run
 /// as root here, and root ignores `chmod 0555`). Where mounting is not allowed those two are skipped.
-@Suite struct ImageStoreFaultTests {
+@Suite(.timeLimit(.minutes(3))) struct ImageStoreFaultTests {
     let images = TemporaryDirectory("fault-images")
     let server: TestHTTPServer
     let sources: [URL: Data]

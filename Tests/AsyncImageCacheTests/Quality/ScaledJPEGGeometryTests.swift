@@ -7,7 +7,7 @@ import Testing
 /// A JPEG decoded at a reduced DCT scale `n/8` comes out `ceil(side * n / 8)` pixels a side, but only
 /// `side * n / 8` of them are picture: the last column and row hold a partial block, padded by the
 /// encoder. The store's resize from that decode must land where a resize of the full image lands.
-@Suite("Scaled JPEG decodes resize to the full image's geometry")
+@Suite("Scaled JPEG decodes resize to the full image's geometry", .timeLimit(.minutes(3)))
 struct ScaledJPEGGeometryTests {
     /// A 203x157 picture (203 and 157 are no multiple of 8) of smooth ramps, which a reduced DCT scale
     /// keeps nearly exactly: what is left of a difference is where the picture landed. Seeded noise of a

@@ -5,7 +5,7 @@ import Testing
 
 /// `.fill`: the image covers its frame, so an image wider than the frame's aspect is drawn wider
 /// than the frame, and needs the pixels of the width it is drawn at.
-@MainActor @Suite struct CachedImageModelFillTests {
+@MainActor @Suite(.timeLimit(.minutes(3))) struct CachedImageModelFillTests {
     /// A 2:1 photo as a local file and on a loopback server, and a store whose decodes are counted
     /// and can be held at a gate.
     private struct WidePhoto {

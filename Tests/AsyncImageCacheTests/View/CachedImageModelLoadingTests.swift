@@ -4,7 +4,7 @@ import Testing
 @testable import AsyncImageCache
 
 /// What the model asks the store for, when it asks again, and how it stops.
-@MainActor @Suite struct CachedImageModelLoadingTests {
+@MainActor @Suite(.timeLimit(.minutes(3))) struct CachedImageModelLoadingTests {
     /// A 2400x1600 photo on disk and a store whose decodes are counted.
     struct LocalPhoto {
         let folder = TemporaryDirectory("images")
