@@ -4,7 +4,8 @@ import Testing
 @testable import AsyncImageCache
 
 /// A `data:` URL is its own payload, and the memory tiers key their entries by the URL: those keys
-/// count in the budgets, or forty 120 KB images inline would hold megabytes the budgets never see.
+/// count in the budgets (of originals, of variants, of the size memo), or forty 120 KB images inline
+/// would hold megabytes the budgets never see.
 @Suite struct ImageStoreDataURLMemoryTests {
     /// A PNG of noise, which compresses to about 3 bytes a pixel, inline in a `data:` URL.
     private func noiseDataURL(side: Int, seed: UInt64) throws -> URL {
@@ -37,5 +38,9 @@ import Testing
             total + key.utf8.count + (store.originals.value(forKey: key)?.data.count ?? 0)
         }
         #expect(originals <= budget, "the originals hold \(originals) bytes with their keys, over \(budget)")
+        // The variants are 16 px wide, a kilobyte of pixels each: their keys are what fills the budget.
+        let variants = store.variants.keysByRecency.reduce(0) { $0 + $1.url.cacheKey.utf8.count + 16 * 16 * 4 }
+        #expect(variants <= budget, "the variants hold \(variants) bytes with their keys, over \(budget)")
+        #expect(store.variants.totalCost == variants)
     }
 }

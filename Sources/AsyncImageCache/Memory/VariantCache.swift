@@ -1,7 +1,8 @@
 import Foundation
 
 /// The memory tier of ready-to-draw variants: an LRU bounded by count and bytes, plus an index of
-/// the variants of each URL so that one decode can serve smaller frames.
+/// the variants of each URL so that one decode can serve smaller frames. A variant costs its pixels'
+/// bytes (`width * height * 4`), and for a `data:` URL its key's bytes too.
 ///
 /// A cached variant serves a request for the same URL when it is at least as wide and looks the
 /// same once drawn at the requested width: no rounded corners on either, or corners whose radius
@@ -44,8 +45,10 @@ final class VariantCache: @unchecked Sendable {
         var released: [PreparedImage] = []
         lock.withLock {
             let key = request.url.cacheKey
+            // A `data:` URL's key is its payload, held by the entry beside the pixels: it counts too.
+            let cost = image.cost + ImageStore.payloadCost(ofKey: key)
             // The storage refuses it (below) when it alone is over the budget: the ones it serves stay then.
-            let fits = image.cost <= storage.costLimit && storage.countLimit > 0
+            let fits = cost <= storage.costLimit && storage.countLimit > 0
             for other in variantsByURL[key] ?? [] where fits && other != request {
                 guard let existing = storage.value(forKey: other, markingUsed: false),
                     image.pixelSize.width >= existing.pixelSize.width, image.serves(other)
@@ -54,7 +57,7 @@ final class VariantCache: @unchecked Sendable {
                 variantsByURL[key]?.remove(other)
             }
             variantsByURL[key, default: []].insert(request)
-            for (gone, value) in storage.insert(image, forKey: request, cost: image.cost) {
+            for (gone, value) in storage.insert(image, forKey: request, cost: cost) {
                 released.append(value)
                 guard gone != request || storage.value(forKey: request, markingUsed: false) == nil else { continue }
                 let goneKey = gone.url.cacheKey
