@@ -179,6 +179,21 @@ import FoundationNetworking
         #expect(loader.unfinishedTaskCount == 0)
     }
 
+    @Test func theResourceTimeoutOfALoadWaitingForAConnectionStartsWhenItIsSent() async throws {
+        // One connection, answers two seconds late, a resource timeout of three: the second load waits
+        // two seconds for the connection and takes two more once sent, four in all. Its deadline counts
+        // from when it is sent, so it succeeds; counted from when it was asked for, it would time out.
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 1
+        let loader = HTTPDataLoader(timeout: 10, resourceTimeout: 3, sessionConfiguration: configuration)
+        let first = Task { try await loader.loadData(for: server.url("/slow/2000/alias/1/images/photo.jpg")) }
+        try await waitUntil { loader.unfinishedTaskCount == 1 }
+        let second = Task { try await loader.loadData(for: server.url("/slow/2000/alias/2/images/photo.jpg")) }
+        #expect(try await first.value == imageBytes)
+        #expect(try await second.value == imageBytes)
+        #expect(loader.unfinishedTaskCount == 0)
+    }
+
     @Test func aLoadCancelledWhileWaitingForAConnectionIsCancelledAndNeverSent() async throws {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 1
