@@ -32,15 +32,17 @@ extension ImageStore {
             markDiskUse(of: url, original.diskUse)
             return (original.data, original.pixelSize.cgSize)
         }
-        let generation = disk.generation
+        let key = url.cacheKey
+        let (generation, replacement) = (disk.generation, replacementCount(ofKey: key))
         guard url.isRemote, let data = disk.data(for: url), let header = try? ImageHeader.parse(data) else {
             return nil
         }
         let original = OriginalImage(data: data, header: header, fileStamp: nil)
-        // Handed out, but not kept when a `removeAll()` ran since the file was read.
-        _ = disk.ifCurrent(generation) {
-            keepOriginal(original, forKey: url.cacheKey)
-            memoize(original.pixelSize, forKey: url.cacheKey)
+        // Handed out, but not kept when a `removeAll()` or a revalidation's new image came since the
+        // file was read.
+        _ = ifCurrent(generation: generation, replacement: replacement, forKey: key) {
+            keepOriginal(original, forKey: key)
+            memoize(original.pixelSize, forKey: key)
         }
         return (data, original.pixelSize.cgSize)
     }
@@ -62,14 +64,23 @@ extension ImageStore {
             return size
         }
         if url.isRemote {
+            // A size read from a file that a `removeAll()` or a revalidation's new image has removed or
+            // replaced since is answered, but neither remembered nor written onto the new file.
+            let (generation, replacement) = (disk.generation, replacementCount(ofKey: key))
             if let size = sizeFromAttribute(for: url) {
                 count { $0.sizesFromAttribute += 1 }
-                memoize(size, forKey: key)
+                _ = ifCurrent(generation: generation, replacement: replacement, forKey: key) {
+                    memoize(size, forKey: key)
+                }
                 return size
             }
             guard let size = sizeFromHeader(for: url) else { return nil }
-            disk.setPixelSize(size, for: url)
-            return remember(size, for: url)
+            count { $0.sizesFromHeader += 1 }
+            _ = ifCurrent(generation: generation, replacement: replacement, forKey: key) {
+                disk.setPixelSize(size, for: url)
+                memoize(size, forKey: key)
+            }
+            return size
         }
         if url.isFileURL {
             let path = url.path

@@ -156,8 +156,9 @@ extension ImageStore {
         // Bytes looked up before a `removeAll()` that ran since, or before a revalidation replaced the
         // image, are delivered, not kept. Checked and kept in memory in one step: a `removeAll()` or a
         // replacement between the two would empty memory before they land.
-        let storesOriginal = disk.ifCurrent(fetched.generation) { () -> Bool in
-            guard fetched.replacement == replacementCount(of: request.url) else { return false }
+        let storesOriginal = ifCurrent(
+            generation: fetched.generation, replacement: fetched.replacement, forKey: request.url.cacheKey
+        ) { () -> Bool in
             let first = fetched.claimStoring()
             if first { keepInMemory(fetched, for: request.url) }
             if fetched.origin == .source { undecodedOriginals.removeValue(forKey: request.url.cacheKey) }
@@ -455,13 +456,32 @@ extension ImageStore {
 
     /// How many times a revalidation has replaced `url`'s image: read it before looking up the bytes.
     func replacementCount(of url: URL) -> Int {
-        let stripe = Self.replacementStripe(of: url)
+        replacementCount(ofKey: url.cacheKey)
+    }
+
+    /// ``replacementCount(of:)`` by the URL's `cacheKey`.
+    func replacementCount(ofKey key: String) -> Int {
+        let stripe = Self.replacementStripe(ofKey: key)
         return replacements.withLock { $0[stripe] }
     }
 
     /// The stripe of ``replacements`` that counts `url`'s replacements.
     static func replacementStripe(of url: URL) -> Int {
-        Int(UInt(bitPattern: url.cacheKey.hashValue) % UInt(replacementStripes))
+        replacementStripe(ofKey: url.cacheKey)
+    }
+
+    private static func replacementStripe(ofKey key: String) -> Int {
+        Int(UInt(bitPattern: key.hashValue) % UInt(replacementStripes))
+    }
+
+    /// Runs `body`, which keeps something looked up for the URL whose `cacheKey` is `key`, when neither a
+    /// `removeAll()` nor a revalidation's replacement of the image has happened since `generation` and
+    /// `replacement` were read (before the lookup); `nil` without running it otherwise. Either of those
+    /// waits until `body` returns, so what it keeps is in place before they empty memory, or never kept.
+    func ifCurrent<Result>(
+        generation: Int, replacement: Int, forKey key: String, _ body: () -> Result
+    ) -> Result? {
+        disk.ifCurrent(generation) { replacement == replacementCount(ofKey: key) ? body() : nil } ?? nil
     }
 
     /// Past this size a file is read whole only once its first bytes start an image.

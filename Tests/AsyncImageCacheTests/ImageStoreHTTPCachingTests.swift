@@ -297,6 +297,38 @@ import Testing
         #expect(store.disk.data(for: url) == newBytes)
     }
 
+    /// A size lookup that read the old file's attribute just before a revalidation replaced the image
+    /// answers the old size, but does not remember it over the new one, in memory or in the new file.
+    @Test func aSizeReadJustBeforeAChangedImageDoesNotOutliveIt() async throws {
+        let fixture = try Fixture()
+        defer { fixture.server.stop() }
+        let url = fixture.server.url("/cache/no-cache/images/photo.jpg")
+        let attributes = PixelSizeReadGate(parksAfterReading: true)
+        let store = try fixture.store { $0.extendedAttributes = attributes }
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
+        store.clearMemory()
+        try fixture.replacePhoto(width: 200, height: 200)
+        let newBytes = try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))
+
+        attributes.arm()
+        let lookup = Task { await onOwnThread { store.cachedPixelSize(for: url) } }
+        try await waitUntil { attributes.isParked }
+        // The stale entry is shown from disk while it revalidates, and the new image replaces it.
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        try await waitUntil {
+            store.revalidating.withLock { $0.isEmpty } && store.cachedOriginalBytes(for: url)?.data == newBytes
+        }
+        store.waitForDiskMaintenance()
+        attributes.open()
+        #expect(await lookup.value == CGSize(width: 320, height: 240))  // read before the change: answered
+
+        #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
+        store.clearMemory()
+        #expect(store.disk.pixelSize(for: url) == PixelSize(width: 200, height: 200))
+        #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
+    }
+
     @Test func aFailedRevalidationKeepsTheStaleImage() async throws {
         let fixture = try Fixture()
         defer { fixture.server.stop() }

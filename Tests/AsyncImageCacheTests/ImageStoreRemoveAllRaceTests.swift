@@ -144,6 +144,31 @@ import Testing
         #expect(height == 16, "a load started after removeAll() got the old image, 16x\(height)")
     }
 
+    /// A size looked up in the disk tier while `removeAll()` runs is answered, but not remembered: the
+    /// next lookup finds nothing, as after any `removeAll()`.
+    @Test func aSizeReadWhileRemoveAllRunsIsNotRemembered() async throws {
+        let folder = TemporaryDirectory("remove-all-size")
+        let images = TemporaryDirectory("remove-all-size-images")
+        try SampleImages.jpeg(width: 64, height: 48).write(to: images.url.appendingPathComponent("a.jpg"))
+        let server = try TestHTTPServer(serving: images.url)
+        defer { server.stop() }
+        let attributes = PixelSizeReadGate(parksAfterReading: true)
+        let store = try ImageStore.makeForTesting(root: folder.url) { $0.extendedAttributes = attributes }
+        let url = server.url("/images/a.jpg")
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
+        store.waitForDiskMaintenance()
+        store.clearMemory()
+        // A lookup that has read the size from the file's attribute, held before it remembers it.
+        attributes.arm()
+        let lookup = Task { await onOwnThread { store.cachedPixelSize(for: url) } }
+        try await waitUntil { attributes.isParked }
+        store.removeAll()
+        attributes.open()
+        #expect(await lookup.value == CGSize(width: 64, height: 48))  // read before: answered
+        let size = store.cachedPixelSize(for: url)
+        #expect(size == nil, "removeAll() returned, yet the size is remembered: \(String(describing: size))")
+    }
+
     /// Prefetching a request again after `removeAll()` prefetches it afresh, though a prefetch of it begun
     /// before is still under way: that one keeps nothing, and the row would find no image in memory.
     @Test func aPrefetchStartedAgainAfterRemoveAllKeepsItsImage() async throws {
@@ -169,9 +194,15 @@ import Testing
 }
 
 /// The real attributes, except that once armed the next read of the pixel-size attribute waits, on its
-/// thread, until ``open()``: parks a load that has just read a file of the disk tier.
+/// thread, until ``open()``: parks a load that has just read a file of the disk tier (or, with
+/// `parksAfterReading`, a size lookup that has just read the attribute).
 final class PixelSizeReadGate: ExtendedAttributeStoring, Sendable {
     private let gate = ParkingGate()
+    private let parksAfterReading: Bool
+
+    init(parksAfterReading: Bool = false) {
+        self.parksAfterReading = parksAfterReading
+    }
 
     var isParked: Bool { gate.parkedCount > 0 }
 
@@ -185,8 +216,10 @@ final class PixelSizeReadGate: ExtendedAttributeStoring, Sendable {
 
     func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
     {
-        if name == PixelSizeAttribute.name { gate.parkIfArmed() }
-        return FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
+        if name == PixelSizeAttribute.name && !parksAfterReading { gate.parkIfArmed() }
+        let length = FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
+        if name == PixelSizeAttribute.name && parksAfterReading { gate.parkIfArmed() }
+        return length
     }
 
     func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {

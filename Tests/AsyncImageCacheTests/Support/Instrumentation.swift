@@ -101,6 +101,16 @@ final class StageLog: @unchecked Sendable {
     }
 }
 
+/// Runs `body` on a thread of its own and returns its result: for a synchronous call that a test parks at a
+/// gate. Parked on Swift's cooperative pool, it would hold one of the pool's threads (as many as the
+/// machine has cores, two here) until the gate opens; with a load parked at another gate by another
+/// test, nothing would be left to run the code that opens them.
+func onOwnThread<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async -> Result {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(returning: body()) }
+    }
+}
+
 /// Once armed, holds the next caller of ``parkIfArmed()`` (on its own thread) until ``open()``: the
 /// waiting part of the gates that park a load at one point while a test does something else.
 final class ParkingGate: @unchecked Sendable {
