@@ -8,7 +8,7 @@ import Testing
     @Test func fiftyConcurrentLoadsOfOneRequestFetchAndDecodeOnce() async throws {
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([PixelSize(width: 800, height: 600)], into: folder.url)
-        let server = try TestHTTPServer(serving: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
         defer { server.stop() }
         let decoder = CountingDecoder()
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
@@ -36,7 +36,7 @@ import Testing
     @Test func eightWidthsOfOneURLFetchItOnce() async throws {
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([PixelSize(width: 1000, height: 500)], into: folder.url)
-        let server = try TestHTTPServer(serving: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         let path = "/slow/200/images/0.jpg"
@@ -58,7 +58,7 @@ import Testing
     @Test func aWidthAskedForWhileAnotherWaitsToDecodeSharesItsFetch() async throws {
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([PixelSize(width: 400, height: 200)], into: folder.url)
-        let server = try TestHTTPServer(serving: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
         defer { server.stop() }
         let gate = GatedDecoder()
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
@@ -80,7 +80,7 @@ import Testing
     @Test func cancellingEveryWaiterCancelsTheDownloadAndTheDecode() async throws {
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
-        let server = try TestHTTPServer(serving: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
         defer { server.stop() }
         let loader = RecordingLoader()
         let decoder = CountingDecoder()
@@ -108,7 +108,7 @@ import Testing
     @Test func aWaiterThatStaysGetsItsImageWhenAnotherLeaves() async throws {
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
-        let server = try TestHTTPServer(serving: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         // Slow enough that the cancellation below lands while the response is pending even on a loaded
@@ -127,7 +127,7 @@ import Testing
     @Test func aCancelledLoadTaskStillCallsItsCompletionOnceWithNil() async throws {
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
-        let server = try TestHTTPServer(serving: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         let calls = LockedBox([Bool]())
@@ -168,7 +168,7 @@ extension ImageStoreCoalescingTests {
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs(
             [PixelSize(width: 300, height: 200), PixelSize(width: 300, height: 200)], into: folder.url)
-        let server = try TestHTTPServer(serving: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
         defer { server.stop() }
         let gate = GatedDecoder()
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {

@@ -22,13 +22,13 @@ import Testing
         let gate: RowGate
         let store: ImageStore
 
-        init() throws {
+        init() async throws {
             let gate = RowGate()
             self.gate = gate
             try ImageStoreDecodeCancellationTests.largeJPEG.write(to: folder.url.appendingPathComponent("large.jpg"))
             try ImageStoreDecodeCancellationTests.largePNG.write(to: folder.url.appendingPathComponent("large.png"))
             try ImageStoreDecodeCancellationTests.largeWebP.write(to: folder.url.appendingPathComponent("large.webp"))
-            server = try TestHTTPServer(serving: folder.url)
+            server = try await TestHTTPServer(serving: folder.url)
             store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
                 $0.decodeRowObserver = gate.observer
             }
@@ -57,7 +57,7 @@ import Testing
         ("large.jpg", 1000, 1000), ("large.png", 600, 2000), ("large.png", 3000, 2000), ("large.webp", 600, 1200),
     ])
     func aDecodeStopsPartWayWhenEveryWaiterIsCancelled(name: String, width: Int, totalRows: Int) async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let request = ImageRequest(url: fixture.server.url("/images/\(name)"), targetWidth: CGFloat(width))
         try await fixture.cancelEveryWaiterMidDecode(request, waiters: 2)
@@ -69,7 +69,7 @@ import Testing
     }
 
     @Test func aWaiterThatStaysGetsTheWholeImageWhenAnotherLeavesMidDecode() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let request = ImageRequest(url: fixture.server.url("/images/large.jpg"), targetWidth: 1000)
         let store = fixture.store
@@ -89,7 +89,7 @@ import Testing
     /// A decode of bytes from the disk tier, stopped part way, is not taken for damage: the file stays
     /// with its size attribute, and the next load decodes it afresh without going to the server.
     @Test func theNextLoadAfterACancelledDecodeSucceedsFromTheIntactDiskEntry() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let url = fixture.server.url("/images/large.jpg")
         let store = fixture.store
@@ -117,7 +117,7 @@ import Testing
     /// Bytes fresh from the server whose first decode was stopped are not downloaded again: the next
     /// load decodes them, and then they are kept on disk as any decoded download is.
     @Test func aDownloadWhoseDecodeWasStoppedIsNotDownloadedAgain() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let url = fixture.server.url("/images/large.jpg")
         let store = fixture.store
@@ -139,7 +139,7 @@ import Testing
     /// A download whose decode never started, cancelled while it waited for a decode slot, is held as one
     /// stopped part way is: the next load decodes it without asking the server again.
     @Test func aDownloadCancelledWhileWaitingForADecodeSlotIsNotDownloadedAgain() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let store = try ImageStore.makeForTesting(root: fixture.folder.url.appendingPathComponent("one-slot")) {
             $0.decodeConcurrency = 1
@@ -171,7 +171,7 @@ import Testing
     /// `max-age` runs from when they arrived, so bytes held for a while are not kept fresh for longer
     /// than the server said.
     @Test func heldBytesStayFreshOnlyForTheirLifetimeFromTheirResponse() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let path = "/cache-plain/max-age=600/images/large.jpg"
         let url = fixture.server.url(path)
@@ -195,7 +195,7 @@ import Testing
     /// Held bytes that then fail to decode are let go, as bytes that fail at their first decode are: the
     /// next load asks the server again (it may have been fixed).
     @Test func heldBytesThatFailToDecodeAreFetchedAgainByTheNextLoad() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         // Cut well past the rows the gate parks at: the first decode stops before it sees the end.
         try Self.largeJPEG.prefix(Self.largeJPEG.count * 6 / 10).write(
@@ -215,7 +215,7 @@ extension ImageStoreDecodeCancellationTests {
     /// A custom decoder sees ``ImageDecodingContext/isCancelled`` once its last waiter leaves, not before;
     /// whatever it throws then (here `.corrupt`), the disk entry it read is not taken for damaged.
     @Test func aCustomDecoderSeesTheCancellationOnlyWhenEveryWaiterIsGone() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let url = fixture.server.url("/images/large.jpg")
         let decoder = GatedDecoder(open: true, failsWhenCancelled: true)

@@ -26,7 +26,7 @@ import Testing
         let byteCounts = try names.map {
             try Data(contentsOf: images.url.appendingPathComponent($0)).count
         }
-        let server = try TestHTTPServer(serving: images.url)
+        let server = try await TestHTTPServer(serving: images.url)
         defer { server.stop() }
         let root = TemporaryDirectory("root")
         // Room for the four files but one byte: the fourth write removes exactly one of the others.

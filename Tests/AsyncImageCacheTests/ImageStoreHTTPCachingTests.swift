@@ -11,10 +11,10 @@ import Testing
         let folder = TemporaryDirectory("http-cache")
         let server: TestHTTPServer
 
-        init(width: Int = 320, height: Int = 240) throws {
+        init(width: Int = 320, height: Int = 240) async throws {
             try SampleImages.jpeg(width: width, height: height).write(
                 to: folder.url.appendingPathComponent("photo.jpg"))
-            server = try TestHTTPServer(serving: folder.url)
+            server = try await TestHTTPServer(serving: folder.url)
         }
 
         func store(
@@ -34,7 +34,7 @@ import Testing
     }
 
     @Test func noStoreResponsesAreNeverWrittenToDisk() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let store = try fixture.store()
         let image = try await store.image(
@@ -44,7 +44,7 @@ import Testing
     }
 
     @Test func aFreshEntryIsServedFromDiskWithoutAskingTheServer() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let path = "/cache/max-age=3600/images/photo.jpg"
         _ = try await fixture.store().image(for: ImageRequest(url: fixture.server.url(path), targetWidth: 100))
@@ -57,7 +57,7 @@ import Testing
 
     @Test(arguments: ["/cache/no-cache/images/photo.jpg", "/cache-lm/no-cache/images/photo.jpg"])
     func aStaleEntryIsShownAndRevalidatedAndA304RefreshesItWithoutRewriting(path: String) async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let url = fixture.server.url(path)
         _ = try await fixture.store().image(for: ImageRequest(url: url, targetWidth: 100))
@@ -78,7 +78,7 @@ import Testing
 
     /// A server with neither ETag nor Last-Modified answers every revalidation with the whole image.
     @Test func theSameBytesAgainKeepTheImagesAndTheFileAndRefreshTheLifetime() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let path = "/cache-plain/no-cache/images/photo.jpg"
         let url = fixture.server.url(path)
@@ -109,7 +109,7 @@ import Testing
     /// the new response allows, as changed bytes would be; the images in memory stay either way.
     @Test(arguments: [("no-cache", "no-store"), ("no-store,no-cache", "max-age=3600")])
     func theSameBytesAgainAreKeptOnDiskAsTheNewResponseAllows(first: String, then: String) async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let path = "/cache-plain-then/\(first)/\(then)/images/photo.jpg"
         let url = fixture.server.url(path)
@@ -133,7 +133,7 @@ import Testing
 
     @Test func aResponseACDNHasKeptForItsWholeMaxAgeIsStaleAndRevalidatedAfterRelaunch() async throws {
         // RFC 9111 4.2.3: Age says how long caches on the way have kept the response already.
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let partly = fixture.server.url("/cache-age/3000/max-age=3600/images/photo.jpg")
         let store = try fixture.store()
@@ -150,7 +150,7 @@ import Testing
 
     @Test func expiresWithoutMaxAgeSetsTheLifetimeAndAnInvalidOrPastOneIsStale() async throws {
         // RFC 9111 4.2.1 and 5.3: Expires less Date; "0" or a date in the past means already stale.
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let store = try fixture.store()
         let hour = fixture.server.url("/cache-expires/+3600/images/photo.jpg")
@@ -167,7 +167,7 @@ import Testing
     @Test func a304WithoutCacheControlKeepsTheStoredLifetime() async throws {
         // RFC 9111 4.3.4: a 304 updates only the headers it carries; before, a bare one left the
         // entry fresh forever, never revalidated again.
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let path = "/cache-bare304/max-age=1/images/photo.jpg"
         let url = fixture.server.url(path)
@@ -213,7 +213,7 @@ import Testing
     }
 
     @Test func aChangedImageReplacesTheOldOneInBothTiers() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let path = "/cache/no-cache/images/photo.jpg"
         let url = fixture.server.url(path)
@@ -239,7 +239,7 @@ import Testing
     /// A changed image's lifetime runs from its response, not from the end of the check decode that
     /// waits for a low-priority slot before it is kept.
     @Test func aChangedImageIsFreshForItsLifetimeFromItsResponse() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let decoder = GatedDecoder(open: true)
         let store = try fixture.store { $0.decoder = decoder }
@@ -264,7 +264,7 @@ import Testing
     /// A decode of the old bytes, for another width, still running when a revalidation brings a new
     /// image: it delivers the old image to its caller, but keeps nothing of it once the new one is in.
     @Test func aDecodeOfTheOldBytesFinishingAfterAChangedImageKeepsNothingOld() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let url = fixture.server.url("/cache/no-cache/images/photo.jpg")
         let gate = StageGate(.decode)
@@ -300,7 +300,7 @@ import Testing
     /// A size lookup that read the old file's attribute just before a revalidation replaced the image
     /// answers the old size, but does not remember it over the new one, in memory or in the new file.
     @Test func aSizeReadJustBeforeAChangedImageDoesNotOutliveIt() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let url = fixture.server.url("/cache/no-cache/images/photo.jpg")
         let attributes = PixelSizeReadGate(parksAfterReading: true)
@@ -330,7 +330,7 @@ import Testing
     }
 
     @Test func aFailedRevalidationKeepsTheStaleImage() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let path = "/cache/no-cache/images/photo.jpg"
         let url = fixture.server.url(path)
@@ -426,7 +426,7 @@ import Testing
     }
 
     @Test func aServersHugeMaxAgeIsKeptAs68YearsNotATrap() async throws {
-        let fixture = try Fixture()
+        let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let store = try fixture.store()
         let url = fixture.server.url("/cache/max-age=99999999999999999999/images/photo.jpg")

@@ -10,7 +10,7 @@ final class ImageStoreMainThreadTests: XCTestCase {
     func testCompletionsRunOnTheMainThreadForSuccessAndFailure() throws {
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
-        let server = try TestHTTPServer(serving: folder.url)
+        let server = try TestHTTPServer(blockingUntilListening: folder.url)
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         let paths = ["/images/0.jpg", "/status/404", "/html-as-jpeg", "/truncated/images/0.jpg"]
@@ -40,7 +40,7 @@ final class ImageStoreMainThreadTests: XCTestCase {
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs(
             [PixelSize(width: 640, height: 480), PixelSize(width: 480, height: 640)], into: folder.url)
-        let server = try TestHTTPServer(serving: folder.url)
+        let server = try TestHTTPServer(blockingUntilListening: folder.url)
         defer { server.stop() }
         let stages = LockedBox([(ImageStore.Stage, Bool)]())
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {

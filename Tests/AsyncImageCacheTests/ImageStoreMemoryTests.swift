@@ -41,7 +41,7 @@ import Testing
     @Test func clearMemoryKeepsTheDiskAndRemoveAllEmptiesBoth() async throws {
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([PixelSize(width: 120, height: 90)], into: folder.url)
-        let server = try TestHTTPServer(serving: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         let request = ImageRequest(url: server.url("/images/0.jpg"))
@@ -60,7 +60,7 @@ import Testing
     @Test func evictExpiredRemovesOldDiskEntries() async throws {
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([PixelSize(width: 20, height: 20)], into: folder.url)
-        let server = try TestHTTPServer(serving: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         let url = server.url("/images/0.jpg")

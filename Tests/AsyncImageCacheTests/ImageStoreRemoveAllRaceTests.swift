@@ -27,7 +27,7 @@ import Testing
         let folder = TemporaryDirectory("remove-all-keeping")
         let images = TemporaryDirectory("remove-all-keeping-images")
         try SampleImages.jpeg(width: 64, height: 48).write(to: images.url.appendingPathComponent("a.jpg"))
-        let server = try TestHTTPServer(serving: images.url)
+        let server = try await TestHTTPServer(serving: images.url)
         let attributes = RemovingAllOnFirstWrite()
         let store = try ImageStore.makeForTesting(root: folder.url) { $0.extendedAttributes = attributes }
         attributes.store = store
@@ -49,7 +49,7 @@ import Testing
         let images = TemporaryDirectory("remove-all-window-images")
         let file = images.url.appendingPathComponent("a.jpg")
         try SampleImages.jpeg(width: 64, height: 48).write(to: file)
-        let server = try TestHTTPServer(serving: images.url)
+        let server = try await TestHTTPServer(serving: images.url)
         let decoder = GatedDecoder(open: true)
         let store = try ImageStore.makeForTesting(root: folder.url) { $0.decoder = decoder }
         let url = server.url("/images/a.jpg")
@@ -87,7 +87,7 @@ import Testing
         let images = TemporaryDirectory("remove-all-join-images")
         let file = images.url.appendingPathComponent("a.jpg")
         try SampleImages.jpeg(width: 64, height: 48).write(to: file)
-        let server = try TestHTTPServer(serving: images.url)
+        let server = try await TestHTTPServer(serving: images.url)
         defer { server.stop() }
         let decoder = GatedDecoder(open: true)
         let store = try ImageStore.makeForTesting(root: folder.url) {
@@ -119,7 +119,7 @@ import Testing
         let images = TemporaryDirectory("remove-all-read-images")
         let file = images.url.appendingPathComponent("a.jpg")
         try SampleImages.jpeg(width: 64, height: 48).write(to: file)
-        let server = try TestHTTPServer(serving: images.url)
+        let server = try await TestHTTPServer(serving: images.url)
         defer { server.stop() }
         let attributes = PixelSizeReadGate()
         let store = try ImageStore.makeForTesting(root: folder.url) { $0.extendedAttributes = attributes }
@@ -150,7 +150,7 @@ import Testing
         let folder = TemporaryDirectory("remove-all-size")
         let images = TemporaryDirectory("remove-all-size-images")
         try SampleImages.jpeg(width: 64, height: 48).write(to: images.url.appendingPathComponent("a.jpg"))
-        let server = try TestHTTPServer(serving: images.url)
+        let server = try await TestHTTPServer(serving: images.url)
         defer { server.stop() }
         let attributes = PixelSizeReadGate(parksAfterReading: true)
         let store = try ImageStore.makeForTesting(root: folder.url) { $0.extendedAttributes = attributes }
@@ -175,7 +175,7 @@ import Testing
         let folder = TemporaryDirectory("remove-all-prefetch")
         let images = TemporaryDirectory("remove-all-prefetch-images")
         try SampleImages.jpeg(width: 64, height: 48).write(to: images.url.appendingPathComponent("a.jpg"))
-        let server = try TestHTTPServer(serving: images.url)
+        let server = try await TestHTTPServer(serving: images.url)
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url)
         let path = "/held/prefetch/images/a.jpg"

@@ -11,9 +11,9 @@ import Testing
     let server: TestHTTPServer
     let path = "/cache/no-cache/images/photo.jpg"
 
-    init() throws {
+    init() async throws {
         try SampleImages.jpeg(width: 320, height: 240).write(to: folder.url.appendingPathComponent("photo.jpg"))
-        server = try TestHTTPServer(serving: folder.url)
+        server = try await TestHTTPServer(serving: folder.url)
     }
 
     private func store() throws -> ImageStore {

@@ -13,7 +13,7 @@ import Testing
     private func warmCache(root: URL, attributes: (any ExtendedAttributeStoring)? = nil) async throws -> [URL] {
         let images = TemporaryDirectory("images")
         let names = try SampleImages.writeJPEGs(sizes, into: images.url)
-        let server = try TestHTTPServer(serving: images.url)
+        let server = try await TestHTTPServer(serving: images.url)
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: root) { configuration in
             if let attributes { configuration.extendedAttributes = attributes }
@@ -66,7 +66,7 @@ import Testing
 
     @Test func sizesAreReportedAsDisplayedWithEXIFOrientationApplied() async throws {
         let root = TemporaryDirectory("root")
-        let server = try TestHTTPServer(serving: Fixtures.root.appendingPathComponent("exif-orientation"))
+        let server = try await TestHTTPServer(serving: Fixtures.root.appendingPathComponent("exif-orientation"))
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: root.url)
         let url = server.url("/images/Landscape_6.jpg")  // stored 1200x1800, rotated to display

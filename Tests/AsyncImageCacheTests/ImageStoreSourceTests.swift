@@ -38,7 +38,7 @@ import Testing
     @Test func remoteImagesAreStoredInBothTiers() async throws {
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([PixelSize(width: 320, height: 240)], into: folder.url)
-        let server = try TestHTTPServer(serving: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         let url = server.url("/images/0.jpg")
@@ -60,7 +60,7 @@ import Testing
         var corrupt = try Data(contentsOf: folder.url.appendingPathComponent(names[0]))
         corrupt.replaceSubrange(600..<corrupt.count - 2, with: Data(repeating: 0xFF, count: corrupt.count - 602))
         try corrupt.write(to: folder.url.appendingPathComponent("corrupt.jpg"))
-        let server = try TestHTTPServer(serving: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
             // Only the slow route needs a short timeout; the others must not trip it on a busy machine.

@@ -95,7 +95,7 @@ import Testing
     @Test func remoteImagesShareDecodesAcrossWidthsToo() async throws {
         let folder = TemporaryDirectory("variants")
         try SampleImages.writeJPEGs([PixelSize(width: 640, height: 480)], into: folder.url)
-        let server = try TestHTTPServer(serving: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
         defer { server.stop() }
         let decoder = CountingDecoder()
         let store = try makeStore(folder, decoder: decoder)

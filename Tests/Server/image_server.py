@@ -440,7 +440,33 @@ def exit_when_orphaned():
     threading.Thread(target=watch_parent, daemon=True).start()
 
 
+def close_inherited_descriptors():
+    """Closes every descriptor but stdin, stdout and stderr that this process inherited.
+
+    Foundation's Process on Linux does not make the pipes and the socket it gives a child close on exec,
+    so one test spawning a process while another spawns this server could leak them here. The other
+    child's parent then waited for them to close, which they did only when this server stopped: a test
+    blocked in waitUntilExit() (spinning a core) for as long as another server ran, or for ever when
+    that server's own test was waiting behind it on the main actor.
+
+    Start this script with posix_spawn, not Foundation's Process, which gives a child one of those
+    sockets on purpose and learns of its exit when it closes: closed here, Foundation would take the
+    server for gone and wait in waitpid() on its one thread for every child, until the server ended.
+    """
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return
+    for name in names:
+        if name.isdigit() and int(name) > 2:
+            try:
+                os.close(int(name))
+            except OSError:
+                pass  # the listing's own descriptor, already closed
+
+
 def main():
+    close_inherited_descriptors()
     if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
         print("usage: image_server.py <directory>", file=sys.stderr)
         sys.exit(2)

@@ -9,7 +9,7 @@ import Testing
     private func runnerWithCachedImages(_ count: Int) async throws -> (CommandLineRunner, [Int]) {
         let aic = CommandLineRunner()
         let files = try (0..<count).map { ("\($0).jpg", try SampleImages.jpeg(width: 100 + 20 * $0, height: 80)) }
-        let server = try aic.serve(Dictionary(uniqueKeysWithValues: files))
+        let server = try await aic.serve(Dictionary(uniqueKeysWithValues: files))
         defer { server.stop() }
         for (name, _) in files {
             let result = try await aic.run(
@@ -112,7 +112,7 @@ import Testing
         }
         #expect(!FileManager.default.fileExists(atPath: aic.storeFolder("never-used").path))
         // The first image stored makes the folder.
-        let server = try aic.serve(["0.jpg": try SampleImages.jpeg(width: 64, height: 64)])
+        let server = try await aic.serve(["0.jpg": try SampleImages.jpeg(width: 64, height: 64)])
         defer { server.stop() }
         let root = aic.cacheHome.url.appendingPathComponent("AsyncImageCache")
         let store = try ImageStore.makeForTesting(root: root, name: "never-used")
@@ -124,7 +124,7 @@ import Testing
 
     @Test func nameSelectsAnotherStoreUnderTheSameCacheFolder() async throws {
         let aic = CommandLineRunner()
-        let server = try aic.serve(["0.jpg": try SampleImages.jpeg(width: 64, height: 64)])
+        let server = try await aic.serve(["0.jpg": try SampleImages.jpeg(width: 64, height: 64)])
         defer { server.stop() }
         // The library fills a store named "avatars" where the child process will look for it.
         let root = aic.cacheHome.url.appendingPathComponent("AsyncImageCache")

@@ -23,7 +23,7 @@ import Testing
     func aFailureExitsWithOneAndOneLineSayingWhat(input: FailingInput, command: String) async throws {
         let aic = CommandLineRunner()
         try Data("this is not an image\n".utf8).write(to: aic.file("corrupt.jpg"))
-        let server = try TestHTTPServer(serving: aic.workspace.url)
+        let server = try await TestHTTPServer(serving: aic.workspace.url)
         defer { server.stop() }
         let argument =
             switch input {

@@ -26,7 +26,7 @@ import Testing
 
     @Test func aURLIsReadThroughTheStoreAndAFileURLLikeAPath() async throws {
         let aic = CommandLineRunner()
-        let server = try aic.serve(["a.jpg": try SampleImages.jpeg(width: 120, height: 90)])
+        let server = try await aic.serve(["a.jpg": try SampleImages.jpeg(width: 120, height: 90)])
         defer { server.stop() }
 
         let remote = try await aic.run("info", server.url("/images/a.jpg").absoluteString)
@@ -48,7 +48,7 @@ import Testing
         let aic = CommandLineRunner()
         let fixture = Fixtures.url("exif-orientation", "Landscape_6.jpg")
         let byteCount = try Data(contentsOf: fixture).count
-        let server = try aic.serve(["rotated.jpg": try Data(contentsOf: fixture)])
+        let server = try await aic.serve(["rotated.jpg": try Data(contentsOf: fixture)])
         defer { server.stop() }
 
         for input in [fixture.path, server.url("/images/rotated.jpg").absoluteString] {
@@ -69,7 +69,7 @@ import Testing
 
     @Test func aRemoteImageTheDiskTierHoldsNeedsNoServer() async throws {
         let aic = CommandLineRunner()
-        let server = try aic.serve(["a.jpg": try SampleImages.jpeg(width: 200, height: 100)])
+        let server = try await aic.serve(["a.jpg": try SampleImages.jpeg(width: 200, height: 100)])
         let url = server.url("/images/a.jpg").absoluteString
         // A thumbnail puts the original in the default store's disk tier; info then reads it there.
         #expect(try await aic.run("thumbnail", url, "--width", "20", "--output", "t.png").status == 0)

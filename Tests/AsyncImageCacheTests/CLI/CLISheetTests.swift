@@ -15,7 +15,7 @@ import Testing
         try SampleImages.png(width: 100, height: 200).write(to: album.appendingPathComponent("sub/b.png"))
         try Data("not an image".utf8).write(to: album.appendingPathComponent("corrupt.jpg"))
         try Data("notes".utf8).write(to: album.appendingPathComponent("notes.txt"))
-        let server = try aic.serve(["remote.jpg": try SampleImages.jpeg(width: 400, height: 200)])
+        let server = try await aic.serve(["remote.jpg": try SampleImages.jpeg(width: 400, height: 200)])
         defer { server.stop() }
 
         let result = try await aic.run(

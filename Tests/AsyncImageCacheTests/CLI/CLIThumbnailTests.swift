@@ -35,7 +35,7 @@ import Testing
 
     @Test func aURLLoadsThroughTheDefaultStoreAndLandsInItsDiskTier() async throws {
         let aic = CommandLineRunner()
-        let server = try aic.serve(["0.jpg": try SampleImages.jpeg(width: 300, height: 600)])
+        let server = try await aic.serve(["0.jpg": try SampleImages.jpeg(width: 300, height: 600)])
         defer { server.stop() }
 
         let result = try await aic.run(
@@ -61,7 +61,7 @@ import Testing
     @Test func outputDirKeepsEveryThumbnailInsideItWhateverTheInputIsNamed() async throws {
         let aic = CommandLineRunner()
         // The server serves the file under that literal name; the URL's path decodes to "../photo.jpg".
-        let server = try aic.serve(["..%2Fphoto.jpg": try SampleImages.jpeg(width: 40, height: 30)])
+        let server = try await aic.serve(["..%2Fphoto.jpg": try SampleImages.jpeg(width: 40, height: 30)])
         defer { server.stop() }
         try FileManager.default.createDirectory(at: aic.file("out"), withIntermediateDirectories: true)
         let input = server.url("/images/..%2Fphoto.jpg").absoluteString

@@ -56,12 +56,12 @@ final class CommandLineRunner: Sendable {
 
     /// Writes `files` (name -> bytes) into ``servedFolder`` and starts a loopback server for them at
     /// `/images/<name>`.
-    func serve(_ files: [String: Data]) throws -> TestHTTPServer {
+    func serve(_ files: [String: Data]) async throws -> TestHTTPServer {
         try FileManager.default.createDirectory(at: servedFolder, withIntermediateDirectories: true)
         for (name, data) in files {
             try data.write(to: servedFolder.appendingPathComponent(name))
         }
-        return try TestHTTPServer(serving: servedFolder)
+        return try await TestHTTPServer(serving: servedFolder)
     }
 
     /// A file URL in ``workspace``.

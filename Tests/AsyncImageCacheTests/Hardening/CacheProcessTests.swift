@@ -16,14 +16,14 @@ import Testing
     let names: [String]
     let bytesByName: [String: Data]
 
-    init() throws {
+    init() async throws {
         // Sizes from 8 KB to about 100 KB, so kills land inside writes as well as between them.
         let sizes = [(160, 120), (320, 240), (480, 360), (640, 480), (800, 600), (1024, 768)]
         names = try SampleImages.writeJPEGs(sizes.map { PixelSize(width: $0.0, height: $0.1) }, into: images.url)
         var bytes: [String: Data] = [:]
         for name in names { bytes[name] = try Data(contentsOf: images.url.appendingPathComponent(name)) }
         bytesByName = bytes
-        server = try TestHTTPServer(serving: images.url)
+        server = try await TestHTTPServer(serving: images.url)
     }
 
     /// Distinct URLs (so each one is a new disk write) that cycle through the served images; the

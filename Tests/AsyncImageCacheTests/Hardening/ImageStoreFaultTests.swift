@@ -13,10 +13,10 @@ import Testing
     let server: TestHTTPServer
     let sources: [URL: Data]
 
-    init() throws {
+    init() async throws {
         let names = try SampleImages.writeJPEGs(
             Array(repeating: PixelSize(width: 400, height: 300), count: 3), into: images.url)
-        server = try TestHTTPServer(serving: images.url)
+        server = try await TestHTTPServer(serving: images.url)
         var sources: [URL: Data] = [:]
         for name in names {
             sources[server.url("/images/\(name)")] = try Data(contentsOf: images.url.appendingPathComponent(name))

@@ -42,7 +42,7 @@ struct ImageStoreSoakTests {
             let folder = TemporaryDirectory("soak")
             let sizes = (0..<4).map { PixelSize(width: 120 + $0 * 16, height: 90 + $0 * 12) }
             let names = try SampleImages.writeJPEGs(sizes, into: folder.url)
-            let server = try TestHTTPServer(serving: folder.url)
+            let server = try await TestHTTPServer(serving: folder.url)
             defer { server.stop() }
             func makeStore(_ name: String) throws -> ImageStore {
                 try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"), name: name) {

@@ -19,7 +19,7 @@ final class ImageStoreStressTests: XCTestCase {
         let folder = TemporaryDirectory("stress-images")
         let sizes = (0..<5).map { PixelSize(width: 64 + $0 * 16, height: 48 + $0 * 12) }
         let names = try SampleImages.writeJPEGs(sizes, into: folder.url)
-        let server = try TestHTTPServer(serving: folder.url)
+        let server = try TestHTTPServer(blockingUntilListening: folder.url)
         defer { server.stop() }
         let urls = (0..<Self.urlCount).map { server.url("/alias/\($0)/images/\(names[$0 % names.count])") }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {

@@ -29,7 +29,7 @@ import Testing
 
     @Test func httpURLsAreDownloadedWithTheGivenSettings() async throws {
         try bytes.write(to: directory.url.appendingPathComponent("a.jpg"))
-        let server = try TestHTTPServer(serving: directory.url)
+        let server = try await TestHTTPServer(serving: directory.url)
         #expect(try await DataLoader().loadData(for: server.url("/images/a.jpg")) == bytes)
 
         let small = DataLoader(maximumResponseBytes: 4)

@@ -10,8 +10,8 @@ import Testing
     let directory = TemporaryDirectory("http-duration")
     let server: TestHTTPServer
 
-    init() throws {
-        server = try TestHTTPServer(serving: directory.url)
+    init() async throws {
+        server = try await TestHTTPServer(serving: directory.url)
     }
 
     @Test func anImageBodyThatNeverEndsStopsAtTheResourceTimeout() async throws {

@@ -14,9 +14,9 @@ import FoundationNetworking
     /// Bytes that stand in for an image: the loader does not look at them.
     let imageBytes = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) })
 
-    init() throws {
+    init() async throws {
         try imageBytes.write(to: directory.url.appendingPathComponent("photo.jpg"))
-        server = try TestHTTPServer(serving: directory.url)
+        server = try await TestHTTPServer(serving: directory.url)
     }
 
     @Test func okResponseReturnsTheExactBytes() async throws {

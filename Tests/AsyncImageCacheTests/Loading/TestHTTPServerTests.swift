@@ -9,7 +9,7 @@ import Testing
 
     @Test func countsHitsPerPathAndResets() async throws {
         try Data("x".utf8).write(to: directory.url.appendingPathComponent("a.png"))
-        let server = try TestHTTPServer(serving: directory.url)
+        let server = try await TestHTTPServer(serving: directory.url)
         let loader = HTTPDataLoader()
         _ = try await loader.loadData(for: server.url("/images/a.png"))
         _ = try await loader.loadData(for: server.url("/images/a.png?v=2"))
@@ -19,14 +19,14 @@ import Testing
         #expect(try await server.bytesSent(for: "/oversized/10") == nil)
     }
 
-    @Test func serversRunSideBySideOnTheirOwnPorts() throws {
-        let first = try TestHTTPServer(serving: directory.url)
-        let second = try TestHTTPServer(serving: directory.url)
+    @Test func serversRunSideBySideOnTheirOwnPorts() async throws {
+        let first = try await TestHTTPServer(serving: directory.url)
+        let second = try await TestHTTPServer(serving: directory.url)
         #expect(first.port != second.port)
     }
 
     @Test func stopEndsTheServerAndCanBeCalledTwice() async throws {
-        let server = try TestHTTPServer(serving: directory.url)
+        let server = try await TestHTTPServer(serving: directory.url)
         server.stop()
         server.stop()
         await #expect(throws: (any Error).self) { try await server.hits() }
@@ -34,17 +34,42 @@ import Testing
 
     @Test func theServerExitsWhenItsStdinCloses() throws {
         // The same script, started by hand, so closing stdin is the only signal it gets.
-        let process = Process()
-        let input = Pipe()
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", TestHTTPServer.script.path, directory.url.path]
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        _ = output.fileHandleForReading.availableData  // the port line: it is listening
-        try input.fileHandleForWriting.close()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let (input, output) = (try ChildProcess.makePipe(), try ChildProcess.makePipe())
+        let child = try ChildProcess(
+            ["python3", TestHTTPServer.script.path, directory.url.path], standardInput: input.reading,
+            standardOutput: output.writing)
+        close(input.reading)
+        close(output.writing)
+        let port = TestHTTPServer.firstLine(from: FileHandle(fileDescriptor: output.reading, closeOnDealloc: true))
+        #expect(Int(port) != nil)  // it is listening
+        close(input.writing)
+        #expect(child.waitForExit() == 0)  // exited, with status 0
+    }
+
+    @Test func theServerClosesWhatItInheritsBesidesItsStandardStreams() throws {
+        // A pipe whose write end the server inherits (made without close-on-exec), as another test's
+        // child's pipes and Foundation's exit socket can leak into it: once this process closes its own
+        // copy, the reader sees the end only if the server closed the copy it inherited.
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        let (reading, writing) = (ends[0], ends[1])
+        defer { close(reading) }
+        let (input, output) = (try ChildProcess.makePipe(), try ChildProcess.makePipe())
+        let child = try ChildProcess(
+            ["python3", "-S", TestHTTPServer.script.path, directory.url.path], standardInput: input.reading,
+            standardOutput: output.writing)
+        close(input.reading)
+        close(output.writing)
+        defer {
+            close(input.writing)
+            child.terminateAndWait()
+        }
+        let port = TestHTTPServer.firstLine(from: FileHandle(fileDescriptor: output.reading, closeOnDealloc: true))
+        #expect(Int(port) != nil)  // listening, past the start-up that closes what it inherited
+        close(writing)
+        var ready = pollfd(fd: reading, events: Int16(POLLIN), revents: 0)
+        try #require(poll(&ready, 1, 30_000) == 1, "the server kept the pipe's write end")
+        var byte: UInt8 = 0
+        #expect(read(reading, &byte, 1) == 0)  // the end of the pipe, not a byte
     }
 }

@@ -8,7 +8,7 @@ import Testing
     @Test func anUpperCaseSchemeLoadsAndSharesTheLowerCaseEntries() async throws {
         let folder = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([PixelSize(width: 320, height: 240)], into: folder.url)
-        let server = try TestHTTPServer(serving: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         let lower = server.url("/images/0.jpg")

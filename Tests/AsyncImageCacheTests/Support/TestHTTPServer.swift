@@ -18,11 +18,12 @@ import FoundationNetworking
 /// #expect(try await server.hits(for: "/images/a.jpg") == 1)
 /// ```
 final class TestHTTPServer: @unchecked Sendable {
-    // Unchecked: `process`, `input` and `port` are constants, and `stopped` is only touched under `lock`.
+    // Unchecked: `child`, `input` and `port` are constants, and `stopped` is only touched under `lock`.
     /// The port the server listens on.
     let port: Int
-    private let process: Process
-    private let input: Pipe
+    private let child: ChildProcess
+    /// The write end of the server's stdin: it exits once this closes.
+    private let input: Int32
     private let lock = NSLock()
     private var stopped = false
 
@@ -38,30 +39,78 @@ final class TestHTTPServer: @unchecked Sendable {
     }
 
     /// Starts a server for the files in `directory` and waits until it listens.
-    init(serving directory: URL) throws {
-        process = Process()
-        input = Pipe()
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.script.path, directory.path]
-        process.standardInput = input
-        process.standardOutput = output
-        // stderr stays the test's own, so a server that fails to start says why.
-        try process.run()
+    ///
+    /// The wait (a Python start, slow on a loaded machine) is on a thread of its own: on Swift's
+    /// cooperative pool, as wide as the machine has cores, tests starting servers side by side held
+    /// every thread of the pool, and the other tests' tasks stood still meanwhile (seen: 15 s).
+    convenience init(serving directory: URL) async throws {
+        let (child, input, output) = try Self.launch(serving: directory)
+        let line = await onOwnThread { Self.firstLine(from: output) }
+        try self.init(child: child, input: input, firstLine: line)
+    }
 
+    /// Starts a server as ``init(serving:)`` does, waiting on the calling thread: for XCTest cases,
+    /// which run on the main thread, not on the cooperative pool.
+    convenience init(blockingUntilListening directory: URL) throws {
+        let (child, input, output) = try Self.launch(serving: directory)
+        try self.init(child: child, input: input, firstLine: Self.firstLine(from: output))
+    }
+
+    private init(child: ChildProcess, input: Int32, firstLine: String) throws {
+        guard let port = Int(firstLine) else {
+            close(input)
+            child.terminateAndWait()
+            throw ServerError(description: "image_server.py did not print its port (got \"\(firstLine)\")")
+        }
+        (self.child, self.input, self.port) = (child, input, port)
+    }
+
+    /// The path of the Python interpreter, asked of `python3` once: on PATH it may be a shim (pyenv's is
+    /// a shell script) that takes longer to start than the server does. `python3` when asking fails.
+    private static let python: String = {
+        guard let output = try? ChildProcess.makePipe(), let input = try? ChildProcess.makePipe() else {
+            return "python3"
+        }
+        defer { close(input.reading) }
+        close(input.writing)  // nothing to read
+        let asking = try? ChildProcess(
+            ["python3", "-S", "-c", "import sys; print(sys.executable)"],
+            standardInput: input.reading, standardOutput: output.writing)
+        close(output.writing)
+        let path = firstLine(from: FileHandle(fileDescriptor: output.reading, closeOnDealloc: true))
+        _ = asking?.waitForExit()
+        return path.hasPrefix("/") ? path : "python3"
+    }()
+
+    /// Starts the script for `directory`; returns the child, the write end of its stdin and its stdout.
+    private static func launch(serving directory: URL) throws -> (ChildProcess, input: Int32, output: FileHandle) {
+        let (input, output) = (try ChildProcess.makePipe(), try ChildProcess.makePipe())
+        defer {
+            close(input.reading)
+            close(output.writing)
+        }
+        do {
+            // -S: the script needs the standard library only, and site-packages' start-up hooks cost time.
+            let child = try ChildProcess(
+                [python, "-S", script.path, directory.path], standardInput: input.reading,
+                standardOutput: output.writing)
+            return (child, input.writing, FileHandle(fileDescriptor: output.reading, closeOnDealloc: true))
+        } catch {
+            close(input.writing)
+            close(output.reading)
+            throw error
+        }
+    }
+
+    /// The first line `handle` gives, without its line break; what came before its end when it ends first.
+    static func firstLine(from handle: FileHandle) -> String {
         var line = Data()
         while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
+            let chunk = handle.availableData
             if chunk.isEmpty { break }
             line.append(chunk)
         }
-        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard let port = Int(text) else {
-            process.terminate()
-            process.waitUntilExit()
-            throw ServerError(description: "image_server.py did not print its port (got \"\(text)\")")
-        }
-        self.port = port
+        return String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     deinit { stop() }
@@ -118,16 +167,16 @@ final class TestHTTPServer: @unchecked Sendable {
         _ = try await get("/__reset")
     }
 
-    /// Terminates the server and waits for it to exit; later calls do nothing.
+    /// Terminates the server and waits until it has exited (and so closed its listening socket);
+    /// later calls do nothing.
     func stop() {
         let alreadyStopped = lock.withLock {
             defer { stopped = true }
             return stopped
         }
         guard !alreadyStopped else { return }
-        try? input.fileHandleForWriting.close()
-        process.terminate()
-        process.waitUntilExit()
+        close(input)
+        child.terminateAndWait()
     }
 
     private func get(_ path: String) async throws -> Data {

@@ -17,15 +17,15 @@ import Testing
     }
 
     /// The photo as `0.jpg` on a real loopback server, and a fresh store in the same temporary folder.
-    private func servedPhoto() throws -> (TemporaryDirectory, TestHTTPServer, ImageStore) {
+    private func servedPhoto() async throws -> (TemporaryDirectory, TestHTTPServer, ImageStore) {
         let images = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([photo], into: images.url)
-        let server = try TestHTTPServer(serving: images.url)
+        let server = try await TestHTTPServer(serving: images.url)
         return (images, server, try ImageStore.makeForTesting(root: images.url.appendingPathComponent("cache")))
     }
 
     @Test func anIntrinsicSizeIsTheBoxBeforeAndAfterHydration() async throws {
-        let (images, server, store) = try servedPhoto()
+        let (images, server, store) = try await servedPhoto()
         // The folder outlives the server, which serves from it.
         defer { withExtendedLifetime(images) { server.stop() } }
         let intrinsic = CGSize(width: 600, height: 400)
@@ -38,7 +38,7 @@ import Testing
     }
 
     @Test func aSizeCachedByAnEarlierLoadIsTheBoxBeforeAndAfter() async throws {
-        let (images, server, store) = try servedPhoto()
+        let (images, server, store) = try await servedPhoto()
         // The folder outlives the server, which serves from it.
         defer { withExtendedLifetime(images) { server.stop() } }
         let url = server.url("/images/0.jpg")
@@ -52,7 +52,7 @@ import Testing
         let images = TemporaryDirectory("images")
         try SampleImages.writeJPEGs([photo], into: images.url)
         let root = images.url.appendingPathComponent("cache")
-        let server = try TestHTTPServer(serving: images.url)
+        let server = try await TestHTTPServer(serving: images.url)
         let url = server.url("/images/0.jpg")
         _ = try await ImageStore.makeForTesting(root: root).image(for: ImageRequest(url: url, targetWidth: 50))
         server.stop()
@@ -98,7 +98,7 @@ import Testing
 
     /// The one case that reflows: nothing says how big the image is until it arrives.
     @Test func anUnknownImageReservesNothingBeforeAndItsNaturalSizeAfter() async throws {
-        let (images, server, store) = try servedPhoto()
+        let (images, server, store) = try await servedPhoto()
         // The folder outlives the server, which serves from it.
         defer { withExtendedLifetime(images) { server.stop() } }
         let model = CachedImageModel(url: server.url("/images/0.jpg"), displayScale: 2, store: store)
@@ -113,7 +113,7 @@ import Testing
     /// A server that sends a size of the wrong aspect: its box is kept, and a `.fill` image covers
     /// it with its real aspect, which the first image shows.
     @Test func aWrongAspectIntrinsicSizeIsTheBoxBeforeAndAfterAFillHydration() async throws {
-        let (images, server, store) = try servedPhoto()
+        let (images, server, store) = try await servedPhoto()
         // The folder outlives the server, which serves from it.
         defer { withExtendedLifetime(images) { server.stop() } }
         let intrinsic = CGSize(width: 400, height: 400)

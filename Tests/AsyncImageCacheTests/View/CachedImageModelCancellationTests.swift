@@ -16,13 +16,13 @@ import Testing
         /// The server holds the response back for `milliseconds`. The cancelling tests use a delay far
         /// beyond any stall of a loaded test run, so the cancellation always lands while the response is
         /// pending; were it not to stop the download, the load would finish and the test fail.
-        init(milliseconds: Int = 30_000) throws {
-            try self.init(path: "/slow/\(milliseconds)/images/0.jpg")
+        init(milliseconds: Int = 30_000) async throws {
+            try await self.init(path: "/slow/\(milliseconds)/images/0.jpg")
         }
 
         /// The server holds the response back until the test calls ``release()``.
-        static func held() throws -> SlowImage {
-            try SlowImage(path: "/held/\(heldKey)/images/0.jpg")
+        static func held() async throws -> SlowImage {
+            try await SlowImage(path: "/held/\(heldKey)/images/0.jpg")
         }
 
         private static let heldKey = "model"
@@ -32,10 +32,10 @@ import Testing
             try await server.release(Self.heldKey)
         }
 
-        private init(path: String) throws {
+        private init(path: String) async throws {
             self.path = path
             try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
-            server = try TestHTTPServer(serving: folder.url)
+            server = try await TestHTTPServer(serving: folder.url)
             let (loader, decoder) = (loader, decoder)
             let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
                 $0.dataLoader = loader
@@ -56,7 +56,7 @@ import Testing
     }
 
     @Test func disappearCancelsTheLoadBeforeAnyDecode() async throws {
-        let slow = try SlowImage()
+        let slow = try await SlowImage()
         defer { slow.server.stop() }
         let hydration = Task { await slow.model.load() }
         try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
@@ -67,7 +67,7 @@ import Testing
     }
 
     @Test func cancellingTheTaskThatCallsLoadCancelsTheStoreLoad() async throws {
-        let slow = try SlowImage()
+        let slow = try await SlowImage()
         defer { slow.server.stop() }
         let hydration = Task { await slow.model.load() }
         try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
@@ -77,7 +77,7 @@ import Testing
     }
 
     @Test func growingTheFrameWhileTheImageDownloadsKeepsTheDownload() async throws {
-        let slow = try SlowImage.held()  // pending until released, however loaded the machine
+        let slow = try await SlowImage.held()  // pending until released, however loaded the machine
         defer { slow.server.stop() }
         let hydration = Task { await slow.model.load() }
         try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
@@ -98,7 +98,7 @@ import Testing
         // Before, with the response held 3 s (then 10 s) by the clock, a loaded run (ThreadSanitizer,
         // or builds beside it) found the load over before the first caller had left, or the second
         // caller not yet waiting when it left.
-        let slow = try SlowImage.held()
+        let slow = try await SlowImage.held()
         defer { slow.server.stop() }
         let leaving = Task { await slow.model.load() }
         let staying = Task { await slow.model.load() }

@@ -16,11 +16,11 @@ import Testing
         let decoder = GatedDecoder(open: true)
         let store: ImageStore
 
-        init(size: PixelSize = PixelSize(width: 1600, height: 800)) throws {
+        init(size: PixelSize = PixelSize(width: 1600, height: 800)) async throws {
             self.size = size
             let name = try SampleImages.writeJPEGs([size], into: folder.url)[0]
             file = folder.url.appendingPathComponent(name)
-            server = try TestHTTPServer(serving: folder.url)
+            server = try await TestHTTPServer(serving: folder.url)
             let decoder = decoder
             store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
                 $0.decoder = decoder
@@ -52,7 +52,7 @@ import Testing
     }
 
     @Test func aWideImageFillingASquareFrameAsksForTheWidthItIsDrawnAt() async throws {
-        let photo = try WidePhoto()
+        let photo = try await WidePhoto()
         defer { photo.stop() }
         let model = await filled(photo)
         // Its height fills the 100 pt: it is 200 pt wide on screen, 400 px at 2x, not the frame's 200 px.
@@ -62,7 +62,7 @@ import Testing
     }
 
     @Test func anIntrinsicSizeGivesTheAspectBeforeTheStoreKnowsIt() async throws {
-        let photo = try WidePhoto()
+        let photo = try await WidePhoto()
         defer { photo.stop() }
         let model = CachedImageModel(
             url: photo.remote, intrinsicSize: photo.size.cgSize, contentMode: .fill, displayScale: 2,
@@ -75,7 +75,7 @@ import Testing
     }
 
     @Test func anUnknownAspectAsksAgainOnceTheImageShowsItAndKeepsDrawingTheFirst() async throws {
-        let photo = try WidePhoto()
+        let photo = try await WidePhoto()
         defer { photo.stop() }
         let model = CachedImageModel(url: photo.remote, contentMode: .fill, displayScale: 2, store: photo.store)
         var drawn: [Int?] = []
@@ -92,7 +92,7 @@ import Testing
     /// `CachedImage` reserves the image's box once its size is known: the frame takes the image's aspect,
     /// so the wider load the first image started is no longer needed.
     @Test func aFrameThatTakesTheImagesAspectDropsTheWiderLoad() async throws {
-        let photo = try WidePhoto()
+        let photo = try await WidePhoto()
         defer {
             photo.decoder.open()
             photo.stop()
@@ -114,7 +114,7 @@ import Testing
     }
 
     @Test func aTallImageFillingASquareFrameAsksForTheFramesWidth() async throws {
-        let photo = try WidePhoto(size: PixelSize(width: 800, height: 1600))
+        let photo = try await WidePhoto(size: PixelSize(width: 800, height: 1600))
         defer { photo.stop() }
         let model = await filled(photo)
         #expect(model.lastRequest?.targetPixelWidth == 200)
@@ -140,7 +140,7 @@ import Testing
     /// A size of positive, finite sides whose aspect overflows once it multiplies the frame (a
     /// server's garbage): the widest decode there is, as for a frame that wide, never no request.
     @Test func anIntrinsicSizeOfAnAspectBeyondAnyNumberStillAsksForTheImage() async throws {
-        let photo = try WidePhoto()
+        let photo = try await WidePhoto()
         defer { photo.stop() }
         let model = CachedImageModel(
             url: photo.file, intrinsicSize: CGSize(width: 1e300, height: 1e-10), contentMode: .fill,
@@ -153,7 +153,7 @@ import Testing
     }
 
     @Test func fitStillAsksForTheFramesWidth() async throws {
-        let photo = try WidePhoto()
+        let photo = try await WidePhoto()
         defer { photo.stop() }
         let model = CachedImageModel(url: photo.file, displayScale: 2, store: photo.store)
         model.layoutChanged(to: square)
@@ -163,14 +163,14 @@ import Testing
     }
 
     @Test func cornersAreInPointsOfTheWidthTheImageIsDrawnAt() async throws {
-        let photo = try WidePhoto()
+        let photo = try await WidePhoto()
         defer { photo.stop() }
         let model = await filled(photo, cornerRadius: 10)
         #expect(model.lastRequest == ImageRequest(url: photo.file, targetWidth: 400, cornerRadius: 20))
     }
 
     @Test func maxPixelWidthCapsTheWidthAndScalesTheRadiusAlike() async throws {
-        let photo = try WidePhoto()
+        let photo = try await WidePhoto()
         defer { photo.stop() }
         let model = await filled(photo, cornerRadius: 10, maxPixelWidth: 300)
         // 10 pt over the 200 pt the image is drawn at, from 300 px: 15 px.
@@ -179,7 +179,7 @@ import Testing
     }
 
     @Test func aRowPrefetchedWithTheSameSizeIsDrawnFromMemoryWithoutASecondDecode() async throws {
-        let photo = try WidePhoto()
+        let photo = try await WidePhoto()
         defer { photo.stop() }
         let request = try #require(
             CachedImageModel.request(

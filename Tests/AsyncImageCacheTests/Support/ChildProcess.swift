@@ -1,0 +1,75 @@
+import Foundation
+
+/// A child process for the tests' own long-running helpers (the HTTP test server), started with
+/// `posix_spawn` and reaped by ``terminateAndWait()``.
+///
+/// Not Foundation's `Process`: on Linux it learns that a child has exited when a socket it shares with
+/// the child closes, and neither that socket nor its pipes are close-on-exec, so a process spawned at
+/// the same moment by another test can inherit them. Its parent then waited for as long as that
+/// process ran: seen as a test spinning a core in `waitUntilExit()` on a zombie for good, with the
+/// `@MainActor` tests whose servers held the socket queued behind it. A child started here gets its
+/// own pipes only, close-on-exec in this process, and no blocked signals (a thread of the test pool
+/// blocks some, and a child inherits its mask).
+final class ChildProcess: Sendable {
+    /// The child's process id.
+    let pid: pid_t
+
+    struct SpawnError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Starts `arguments[0]`, looked up on `PATH`, with `arguments` as its argument vector, reading
+    /// `standardInput` and writing `standardOutput` (descriptors of this process, duplicated into the
+    /// child), and the test's own stderr.
+    init(_ arguments: [String], standardInput: Int32, standardOutput: Int32) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, standardInput, STDIN_FILENO)
+        posix_spawn_file_actions_adddup2(&actions, standardOutput, STDOUT_FILENO)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let status = posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, environ)
+        guard status == 0 else {
+            throw SpawnError(description: "\(arguments[0]): \(String(cString: strerror(status)))")
+        }
+        self.pid = pid
+    }
+
+    /// A pipe whose two ends are close-on-exec, so no child but the one they are duplicated into gets them
+    /// (Glibc's `pipe2` is not visible to Swift: a child spawned between the two calls could still get
+    /// them, which the test server undoes by closing what it inherits).
+    static func makePipe() throws -> (reading: Int32, writing: Int32) {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else {
+            throw SpawnError(description: "pipe: \(String(cString: strerror(errno)))")
+        }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        return (ends[0], ends[1])
+    }
+
+    /// Sends `SIGTERM` and waits until the child has exited; reaps it. Call once.
+    func terminateAndWait() {
+        kill(pid, SIGTERM)
+        _ = waitForExit()
+    }
+
+    /// Waits until the child exits, reaps it and returns its `waitpid` status. Call once.
+    func waitForExit() -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        return status
+    }
+}
