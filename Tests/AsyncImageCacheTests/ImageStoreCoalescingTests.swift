@@ -82,14 +82,15 @@ import Testing
         try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
         let server = try await TestHTTPServer(serving: folder.url)
         defer { server.stop() }
-        let loader = RecordingLoader()
+        // The response is held until the test lets it go (never, here): the cancellation lands while it is
+        // pending however loaded the machine, and the request's timeout is far beyond any stall.
+        let loader = RecordingLoader(base: DataLoader(timeout: 600))
         let decoder = CountingDecoder()
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
             $0.dataLoader = loader
             $0.decoder = decoder
         }
-        // Far beyond any stall of a loaded test run: the cancellation lands while the response is pending.
-        let path = "/slow/30000/images/0.jpg"
+        let path = "/held/never/images/0.jpg"
         let request = ImageRequest(url: server.url(path), targetWidth: 100)
         let waiters = (0..<3).map { _ in Task { try await store.image(for: request) } }
         try await waitUntil { try await server.hits(for: path) == 1 }
@@ -97,7 +98,7 @@ import Testing
         for waiter in waiters {
             await #expect(throws: ImageLoadingError.cancelled) { try await waiter.value }
         }
-        // The one download ended in cancellation, not with the 30 s response's bytes.
+        // The one download ended in cancellation.
         try await waitUntil { loader.results.count == 1 }
         #expect(loader.results.first.map { if case .failure(.cancelled) = $0 { true } else { false } } == true)
         #expect(decoder.count == 0)
@@ -110,16 +111,18 @@ import Testing
         try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
         let server = try await TestHTTPServer(serving: folder.url)
         defer { server.stop() }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
-        // Slow enough that the cancellation below lands while the response is pending even on a loaded
-        // machine; the waiter that stays waits this long for its image.
-        let path = "/slow/10000/images/0.jpg"
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = DataLoader(timeout: 600)  // the response is pending as long as the test takes
+        }
+        // Held until the one leaving is cancelled, however loaded the machine.
+        let path = "/held/stay/images/0.jpg"
         let request = ImageRequest(url: server.url(path), targetWidth: 150)
         let leaving = Task { try await store.image(for: request) }
         let staying = Task { try await store.image(for: request) }
         try await waitUntil { try await server.hits(for: path) == 1 }
         leaving.cancel()
         await #expect(throws: ImageLoadingError.cancelled) { try await leaving.value }
+        try await server.release("stay")
         #expect(try await staying.value.pixelSize == PixelSize(width: 150, height: 100))
         #expect(try await server.hits(for: path) == 1)
     }
@@ -131,7 +134,7 @@ import Testing
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         let calls = LockedBox([Bool]())
-        let task = store.load(ImageRequest(url: server.url("/slow/30000/images/0.jpg"))) { image in
+        let task = store.load(ImageRequest(url: server.url("/held/never/images/0.jpg"))) { image in
             calls.withLock { $0.append(image != nil) }
         }
         task.cancel()

@@ -70,7 +70,7 @@ import Testing
             switch route {
             case "404": "/status/404"
             case "500": "/status/500"
-            case "slow": "/slow/3000/images/0.jpg"
+            case "slow": "/held/never/images/0.jpg"  // a response that never comes
             case "truncated": "/truncated/images/0.jpg"
             case "html": "/html-as-jpeg"
             case "oversized": "/oversized/\(8 << 20)"

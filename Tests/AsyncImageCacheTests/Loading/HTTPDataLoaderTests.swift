@@ -8,7 +8,12 @@ import FoundationNetworking
 @testable import AsyncImageCache
 
 /// The HTTP loader against a real server on 127.0.0.1 (`Tests/Server/image_server.py`), one per test.
-@Suite struct HTTPDataLoaderTests {
+///
+/// Tests that need a response pending hold it at the server until they let it go (`/held/`), or have it
+/// never end (`/trickle/`), rather than delay it by the clock: a loaded run can stall a test's own task
+/// for many seconds (seen: 15 s), and a delay by the clock then ran out before the test got to act. The
+/// time limit bounds the waits for a hang-up.
+@Suite(.timeLimit(.minutes(3))) struct HTTPDataLoaderTests {
     let directory = TemporaryDirectory("http-loader")
     let server: TestHTTPServer
     /// Bytes that stand in for an image: the loader does not look at them.
@@ -126,7 +131,7 @@ import FoundationNetworking
     }
 
     @Test func aResponseSlowerThanTheTimeoutTimesOut() async throws {
-        let url = server.url("/slow/3000/images/photo.jpg")
+        let url = server.url("/held/never/images/photo.jpg")  // never answered
         await #expect(throws: ImageLoadingError.timedOut(url)) {
             try await HTTPDataLoader(timeout: 0.5).loadData(for: url)
         }
@@ -198,9 +203,8 @@ import FoundationNetworking
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 1
         let loader = HTTPDataLoader(sessionConfiguration: configuration)
-        // The first holds the only connection far longer than the test needs (on a busy machine the
-        // second task may take a while to register), and is cancelled once the second is.
-        let first = Task { try await loader.loadData(for: server.url("/slow/20000/images/photo.jpg")) }
+        // The first holds the only connection until it is cancelled, once the second is.
+        let first = Task { try await loader.loadData(for: server.url("/held/first/images/photo.jpg")) }
         try await waitUntil { loader.unfinishedTaskCount == 1 }
         let second = Task { try await loader.loadData(for: server.url("/alias/1/images/photo.jpg")) }
         try await waitUntil { loader.unfinishedTaskCount == 2 }
@@ -284,24 +288,18 @@ import FoundationNetworking
     }
 
     @Test func cancellingTheTaskMidDownloadThrowsCancelledAndStopsTheDownload() async throws {
-        // A gigabyte takes the server over a minute (16 KiB a millisecond at most), so the cancellation
-        // lands mid-download however slowly a loaded machine runs this test. With 64 MiB, a full suite
-        // on two busy cores sometimes saw the whole body sent before the test got to cancel.
-        let path = "/oversized-stream/\(1 << 30)"
-        // A cap well short of the body: a load whose cancellation went unheeded ends at it, as a
-        // failure of this test, instead of holding the gigabyte.
-        let loader = HTTPDataLoader(maximumResponseBytes: 256 << 20)
+        // A body that never ends, so the cancellation lands mid-download however long a loaded run
+        // stalls this test (before, a gigabyte at 16 MiB/s was sometimes over, or at the cap, by then).
+        // Only a cancelled download ends: one whose cancellation went unheeded runs until the suite's
+        // time limit fails the test.
+        let path = "/trickle/1/200"
+        let loader = HTTPDataLoader()
         let download = Task { try await loader.loadData(for: server.url(path)) }
-        // Wait until the body is flowing, so the cancellation lands mid-download.
-        while try await server.bytesSent(for: path) ?? 0 < 256 << 10 {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        let sentBeforeCancelling = try await server.bytesSent(for: path) ?? 0
+        try await waitUntil { try await server.bytesSent(for: path) ?? 0 > 4096 }  // the body is flowing
         download.cancel()
         await #expect(throws: ImageLoadingError.cancelled) { try await download.value }
-        // What was in flight and in the socket buffers as the cancellation took effect: about 2 MiB
-        // here, even with 24 of these at once on two busy cores; not the rest of the gigabyte.
-        #expect(try await settledBytesSent(for: path) - sentBeforeCancelling < 32 << 20)
+        try await server.waitUntilHungUp(path)  // the connection is closed
+        #expect(loader.unfinishedTaskCount == 0)
     }
 
     @Test func aTaskCancelledBeforeTheRequestNeverReachesTheServer() async throws {

@@ -8,19 +8,16 @@ import Testing
     @MainActor private struct SlowImage {
         let folder = TemporaryDirectory("images")
         let server: TestHTTPServer
-        let loader = RecordingLoader()
+        /// A request timeout far beyond any stall of a loaded run: a held response is pending for as long
+        /// as the test takes to release it, and with the default 30 s one timed out first (image nil).
+        let loader = RecordingLoader(base: DataLoader(timeout: 600))
         let decoder = CountingDecoder()
         let model: CachedImageModel
         let path: String
 
-        /// The server holds the response back for `milliseconds`. The cancelling tests use a delay far
-        /// beyond any stall of a loaded test run, so the cancellation always lands while the response is
-        /// pending; were it not to stop the download, the load would finish and the test fail.
-        init(milliseconds: Int = 30_000) async throws {
-            try await self.init(path: "/slow/\(milliseconds)/images/0.jpg")
-        }
-
-        /// The server holds the response back until the test calls ``release()``.
+        /// The server holds the response back until the test calls ``release()``, so a cancellation always
+        /// lands while the response is pending, however loaded the machine (before, a response delayed
+        /// 30 s by the clock); were it not to stop the download, no download would end and the test fail.
         static func held() async throws -> SlowImage {
             try await SlowImage(path: "/held/\(heldKey)/images/0.jpg")
         }
@@ -56,7 +53,7 @@ import Testing
     }
 
     @Test func disappearCancelsTheLoadBeforeAnyDecode() async throws {
-        let slow = try await SlowImage()
+        let slow = try await SlowImage.held()
         defer { slow.server.stop() }
         let hydration = Task { await slow.model.load() }
         try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
@@ -67,7 +64,7 @@ import Testing
     }
 
     @Test func cancellingTheTaskThatCallsLoadCancelsTheStoreLoad() async throws {
-        let slow = try await SlowImage()
+        let slow = try await SlowImage.held()
         defer { slow.server.stop() }
         let hydration = Task { await slow.model.load() }
         try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
@@ -77,7 +74,7 @@ import Testing
     }
 
     @Test func growingTheFrameWhileTheImageDownloadsKeepsTheDownload() async throws {
-        let slow = try await SlowImage.held()  // pending until released, however loaded the machine
+        let slow = try await SlowImage.held()
         defer { slow.server.stop() }
         let hydration = Task { await slow.model.load() }
         try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
