@@ -34,15 +34,9 @@ import Testing
 
     @Test func theServerExitsWhenItsStdinCloses() throws {
         // The same script, started by hand, so closing stdin is the only signal it gets.
-        let (input, output) = (try ChildProcess.makePipe(), try ChildProcess.makePipe())
-        let child = try ChildProcess(
-            ["python3", TestHTTPServer.script.path, directory.url.path], standardInput: input.reading,
-            standardOutput: output.writing)
-        close(input.reading)
-        close(output.writing)
-        let port = TestHTTPServer.firstLine(from: FileHandle(fileDescriptor: output.reading, closeOnDealloc: true))
-        #expect(Int(port) != nil)  // it is listening
-        close(input.writing)
+        let (child, input, output) = try ChildProcess.start(["python3", TestHTTPServer.script.path, directory.url.path])
+        #expect(Int(TestHTTPServer.firstLine(from: output)) != nil)  // the port: it is listening
+        close(input)
         #expect(child.waitForExit() == 0)  // exited, with status 0
     }
 
@@ -54,18 +48,14 @@ import Testing
         try #require(pipe(&ends) == 0)
         let (reading, writing) = (ends[0], ends[1])
         defer { close(reading) }
-        let (input, output) = (try ChildProcess.makePipe(), try ChildProcess.makePipe())
-        let child = try ChildProcess(
-            ["python3", "-S", TestHTTPServer.script.path, directory.url.path], standardInput: input.reading,
-            standardOutput: output.writing)
-        close(input.reading)
-        close(output.writing)
+        let (child, input, output) = try ChildProcess.start(
+            ["python3", "-S", TestHTTPServer.script.path, directory.url.path])
         defer {
-            close(input.writing)
+            close(input)
             child.terminateAndWait()
         }
-        let port = TestHTTPServer.firstLine(from: FileHandle(fileDescriptor: output.reading, closeOnDealloc: true))
-        #expect(Int(port) != nil)  // listening, past the start-up that closes what it inherited
+        // The port: listening, past the start-up that closes what it inherited.
+        #expect(Int(TestHTTPServer.firstLine(from: output)) != nil)
         close(writing)
         var ready = pollfd(fd: reading, events: Int16(POLLIN), revents: 0)
         try #require(poll(&ready, 1, 30_000) == 1, "the server kept the pipe's write end")

@@ -18,10 +18,30 @@ final class ChildProcess: Sendable {
         var description: String
     }
 
-    /// Starts `arguments[0]`, looked up on `PATH`, with `arguments` as its argument vector, reading
-    /// `standardInput` and writing `standardOutput` (descriptors of this process, duplicated into the
-    /// child), and the test's own stderr.
-    init(_ arguments: [String], standardInput: Int32, standardOutput: Int32) throws {
+    /// Starts `arguments[0]`, looked up on `PATH`, with `arguments` as its argument vector, a pipe to its
+    /// stdin and one from its stdout; stderr stays the test's own, so a child that fails says why.
+    ///
+    /// - Returns: The child, the write end of its stdin (it reads end-of-file once this is closed) and
+    ///   its stdout.
+    static func start(_ arguments: [String]) throws -> (ChildProcess, input: Int32, output: FileHandle) {
+        let (input, output) = (try makePipe(), try makePipe())
+        defer {
+            close(input.reading)
+            close(output.writing)
+        }
+        do {
+            let child = try ChildProcess(arguments, standardInput: input.reading, standardOutput: output.writing)
+            return (child, input.writing, FileHandle(fileDescriptor: output.reading, closeOnDealloc: true))
+        } catch {
+            close(input.writing)
+            close(output.reading)
+            throw error
+        }
+    }
+
+    /// Starts the child reading `standardInput` and writing `standardOutput`, descriptors of this
+    /// process duplicated into the child.
+    private init(_ arguments: [String], standardInput: Int32, standardOutput: Int32) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -51,7 +71,7 @@ final class ChildProcess: Sendable {
     /// A pipe whose two ends are close-on-exec, so no child but the one they are duplicated into gets them
     /// (Glibc's `pipe2` is not visible to Swift: a child spawned between the two calls could still get
     /// them, which the test server undoes by closing what it inherits).
-    static func makePipe() throws -> (reading: Int32, writing: Int32) {
+    private static func makePipe() throws -> (reading: Int32, writing: Int32) {
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else {
             throw SpawnError(description: "pipe: \(String(cString: strerror(errno)))")

@@ -68,38 +68,21 @@ final class TestHTTPServer: @unchecked Sendable {
     /// The path of the Python interpreter, asked of `python3` once: on PATH it may be a shim (pyenv's is
     /// a shell script) that takes longer to start than the server does. `python3` when asking fails.
     private static let python: String = {
-        guard let output = try? ChildProcess.makePipe(), let input = try? ChildProcess.makePipe() else {
-            return "python3"
-        }
-        defer { close(input.reading) }
-        close(input.writing)  // nothing to read
-        let asking = try? ChildProcess(
-            ["python3", "-S", "-c", "import sys; print(sys.executable)"],
-            standardInput: input.reading, standardOutput: output.writing)
-        close(output.writing)
-        let path = firstLine(from: FileHandle(fileDescriptor: output.reading, closeOnDealloc: true))
-        _ = asking?.waitForExit()
+        guard
+            let (asking, input, output) = try? ChildProcess.start([
+                "python3", "-S", "-c", "import sys; print(sys.executable)",
+            ])
+        else { return "python3" }
+        close(input)  // nothing to read
+        let path = firstLine(from: output)
+        _ = asking.waitForExit()
         return path.hasPrefix("/") ? path : "python3"
     }()
 
     /// Starts the script for `directory`; returns the child, the write end of its stdin and its stdout.
     private static func launch(serving directory: URL) throws -> (ChildProcess, input: Int32, output: FileHandle) {
-        let (input, output) = (try ChildProcess.makePipe(), try ChildProcess.makePipe())
-        defer {
-            close(input.reading)
-            close(output.writing)
-        }
-        do {
-            // -S: the script needs the standard library only, and site-packages' start-up hooks cost time.
-            let child = try ChildProcess(
-                [python, "-S", script.path, directory.path], standardInput: input.reading,
-                standardOutput: output.writing)
-            return (child, input.writing, FileHandle(fileDescriptor: output.reading, closeOnDealloc: true))
-        } catch {
-            close(input.writing)
-            close(output.reading)
-            throw error
-        }
+        // -S: the script needs the standard library only, and site-packages' start-up hooks cost time.
+        try ChildProcess.start([python, "-S", script.path, directory.path])
     }
 
     /// The first line `handle` gives, without its line break; what came before its end when it ends first.
