@@ -121,7 +121,8 @@ extension ImageStore {
         let rendered = await decodeSlots.run(priority: priority, cancellation: cancellation) {
             [self] () -> Result<Bitmap, ImageDecodingError> in
             Result { () throws(ImageDecodingError) in
-                try render(fetched.original, for: request, cancellation: cancellation)
+                try render(
+                    fetched.original, for: request, cancellation: cancellation, urgency: priority.current)
             }
         }
         let bitmap: Bitmap
@@ -224,9 +225,11 @@ extension ImageStore {
     /// colour profile to sRGB and rounds.
     ///
     /// With `cancellation` raised, it stops at the decoder's next check or before the next step, and
-    /// throws ``ImageDecodingError/Reason/cancelled``.
+    /// throws ``ImageDecodingError/Reason/cancelled``. `urgency` is the run's priority as it starts:
+    /// only a visible load spends a second core to finish sooner.
     func render(
-        _ original: OriginalImage, for request: ImageRequest, cancellation: DecodeCancellation? = nil
+        _ original: OriginalImage, for request: ImageRequest, cancellation: DecodeCancellation? = nil,
+        urgency: ImageLoadPriority = .normal
     ) throws(ImageDecodingError) -> Bitmap {
         let header = original.header
         let natural = header.displaySize
@@ -249,7 +252,7 @@ extension ImageStore {
         try checkCancellation()
         var bitmap: Bitmap
         if let stored = minimumStored,
-            let resized = try decodeResizing(original.data, context, to: stored, url: request.url)
+            let resized = try decodeResizing(original.data, context, to: stored, url: request.url, urgency: urgency)
         {
             bitmap = resized
         } else {
@@ -341,18 +344,22 @@ extension ImageStore {
 
     /// A JPEG or PNG for the default decoder decoded and resized in one step, row by row; `nil` for
     /// anything else (which takes the steps one by one), and for the PNGs that only decode whole. A
-    /// JPEG's resize overlaps its decode on a second thread only while a core has no decode of its own:
-    /// when all are busy, the handing over would only cost.
+    /// JPEG's resize overlaps its decode on a second thread only for a visible load (`urgency`
+    /// `.normal`) while a core has no decode of its own: when all are busy, the handing over would only
+    /// cost, and a prefetch has nobody waiting for it, so it takes the path of least CPU and keeps to
+    /// its one slot's thread.
     private func decodeResizing(
-        _ data: Data, _ context: ImageDecodingContext, to size: PixelSize, url: URL
+        _ data: Data, _ context: ImageDecodingContext, to size: PixelSize, url: URL, urgency: ImageLoadPriority
     ) throws(ImageDecodingError) -> Bitmap? {
         guard configuration.decoder is ImageDecoders.Default else { return nil }
         switch context.header.format {
         case .jpeg:
             #if canImport(CJPEGSupport)
             report(.resize, url)
-            let idleCore = decodeSlots.busyCount < ProcessInfo.processInfo.activeProcessorCount
-            return try ImageDecoders.JPEG().decode(data, context: context, resizedTo: size, overlapping: idleCore)
+            let overlapping =
+                urgency == .normal && decodeSlots.busyCount < ProcessInfo.processInfo.activeProcessorCount
+            configuration.resizeOverlapObserver?(overlapping)
+            return try ImageDecoders.JPEG().decode(data, context: context, resizedTo: size, overlapping: overlapping)
             #else
             return nil
             #endif

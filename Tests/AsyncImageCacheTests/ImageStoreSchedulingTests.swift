@@ -130,6 +130,25 @@ import Testing
         #expect(order[1] == requests[3].url, "decode order: \(order.map(\.lastPathComponent))")
     }
 
+    @Test func onlyAVisibleLoadResizesOnASecondThreadWhileItDecodes() async throws {
+        // A prefetch has nobody waiting: it decodes and resizes on its slot's thread alone. A visible
+        // load with a core to spare hands the resize to a second thread.
+        let folder = TemporaryDirectory("overlap")
+        let names = try SampleImages.writeJPEGs(
+            Array(repeating: PixelSize(width: 400, height: 300), count: 2), into: folder.url)
+        let requests = names.map { ImageRequest(url: folder.url.appendingPathComponent($0), targetWidth: 100) }
+        let choices = LockedBox<[Bool]>([])
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 2
+            $0.resizeOverlapObserver = { overlapping in choices.withLock { $0.append(overlapping) } }
+        }
+        store.startPrefetching([requests[0]])
+        try await waitUntil { store.cachedImage(for: requests[0]) != nil }
+        _ = try await store.image(for: requests[1])
+        let spareCore = ProcessInfo.processInfo.activeProcessorCount > 1
+        #expect(choices.withLock { $0 } == [false, spareCore])
+    }
+
     @Test func hundredsOfPrefetchesFetchOnlyAFewImagesAheadOfTheDecodes() async throws {
         // A long list prefetched at once, decodes slower than reads: the bytes of every image must not
         // pile up in memory waiting for a decode slot.
