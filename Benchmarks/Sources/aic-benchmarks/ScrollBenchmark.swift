@@ -120,13 +120,16 @@ enum ScrollBenchmark {
             decodeToFrameMs: store.map { _ in latency.decodeToFrame.mean * 1000 },
             decodedAfterAppearing: store.map { _ in latency.wait.count },
             decodedBeforeAppearing: store.map { _ in latency.before },
-            libjpegAloneSeconds: floors?.libjpeg, decodeAndResizeSeconds: floors?.decodeAndResize)
+            libjpegAloneSeconds: floors?.libjpeg, decodeAndResizeSeconds: floors?.decodeAndResize,
+            photoFullMs: floors?.photo.full, photoScaledMs: floors?.photo.scaled)
     }
 
     /// The CPU seconds, on this thread with the files read beforehand, that decoding each distinct
     /// image of `layout` once takes: with libjpeg alone at the DCT scale the store picks for the row's
     /// request, and with the store's own decode and resize to the row's size on one thread.
-    private static func floors(_ layout: ScrollLayout) -> (libjpeg: Double, decodeAndResize: Double) {
+    private static func floors(_ layout: ScrollLayout) -> (
+        libjpeg: Double, decodeAndResize: Double, photo: (full: Double, scaled: Double)
+    ) {
         var seen = Set<URL>()
         var jobs: [(Data, ImageDecodingContext, PixelSize?)] = []
         for row in layout.rows where seen.insert(row.file).inserted {
@@ -154,7 +157,30 @@ enum ScrollBenchmark {
                 blackHole(try? ImageDecoders.JPEG().decode(data, context: context))
             }
         }
-        return (libjpeg, ThreadCPU.seconds() - start)
+        let decodeAndResize = ThreadCPU.seconds() - start
+        return (libjpeg, decodeAndResize, photoDecodeMilliseconds(layout))
+    }
+
+    /// The first photo decoded by libjpeg alone at full size and at its row's DCT scale: CPU
+    /// milliseconds, the median of 5 each. What stays the same between the two is entropy decoding.
+    private static func photoDecodeMilliseconds(_ layout: ScrollLayout) -> (full: Double, scaled: Double) {
+        guard let row = layout.rows.first(where: { $0.kind == .photo }), let data = try? Data(contentsOf: row.file),
+            let header = try? ImageHeader.parse(data), let width = ModelRowImage.request(for: row)?.targetPixelWidth
+        else { return (.nan, .nan) }
+        let size = header.displaySize
+        let minimum = PixelSize(width: width, height: size.height * width / size.width)
+        func median(_ context: ImageDecodingContext) -> Double {
+            let times = (0..<5).map { _ in
+                let start = ThreadCPU.seconds()
+                blackHole(try? ImageDecoders.JPEG().decode(data, context: context))
+                return (ThreadCPU.seconds() - start) * 1000
+            }
+            return times.sorted()[2]
+        }
+        return (
+            median(ImageDecodingContext(header: header)),
+            median(ImageDecodingContext(header: header, minimumSize: minimum))
+        )
     }
 
     private static func printTable(ours runsOfOurs: [ScrollResult], naive runsOfNaive: [ScrollResult]) {
@@ -223,13 +249,17 @@ enum ScrollBenchmark {
             Placeholder time: from the frame a row appears to the frame its image is set, counted in whole \
             frames (\(1000 / ScrollRun.framesPerSecond) ms); a row that left before its image counts the time \
             it was visible. Decode CPU: CPU time of every thread but the main one (reads, decodes, resizes; ours \
-            with its real decoder, so the JPEG decode+resize pipeline counts on both of its threads), until the \
-            loads already started finish. Main thread/frame: the frame loop's CPU time making, updating and \
+            with its real decoder, so a visible load's decode and resize count on both of their threads; a \
+            prefetch uses one), until the \
+            loads already started finish; the frame clock is a timer on the main run loop, so its wake-ups \
+            count on the main thread, as a display link's do. Main thread/frame: the frame loop's CPU time making, updating and \
             dropping rows (and, for ours, prefetching). Peak memory: VmHWM minus VmRSS before the flings, each \
             loader in its own process. Ours' floor: after the flings, libjpeg decoding each distinct image once at \
             the DCT scale the store picks for its row, bytes already read, nothing else; + resize: the store's own \
             decode and resize of the same images on one thread, as it runs when every core is busy. Entropy \
-            decoding, most of a JPEG decode, costs the same at every scale (a 2400x1600 photo here: 17.2 ms full, 14.6 ms at 1/2).
+            decoding, most of a JPEG decode, costs the same at every scale (one 2400x1600 photo in this run: \
+            \(format(median(runsOfOurs) { $0.photoFullMs }, digits: 1)) ms full, \
+            \(format(median(runsOfOurs) { $0.photoScaledMs }, digits: 1)) ms at the scale its row takes).
             """)
     }
 }
