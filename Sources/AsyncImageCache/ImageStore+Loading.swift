@@ -239,8 +239,6 @@ extension ImageStore {
             target = PixelSize(width: width, height: max(1, Int(height)))
         }
         let minimumStored = target.map { header.orientation.swapsWidthAndHeight ? $0.transposed : $0 }
-        report(.decode, request.url)
-        count { $0.decodes += 1 }
         var context = ImageDecodingContext(
             header: header, minimumSize: decodingMinimum(minimumStored, header), pixelBudget: configuration.pixelBudget)
         context.cancellation = cancellation
@@ -249,7 +247,10 @@ extension ImageStore {
         // Every step below looks at the flag before it starts; the row-by-row ones also while they run.
         let checkCancellation = { () throws(ImageDecodingError) in try context.checkCancellation(format: header.format)
         }
+        // Cancelled between getting its slot and starting: no decode started, none is counted or reported.
         try checkCancellation()
+        report(.decode, request.url)
+        count { $0.decodes += 1 }
         var bitmap: Bitmap
         if let stored = minimumStored,
             let resized = try decodeResizing(original.data, context, to: stored, url: request.url, urgency: urgency)

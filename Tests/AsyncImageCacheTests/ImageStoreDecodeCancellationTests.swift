@@ -68,6 +68,28 @@ import Testing
         #expect(fixture.store.statistics.failures == 0)
     }
 
+    @Test func aRunCancelledBeforeItsDecodeStartsIsNeitherCountedNorReportedAsADecode() throws {
+        // Cancelled between getting a decode slot and starting: the statistics and the stage observer
+        // count decodes that started, so this is not one (it was counted before the check).
+        let folder = TemporaryDirectory("cancelled-first")
+        let log = StageLog()
+        let store = try ImageStore.makeForTesting(root: folder.url) { $0.stageObserver = log.observer }
+        let data = try SampleImages.jpeg(width: 64, height: 48)
+        let original = OriginalImage(data: data, header: try ImageHeader.parse(data), fileStamp: nil)
+        let request = ImageRequest(url: URL(string: "https://example.com/a.jpg")!, targetWidth: 32)
+        let cancellation = DecodeCancellation()
+        cancellation.cancel()
+        #expect(throws: ImageDecodingError.self) {
+            try store.render(original, for: request, cancellation: cancellation)
+        }
+        #expect(store.statistics.decodes == 0)
+        #expect(log.urls(of: .decode).isEmpty)
+        // The same render not cancelled counts one decode and reports it.
+        _ = try store.render(original, for: request, cancellation: DecodeCancellation())
+        #expect(store.statistics.decodes == 1)
+        #expect(log.urls(of: .decode) == [request.url])
+    }
+
     @Test func aWaiterThatStaysGetsTheWholeImageWhenAnotherLeavesMidDecode() async throws {
         let fixture = try await Fixture()
         defer { fixture.server.stop() }
