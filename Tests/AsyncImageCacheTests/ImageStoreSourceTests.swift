@@ -95,6 +95,26 @@ import Testing
         #expect(store.statistics.failures == 1)
     }
 
+    @Test func anIPv6HostFailsWithAnErrorThatSaysWhy() async throws {
+        // URLSession on Linux refuses every IPv6 literal host as a bad URL ("error -1000", nothing more);
+        // nothing listens on port 1, so a URLSession that takes such hosts fails to connect instead.
+        let root = TemporaryDirectory("root")
+        let store = try ImageStore.makeForTesting(root: root.url)
+        let url = URL(string: "http://[::1]:1/a.jpg")!
+        let error = await #expect(throws: ImageLoadingError.self) {
+            try await store.image(for: ImageRequest(url: url))
+        }
+        guard case .network(let failed, let description)? = error else {
+            Issue.record("not a network error: \(String(describing: error))")
+            return
+        }
+        #expect(failed == url)
+        #expect(!description.contains("-1000"), "\(description)")
+        #expect(
+            description.contains("IPv6") || description.localizedCaseInsensitiveContains("connect"), "\(description)")
+        #expect(store.cachedOriginalBytes(for: url) == nil)
+    }
+
     @Test func anUnsupportedSchemeIsATypedError() async throws {
         let root = TemporaryDirectory("root")
         let store = try ImageStore.makeForTesting(root: root.url)

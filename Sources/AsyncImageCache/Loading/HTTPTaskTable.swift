@@ -280,6 +280,19 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         complete(task) { entry in Self.result(of: entry, error: error, final: final) }
     }
 
+    /// Why URLSession refused `url` as a bad URL, which its own error does not say ("error -1000"). On
+    /// Linux, swift-corelibs-foundation refuses a URL whose host it and libcurl read differently, and
+    /// Swift 6.3's reads every IPv6 literal host that way (`http://[::1]/`: swift-corelibs-foundation
+    /// issue 5496).
+    static func badURL(_ url: URL) -> String {
+        #if !canImport(Darwin)
+        if let host = url.host, host.contains(":") {
+            return "URLSession on Linux cannot load a URL whose host is an IPv6 address (\(host)); use a host name"
+        }
+        #endif
+        return "URLSession refused the URL as malformed"
+    }
+
     /// The outcome of the load of `entry`, ended by `error` (`nil` for success); `final` is the task's
     /// last response, which the delegate may not have been shown.
     private static func result(
@@ -294,6 +307,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         }
         if let error {
             if code == NSURLErrorCancelled { return .failure(.cancelled) }
+            if code == NSURLErrorBadURL { return .failure(.network(url: entry.url, description: badURL(entry.url))) }
             return .failure(.network(url: entry.url, description: error.localizedDescription))
         }
         guard let response = entry.response else {
