@@ -93,6 +93,7 @@ enum ScrollBenchmark {
         }
         let baseline = ProcessMemory.residentMB
         let offMainBefore = ThreadCPU.processSeconds() - ThreadCPU.seconds()
+        let systemBefore = ThreadCPU.otherThreadsSystemSeconds()
         let outcome = await run.run()
         store?.stopPrefetching()
         // Work already started finishes (and counts) before the figures are read: wait until the
@@ -106,10 +107,12 @@ enum ScrollBenchmark {
         }
         // Read before the floors below, which hold every file and a decode of their own.
         let peakMemoryMB = ProcessMemory.peakMB - baseline
+        let decodeSystemSeconds = ThreadCPU.otherThreadsSystemSeconds() - systemBefore
         let floors = store.map { _ in Self.floors(layout) }
         return ScrollResult(
             loader: loader, decodesStarted: store?.statistics.decodes ?? meter.decodesStarted,
-            decodeCPUSeconds: offMain - offMainBefore, peakMemoryMB: peakMemoryMB,
+            decodeCPUSeconds: offMain - offMainBefore,
+            decodeSystemSeconds: decodeSystemSeconds, peakMemoryMB: peakMemoryMB,
             placeholderMeanMs: outcome.placeholders.mean * 1000,
             placeholderP95Ms: outcome.placeholders.percentile(0.95) * 1000,
             appearances: outcome.placeholders.count, leftBeforeImage: outcome.leftBeforeImage,
@@ -219,6 +222,7 @@ enum ScrollBenchmark {
         }
         row("decodes started", { Double($0.decodesStarted) }, digits: 0, goal: nil)
         row("decode CPU (s)", { $0.decodeCPUSeconds }, digits: 2, goal: 0.5)
+        row("  of which system (s)", { $0.decodeSystemSeconds }, digits: 2, goal: nil)
         row("peak memory (MB)", { $0.peakMemoryMB }, digits: 0, goal: 0.6)
         row("placeholder mean (ms)", { $0.placeholderMeanMs }, digits: 0, goal: 0.7)
         row("placeholder p95 (ms)", { $0.placeholderP95Ms }, digits: 0, goal: 0.7)
@@ -252,7 +256,8 @@ enum ScrollBenchmark {
             with its real decoder, so a visible load's decode and resize count on both of their threads; a \
             prefetch uses one), until the \
             loads already started finish; the frame clock is a timer on the main run loop, so its wake-ups \
-            count on the main thread, as a display link's do. Main thread/frame: the frame loop's CPU time making, updating and \
+            count on the main thread, as a display link's do; of which system: the kernel's part (first touches \
+            of fresh memory, file reads, thread wake-ups), which moves with the machine from run to run. Main thread/frame: the frame loop's CPU time making, updating and \
             dropping rows (and, for ours, prefetching). Peak memory: VmHWM minus VmRSS before the flings, each \
             loader in its own process. Ours' floor: after the flings, libjpeg decoding each distinct image once at \
             the DCT scale the store picks for its row, bytes already read, nothing else; + resize: the store's own \
