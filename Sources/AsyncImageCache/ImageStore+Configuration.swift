@@ -52,9 +52,10 @@ extension ImageStore {
         /// (its output rows so far), with the rows decoded so far and the rows in all; tests see how far a
         /// decode went, and hold it there.
         var decodeRowObserver: (@Sendable (_ rowsDecoded: Int, _ totalRows: Int) -> Void)?
-        /// Called on the decoding thread as a JPEG starts to decode and resize in one step, with whether
-        /// a second thread resizes while it decodes; tests see which loads spend the second core.
-        var resizeOverlapObserver: (@Sendable (_ overlapping: Bool) -> Void)?
+        /// Called on the decoding thread as a resize starts (a JPEG's decode and resize in one step, or
+        /// the resize of a whole bitmap), with whether it may use threads besides this one; tests see
+        /// which loads spend other cores.
+        var resizeThreadsObserver: (@Sendable (_ usesOtherThreads: Bool) -> Void)?
 
         /// Creates a configuration with default budgets and parts.
         public init(name: String = "default") {

@@ -263,7 +263,7 @@ extension ImageStore {
             if let stored = minimumStored, let extent = scaledJPEGExtent(of: bitmap, context) {
                 try checkCancellation()
                 report(.resize, request.url)
-                bitmap = try resized(bitmap, to: stored, sourceExtent: extent, context)
+                bitmap = try resized(bitmap, to: stored, sourceExtent: extent, context, urgency: urgency)
             }
         }
         if header.orientation != .up {
@@ -274,7 +274,7 @@ extension ImageStore {
         if let target, bitmap.pixelSize != target {
             try checkCancellation()
             report(.resize, request.url)
-            bitmap = try resized(bitmap, to: target, sourceExtent: nil, context)
+            bitmap = try resized(bitmap, to: target, sourceExtent: nil, context, urgency: urgency)
         }
         #if !canImport(ImageIO)
         // The Linux decoders hand out samples as stored; converted now, there are the fewest of them.
@@ -295,11 +295,18 @@ extension ImageStore {
         return bitmap
     }
 
-    /// `bitmap` resized as ``Bitmap/resized(to:)`` does, stopping part way when `context` is cancelled.
+    /// `bitmap` resized as ``Bitmap/resized(to:)`` does, stopping part way when `context` is cancelled;
+    /// split across the cores only for a visible load (`urgency` `.normal`), a prefetch's on this thread.
     private func resized(
-        _ bitmap: Bitmap, to size: PixelSize, sourceExtent: SIMD2<Double>?, _ context: ImageDecodingContext
+        _ bitmap: Bitmap, to size: PixelSize, sourceExtent: SIMD2<Double>?, _ context: ImageDecodingContext,
+        urgency: ImageLoadPriority
     ) throws(ImageDecodingError) -> Bitmap {
-        guard let resized = bitmap.resized(to: size, sourceExtent: sourceExtent, cancellation: context.cancellation)
+        let usesOtherThreads = urgency == .normal
+        configuration.resizeThreadsObserver?(usesOtherThreads)
+        guard
+            let resized = bitmap.resized(
+                to: size, sourceExtent: sourceExtent, cancellation: context.cancellation,
+                usesOtherThreads: usesOtherThreads)
         else { throw ImageDecodingError(format: context.header.format, reason: .cancelled) }
         return resized
     }
@@ -359,7 +366,7 @@ extension ImageStore {
             report(.resize, url)
             let overlapping =
                 urgency == .normal && decodeSlots.busyCount < ProcessInfo.processInfo.activeProcessorCount
-            configuration.resizeOverlapObserver?(overlapping)
+            configuration.resizeThreadsObserver?(overlapping)
             return try ImageDecoders.JPEG().decode(data, context: context, resizedTo: size, overlapping: overlapping)
             #else
             return nil

@@ -140,13 +140,33 @@ import Testing
         let choices = LockedBox<[Bool]>([])
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
             $0.decodeConcurrency = 2
-            $0.resizeOverlapObserver = { overlapping in choices.withLock { $0.append(overlapping) } }
+            $0.resizeThreadsObserver = { overlapping in choices.withLock { $0.append(overlapping) } }
         }
         store.startPrefetching([requests[0]])
         try await waitUntil { store.cachedImage(for: requests[0]) != nil }
         _ = try await store.image(for: requests[1])
         let spareCore = ProcessInfo.processInfo.activeProcessorCount > 1
         #expect(choices.withLock { $0 } == [false, spareCore])
+    }
+
+    @Test func aPrefetchResizesAWholeBitmapOnItsOwnThread() async throws {
+        // A WebP decodes whole and is then resized: split across the cores for a visible load only.
+        let folder = TemporaryDirectory("whole-resize")
+        let urls = try (0..<2).map { index in
+            let url = folder.url.appendingPathComponent("\(index).webp")
+            try SampleImages.webp(SampleImages.detailed(width: 400, height: 300)).write(to: url)
+            return url
+        }
+        let requests = urls.map { ImageRequest(url: $0, targetWidth: 100) }
+        let choices = LockedBox<[Bool]>([])
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.resizeThreadsObserver = { usesOtherThreads in choices.withLock { $0.append(usesOtherThreads) } }
+        }
+        store.startPrefetching([requests[0]])
+        try await waitUntil { store.cachedImage(for: requests[0]) != nil }
+        let image = try await store.image(for: requests[1])
+        #expect(image.pixelSize == PixelSize(width: 100, height: 75))
+        #expect(choices.withLock { $0 } == [false, true])
     }
 
     @Test func hundredsOfPrefetchesFetchOnlyAFewImagesAheadOfTheDecodes() async throws {

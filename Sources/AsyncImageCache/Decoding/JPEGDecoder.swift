@@ -129,8 +129,11 @@ extension ImageDecoders {
                     let extent = Self.pictureExtent(sizes.image, numerator: sizes.numerator)
                     if allowsDCShortcut, let bitmap = Self.decodeFromDC(decoder, sizes, threads: overlapping ? 2 : 1) {
                         if outputSize == size && extent == nil { return .success(bitmap) }
-                        return bitmap.resized(to: size, sourceExtent: extent, cancellation: context.cancellation)
-                            .map { .success($0) } ?? .failure(Self.cancelledError)
+                        return bitmap.resized(
+                            to: size, sourceExtent: extent, cancellation: context.cancellation,
+                            usesOtherThreads: overlapping
+                        )
+                        .map { .success($0) } ?? .failure(Self.cancelledError)
                     }
                     if context.isCancelled { return .failure(Self.cancelledError) }
                     guard outputSize != size || extent != nil else { return Self.decodeWhole(decoder, sizes, context) }

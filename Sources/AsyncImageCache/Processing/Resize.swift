@@ -25,21 +25,27 @@ extension Bitmap {
     }
 
     /// ``resized(to:sourceExtent:)`` that stops part way, and returns `nil`, once `cancellation` is raised
-    /// (read every few rows): a decode nobody wants any more does not pay for its resize either.
-    func resized(to size: PixelSize, sourceExtent: SIMD2<Double>?, cancellation: DecodeCancellation?) -> Bitmap? {
+    /// (read every few rows): a decode nobody wants any more does not pay for its resize either. Without
+    /// `usesOtherThreads` it runs on the calling thread alone (a prefetch's resize).
+    func resized(
+        to size: PixelSize, sourceExtent: SIMD2<Double>?, cancellation: DecodeCancellation?,
+        usesOtherThreads: Bool = true
+    ) -> Bitmap? {
         precondition(size.width > 0 && size.height > 0, "cannot resize to \(size)")
         guard size != pixelSize || sourceExtent != nil else { return self }
         let (columns, rows) = Self.groupsAveragedFirst(from: pixelSize, to: size)
         if columns > 1 || rows > 1 {
             return averaging(columns: columns, rows: rows).resized(
-                to: size, sourceExtent: nil, cancellation: cancellation)
+                to: size, sourceExtent: nil, cancellation: cancellation, usesOtherThreads: usesOtherThreads)
         }
         // Rows first: when shrinking, the intermediate (target width x source height) is the
         // narrow one, and the vertical pass then sums whole contiguous rows of it.
         let resampler = RowResampler.reused(
             sourceSize: pixelSize, targetSize: size, isOpaque: isOpaque, sourceExtent: sourceExtent)
         let result = pixels.withUnsafeBytes { source in
-            resampler.resample(source: source.baseAddress!, bytesPerRow: bytesPerRow, cancellation: cancellation)
+            resampler.resample(
+                source: source.baseAddress!, bytesPerRow: bytesPerRow, cancellation: cancellation,
+                usesOtherThreads: usesOtherThreads)
         }
         return result.map { Bitmap(width: size.width, height: size.height, pixels: $0) }
     }

@@ -8,11 +8,15 @@ extension RowResampler {
     }
 
     /// ``resample(source:bytesPerRow:)`` that stops part way, and returns `nil`, once `cancellation` is
-    /// raised: each lane reads it every ``cancellationCheckRows`` rows.
-    func resample(source: UnsafeRawPointer, bytesPerRow: Int, cancellation: DecodeCancellation?) -> [UInt8]? {
+    /// raised: each lane reads it every ``cancellationCheckRows`` rows. Without `usesOtherThreads` it
+    /// runs in one lane, on the calling thread.
+    func resample(
+        source: UnsafeRawPointer, bytesPerRow: Int, cancellation: DecodeCancellation?, usesOtherThreads: Bool = true
+    ) -> [UInt8]? {
         // Below about a million multiply-adds a pass, handing rows to other threads costs more than it saves.
         let work = targetSize.width * sourceSize.height * max(1, sourceSize.width / max(1, targetSize.width))
-        let lanes = work < 1 << 20 ? 1 : min(4, ProcessInfo.processInfo.activeProcessorCount)
+        let lanes =
+            !usesOtherThreads || work < 1 << 20 ? 1 : min(4, ProcessInfo.processInfo.activeProcessorCount)
         let pixels = withBuffers(source: source, bytesPerRow: bytesPerRow) { buffers in
             DispatchQueue.concurrentPerform(iterations: lanes) { lane in
                 filter(Self.share(lane, of: lanes, sourceSize.height), buffers, cancellation)

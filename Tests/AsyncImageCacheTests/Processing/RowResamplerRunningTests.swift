@@ -43,6 +43,16 @@ import Testing
         }
     }
 
+    @Test func aWholeImageResizeOnTheCallingThreadAloneGivesTheSameBytesAsOneSplitIntoLanes() {
+        // Large enough that the split one runs in several lanes (a million multiply-adds a pass).
+        let card = ResizeTests.testCard(width: 1200, height: 900)
+        let size = PixelSize(width: 300, height: 225)
+        let split = card.resized(to: size, sourceExtent: nil, cancellation: nil, usesOtherThreads: true)
+        let alone = card.resized(to: size, sourceExtent: nil, cancellation: nil, usesOtherThreads: false)
+        #expect(alone?.pixelSize == size)
+        #expect(alone?.pixels == split?.pixels)
+    }
+
     @Test(arguments: [true, false])
     func aProducerThatFailsStopsTheResizeWithNothing(overlapping: Bool) {
         let card = ResizeTests.testCard(width: 50, height: 40)
