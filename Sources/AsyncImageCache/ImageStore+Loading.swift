@@ -121,8 +121,10 @@ extension ImageStore {
         let rendered = await decodeSlots.run(priority: priority, cancellation: cancellation) {
             [self] () -> Result<Bitmap, ImageDecodingError> in
             Result { () throws(ImageDecodingError) in
+                // Only a visible load spends other cores to finish sooner; a prefetch has nobody waiting.
                 try render(
-                    fetched.original, for: request, cancellation: cancellation, urgency: priority.current)
+                    fetched.original, for: request, cancellation: cancellation,
+                    mayUseOtherCores: priority.current == .normal)
             }
         }
         let bitmap: Bitmap
@@ -225,11 +227,11 @@ extension ImageStore {
     /// colour profile to sRGB and rounds.
     ///
     /// With `cancellation` raised, it stops at the decoder's next check or before the next step, and
-    /// throws ``ImageDecodingError/Reason/cancelled``. `urgency` is the run's priority as it starts:
-    /// only a visible load spends a second core to finish sooner.
+    /// throws ``ImageDecodingError/Reason/cancelled``. Without `mayUseOtherCores` every step runs on
+    /// the calling thread alone.
     func render(
         _ original: OriginalImage, for request: ImageRequest, cancellation: DecodeCancellation? = nil,
-        urgency: ImageLoadPriority = .normal
+        mayUseOtherCores: Bool = true
     ) throws(ImageDecodingError) -> Bitmap {
         let header = original.header
         let natural = header.displaySize
@@ -253,7 +255,8 @@ extension ImageStore {
         count { $0.decodes += 1 }
         var bitmap: Bitmap
         if let stored = minimumStored,
-            let resized = try decodeResizing(original.data, context, to: stored, url: request.url, urgency: urgency)
+            let resized = try decodeResizing(
+                original.data, context, to: stored, url: request.url, mayUseOtherCores: mayUseOtherCores)
         {
             bitmap = resized
         } else {
@@ -263,7 +266,7 @@ extension ImageStore {
             if let stored = minimumStored, let extent = scaledJPEGExtent(of: bitmap, context) {
                 try checkCancellation()
                 report(.resize, request.url)
-                bitmap = try resized(bitmap, to: stored, sourceExtent: extent, context, urgency: urgency)
+                bitmap = try resized(bitmap, to: stored, sourceExtent: extent, context, mayUseOtherCores)
             }
         }
         if header.orientation != .up {
@@ -274,7 +277,7 @@ extension ImageStore {
         if let target, bitmap.pixelSize != target {
             try checkCancellation()
             report(.resize, request.url)
-            bitmap = try resized(bitmap, to: target, sourceExtent: nil, context, urgency: urgency)
+            bitmap = try resized(bitmap, to: target, sourceExtent: nil, context, mayUseOtherCores)
         }
         #if !canImport(ImageIO)
         // The Linux decoders hand out samples as stored; converted now, there are the fewest of them.
@@ -296,12 +299,11 @@ extension ImageStore {
     }
 
     /// `bitmap` resized as ``Bitmap/resized(to:)`` does, stopping part way when `context` is cancelled;
-    /// split across the cores only for a visible load (`urgency` `.normal`), a prefetch's on this thread.
+    /// split across the cores only when `usesOtherThreads`.
     private func resized(
         _ bitmap: Bitmap, to size: PixelSize, sourceExtent: SIMD2<Double>?, _ context: ImageDecodingContext,
-        urgency: ImageLoadPriority
+        _ usesOtherThreads: Bool
     ) throws(ImageDecodingError) -> Bitmap {
-        let usesOtherThreads = urgency == .normal
         configuration.resizeThreadsObserver?(usesOtherThreads)
         guard
             let resized = bitmap.resized(
@@ -352,12 +354,10 @@ extension ImageStore {
 
     /// A JPEG or PNG for the default decoder decoded and resized in one step, row by row; `nil` for
     /// anything else (which takes the steps one by one), and for the PNGs that only decode whole. A
-    /// JPEG's resize overlaps its decode on a second thread only for a visible load (`urgency`
-    /// `.normal`) while a core has no decode of its own: when all are busy, the handing over would only
-    /// cost, and a prefetch has nobody waiting for it, so it takes the path of least CPU and keeps to
-    /// its one slot's thread.
+    /// JPEG's resize overlaps its decode on a second thread only when `mayUseOtherCores` and a core has
+    /// no decode of its own: when all are busy, the handing over would only cost.
     private func decodeResizing(
-        _ data: Data, _ context: ImageDecodingContext, to size: PixelSize, url: URL, urgency: ImageLoadPriority
+        _ data: Data, _ context: ImageDecodingContext, to size: PixelSize, url: URL, mayUseOtherCores: Bool
     ) throws(ImageDecodingError) -> Bitmap? {
         guard configuration.decoder is ImageDecoders.Default else { return nil }
         switch context.header.format {
@@ -365,7 +365,7 @@ extension ImageStore {
             #if canImport(CJPEGSupport)
             report(.resize, url)
             let overlapping =
-                urgency == .normal && decodeSlots.busyCount < ProcessInfo.processInfo.activeProcessorCount
+                mayUseOtherCores && decodeSlots.busyCount < ProcessInfo.processInfo.activeProcessorCount
             configuration.resizeThreadsObserver?(overlapping)
             return try ImageDecoders.JPEG().decode(data, context: context, resizedTo: size, overlapping: overlapping)
             #else

@@ -4,8 +4,9 @@ extension ImageStore {
     /// Prefetches fetch and decode like ordinary loads and fill the same caches, but a visible
     /// load waiting for a decode slot always goes first, and a prefetch that a visible load joins
     /// is raised to its priority. A prefetch decodes and resizes on its slot's thread alone, where a
-    /// visible load may spread its resize over idle cores. Requests already cached or already prefetching are skipped; a prefetch
-    /// begun before ``removeAll()`` does not count (it keeps nothing), and is replaced by a new one.
+    /// visible load may spread its resize over idle cores. Requests already cached or already
+    /// prefetching are skipped; a prefetch begun before ``removeAll()`` does not count (it keeps
+    /// nothing), and is replaced by a new one.
     /// At most eight prefetches (twice the decode concurrency, when that is more) run at once; the
     /// others wait their turn, so a long list holds the bytes of only a few images at a time.
     ///
