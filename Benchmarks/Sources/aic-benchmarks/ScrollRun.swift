@@ -163,7 +163,6 @@ enum ThreadCPU {
     static func processSeconds() -> Double {
         var usage = rusage()
         getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-        func seconds(_ value: timeval) -> Double { Double(value.tv_sec) + Double(value.tv_usec) / 1e6 }
         return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
@@ -172,11 +171,13 @@ enum ThreadCPU {
         func systemSeconds(_ who: Int32) -> Double {
             var usage = rusage()
             getrusage(__rusage_who_t(who), &usage)
-            return Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+            return seconds(usage.ru_stime)
         }
         // RUSAGE_THREAD (1) is a GNU extension Swift does not import by name.
         return systemSeconds(RUSAGE_SELF.rawValue) - systemSeconds(1)
     }
+
+    private static func seconds(_ value: timeval) -> Double { Double(value.tv_sec) + Double(value.tv_usec) / 1e6 }
 }
 
 /// Memory figures from `/proc/self/status`, in megabytes.
