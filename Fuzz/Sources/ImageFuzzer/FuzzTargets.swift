@@ -48,6 +48,13 @@ enum FuzzTargets {
             // whose last byte picks 1/8: that byte is EOI's in every seed.)
             _ = ImageDecoders.JPEG.fuzzDCDecodeAgreement(data)
         }
+        if format == .webp {
+            // A store decodes through libwebp's incremental decoder, a chunk at a time: it must give the
+            // one call's pixels and errors. Inputs are smaller than a store's chunk, so the chunk size
+            // comes from the input (1 to 512 bytes), stopping and resuming the decoder many times.
+            let chunkSize = 1 + Int(data[data.index(data.startIndex, offsetBy: data.count / 2)]) * 2
+            _ = ImageDecoders.WebP.fuzzChunkedAgreement(data, context: context, chunkSize: chunkSize)
+        }
         if format == .png {
             // The row reader behind the row-by-row resize and the whole decode in a store (an interlaced file
             // pass by pass): the simplified API's pixels, and a resize to the scale the last byte picks (the

@@ -166,6 +166,22 @@ extension ImageDecoders {
             max(count / 16, 64 * 1024)
         }
 
+        /// Decodes `data` in one call and as a store does, through the incremental decoder `chunkSize` bytes
+        /// at a time with a cancellation nobody raises, and stops the process if the two give different
+        /// pixels or different errors (the fuzzer); `false` where the one call fails.
+        @_spi(Fuzzing) public static func fuzzChunkedAgreement(
+            _ data: Data, context: ImageDecodingContext, chunkSize: Int
+        ) -> Bool {
+            let whole = Result { () throws(ImageDecodingError) in try WebP().decode(data, context: context) }
+            var chunked = context
+            chunked.cancellation = DecodeCancellation()
+            let inChunks = Result { () throws(ImageDecodingError) in
+                try WebP(chunkSize: chunkSize).decode(data, context: chunked)
+            }
+            precondition(whole == inChunks, "one call and the chunks disagree: \(whole) against \(inChunks)")
+            return (try? whole.get()) != nil
+        }
+
         /// Whether `bitstream` declares more bytes than it holds where libwebp's one call (`WebPDecode`) looks
         /// before it decodes anything, and so reports the data as truncated: the RIFF size, and the size of the
         /// VP8 or VP8L chunk (after a VP8X chunk and the optional chunks, or after an ALPH chunk in a frame's
