@@ -409,7 +409,9 @@ extension ImageStore {
             undecodedOriginals.removeValue(forKey: url.cacheKey)
         }
         let key = RunKey(subject: url.cacheKey, generation: generation, replacement: replacement)
-        return await fetchRuns.value(for: key) { [self] _ in await fetchOriginal(url) }
+        return await fetchRuns.value(for: key) { [self] _ in
+            await fetchOriginal(url, generation: generation, replacement: replacement)
+        }
     }
 
     /// The key of a run for `subject` of `url` started now: under the disk tier's generation and `url`'s
@@ -418,13 +420,21 @@ extension ImageStore {
         RunKey(subject: subject, generation: disk.generation, replacement: replacementCount(of: url))
     }
 
-    private func fetchOriginal(_ url: URL) async -> Result<FetchedOriginal, ImageLoadingError> {
-        let generation = disk.generation
-        let replacement = replacementCount(of: url)
+    /// Fetches `url`'s bytes from disk or the source for the run keyed by `generation` and `replacement`,
+    /// the counts read before memory was looked up: what it fetches is tagged with them, so bytes read
+    /// after a `removeAll()` or a replacement that memory missed are never kept as current.
+    private func fetchOriginal(_ url: URL, generation: Int, replacement: Int) async -> Result<
+        FetchedOriginal, ImageLoadingError
+    > {
         if url.isRemote, let data = disk.data(for: url) {
             if let header = try? ImageHeader.parse(data) {
                 count { $0.diskHits += 1 }
-                if disk.pixelSize(for: url) != header.displaySize { disk.setPixelSize(header.displaySize, for: url) }
+                // The attribute is repaired only on the file these bytes came from, not on a new image's.
+                if disk.pixelSize(for: url) != header.displaySize {
+                    _ = ifCurrent(generation: generation, replacement: replacement, forKey: url.cacheKey) {
+                        disk.setPixelSize(header.displaySize, for: url)
+                    }
+                }
                 // A stale entry is shown while it revalidates.
                 revalidateIfStale(url)
                 return .success(
@@ -530,7 +540,7 @@ extension ImageStore {
             // A download held while nobody wanted it (``undecodedOriginals``) has aged meanwhile.
             keepRemote(
                 fetched.original, policy: policy, receivedAt: fetched.receivedAt, for: url,
-                generation: fetched.generation)
+                generation: fetched.generation, replacement: fetched.replacement)
         }
     }
 

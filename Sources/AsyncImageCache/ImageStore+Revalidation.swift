@@ -5,18 +5,48 @@ import Foundation
 /// bytes, and changed bytes replace the old image in both tiers.
 extension ImageStore {
     /// Writes a fresh remote original to disk as its policy allows, with its caching facts (its
-    /// lifetime running from `receivedAt`); not when a `removeAll()` ran after `generation` was read.
+    /// lifetime running from `receivedAt`); not when a `removeAll()` ran after `generation` was read,
+    /// nor, with `replacement` (the count read before the bytes were looked up), over an image a
+    /// revalidation has put in their place since.
+    ///
+    /// `replacing`, for a revalidation's new image, puts it in memory in one step with the disk change:
+    /// once the file holds the new bytes, or holds nothing where they could not be written or may not
+    /// be stored. A lookup that reads the count it raises finds no older bytes on disk. Returns whether
+    /// it ran.
+    @discardableResult
     func keepRemote(
-        _ original: OriginalImage, policy: HTTPCachePolicy, receivedAt: Date = Date(), for url: URL, generation: Int
-    ) {
+        _ original: OriginalImage, policy: HTTPCachePolicy, receivedAt: Date = Date(), for url: URL, generation: Int,
+        replacement: Int? = nil, replacing: (() -> Void)? = nil
+    ) -> Bool {
         let metadata = HTTPCacheMetadata(policy: policy, receivedAt: receivedAt)
-        cacheMetadata.insert(metadata, forKey: url.cacheKey, cost: 0)
+        let key = url.cacheKey
+        let isCurrent = { replacement.map { $0 == self.replacementCount(ofKey: key) } ?? true }
+        guard isCurrent() else { return false }
+        cacheMetadata.insert(metadata, forKey: key, cost: 0)
         if policy.isStorable {
-            // A full or read-only disk costs the next launch a download, never this load.
-            try? disk.store(
-                original.data, pixelSize: original.pixelSize, metadata: metadata, for: url, generation: generation)
+            var replaced = false
+            do {
+                try disk.store(
+                    original.data, pixelSize: original.pixelSize, metadata: metadata, for: url, generation: generation,
+                    isCurrent: isCurrent
+                ) {
+                    replacing?()
+                    replaced = true
+                }
+                return replaced
+            } catch {
+                // A full or read-only disk costs the next launch a download, never this load; a new
+                // image that cannot be written takes the old file away with it.
+                guard let replacing, (error as? POSIXError)?.code != .ECANCELED else { return false }
+                return disk.remove(url, generation: generation, then: replacing)
+            }
         } else {
-            disk.remove(url)  // no-store: not even an older copy stays
+            // No-store: not even an older copy stays.
+            guard let replacing else {
+                disk.remove(url)
+                return true
+            }
+            return disk.remove(url, generation: generation, then: replacing)
         }
     }
 
@@ -113,16 +143,19 @@ extension ImageStore {
                         header: header, minimumSize: smallest, pixelBudget: configuration.pixelBudget))) != nil
             }
             guard check == true else { return generation }
-            // Checked and kept in memory in one step, as a load's result is. A decode of the old bytes
-            // still running (another width) sees the count raised there, and keeps nothing after.
-            let kept: Void? = disk.ifCurrent(generation) {
-                keepOriginal(original, forKey: url.cacheKey)
-                memoize(original.pixelSize, forKey: url.cacheKey)
-                variants.removeVariants(of: url)
-                replacements.withLock { $0[Self.replacementStripe(of: url)] &+= 1 }
+            // Kept in memory, and the count raised, in one step with the file's change: a lookup that
+            // reads the raised count finds the new bytes or none on disk, never the old ones. A decode of
+            // the old bytes still running (another width) sees the count raised, and keeps nothing after.
+            // Under the generation's lock too, as a load keeps its result: no lookup keeps anything old
+            // between the new original going in and the count going up.
+            keepRemote(original, policy: policy, receivedAt: receivedAt, for: url, generation: generation) { [self] in
+                _ = disk.ifCurrent(generation) {
+                    keepOriginal(original, forKey: url.cacheKey)
+                    memoize(original.pixelSize, forKey: url.cacheKey)
+                    variants.removeVariants(of: url)
+                    replacements.withLock { $0[Self.replacementStripe(of: url)] &+= 1 }
+                }
             }
-            guard kept != nil else { return nil }
-            keepRemote(original, policy: policy, receivedAt: receivedAt, for: url, generation: generation)
             return nil
         }
     }

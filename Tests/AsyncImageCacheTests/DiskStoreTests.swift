@@ -40,6 +40,30 @@ import Testing
         #expect(!disk.setPixelSize(PixelSize(width: 2, height: 2), for: url))
     }
 
+    /// A write can be refused in the step that commits it, and what `committed` does happens in that step,
+    /// with the file in place: how a revalidation's new image and the count of replacements go in together.
+    @Test func aCommitAsksWhetherTheBytesAreStillCurrentAndRunsItsFollowUpWithTheFileInPlace() throws {
+        let folder = TemporaryDirectory("disk")
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let size = PixelSize(width: 2, height: 2)
+        try disk.store(Data([1]), pixelSize: size, for: url)
+        #expect(throws: POSIXError(.ECANCELED)) {
+            try disk.store(Data([2]), pixelSize: size, for: url, isCurrent: { false }, committed: { Issue.record() })
+        }
+        #expect(disk.data(for: url) == Data([1]))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path).count == 1)  // no temporary left
+
+        var seen: Data?
+        try disk.store(Data([3]), pixelSize: size, for: url, isCurrent: { true }) { seen = disk.data(for: url) }
+        #expect(seen == Data([3]))
+
+        #expect(!disk.remove(url, generation: disk.generation + 1) { Issue.record() })
+        #expect(disk.data(for: url) == Data([3]))
+        var existed: Bool?
+        #expect(disk.remove(url, generation: disk.generation) { existed = disk.data(for: url) != nil })
+        #expect(existed == false)
+    }
+
     @Test func malformedAttributesReadAsMissing() {
         #expect(PixelSizeAttribute.decode([1, 2, 3]) == nil)
         #expect(PixelSizeAttribute.decode(PixelSizeAttribute.encode(PixelSize(width: 0, height: 5))) == nil)

@@ -329,6 +329,43 @@ import Testing
         #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
     }
 
+    /// A load while a revalidation is writing a new image's file: before, the count of replacements
+    /// went up first, so a load after a memory warning read the old file under the new count, and kept
+    /// the old image in memory over the new one (the old bytes, a 160x120 variant, a 320x240 size) while
+    /// the disk held the new. Now the new file is in place before the count goes up.
+    @Test func aLoadWhileTheNewImageIsWrittenDoesNotKeepTheOldOneOverIt() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let url = fixture.server.url("/cache/no-cache/images/photo.jpg")
+        let attributes = PixelSizeWriteGate()
+        let store = try fixture.store { $0.extendedAttributes = attributes }
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
+        try fixture.replacePhoto(width: 200, height: 200)
+        let newBytes = try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))
+
+        // A variant hit starts the revalidation, which parks writing the new image's temporary file.
+        attributes.gate.arm()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        try await waitUntil { attributes.gate.parkedCount == 1 }
+        store.clearMemory()  // a memory warning
+        let wider = ImageRequest(url: url, targetWidth: 160)
+        let during = try await store.image(for: wider)
+        #expect(during.pixelSize == PixelSize(width: 160, height: 120))  // the old image, still the current one
+        attributes.gate.open()
+        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        store.waitForDiskMaintenance()
+
+        #expect(store.disk.data(for: url) == newBytes)
+        #expect(store.cachedOriginalBytes(for: url)?.data == newBytes, "memory keeps the old bytes")
+        let kept = store.cachedImage(for: wider)?.pixelSize
+        #expect(
+            kept == nil || kept == PixelSize(width: 160, height: 160),
+            "memory serves the old image: \(String(describing: kept))")
+        #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
+        #expect(try await store.image(for: wider).pixelSize == PixelSize(width: 160, height: 160))
+    }
+
     @Test func aFailedRevalidationKeepsTheStaleImage() async throws {
         let fixture = try await Fixture()
         defer { fixture.server.stop() }
@@ -436,5 +473,25 @@ import Testing
         let metadata = try #require(store.disk.cacheMetadata(for: url))
         let lifetime = try #require(metadata.expires).timeIntervalSinceNow
         #expect(lifetime > 2_147_483_648 - 60 && lifetime <= 2_147_483_648)
+    }
+}
+
+/// The real attributes, except that once armed the next write of the pixel-size attribute (a new disk
+/// file's, before its rename) waits on its thread until the gate opens.
+final class PixelSizeWriteGate: ExtendedAttributeStoring, Sendable {
+    let gate = ParkingGate()
+
+    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
+    {
+        FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
+    }
+
+    func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
+        if name == PixelSizeAttribute.name { gate.parkIfArmed() }
+        try FileExtendedAttributes().setValue(value, named: name, atPath: path)
+    }
+
+    func removeValue(named name: String, atPath path: String) {
+        FileExtendedAttributes().removeValue(named: name, atPath: path)
     }
 }

@@ -309,9 +309,12 @@ final class DiskStore: Sendable {
     /// allows, then schedules a trim. Bytes larger than the whole budget are not stored (`EFBIG`), and
     /// an older copy of `url` goes: making room for them would empty the tier, and they would go next.
     /// With `generation`, bytes fetched before a ``removeAll()`` that has run since are not stored
-    /// (`ECANCELED`).
+    /// (`ECANCELED`), nor are they when `isCurrent`, asked in the same step, says no. `committed` runs in
+    /// that step once the file is in place: no other write of this folder commits, and no `removeAll()`
+    /// begins, in between.
     func store(
-        _ data: Data, pixelSize: PixelSize, metadata: HTTPCacheMetadata? = nil, for url: URL, generation: Int? = nil
+        _ data: Data, pixelSize: PixelSize, metadata: HTTPCacheMetadata? = nil, for url: URL, generation: Int? = nil,
+        isCurrent: () -> Bool = { true }, committed: () -> Void = {}
     ) throws {
         guard data.count <= byteLimit else {
             remove(url)
@@ -347,12 +350,16 @@ final class DiskStore: Sendable {
         // the store writes from its pipeline tasks).
         let renamed = trimQueue.sync { () -> Int32? in
             if let generation, generation != self.generation { return nil }
+            guard isCurrent() else { return nil }
             let replaced = Self.fileSize(atPath: destination) ?? 0
             let before = knownUsage()
             // The older copy of `url` goes with the rename: room is made among the other files.
             if before - replaced + data.count > byteLimit { trim(toBytes: byteLimit - data.count, sparing: name) }
             let result = rename(temporary.path, destination)
-            if result == 0 { usage.withLock { $0 = $0.map { $0 - replaced + data.count } } }
+            if result == 0 {
+                usage.withLock { $0 = $0.map { $0 - replaced + data.count } }
+                committed()
+            }
             return result
         }
         guard renamed == 0 else {
@@ -426,6 +433,19 @@ final class DiskStore: Sendable {
     func remove(_ url: URL) {
         _ = unlink(filePath(for: url))
         usage.withLock { $0 = nil }
+    }
+
+    /// Removes `url`'s file and runs `committed` in one step, as a ``store(_:pixelSize:metadata:for:generation:isCurrent:committed:)``
+    /// commits: unless a ``removeAll()`` has begun since `generation` was read (then neither happens,
+    /// and it returns `false`).
+    @discardableResult
+    func remove(_ url: URL, generation: Int, then committed: () -> Void) -> Bool {
+        trimQueue.sync {
+            guard generation == self.generation else { return false }
+            remove(url)
+            committed()
+            return true
+        }
     }
 
     /// Removes every stored file. On the trim queue, like commits: a write in progress is either
