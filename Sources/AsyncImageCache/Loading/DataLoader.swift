@@ -25,7 +25,8 @@ public struct DataLoader: DataLoading {
     ///
     /// - Parameters:
     ///   - timeout: How long, in seconds, an HTTP request may wait for its response or for more of its
-    ///     body; 30 by default. On Linux it counts in whole seconds: a fraction is rounded up.
+    ///     body; 30 by default. On Linux it counts in whole seconds: a fraction is rounded up. `.infinity`
+    ///     sets no limit.
     ///   - resourceTimeout: How long, in seconds, an HTTP download may take in all, however steadily its
     ///     bytes arrive; 5 minutes by default (see ``HTTPDataLoader/resourceTimeout``).
     ///   - maximumResponseBytes: The largest HTTP body to accept, in bytes; 64 MiB by default. Local files

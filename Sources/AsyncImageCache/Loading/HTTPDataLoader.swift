@@ -54,7 +54,7 @@ public final class HTTPDataLoader: DataLoading {
     #endif
 
     /// How long, in seconds, a request may wait for its response or for more of its body. On Linux it
-    /// counts in whole seconds: a fraction is rounded up (0.5 waits one second).
+    /// counts in whole seconds: a fraction is rounded up (0.5 waits one second). `.infinity` sets no limit.
     public let timeout: TimeInterval
     /// How long, in seconds, a download may take in all, from the moment it starts: however steadily
     /// its bytes arrive, it then ends with ``ImageLoadingError/timedOut(_:)``. `.infinity` sets no limit.
@@ -72,7 +72,7 @@ public final class HTTPDataLoader: DataLoading {
     /// - Parameters:
     ///   - timeout: How long, in seconds, a request may wait for its response or for more of its body;
     ///     30 by default. It overrides the session configuration's `timeoutIntervalForRequest`. On Linux a
-    ///     fraction of a second is rounded up.
+    ///     fraction of a second is rounded up. `.infinity` (or NaN) sets no limit; a value below 0 counts as 0.
     ///   - resourceTimeout: How long, in seconds, a download may take in all, however steadily its bytes
     ///     arrive; 5 minutes by default. `.infinity` (or NaN) sets no limit; a value below 0 counts as 0.
     ///   - maximumResponseBytes: The largest body to accept, in bytes; 64 MiB by default.
@@ -84,7 +84,7 @@ public final class HTTPDataLoader: DataLoading {
         maximumResponseBytes: Int = HTTPDataLoader.defaultMaximumResponseBytes,
         sessionConfiguration: URLSessionConfiguration? = nil
     ) {
-        self.timeout = timeout
+        self.timeout = timeout.isNaN ? .infinity : max(0, timeout)
         self.resourceTimeout = resourceTimeout.isNaN ? .infinity : max(0, resourceTimeout)
         self.maximumResponseBytes = maximumResponseBytes
         let configuration: URLSessionConfiguration
@@ -96,7 +96,7 @@ public final class HTTPDataLoader: DataLoading {
             configuration.urlCache = nil
             configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         }
-        configuration.timeoutIntervalForRequest = Self.sessionTimeout(timeout)
+        configuration.timeoutIntervalForRequest = Self.sessionTimeout(self.timeout)
         setsAccept = !(configuration.httpAdditionalHeaders ?? [:]).keys.contains {
             ($0 as? String)?.lowercased() == "accept"
         }
@@ -115,14 +115,19 @@ public final class HTTPDataLoader: DataLoading {
 
     /// The timeout handed to `URLSession`. swift-corelibs-foundation drops a timeout's fraction (its
     /// timer counts `Int(timeout)` seconds), so under a second it was 0 and loads "timed out" at once,
-    /// before their answer: rounded up there instead.
+    /// before their answer: rounded up there instead. Its `Int(timeout) * 1000` also stops the process
+    /// for an infinite timeout or one of about 9e15 seconds or more: no limit is the longest it takes,
+    /// 68 years.
     private static func sessionTimeout(_ timeout: TimeInterval) -> TimeInterval {
         #if canImport(FoundationNetworking)
-        timeout.rounded(.up)
+        min(timeout, longestSessionTimeout).rounded(.up)
         #else
         timeout
         #endif
     }
+
+    /// The longest timeout handed to `URLSession` on Linux, in seconds (`Int32.max`).
+    static let longestSessionTimeout = TimeInterval(Int32.max)
 
     /// The downloads registered and not yet finished; 0 once every load has ended (for tests).
     var unfinishedTaskCount: Int { tasks.count }

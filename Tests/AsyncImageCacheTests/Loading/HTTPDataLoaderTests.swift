@@ -153,6 +153,15 @@ import FoundationNetworking
         #expect(outcomes == Array(repeating: "ok", count: 6))
     }
 
+    /// No limit, or one too long to count: before, swift-corelibs-foundation's `Int(timeout) * 1000`
+    /// stopped the process at the first load for `.infinity` and anything from about 9e15 seconds on.
+    @Test(arguments: [TimeInterval.infinity, .nan, 1e16, 1e300, .greatestFiniteMagnitude])
+    func aTimeoutWithoutALimitOrBeyondAnyStillLoads(_ timeout: TimeInterval) async throws {
+        let loader = HTTPDataLoader(timeout: timeout, resourceTimeout: timeout)
+        #expect(loader.timeout == (timeout.isNaN ? .infinity : timeout))
+        #expect(try await loader.loadData(for: server.url("/images/photo.jpg")) == imageBytes)
+    }
+
     @Test func aSlowResponseWithinTheTimeoutSucceeds() async throws {
         let data = try await HTTPDataLoader(timeout: 5).loadData(for: server.url("/slow/200/images/photo.jpg"))
         #expect(data == imageBytes)
