@@ -110,7 +110,13 @@ extension ImageStore {
         guard generation == disk.generation else { return nil }
         switch result {
         case .notModified(let policy):
-            refresh(metadata.refreshed(by: policy), for: url)
+            if policy.isStorable {
+                refresh(metadata.refreshed(by: policy), for: url)
+            } else {
+                // No-store now: the file goes, as with the same bytes again; memory keeps the image.
+                cacheMetadata.insert(metadata.refreshed(by: policy), forKey: url.cacheKey, cost: 0)
+                disk.remove(url)
+            }
             count { $0.notModified += 1 }
             return nil
         case .modified(let data, let policy):

@@ -131,6 +131,27 @@ import Testing
         #expect(store.statistics.decodes == decodesBefore)
     }
 
+    /// A 304 that says no-store takes the file away, as the same bytes again with no-store do; the image
+    /// in memory stays (before: the file stayed on disk, with fresh metadata).
+    @Test func aNotModifiedAnswerThatSaysNoStoreRemovesTheFile() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache-then/no-cache/no-cache,no-store/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let store = try fixture.store()
+        let request = ImageRequest(url: url, targetWidth: 100)
+        _ = try await store.image(for: request)
+        store.waitForDiskMaintenance()
+        #expect(store.disk.contains(url))
+        // Stale at once (no-cache): this hit revalidates, and the server answers 304 with no-store.
+        _ = try await store.image(for: request)
+        try await waitUntil { store.statistics.notModified == 1 }
+        store.waitForDiskMaintenance()
+        #expect(try await fixture.server.statuses(for: path) == [200, 304])
+        #expect(!store.disk.contains(url))
+        #expect(store.cachedImage(for: request) != nil)
+    }
+
     @Test func aResponseACDNHasKeptForItsWholeMaxAgeIsStaleAndRevalidatedAfterRelaunch() async throws {
         // RFC 9111 4.2.3: Age says how long caches on the way have kept the response already.
         let fixture = try await Fixture()
@@ -207,6 +228,11 @@ import Testing
         #expect(bare.lifetime == 2.5 && bare.expires == now.addingTimeInterval(2.5) && bare.entityTag == "\"e\"")
         let given = made.refreshed(by: HTTPCachePolicy(maxAge: 60, entityTag: "\"f\""), at: now)
         #expect(given.lifetime == 60 && given.expires == now.addingTimeInterval(60) && given.entityTag == "\"f\"")
+        // An older entry's response limited freshness by an unknown lifetime: stale at once after a
+        // bare 304 (before: fresh until evicted), and a 304 that gives a lifetime uses it.
+        let olderBare = older.refreshed(by: HTTPCachePolicy(), at: now)
+        #expect(olderBare.lifetime == 0 && olderBare.expires == now && olderBare.isStale(at: now))
+        #expect(older.refreshed(by: HTTPCachePolicy(maxAge: 60), at: now).expires == now.addingTimeInterval(60))
         // A response that never said: still fresh until evicted after a 304.
         let unsaid = HTTPCacheMetadata(policy: HTTPCachePolicy(entityTag: "\"g\""))
         #expect(unsaid.refreshed(by: HTTPCachePolicy(), at: now).expires == nil)

@@ -41,6 +41,10 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
                                      as /cache-plain, with Cache-Control: <first> on the first request
                                      of the path and <then> on every later one: a server whose
                                      directives change while its bytes do not.
+  GET /cache-then/<first>/<then>/images/<name>
+                                     as /cache (ETag and Last-Modified, 304s), with Cache-Control:
+                                     <first> on the first request of the path and <then> on every later
+                                     one, 304s included.
   GET /cache-bare304/<directives>/images/<name>
                                      as /cache, but its 304 carries no Cache-Control (only the
                                      validators), as many servers answer.
@@ -224,9 +228,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 path, rest[2], rest[0], with_etag=(head not in ("cache-lm", "cache-plain")),
                 with_last_modified=(head != "cache-plain"), bare_304=(head == "cache-bare304"),
                 length_304=(head == "cache-length304"))
-        elif head == "cache-plain-then" and len(rest) == 4 and rest[2] == "images":
+        elif head in ("cache-plain-then", "cache-then") and len(rest) == 4 and rest[2] == "images":
             directives = rest[0] if self.state.snapshot("hits").get(path, 0) <= 1 else rest[1]
-            self.send_cacheable(path, rest[3], directives, with_etag=False, with_last_modified=False)
+            validates = head == "cache-then"
+            self.send_cacheable(path, rest[3], directives, with_etag=validates, with_last_modified=validates)
         elif head == "cache-age" and len(rest) == 4 and rest[0].isdigit() and rest[2] == "images":
             self.send_cacheable(path, rest[3], rest[1], with_etag=True, age=rest[0])
         elif head == "cache-expires" and len(rest) == 3 and rest[1] == "images":

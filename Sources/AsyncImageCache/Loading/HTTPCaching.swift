@@ -125,9 +125,13 @@ struct HTTPCacheMetadata: Equatable, Sendable {
 
     /// The metadata after a `304 Not Modified` whose headers gave `policy`, received at `now`: its own
     /// lifetime and validators where it gives them, these ones where it does not.
+    ///
+    /// An entry of an older build has an expiry but no lifetime: its response limited freshness, by how
+    /// much is not known. After a 304 that gives none it is stale at once (lifetime 0), asked again at its
+    /// next use; before, it became fresh until evicted.
     func refreshed(by policy: HTTPCachePolicy, at now: Date = Date()) -> HTTPCacheMetadata {
         var refreshed = HTTPCacheMetadata(policy: policy, receivedAt: now)
-        if refreshed.lifetime == nil, let lifetime {
+        if refreshed.lifetime == nil, let lifetime = lifetime ?? (expires == nil ? nil : 0) {
             refreshed.lifetime = lifetime
             refreshed.expires = now.addingTimeInterval(lifetime)
         }
