@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 @testable import AsyncImageCache
 
 /// Bounded decode concurrency, priority for visible loads over prefetches, and cancellation that
@@ -65,6 +69,39 @@ import Testing
         try await waitUntil { log.urls(of: .decode).count == 6 }
         let order = log.urls(of: .decode)
         #expect(order[1] == requests[5].url, "decode order: \(order.map(\.lastPathComponent))")
+    }
+
+    /// The downloads too: with prefetches queued for the host's only connection, a visible load of
+    /// another image is downloaded, and so decoded, next (before: after every prefetch queued ahead of it).
+    @Test func aVisibleLoadGetsTheNextConnectionBeforeQueuedPrefetches() async throws {
+        let folder = TemporaryDirectory("connections")
+        let names = try SampleImages.writeJPEGs(
+            Array(repeating: PixelSize(width: 200, height: 100), count: 5), into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 1
+        let loader = DataLoader(sessionConfiguration: configuration)
+        let log = StageLog()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+            $0.stageObserver = log.observer
+        }
+        // The first prefetch holds the connection until released; three more wait for it.
+        let paths = ["/held/first/images/\(names[0])"] + names[1...].map { "/images/\($0)" }
+        let requests = paths.map { ImageRequest(url: server.url($0), targetWidth: 50) }
+        store.startPrefetching([requests[0]])
+        try await waitUntil { loader.http.unfinishedTaskCount == 1 && loader.http.waitingTaskCount == 0 }
+        store.startPrefetching(Array(requests[1..<4]))
+        try await waitUntil { loader.http.waitingTaskCount == 3 }
+        let visible = Task(priority: .userInitiated) { try await store.image(for: requests[4]) }
+        try await waitUntil { loader.http.waitingTaskCount == 4 }
+        try await server.release("first")
+        _ = try await visible.value
+        try await waitUntil { log.urls(of: .decode).count == 5 }
+        let order = log.urls(of: .decode).map(\.lastPathComponent)
+        #expect(order.prefix(2) == [names[0], names[4]], "decode order: \(order)")
+        try await waitUntil { store.prefetches.withLock { $0.running.isEmpty } }
     }
 
     @Test func stoppingPrefetchesKeepsQueuedOnesFromEverDecoding() async throws {

@@ -15,7 +15,10 @@ import FoundationNetworking
 /// ``ImageLoadingError/cancelled`` at once.
 ///
 /// At most the session configuration's `httpMaximumConnectionsPerHost` downloads per host run at once;
-/// the others wait in order, and their ``timeout`` and ``resourceTimeout`` start when they do. The
+/// the others wait, and their ``timeout`` and ``resourceTimeout`` start when they do. They start by the
+/// priority of the task that asked for them, in order within one: an ``ImageStore``'s prefetches run at
+/// `.utility`, so a visible load's download goes before the prefetches queued for its host. The priority
+/// is the one a download started with: a queued prefetch that a visible load joins waits as a prefetch. The
 /// ``timeout`` ends a download that goes quiet; the ``resourceTimeout`` ends one that never does, such
 /// as a server that sends a few bytes every second for ever (an image's body, an error page, or the
 /// body of a redirect), and closes its connection.
@@ -132,6 +135,9 @@ public final class HTTPDataLoader: DataLoading {
     /// The downloads registered and not yet finished; 0 once every load has ended (for tests).
     var unfinishedTaskCount: Int { tasks.count }
 
+    /// The downloads waiting for a connection to their host (for tests).
+    var waitingTaskCount: Int { tasks.waitingCount }
+
     /// Downloads the complete body behind `url`.
     ///
     /// - Throws: ``ImageLoadingError/unsupportedURL(_:)`` for a scheme other than `http`/`https`, or
@@ -185,9 +191,10 @@ public final class HTTPDataLoader: DataLoading {
         let task = session.dataTask(with: request)
         let tasks = self.tasks
         tasks.insert(task, url: url, byteLimit: maximumResponseBytes)
+        let priority = Task.currentPriority
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                tasks.start(task, continuation: continuation)
+                tasks.start(task, priority: priority, continuation: continuation)
             }
         } onCancel: {
             tasks.cancel(task)

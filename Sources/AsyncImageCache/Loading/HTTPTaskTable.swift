@@ -12,8 +12,9 @@ import FoundationNetworking
 /// continuation, outside the lock, so every load resumes exactly once; callbacks that arrive for a
 /// removed entry find nothing and do nothing.
 ///
-/// At most `connectionLimit` tasks per host run at once; the others wait here, unresumed, and start in
-/// order as running ones end. Left to libcurl, the waiting ones would be resumed and queued inside it,
+/// At most `connectionLimit` tasks per host run at once; the others wait here, unresumed, and start as
+/// running ones end: the most urgent first (the priority of the Swift task that started them, so a
+/// visible load goes before queued prefetches, which run at `.utility`), in order within a priority. Left to libcurl, the waiting ones would be resumed and queued inside it,
 /// where the session's timeout already runs: loads that never reached the server timed out.
 ///
 /// A task that runs longer than `resourceTimeout` is ended by a timer armed when it is resumed: its
@@ -28,8 +29,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private let connectionLimit: Int
     /// The tasks resumed and not yet removed, per host.
     private var running: [String: Int] = [:]
-    /// The tasks started but not resumed, per host, oldest first.
-    private var waiting: [String: [URLSessionTask]] = [:]
+    /// The tasks started but not resumed, per host, oldest first, with the priority they wait at.
+    private var waiting: [String: [(task: URLSessionTask, priority: UInt8)]] = [:]
     /// How long a resumed task may run in all; `.infinity` for no limit.
     private let resourceTimeout: TimeInterval
 
@@ -64,14 +65,18 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// The number of entries: tasks registered and not yet finished (for tests).
     var count: Int { lock.withLock { entries.count } }
 
+    /// The tasks waiting for a connection, every host's (for tests).
+    var waitingCount: Int { lock.withLock { waiting.values.reduce(0) { $0 + $1.count } } }
+
     /// Registers `task` before it starts, so a cancellation that comes first has an entry to mark.
     func insert(_ task: URLSessionTask, url: URL, byteLimit: Int) {
         lock.withLock { entries[task.taskIdentifier] = Entry(url: url, byteLimit: byteLimit) }
     }
 
-    /// Stores the continuation and resumes `task` once its host has a free connection, or resumes the
-    /// continuation with `.cancelled` when the Swift task was cancelled in the meantime.
-    func start(_ task: URLSessionTask, continuation: Continuation) {
+    /// Stores the continuation and resumes `task` once its host has a free connection, before waiting
+    /// tasks of a lower `priority`; or resumes the continuation with `.cancelled` when the Swift task was
+    /// cancelled in the meantime.
+    func start(_ task: URLSessionTask, priority: TaskPriority, continuation: Continuation) {
         enum Start { case cancelled, resume, wait }
         let start: Start = lock.withLock {
             guard let entry = entries[task.taskIdentifier], !entry.cancelledBeforeStart else {
@@ -81,7 +86,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             entries[task.taskIdentifier]?.continuation = continuation
             let host = Self.host(of: entry.url)
             guard running[host, default: 0] < connectionLimit else {
-                waiting[host, default: []].append(task)
+                waiting[host, default: []].append((task, priority.rawValue))
                 return .wait
             }
             running[host, default: 0] += 1
@@ -111,14 +116,18 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         entry.deadline?.cancel()
         let host = Self.host(of: entry.url)
         guard entry.isRunning else {
-            waiting[host]?.removeAll { $0 === task }
+            waiting[host]?.removeAll { $0.task === task }
             if waiting[host]?.isEmpty == true { waiting[host] = nil }
             return (entry, nil)
         }
         running[host, default: 1] -= 1
         if running[host] == 0 { running[host] = nil }
-        guard let next = waiting[host]?.first else { return (entry, nil) }
-        waiting[host]?.removeFirst()
+        // The first of the most urgent.
+        guard let queue = waiting[host], let highest = queue.map(\.priority).max(),
+            let index = queue.firstIndex(where: { $0.priority == highest })
+        else { return (entry, nil) }
+        let next = queue[index].task
+        waiting[host]?.remove(at: index)
         if waiting[host]?.isEmpty == true { waiting[host] = nil }
         markRunning(next)
         running[host, default: 0] += 1

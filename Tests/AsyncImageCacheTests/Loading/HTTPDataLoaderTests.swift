@@ -229,6 +229,36 @@ import FoundationNetworking
         #expect(loader.unfinishedTaskCount == 0)
     }
 
+    /// A download asked for at a higher priority takes the next free connection before those queued at a
+    /// lower one, as a visible load's goes before a store's prefetches (`.utility`); in order within one.
+    @Test func aMoreUrgentLoadTakesTheNextConnectionBeforeQueuedLessUrgentOnes() async throws {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 1
+        let loader = HTTPDataLoader(sessionConfiguration: configuration)
+        let finished = LockedBox<[String]>([])
+        func load(_ name: String, _ path: String, at priority: TaskPriority) -> Task<Void, any Error> {
+            Task(priority: priority) { [server, imageBytes] in
+                let data = try await loader.loadData(for: server.url(path))
+                finished.withLock { $0.append(name) }
+                #expect(data == imageBytes)
+            }
+        }
+        let first = load("held", "/held/first/images/photo.jpg", at: .utility)
+        try await waitUntil { loader.unfinishedTaskCount == 1 && loader.waitingTaskCount == 0 }
+        var queued = [first]
+        for index in 1...3 {
+            queued.append(load("prefetch \(index)", "/alias/\(index)/images/photo.jpg", at: .utility))
+            try await waitUntil { loader.waitingTaskCount == index }
+        }
+        queued.append(load("visible", "/alias/9/images/photo.jpg", at: .userInitiated))
+        try await waitUntil { loader.waitingTaskCount == 4 }
+        try await server.release("first")
+        for task in queued { try await task.value }
+        // Before: first come, first served, and the visible load went last.
+        #expect(finished.withLock { $0 } == ["held", "visible", "prefetch 1", "prefetch 2", "prefetch 3"])
+        #expect(loader.unfinishedTaskCount == 0)
+    }
+
     /// Expects a load of `path`, which sends the first half of the photo, to fail as truncated.
     private func expectHalfOfThePhotoIsTruncated(at path: String) async {
         let url = server.url(path)
