@@ -11,8 +11,9 @@ extension ImageStore {
     ///
     /// `replacing`, for a revalidation's new image, puts it in memory in one step with the disk change:
     /// once the file holds the new bytes, or holds nothing where they could not be written or may not
-    /// be stored. A lookup that reads the count it raises finds no older bytes on disk. Returns whether
-    /// it ran.
+    /// be stored. A lookup that reads the count it raises finds no older bytes on disk, unless the folder
+    /// refuses even the removal of the old file (read-only): then they are found, as before. Returns
+    /// whether it ran.
     @discardableResult
     func keepRemote(
         _ original: OriginalImage, policy: HTTPCachePolicy, receivedAt: Date = Date(), for url: URL, generation: Int,
@@ -21,7 +22,8 @@ extension ImageStore {
         let metadata = HTTPCacheMetadata(policy: policy, receivedAt: receivedAt)
         let key = url.cacheKey
         let isCurrent = { replacement.map { $0 == self.replacementCount(ofKey: key) } ?? true }
-        guard isCurrent() else { return false }
+        // Nor the caching facts, for an image a `removeAll()` has dropped (the write below would be refused).
+        guard isCurrent(), generation == disk.generation else { return false }
         cacheMetadata.insert(metadata, forKey: key, cost: 0)
         if policy.isStorable {
             var replaced = false

@@ -72,7 +72,8 @@ import FoundationNetworking
     }
 
     /// The downloads too: with prefetches queued for the host's only connection, a visible load of
-    /// another image is downloaded, and so decoded, next (before: after every prefetch queued ahead of it).
+    /// another image is sent next (before: after every prefetch queued ahead of it). Each request is held
+    /// at the server until released, so the server's hits say which was sent.
     @Test func aVisibleLoadGetsTheNextConnectionBeforeQueuedPrefetches() async throws {
         let folder = TemporaryDirectory("connections")
         let names = try SampleImages.writeJPEGs(
@@ -82,25 +83,24 @@ import FoundationNetworking
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 1
         let loader = DataLoader(sessionConfiguration: configuration)
-        let log = StageLog()
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
             $0.dataLoader = loader
-            $0.stageObserver = log.observer
         }
-        // The first prefetch holds the connection until released; three more wait for it.
-        let paths = ["/held/first/images/\(names[0])"] + names[1...].map { "/images/\($0)" }
+        let paths = names.indices.map { "/held/\($0)/images/\(names[$0])" }
         let requests = paths.map { ImageRequest(url: server.url($0), targetWidth: 50) }
+        // The first prefetch holds the connection; three more wait for it, then a visible load.
         store.startPrefetching([requests[0]])
-        try await waitUntil { loader.http.unfinishedTaskCount == 1 && loader.http.waitingTaskCount == 0 }
+        try await waitUntil { try await server.hits(for: paths[0]) == 1 }
         store.startPrefetching(Array(requests[1..<4]))
         try await waitUntil { loader.http.waitingTaskCount == 3 }
         let visible = Task(priority: .userInitiated) { try await store.image(for: requests[4]) }
         try await waitUntil { loader.http.waitingTaskCount == 4 }
-        try await server.release("first")
+        try await server.release("0")
+        try await waitUntil { try await server.hits().filter { paths[1...].contains($0.key) }.count == 1 }
+        let sent = try await server.hits().keys.filter { paths[1...].contains($0) }
+        #expect(sent == [paths[4]], "sent after the first: \(sent)")
+        for key in 1..<5 { try await server.release("\(key)") }
         _ = try await visible.value
-        try await waitUntil { log.urls(of: .decode).count == 5 }
-        let order = log.urls(of: .decode).map(\.lastPathComponent)
-        #expect(order.prefix(2) == [names[0], names[4]], "decode order: \(order)")
         try await waitUntil { store.prefetches.withLock { $0.running.isEmpty } }
     }
 

@@ -120,7 +120,7 @@ public final class HTTPDataLoader: DataLoading {
     /// timer counts `Int(timeout)` seconds), so under a second it was 0 and loads "timed out" at once,
     /// before their answer: rounded up there instead. Its `Int(timeout) * 1000` also stops the process
     /// for an infinite timeout or one of about 9e15 seconds or more: no limit is the longest it takes,
-    /// 68 years.
+    /// 68 years (``longestSessionTimeout``).
     private static func sessionTimeout(_ timeout: TimeInterval) -> TimeInterval {
         #if canImport(FoundationNetworking)
         min(timeout, longestSessionTimeout).rounded(.up)
@@ -129,8 +129,9 @@ public final class HTTPDataLoader: DataLoading {
         #endif
     }
 
-    /// The longest timeout handed to `URLSession` on Linux, in seconds (`Int32.max`).
-    static let longestSessionTimeout = TimeInterval(Int32.max)
+    /// The longest timeout handed to `URLSession` on Linux, in seconds: `Int32.max`, and less where `Int`
+    /// has 32 bits, so that its milliseconds still fit.
+    static let longestSessionTimeout = TimeInterval(min(Int(Int32.max), Int.max / 1000))
 
     /// The downloads registered and not yet finished; 0 once every load has ended (for tests).
     var unfinishedTaskCount: Int { tasks.count }

@@ -45,7 +45,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         let url: URL
         let byteLimit: Int
         var continuation: Continuation?
-        /// Set when the Swift task was cancelled before ``HTTPTaskTable/start(_:continuation:)`` ran.
+        /// Set when the Swift task was cancelled before ``HTTPTaskTable/start(_:priority:continuation:)`` ran.
         var cancelledBeforeStart = false
         /// Set once the task is resumed: it holds one of its host's connections.
         var isRunning = false
