@@ -108,7 +108,7 @@ extension ImageStore {
         _ request: ImageRequest, priority: RunPriority, afterDamagedFile: Bool = false
     ) async -> Result<PreparedImage, ImageLoadingError> {
         let fetched: FetchedOriginal
-        switch await original(for: request.url) {
+        switch await original(for: request.url, priority: priority) {
         case .success(let value): fetched = value
         case .failure(let error): return .failure(error)
         }
@@ -385,8 +385,9 @@ extension ImageStore {
         }
     }
 
-    /// The original bytes for `url`: from memory, else one shared fetch from disk or the source.
-    private func original(for url: URL) async -> Result<FetchedOriginal, ImageLoadingError> {
+    /// The original bytes for `url`: from memory, else one shared fetch from disk or the source, whose
+    /// download waits for a connection at the highest `priority` of the runs that wait for it.
+    private func original(for url: URL, priority: RunPriority) async -> Result<FetchedOriginal, ImageLoadingError> {
         let generation = disk.generation
         let replacement = replacementCount(of: url)
         if let original = originals.value(forKey: url.cacheKey), isCurrent(original, for: url) {
@@ -409,8 +410,11 @@ extension ImageStore {
             undecodedOriginals.removeValue(forKey: url.cacheKey)
         }
         let key = RunKey(subject: url.cacheKey, generation: generation, replacement: replacement)
-        return await fetchRuns.value(for: key) { [self] _ in
-            await fetchOriginal(url, generation: generation, replacement: replacement)
+        return await fetchRuns.value(for: key, priority: priority.current, following: priority) {
+            [self] fetchPriority in
+            await HTTPDataLoader.$runPriority.withValue(fetchPriority) {
+                await fetchOriginal(url, generation: generation, replacement: replacement)
+            }
         }
     }
 

@@ -79,7 +79,8 @@ extension ImageStore {
         let isNew = revalidating.withLock { $0.insert(key).inserted }
         guard isNew else { return }
         Task(priority: .utility) { [self] in
-            await revalidate(url, metadata: metadata)
+            // A background check, even when a visible load's fetch started it (task-locals are inherited).
+            await HTTPDataLoader.$runPriority.withValue(nil) { await revalidate(url, metadata: metadata) }
             revalidating.withLock { _ = $0.remove(key) }
         }
     }

@@ -104,6 +104,40 @@ import FoundationNetworking
         try await waitUntil { store.prefetches.withLock { $0.running.isEmpty } }
     }
 
+    /// A visible load that joins a prefetch whose download waits for the connection takes it up with
+    /// it: sent next, before the prefetches queued ahead of it (before: after them, as a prefetch).
+    @Test func aQueuedPrefetchThatAVisibleLoadJoinsGetsTheNextConnection() async throws {
+        let folder = TemporaryDirectory("connections-joined")
+        let names = try SampleImages.writeJPEGs(
+            Array(repeating: PixelSize(width: 200, height: 100), count: 4), into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 1
+        let loader = DataLoader(sessionConfiguration: configuration)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+        }
+        let paths = names.indices.map { "/held/\($0)/images/\(names[$0])" }
+        let requests = paths.map { ImageRequest(url: server.url($0), targetWidth: 50) }
+        store.startPrefetching([requests[0]])
+        try await waitUntil { try await server.hits(for: paths[0]) == 1 }
+        // Queued one by one, so that first come first served would send 1, 2, 3.
+        for index in 1..<4 {
+            store.startPrefetching([requests[index]])
+            try await waitUntil { loader.http.waitingTaskCount == index }
+        }
+        let visible = Task(priority: .userInitiated) { try await store.image(for: requests[3]) }
+        try await waitUntil { store.variantRuns.waiterCount(for: requests[3]) == 2 }
+        try await server.release("0")
+        try await waitUntil { try await server.hits().filter { paths[1...].contains($0.key) }.count == 1 }
+        let sent = try await server.hits().keys.filter { paths[1...].contains($0) }
+        #expect(sent == [paths[3]], "sent after the first: \(sent)")
+        for key in 1..<4 { try await server.release("\(key)") }
+        _ = try await visible.value
+        try await waitUntil { store.prefetches.withLock { $0.running.isEmpty } }
+    }
+
     @Test func stoppingPrefetchesKeepsQueuedOnesFromEverDecoding() async throws {
         let slot = try OneGatedSlot(count: 5)
         let (requests, gate, store) = (slot.requests, slot.gate, slot.store)

@@ -14,6 +14,8 @@ public enum ImageLoadPriority: Int, Sendable, Comparable {
 /// The priority of one in-flight run, raised when a more urgent waiter joins it.
 final class RunPriority: Sendable {
     private let value: LockedBox<ImageLoadPriority>
+    /// The priorities of the runs this run waits for, raised whenever this one is.
+    private let followers = LockedBox<[RunPriority]>([])
 
     init(_ priority: ImageLoadPriority) {
         value = LockedBox(priority)
@@ -23,6 +25,16 @@ final class RunPriority: Sendable {
 
     func raise(to priority: ImageLoadPriority) {
         value.withLock { $0 = max($0, priority) }
+        for follower in followers.withLock({ $0 }) { follower.raise(to: priority) }
+    }
+
+    /// Raises `follower` (the priority of a run this one waits for) to this priority now, and again
+    /// whenever this one rises: a prefetch's download that a visible load joins goes up with it. Only
+    /// raises are passed on; the follower may have other waiters.
+    func passRaises(to follower: RunPriority) {
+        guard follower !== self else { return }
+        followers.withLock { $0.append(follower) }
+        follower.raise(to: current)
     }
 
     /// Sets the priority, lower as well: the waiter that raised it has left.

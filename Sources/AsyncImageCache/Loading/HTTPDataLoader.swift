@@ -18,7 +18,8 @@ import FoundationNetworking
 /// the others wait, and their ``timeout`` and ``resourceTimeout`` start when they do. They start by the
 /// priority of the task that asked for them, in order within one: an ``ImageStore``'s prefetches run at
 /// `.utility`, so a visible load's download goes before the prefetches queued for its host. The priority
-/// is the one a download started with: a queued prefetch that a visible load joins waits as a prefetch. The
+/// of an ``ImageStore``'s download follows its loads: a queued prefetch that a visible load joins goes up
+/// with it. The
 /// ``timeout`` ends a download that goes quiet; the ``resourceTimeout`` ends one that never does, such
 /// as a server that sends a few bytes every second for ever (an image's body, an error page, or the
 /// body of a redirect), and closes its connection.
@@ -133,6 +134,10 @@ public final class HTTPDataLoader: DataLoading {
     /// has 32 bits, so that its milliseconds still fit.
     static let longestSessionTimeout = TimeInterval(min(Int(Int32.max), Int.max / 1000))
 
+    /// The priority of the store's run a load downloads for, read whenever a connection frees: it rises
+    /// when a visible load joins a prefetch. Without one, a download waits at its task's priority.
+    @TaskLocal static var runPriority: RunPriority?
+
     /// The downloads registered and not yet finished; 0 once every load has ended (for tests).
     var unfinishedTaskCount: Int { tasks.count }
 
@@ -192,7 +197,13 @@ public final class HTTPDataLoader: DataLoading {
         let task = session.dataTask(with: request)
         let tasks = self.tasks
         tasks.insert(task, url: url, byteLimit: maximumResponseBytes)
-        let priority = Task.currentPriority
+        let priority: @Sendable () -> UInt8
+        if let run = Self.runPriority {
+            priority = { run.current == .normal ? TaskPriority.high.rawValue : TaskPriority.utility.rawValue }
+        } else {
+            let taskPriority = Task.currentPriority.rawValue
+            priority = { taskPriority }
+        }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 tasks.start(task, priority: priority, continuation: continuation)

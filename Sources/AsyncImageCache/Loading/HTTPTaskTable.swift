@@ -13,8 +13,9 @@ import FoundationNetworking
 /// removed entry find nothing and do nothing.
 ///
 /// At most `connectionLimit` tasks per host run at once; the others wait here, unresumed, and start as
-/// running ones end: the most urgent first (the priority of the Swift task that started them, so a
-/// visible load goes before queued prefetches, which run at `.utility`), in order within a priority. Left to libcurl, the waiting ones would be resumed and queued inside it,
+/// running ones end: the most urgent first, by the priority each one's closure gives when a connection
+/// frees (a store's run's, which rises when a visible load joins a prefetch; else the Swift task's), in
+/// order within a priority. Left to libcurl, the waiting ones would be resumed and queued inside it,
 /// where the session's timeout already runs: loads that never reached the server timed out.
 ///
 /// A task that runs longer than `resourceTimeout` is ended by a timer armed when it is resumed: its
@@ -30,7 +31,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// The tasks resumed and not yet removed, per host.
     private var running: [String: Int] = [:]
     /// The tasks started but not resumed, per host, oldest first, with the priority they wait at.
-    private var waiting: [String: [(task: URLSessionTask, priority: UInt8)]] = [:]
+    private var waiting: [String: [(task: URLSessionTask, priority: @Sendable () -> UInt8)]] = [:]
     /// How long a resumed task may run in all; `.infinity` for no limit.
     private let resourceTimeout: TimeInterval
 
@@ -74,9 +75,9 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     }
 
     /// Stores the continuation and resumes `task` once its host has a free connection, before waiting
-    /// tasks of a lower `priority`; or resumes the continuation with `.cancelled` when the Swift task was
+    /// tasks of a lower `priority` (asked again whenever a connection frees); or resumes the continuation with `.cancelled` when the Swift task was
     /// cancelled in the meantime.
-    func start(_ task: URLSessionTask, priority: TaskPriority, continuation: Continuation) {
+    func start(_ task: URLSessionTask, priority: @escaping @Sendable () -> UInt8, continuation: Continuation) {
         enum Start { case cancelled, resume, wait }
         let start: Start = lock.withLock {
             guard let entry = entries[task.taskIdentifier], !entry.cancelledBeforeStart else {
@@ -86,7 +87,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             entries[task.taskIdentifier]?.continuation = continuation
             let host = Self.host(of: entry.url)
             guard running[host, default: 0] < connectionLimit else {
-                waiting[host, default: []].append((task, priority.rawValue))
+                waiting[host, default: []].append((task, priority))
                 return .wait
             }
             running[host, default: 0] += 1
@@ -122,9 +123,9 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         }
         running[host, default: 1] -= 1
         if running[host] == 0 { running[host] = nil }
-        // The first of the most urgent.
-        guard let queue = waiting[host], let highest = queue.map(\.priority).max(),
-            let index = queue.firstIndex(where: { $0.priority == highest })
+        // The first of the most urgent, as urgent as they are now.
+        guard let priorities = waiting[host]?.map({ $0.priority() }), let highest = priorities.max(),
+            let index = priorities.firstIndex(of: highest), let queue = waiting[host]
         else { return (entry, nil) }
         let next = queue[index].task
         waiting[host]?.remove(at: index)

@@ -41,16 +41,23 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Waits for the run for `key`, starting one with `work` when none is in flight.
     ///
-    /// - Parameter priority: How urgently this caller wants the value; a run takes the highest
-    ///   priority of its waiters.
-    func value(for key: Key, priority: ImageLoadPriority = .normal, work: @escaping Work) async -> Outcome {
+    /// - Parameters:
+    ///   - priority: How urgently this caller wants the value; a run takes the highest priority of its
+    ///     waiters.
+    ///   - following: The priority of the caller's own run, when it has one that may rise later (a
+    ///     prefetch a visible load joins): the run it waits for here rises with it.
+    func value(
+        for key: Key, priority: ImageLoadPriority = .normal, following: RunPriority? = nil, work: @escaping Work
+    ) async -> Outcome {
         let waiterID = state.withLock { state in
             state.nextWaiterID += 1
             return state.nextWaiterID
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                join(key, waiterID: waiterID, continuation: continuation, priority: priority, work: work)
+                join(
+                    key, waiterID: waiterID, continuation: continuation, priority: priority, following: following,
+                    work: work)
             }
         } onCancel: {
             leave(key, waiterID: waiterID)
@@ -59,7 +66,7 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     private func join(
         _ key: Key, waiterID: UInt64, continuation: CheckedContinuation<Outcome, Never>,
-        priority: ImageLoadPriority, work: @escaping Work
+        priority: ImageLoadPriority, following: RunPriority?, work: @escaping Work
     ) {
         // Checked under the lock: cancellation sets the flag before `leave` takes the lock, so a
         // waiter is either refused here or found by `leave`, never lost between the two.
@@ -69,10 +76,12 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             if let run = state.runs[key] {
                 run.waiters[waiterID] = waiter
                 run.priority.raise(to: priority)
+                following?.passRaises(to: run.priority)
                 return true
             }
             let run = Run(priority: priority)
             run.waiters[waiterID] = waiter
+            following?.passRaises(to: run.priority)
             state.runs[key] = run
             run.task = Task(priority: priority == .low ? .utility : nil) { [self] in
                 let outcome = await work(run.priority)
