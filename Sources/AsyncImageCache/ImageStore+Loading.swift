@@ -433,7 +433,7 @@ extension ImageStore {
         if url.isRemote, let data = disk.data(for: url) {
             if let header = try? ImageHeader.parse(data) {
                 count { $0.diskHits += 1 }
-                // The attribute is repaired only on the file these bytes came from, not on a new image's.
+                // Repaired only while these bytes are current: not once a new image has replaced them.
                 if disk.pixelSize(for: url) != header.displaySize {
                     _ = ifCurrent(generation: generation, replacement: replacement, forKey: url.cacheKey) {
                         disk.setPixelSize(header.displaySize, for: url)

@@ -26,16 +26,13 @@ extension ImageStore {
         guard isCurrent(), generation == disk.generation else { return false }
         cacheMetadata.insert(metadata, forKey: key, cost: 0)
         if policy.isStorable {
-            var replaced = false
             do {
+                // Returning, it has committed the file, and `replacing` has run.
                 try disk.store(
                     original.data, pixelSize: original.pixelSize, metadata: metadata, for: url, generation: generation,
                     isCurrent: isCurrent
-                ) {
-                    replacing?()
-                    replaced = true
-                }
-                return replaced
+                ) { replacing?() }
+                return true
             } catch {
                 // A full or read-only disk costs the next launch a download, never this load; a new
                 // image that cannot be written takes the old file away with it.

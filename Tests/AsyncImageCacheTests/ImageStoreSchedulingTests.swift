@@ -71,71 +71,86 @@ import FoundationNetworking
         #expect(order[1] == requests[5].url, "decode order: \(order.map(\.lastPathComponent))")
     }
 
-    /// The downloads too: with prefetches queued for the host's only connection, a visible load of
-    /// another image is sent next (before: after every prefetch queued ahead of it). Each request is held
-    /// at the server until released, so the server's hits say which was sent.
-    @Test func aVisibleLoadGetsTheNextConnectionBeforeQueuedPrefetches() async throws {
+    /// `count` small JPEGs behind a server on 127.0.0.1, each request held there until released (key
+    /// its index), and a store whose loader has one connection to the host: the server's hits say which
+    /// request the connection went to.
+    struct OneConnection {
         let folder = TemporaryDirectory("connections")
-        let names = try SampleImages.writeJPEGs(
-            Array(repeating: PixelSize(width: 200, height: 100), count: 5), into: folder.url)
-        let server = try await TestHTTPServer(serving: folder.url)
-        defer { server.stop() }
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 1
-        let loader = DataLoader(sessionConfiguration: configuration)
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.dataLoader = loader
+        let server: TestHTTPServer
+        let loader: DataLoader
+        let store: ImageStore
+        let paths: [String]
+        let requests: [ImageRequest]
+
+        init(count: Int) async throws {
+            let names = try SampleImages.writeJPEGs(
+                Array(repeating: PixelSize(width: 200, height: 100), count: count), into: folder.url)
+            server = try await TestHTTPServer(serving: folder.url)
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.httpMaximumConnectionsPerHost = 1
+            let loader = DataLoader(sessionConfiguration: configuration)
+            self.loader = loader
+            store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+                $0.dataLoader = loader
+            }
+            paths = names.indices.map { "/held/\($0)/images/\(names[$0])" }
+            requests = paths.map { [server] in ImageRequest(url: server.url($0), targetWidth: 50) }
         }
-        let paths = names.indices.map { "/held/\($0)/images/\(names[$0])" }
-        let requests = paths.map { ImageRequest(url: server.url($0), targetWidth: 50) }
-        // The first prefetch holds the connection; three more wait for it, then a visible load.
-        store.startPrefetching([requests[0]])
-        try await waitUntil { try await server.hits(for: paths[0]) == 1 }
+
+        /// Prefetches the first request and waits until the server holds it, the connection taken.
+        func takeTheConnection() async throws {
+            store.startPrefetching([requests[0]])
+            try await waitUntil { try await server.hits(for: paths[0]) == 1 }
+        }
+
+        /// Releases the first request, and returns the paths sent next on the freed connection (one).
+        func releaseTheFirst() async throws -> [String] {
+            try await server.release("0")
+            let others = paths[1...]
+            try await waitUntil { try await server.hits().filter { others.contains($0.key) }.count == 1 }
+            return try await server.hits().keys.filter { others.contains($0) }
+        }
+
+        /// Releases every other request and waits for `visible` and the prefetches to end.
+        func finish(_ visible: Task<PlatformImage, any Error>) async throws {
+            for key in 1..<paths.count { try await server.release("\(key)") }
+            _ = try await visible.value
+            try await waitUntil { store.prefetches.withLock { $0.running.isEmpty } }
+            server.stop()
+        }
+    }
+
+    /// The downloads too: with prefetches queued for the host's only connection, a visible load of
+    /// another image is sent next (before: after every prefetch queued ahead of it).
+    @Test func aVisibleLoadGetsTheNextConnectionBeforeQueuedPrefetches() async throws {
+        let line = try await OneConnection(count: 5)
+        let (store, requests) = (line.store, line.requests)
+        try await line.takeTheConnection()
         store.startPrefetching(Array(requests[1..<4]))
-        try await waitUntil { loader.http.waitingTaskCount == 3 }
+        try await waitUntil { line.loader.http.waitingTaskCount == 3 }
         let visible = Task(priority: .userInitiated) { try await store.image(for: requests[4]) }
-        try await waitUntil { loader.http.waitingTaskCount == 4 }
-        try await server.release("0")
-        try await waitUntil { try await server.hits().filter { paths[1...].contains($0.key) }.count == 1 }
-        let sent = try await server.hits().keys.filter { paths[1...].contains($0) }
-        #expect(sent == [paths[4]], "sent after the first: \(sent)")
-        for key in 1..<5 { try await server.release("\(key)") }
-        _ = try await visible.value
-        try await waitUntil { store.prefetches.withLock { $0.running.isEmpty } }
+        try await waitUntil { line.loader.http.waitingTaskCount == 4 }
+        let sent = try await line.releaseTheFirst()
+        #expect(sent == [line.paths[4]], "sent after the first: \(sent)")
+        try await line.finish(visible)
     }
 
     /// A visible load that joins a prefetch whose download waits for the connection takes it up with
     /// it: sent next, before the prefetches queued ahead of it (before: after them, as a prefetch).
     @Test func aQueuedPrefetchThatAVisibleLoadJoinsGetsTheNextConnection() async throws {
-        let folder = TemporaryDirectory("connections-joined")
-        let names = try SampleImages.writeJPEGs(
-            Array(repeating: PixelSize(width: 200, height: 100), count: 4), into: folder.url)
-        let server = try await TestHTTPServer(serving: folder.url)
-        defer { server.stop() }
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 1
-        let loader = DataLoader(sessionConfiguration: configuration)
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.dataLoader = loader
-        }
-        let paths = names.indices.map { "/held/\($0)/images/\(names[$0])" }
-        let requests = paths.map { ImageRequest(url: server.url($0), targetWidth: 50) }
-        store.startPrefetching([requests[0]])
-        try await waitUntil { try await server.hits(for: paths[0]) == 1 }
+        let line = try await OneConnection(count: 4)
+        let (store, requests) = (line.store, line.requests)
+        try await line.takeTheConnection()
         // Queued one by one, so that first come first served would send 1, 2, 3.
         for index in 1..<4 {
             store.startPrefetching([requests[index]])
-            try await waitUntil { loader.http.waitingTaskCount == index }
+            try await waitUntil { line.loader.http.waitingTaskCount == index }
         }
         let visible = Task(priority: .userInitiated) { try await store.image(for: requests[3]) }
         try await waitUntil { store.variantRuns.waiterCount(for: requests[3]) == 2 }
-        try await server.release("0")
-        try await waitUntil { try await server.hits().filter { paths[1...].contains($0.key) }.count == 1 }
-        let sent = try await server.hits().keys.filter { paths[1...].contains($0) }
-        #expect(sent == [paths[3]], "sent after the first: \(sent)")
-        for key in 1..<4 { try await server.release("\(key)") }
-        _ = try await visible.value
-        try await waitUntil { store.prefetches.withLock { $0.running.isEmpty } }
+        let sent = try await line.releaseTheFirst()
+        #expect(sent == [line.paths[3]], "sent after the first: \(sent)")
+        try await line.finish(visible)
     }
 
     @Test func stoppingPrefetchesKeepsQueuedOnesFromEverDecoding() async throws {

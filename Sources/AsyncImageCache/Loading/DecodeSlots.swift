@@ -32,7 +32,6 @@ final class RunPriority: Sendable {
     /// whenever this one rises: a prefetch's download that a visible load joins goes up with it. Only
     /// raises are passed on; the follower may have other waiters.
     func passRaises(to follower: RunPriority) {
-        guard follower !== self else { return }
         followers.withLock { $0.append(follower) }
         follower.raise(to: current)
     }

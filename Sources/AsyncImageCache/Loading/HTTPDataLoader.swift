@@ -15,11 +15,9 @@ import FoundationNetworking
 /// ``ImageLoadingError/cancelled`` at once.
 ///
 /// At most the session configuration's `httpMaximumConnectionsPerHost` downloads per host run at once;
-/// the others wait, and their ``timeout`` and ``resourceTimeout`` start when they do. They start by the
-/// priority of the task that asked for them, in order within one: an ``ImageStore``'s prefetches run at
-/// `.utility`, so a visible load's download goes before the prefetches queued for its host. The priority
-/// of an ``ImageStore``'s download follows its loads: a queued prefetch that a visible load joins goes up
-/// with it. The
+/// the others wait, and their ``timeout`` and ``resourceTimeout`` start when they do. They start by
+/// priority, in order within one: an ``ImageStore``'s visible loads before its prefetches (a queued
+/// prefetch that a visible load joins goes up with it), other callers' by their task's priority. The
 /// ``timeout`` ends a download that goes quiet; the ``resourceTimeout`` ends one that never does, such
 /// as a server that sends a few bytes every second for ever (an image's body, an error page, or the
 /// body of a redirect), and closes its connection.

@@ -75,8 +75,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     }
 
     /// Stores the continuation and resumes `task` once its host has a free connection, before waiting
-    /// tasks of a lower `priority` (asked again whenever a connection frees); or resumes the continuation with `.cancelled` when the Swift task was
-    /// cancelled in the meantime.
+    /// tasks of a lower `priority` (asked again whenever a connection frees); or resumes the continuation
+    /// with `.cancelled` when the Swift task was cancelled in the meantime.
     func start(_ task: URLSessionTask, priority: @escaping @Sendable () -> UInt8, continuation: Continuation) {
         enum Start { case cancelled, resume, wait }
         let start: Start = lock.withLock {
@@ -124,9 +124,11 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         running[host, default: 1] -= 1
         if running[host] == 0 { running[host] = nil }
         // The first of the most urgent, as urgent as they are now.
-        guard let priorities = waiting[host]?.map({ $0.priority() }), let highest = priorities.max(),
-            let index = priorities.firstIndex(of: highest), let queue = waiting[host]
-        else { return (entry, nil) }
+        guard let queue = waiting[host] else { return (entry, nil) }
+        let priorities = queue.map { $0.priority() }
+        guard let highest = priorities.max(), let index = priorities.firstIndex(of: highest) else {
+            return (entry, nil)
+        }
         let next = queue[index].task
         waiting[host]?.remove(at: index)
         if waiting[host]?.isEmpty == true { waiting[host] = nil }

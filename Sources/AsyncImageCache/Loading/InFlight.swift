@@ -73,15 +73,12 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let joined = state.withLock { state -> Bool in
             if Task.isCancelled { return false }
             let waiter = Waiter(continuation: continuation, priority: priority)
-            if let run = state.runs[key] {
-                run.waiters[waiterID] = waiter
-                run.priority.raise(to: priority)
-                following?.passRaises(to: run.priority)
-                return true
-            }
-            let run = Run(priority: priority)
+            let existing = state.runs[key]
+            let run = existing ?? Run(priority: priority)
             run.waiters[waiterID] = waiter
+            run.priority.raise(to: priority)
             following?.passRaises(to: run.priority)
+            guard existing == nil else { return true }
             state.runs[key] = run
             run.task = Task(priority: priority == .low ? .utility : nil) { [self] in
                 let outcome = await work(run.priority)
