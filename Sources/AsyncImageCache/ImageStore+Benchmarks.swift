@@ -9,7 +9,7 @@ extension ImageStore {
 
     /// The size from the cached file's header, skipping memory, memo and attribute.
     @_spi(Benchmarks) public func benchmarkSizeFromHeader(for url: URL) -> PixelSize? {
-        sizeFromHeader(for: url)
+        sizeFromHeader(for: url)?.size
     }
 
     /// The path of the disk-tier file for `url`, whether or not it exists.

@@ -74,10 +74,10 @@ extension ImageStore {
                 }
                 return size
             }
-            guard let size = sizeFromHeader(for: url) else { return nil }
+            guard let (size, file) = sizeFromHeader(for: url) else { return nil }
             count { $0.sizesFromHeader += 1 }
             _ = ifCurrent(generation: generation, replacement: replacement, forKey: key) {
-                disk.setPixelSize(size, for: url)
+                disk.setPixelSize(size, for: url, readFrom: file)
                 memoize(size, forKey: key)
             }
             return size
@@ -102,9 +102,17 @@ extension ImageStore {
         disk.pixelSize(for: url)
     }
 
-    /// The size parsed from the disk-tier file's header, reading only the first kilobytes.
-    func sizeFromHeader(for url: URL) -> PixelSize? {
-        Self.readHeader(from: { disk.prefix(for: url, maxLength: $0) })?.displaySize
+    /// The size parsed from the disk-tier file's header, reading only the first kilobytes, and the
+    /// file it was read from.
+    func sizeFromHeader(for url: URL) -> (size: PixelSize, file: DiskStore.FileIdentity)? {
+        var file: DiskStore.FileIdentity?
+        let header = Self.readHeader { length in
+            let prefix = disk.prefix(for: url, maxLength: length)
+            file = prefix?.identity  // the last read is the one parsed
+            return prefix?.data
+        }
+        guard let header, let file else { return nil }
+        return (header.displaySize, file)
     }
 
     private func remember(_ size: PixelSize, for url: URL) -> PixelSize {

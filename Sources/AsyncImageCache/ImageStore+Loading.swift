@@ -430,13 +430,14 @@ extension ImageStore {
     private func fetchOriginal(_ url: URL, generation: Int, replacement: Int) async -> Result<
         FetchedOriginal, ImageLoadingError
     > {
-        if url.isRemote, let data = disk.data(for: url) {
+        if url.isRemote, let (data, file) = disk.file(for: url) {
             if let header = try? ImageHeader.parse(data) {
                 count { $0.diskHits += 1 }
-                // Repaired only while these bytes are current: not once a new image has replaced them.
+                // Repaired only while these bytes are current, and only on the file they came from: not
+                // once a new image has replaced them, here or in another process.
                 if disk.pixelSize(for: url) != header.displaySize {
                     _ = ifCurrent(generation: generation, replacement: replacement, forKey: url.cacheKey) {
-                        disk.setPixelSize(header.displaySize, for: url)
+                        disk.setPixelSize(header.displaySize, for: url, readFrom: file)
                     }
                 }
                 // A stale entry is shown while it revalidates.

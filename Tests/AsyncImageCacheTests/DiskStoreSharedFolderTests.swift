@@ -60,6 +60,11 @@ struct OpeningTheFolderAgain: ExtendedAttributeStoring {
         try FileExtendedAttributes().setValue(value, named: name, atPath: path)
     }
 
+    func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws {
+        _ = DiskStore(directory: directory, byteLimit: 1 << 20)
+        try FileExtendedAttributes().setValue(value, named: name, onDescriptor: descriptor)
+    }
+
     func removeValue(named name: String, atPath path: String) {
         FileExtendedAttributes().removeValue(named: name, atPath: path)
     }

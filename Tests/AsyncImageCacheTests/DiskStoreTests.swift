@@ -31,6 +31,24 @@ import Testing
             ])
     }
 
+    /// A size repaired from a file read earlier goes onto that file only: once another write has
+    /// replaced it, the new file keeps its own size.
+    @Test func aRepairIsWrittenOnlyOntoTheFileItWasReadFrom() throws {
+        let folder = TemporaryDirectory("disk")
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let (old, new) = (PixelSize(width: 4, height: 3), PixelSize(width: 5, height: 7))
+        try disk.store(Data([1]), pixelSize: old, for: url)
+        let read = try #require(disk.file(for: url))
+        #expect(try #require(disk.prefix(for: url, maxLength: 16)).identity == read.identity)
+        try disk.store(Data([2]), pixelSize: new, for: url)  // another store's write, in its place
+
+        #expect(!disk.setPixelSize(old, for: url, readFrom: read.identity))
+        #expect(disk.pixelSize(for: url) == new)
+        let current = try #require(disk.file(for: url))
+        #expect(disk.setPixelSize(PixelSize(width: 6, height: 6), for: url, readFrom: current.identity))
+        #expect(disk.pixelSize(for: url) == PixelSize(width: 6, height: 6))
+    }
+
     @Test func aFileSystemThatRefusesAttributesStillGetsTheBytes() throws {
         let folder = TemporaryDirectory("disk")
         let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20, attributes: RefusingAttributes())
@@ -375,6 +393,9 @@ struct RefusingAttributes: ExtendedAttributeStoring {
         nil
     }
     func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
+        throw POSIXError(.EOPNOTSUPP)
+    }
+    func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws {
         throw POSIXError(.EOPNOTSUPP)
     }
     func removeValue(named name: String, atPath path: String) {}

@@ -517,6 +517,11 @@ final class PixelSizeWriteGate: ExtendedAttributeStoring, Sendable {
         try FileExtendedAttributes().setValue(value, named: name, atPath: path)
     }
 
+    func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws {
+        if name == PixelSizeAttribute.name { gate.parkIfArmed() }
+        try FileExtendedAttributes().setValue(value, named: name, onDescriptor: descriptor)
+    }
+
     func removeValue(named name: String, atPath path: String) {
         FileExtendedAttributes().removeValue(named: name, atPath: path)
     }

@@ -226,6 +226,10 @@ final class PixelSizeReadGate: ExtendedAttributeStoring, Sendable {
         try FileExtendedAttributes().setValue(value, named: name, atPath: path)
     }
 
+    func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws {
+        try FileExtendedAttributes().setValue(value, named: name, onDescriptor: descriptor)
+    }
+
     func removeValue(named name: String, atPath path: String) {
         FileExtendedAttributes().removeValue(named: name, atPath: path)
     }
@@ -252,12 +256,21 @@ final class RemovingAllOnFirstWrite: ExtendedAttributeStoring, @unchecked Sendab
     }
 
     func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
+        removeAllIfFirst()
+        try FileExtendedAttributes().setValue(value, named: name, atPath: path)
+    }
+
+    func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws {
+        removeAllIfFirst()
+        try FileExtendedAttributes().setValue(value, named: name, onDescriptor: descriptor)
+    }
+
+    private func removeAllIfFirst() {
         let store = lock.withLock { () -> ImageStore? in
             defer { removed = true }
             return removed ? nil : target
         }
         store?.removeAll()
-        try FileExtendedAttributes().setValue(value, named: name, atPath: path)
     }
 
     func removeValue(named name: String, atPath path: String) {

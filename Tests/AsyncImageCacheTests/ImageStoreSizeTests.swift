@@ -55,6 +55,47 @@ import Testing
         #expect(urls.map { disk.pixelSize(for: $0) } == sizes)  // repaired
     }
 
+    /// Another process sharing the folder may rename a new image into an entry's place while a lookup
+    /// repairs the attribute of the file it read. The repair lands on the file it read, never on the new
+    /// one, whose own size would otherwise be overwritten and trusted at every later launch.
+    /// (One case at a time: a parked load holds one of the few threads that run tasks.)
+    @Test(.serialized, arguments: ["size lookup", "load"])
+    func aRepairNeverLandsOnAFileThatReplacedTheOneItRead(by lookup: String) async throws {
+        let root = TemporaryDirectory("root")
+        let url = try #require(try await warmCache(root: root.url).first)
+        let attributes = PixelSizeWriteGate()
+        let relaunched = try ImageStore.makeForTesting(root: root.url) { $0.extendedAttributes = attributes }
+        let path = relaunched.disk.filePath(for: url)
+        FileExtendedAttributes().removeValue(named: PixelSizeAttribute.name, atPath: path)
+
+        attributes.gate.arm()  // parks the repair, after it has read the old file
+        let repairing = Task.detached {
+            guard lookup == "load" else {
+                // Layout's synchronous lookup, parked on a thread of its own.
+                return await withCheckedContinuation { continuation in
+                    Thread.detachNewThread { continuation.resume(returning: relaunched.cachedPixelSize(for: url)) }
+                }
+            }
+            return try await relaunched.image(for: ImageRequest(url: url, targetWidth: 50)).pixelSize.cgSize
+        }
+        try await waitUntil { attributes.gate.parkedCount == 1 }
+        // The other process's write: a new image, with its own attribute, renamed into place.
+        let newSize = PixelSize(width: 300, height: 500)
+        let temporary = path + ".other-process"
+        try SampleImages.jpeg(width: newSize.width, height: newSize.height).write(to: URL(fileURLWithPath: temporary))
+        try FileExtendedAttributes().setValue(
+            PixelSizeAttribute.encode(newSize), named: PixelSizeAttribute.name, atPath: temporary)
+        #expect(rename(temporary, path) == 0)
+        attributes.gate.open()
+        let answered = try await repairing.value
+        #expect(answered == (lookup == "load" ? CGSize(width: 50, height: 38) : sizes[0].cgSize))
+
+        let onDisk = FileExtendedAttributes().value(named: PixelSizeAttribute.name, atPath: path)
+        #expect(onDisk.flatMap(PixelSizeAttribute.decode) == newSize, "the old file's size went onto the new file")
+        let relaunchedAgain = try ImageStore.makeForTesting(root: root.url)
+        #expect(relaunchedAgain.cachedPixelSize(for: url) == newSize.cgSize)
+    }
+
     @Test func aFileSystemWithoutAttributesStillAnswersCorrectSizes() async throws {
         let root = TemporaryDirectory("root")
         let urls = try await warmCache(root: root.url, attributes: RefusingAttributes())

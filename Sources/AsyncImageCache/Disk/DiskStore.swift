@@ -160,6 +160,12 @@ final class DiskStore: Sendable {
     /// otherwise be read whole into memory). The source answers for it instead. A symbolic link is
     /// not followed (`O_NOFOLLOW`): the store serves, and dates, only files of its own folder.
     func data(for url: URL) -> Data? {
+        file(for: url)?.data
+    }
+
+    /// ``data(for:)``, with the identity of the file read: what is repaired from these bytes goes onto
+    /// that file only (``setPixelSize(_:for:readFrom:)``).
+    func file(for url: URL) -> (data: Data, identity: FileIdentity)? {
         let descriptor = open(filePath(for: url), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
@@ -168,7 +174,21 @@ final class DiskStore: Sendable {
             let data = Self.readBytes(from: descriptor, upTo: Int(status.st_size))
         else { return nil }
         _ = futimens(descriptor, nil)  // recency for the trim; failure only makes the file look older
-        return data
+        return (data, FileIdentity(status))
+    }
+
+    /// Which file a read found: its device and inode. Another store or process may rename a new file
+    /// into an entry's place at any moment; an attribute repaired from what was read is written
+    /// through a descriptor checked against this, so it lands on the file that was read (or on
+    /// nothing, once that file is gone), never on the one that replaced it.
+    struct FileIdentity: Equatable, Sendable {
+        let device: UInt64
+        let inode: UInt64
+
+        init(_ status: stat) {
+            device = UInt64(truncatingIfNeeded: status.st_dev)
+            inode = UInt64(truncatingIfNeeded: status.st_ino)
+        }
     }
 
     /// Marks `url`'s file used, as a read does, for an image that memory served: dated on the disk
@@ -195,21 +215,29 @@ final class DiskStore: Sendable {
 
     /// Up to `maxLength` bytes from the start of `url`'s file, for reading a header; a symbolic link
     /// there is not followed.
-    func prefix(for url: URL, maxLength: Int) -> Data? {
-        Self.prefix(ofFileAtPath: filePath(for: url), maxLength: maxLength, followingLinks: false)
+    func prefix(for url: URL, maxLength: Int) -> (data: Data, identity: FileIdentity)? {
+        Self.prefixAndIdentity(ofFileAtPath: filePath(for: url), maxLength: maxLength, followingLinks: false)
     }
 
     /// Up to `maxLength` bytes from the start of the file at `path`; `nil` if it cannot be read, or
     /// when it is a symbolic link and `followingLinks` is `false`.
     static func prefix(ofFileAtPath path: String, maxLength: Int, followingLinks: Bool = true) -> Data? {
+        prefixAndIdentity(ofFileAtPath: path, maxLength: maxLength, followingLinks: followingLinks)?.data
+    }
+
+    private static func prefixAndIdentity(ofFileAtPath path: String, maxLength: Int, followingLinks: Bool) -> (
+        data: Data, identity: FileIdentity
+    )? {
         // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, and this runs
         // during layout. It changes nothing for the regular files read below.
         let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (followingLinks ? 0 : O_NOFOLLOW))
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
-        return readBytes(from: descriptor, upTo: maxLength)
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
+            let data = readBytes(from: descriptor, upTo: maxLength)
+        else { return nil }
+        return (data, FileIdentity(status))
     }
 
     /// Up to `maxLength` bytes read from `descriptor` (fewer at end-of-file); `nil` if a read fails.
@@ -264,14 +292,21 @@ final class DiskStore: Sendable {
         }
     }
 
-    /// Writes the pixel size attribute onto `url`'s existing file (never through a link). Returns
-    /// whether it was written.
+    /// Writes the pixel size attribute onto `url`'s existing file (never through a link), and with
+    /// `identity` only while that file is still the one there. Returns whether it was written.
     @discardableResult
-    func setPixelSize(_ size: PixelSize, for url: URL) -> Bool {
-        let path = filePath(for: url)
-        guard Self.isRegularFile(atPath: path) else { return false }
-        return (try? attributes.setValue(PixelSizeAttribute.encode(size), named: PixelSizeAttribute.name, atPath: path))
-            != nil
+    func setPixelSize(_ size: PixelSize, for url: URL, readFrom identity: FileIdentity? = nil) -> Bool {
+        let descriptor = open(filePath(for: url), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
+            identity == nil || identity == FileIdentity(status)
+        else { return false }
+        // Through the descriptor: a file renamed into place after the check keeps its own attribute.
+        return
+            (try? attributes.setValue(
+                PixelSizeAttribute.encode(size), named: PixelSizeAttribute.name, onDescriptor: descriptor)) != nil
     }
 
     /// The HTTP caching facts kept with `url`'s file, if any.

@@ -12,6 +12,9 @@ protocol ExtendedAttributeStoring: Sendable {
     func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
     /// Sets the attribute; throws when the file system refuses.
     func setValue(_ value: [UInt8], named name: String, atPath path: String) throws
+    /// Sets the attribute on the open file `descriptor`, whatever its path names by now; throws when
+    /// the file system refuses.
+    func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws
     /// Removes the attribute if present.
     func removeValue(named name: String, atPath path: String)
 }
@@ -44,6 +47,17 @@ struct FileExtendedAttributes: ExtendedAttributeStoring {
             setxattr(path, name, raw.baseAddress, raw.count, 0, XATTR_NOFOLLOW)
             #else
             lsetxattr(path, name, raw.baseAddress, raw.count, 0)
+            #endif
+        }
+        if result != 0 { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    }
+
+    func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws {
+        let result = value.withUnsafeBytes { raw in
+            #if canImport(Darwin)
+            fsetxattr(descriptor, name, raw.baseAddress, raw.count, 0, 0)
+            #else
+            fsetxattr(descriptor, name, raw.baseAddress, raw.count, 0)
             #endif
         }
         if result != 0 { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
