@@ -15,6 +15,8 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
   GET /held/<key>/<route>            sends nothing until the test releases <key> (GET /__release/<key>),
                                      then serves /<route>: a response pending for exactly as long as
                                      a test needs, however slow the machine.
+  GET /interim/<code>/<route>        an informational response <code> (1xx: 103 Early Hints with a Link
+                                     header, 100 Continue), then /<route> as the final response.
   GET /truncated/images/<name>       announces the file's full Content-Length, sends the first half,
                                      closes the connection.
   GET /html-as-jpeg                  an HTML page labelled Content-Type: image/jpeg.
@@ -208,6 +210,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_status(int(rest[0]))
         elif head == "held" and len(rest) >= 2:
             self.state.release_event(rest[0]).wait()
+            self.route("/" + "/".join(rest[1:]))
+        elif head == "interim" and len(rest) >= 2 and rest[0].isdigit():
+            # An informational response first (103 Early Hints, an unasked-for 100 Continue), then /<route>.
+            self.send_response_only(int(rest[0]))
+            if rest[0] == "103":
+                self.send_header("Link", "</images/preload.css>; rel=preload; as=style")
+            self.end_headers()
+            self.wfile.flush()
             self.route("/" + "/".join(rest[1:]))
         elif head == "slow" and len(rest) >= 2 and rest[0].isdigit():
             time.sleep(int(rest[0]) / 1000)

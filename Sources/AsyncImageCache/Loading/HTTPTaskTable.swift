@@ -204,6 +204,10 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             guard let http = response as? HTTPURLResponse else {
                 return .stop(.network(url: url, description: "not an HTTP response"))
             }
+            // An informational answer (103 Early Hints, an unasked-for 100 Continue) comes before the
+            // final one, which swift-corelibs-foundation reports next (RFC 9110 15.2). 101 is not one: it
+            // switches protocols, which a load never asks for.
+            if (100...199).contains(http.statusCode) && http.statusCode != 101 { return .proceed }
             // 304 passes through: it answers a conditional request (the loader checks it asked one).
             guard (200...299).contains(http.statusCode) || http.statusCode == 304 else {
                 let continuation = entries.values[index].continuation

@@ -162,6 +162,18 @@ import FoundationNetworking
         #expect(try await loader.loadData(for: server.url("/images/photo.jpg")) == imageBytes)
     }
 
+    /// An informational response is not the answer: the final one after it is (before, `httpStatus(103)`
+    /// and `httpStatus(100)`, though the image followed). A 404 after early hints still fails as a 404.
+    @Test(arguments: [100, 103])
+    func anInformationalResponseBeforeTheImageIsSkipped(_ code: Int) async throws {
+        let data = try await HTTPDataLoader().loadData(for: server.url("/interim/\(code)/images/photo.jpg"))
+        #expect(data == imageBytes)
+        let missing = server.url("/interim/\(code)/images/missing.jpg")
+        await #expect(throws: ImageLoadingError.httpStatus(code: 404, url: missing)) {
+            try await HTTPDataLoader().loadData(for: missing)
+        }
+    }
+
     @Test func aSlowResponseWithinTheTimeoutSucceeds() async throws {
         let data = try await HTTPDataLoader(timeout: 5).loadData(for: server.url("/slow/200/images/photo.jpg"))
         #expect(data == imageBytes)
