@@ -166,15 +166,27 @@ final class DiskStore: Sendable {
     /// ``data(for:)``, with the identity of the file read: what is repaired from these bytes goes onto
     /// that file only (``setPixelSize(_:for:readFrom:)``).
     func file(for url: URL) -> (data: Data, identity: FileIdentity)? {
-        let descriptor = open(filePath(for: url), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+        Self.withRegularFile(atPath: filePath(for: url)) { descriptor, status in
+            guard status.st_size <= byteLimit, let data = Self.readBytes(from: descriptor, upTo: Int(status.st_size))
+            else { return nil }
+            _ = futimens(descriptor, nil)  // recency for the trim; failure only makes the file look older
+            return (data, FileIdentity(status))
+        }
+    }
+
+    /// Opens the regular file at `path` for reading, not through a symbolic link unless `followingLinks`,
+    /// and calls `body` with its descriptor and status; `nil` for anything else at `path`.
+    private static func withRegularFile<Result>(
+        atPath path: String, followingLinks: Bool = false, _ body: (Int32, stat) -> Result?
+    ) -> Result? {
+        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, and reads run
+        // during layout. It changes nothing for the regular files read below.
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (followingLinks ? 0 : O_NOFOLLOW))
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_size <= byteLimit,
-            let data = Self.readBytes(from: descriptor, upTo: Int(status.st_size))
-        else { return nil }
-        _ = futimens(descriptor, nil)  // recency for the trim; failure only makes the file look older
-        return (data, FileIdentity(status))
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
+        return body(descriptor, status)
     }
 
     /// Which file a read found: its device and inode. Another store or process may rename a new file
@@ -228,16 +240,9 @@ final class DiskStore: Sendable {
     private static func prefixAndIdentity(ofFileAtPath path: String, maxLength: Int, followingLinks: Bool) -> (
         data: Data, identity: FileIdentity
     )? {
-        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, and this runs
-        // during layout. It changes nothing for the regular files read below.
-        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (followingLinks ? 0 : O_NOFOLLOW))
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
-            let data = readBytes(from: descriptor, upTo: maxLength)
-        else { return nil }
-        return (data, FileIdentity(status))
+        withRegularFile(atPath: path, followingLinks: followingLinks) { descriptor, status in
+            readBytes(from: descriptor, upTo: maxLength).map { ($0, FileIdentity(status)) }
+        }
     }
 
     /// Up to `maxLength` bytes read from `descriptor` (fewer at end-of-file); `nil` if a read fails.
@@ -296,17 +301,12 @@ final class DiskStore: Sendable {
     /// `identity` only while that file is still the one there. Returns whether it was written.
     @discardableResult
     func setPixelSize(_ size: PixelSize, for url: URL, readFrom identity: FileIdentity? = nil) -> Bool {
-        let descriptor = open(filePath(for: url), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
-            identity == nil || identity == FileIdentity(status)
-        else { return false }
-        // Through the descriptor: a file renamed into place after the check keeps its own attribute.
-        return
-            (try? attributes.setValue(
-                PixelSizeAttribute.encode(size), named: PixelSizeAttribute.name, onDescriptor: descriptor)) != nil
+        Self.withRegularFile(atPath: filePath(for: url)) { descriptor, status -> Bool? in
+            guard identity == nil || identity == FileIdentity(status) else { return false }
+            // Through the descriptor: a file renamed into place after the check keeps its own attribute.
+            let value = PixelSizeAttribute.encode(size)
+            return (try? attributes.setValue(value, named: PixelSizeAttribute.name, onDescriptor: descriptor)) != nil
+        } ?? false
     }
 
     /// The HTTP caching facts kept with `url`'s file, if any.
