@@ -392,6 +392,50 @@ import Testing
         #expect(try await store.image(for: wider).pixelSize == PixelSize(width: 160, height: 160))
     }
 
+    /// The redirect's Cache-Control, and the lifetime the stored bytes get when it leads to an image
+    /// that may be kept a year.
+    @Test(
+        arguments: [
+            (302, "no-cache", 0), (302, "no-store", 0), (302, "-", 0), (303, "-", 0), (307, "-", 0),
+            (302, "max-age=60", 60), (307, "max-age=60,no-cache", 0), (301, "-", 31_536_000),
+            (308, "max-age=120", 120),
+        ] as [(Int, String, TimeInterval)])
+    func theImageARedirectLeadsToIsFreshNoLongerThanTheRedirect(
+        code: Int, directives: String, lifetime: TimeInterval
+    ) async throws {
+        // RFC 9111 4.2.2: a 302, 303 or 307 that gives no freshness may not be kept on a guess. Before,
+        // each of these was stored fresh for the final response's year.
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let final = "/cache/max-age=31536000/images/photo.jpg"
+        let url = fixture.server.url("/redirect-cache/\(code)/\(directives)\(final)")
+        let store = try fixture.store()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        #expect(store.disk.cacheMetadata(for: url)?.lifetime == lifetime)
+        #expect(store.storedCacheMetadata(for: url)?.lifetime == lifetime)
+        guard lifetime == 0 else { return }
+        // Stale: shown again at once, and revalidated through the redirect with the image's validators.
+        let relaunched = try fixture.store()
+        #expect(try await relaunched.image(for: ImageRequest(url: url, targetWidth: 80)).pixelSize.width == 80)
+        try await waitUntil { try await fixture.server.statuses(for: final) == [200, 304] }
+        try await waitUntil { relaunched.statistics.notModified == 1 }
+        #expect(relaunched.disk.cacheMetadata(for: url)?.lifetime == 0)
+    }
+
+    @Test func ofAChainOfRedirectsTheShortestLifetimeCounts() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let store = try fixture.store()
+        for (path, lifetime) in [
+            ("/redirect-cache/301/-/redirect-cache/302/max-age=60/redirect-cache/308/max-age=90", 60.0),
+            ("/redirect-cache/308/max-age=90/redirect-cache/301/max-age=30", 30),
+        ] {
+            let url = fixture.server.url(path + "/cache/max-age=3600/images/photo.jpg")
+            _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+            #expect(store.disk.cacheMetadata(for: url)?.lifetime == lifetime, "\(path)")
+        }
+    }
+
     @Test func aFailedRevalidationKeepsTheStaleImage() async throws {
         let fixture = try await Fixture()
         defer { fixture.server.stop() }

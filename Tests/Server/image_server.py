@@ -62,6 +62,9 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
   GET /redirect-to/<code>?<location>
                                      status <code> (a 3xx) with Location: <location>, the query
                                      percent-decoded: any URL, e.g. ?file%3A%2F%2F%2Fetc%2Fpasswd.
+  GET /redirect-cache/<code>/<directives>/<route>
+                                     status <code> (a 3xx) with Cache-Control: <directives> ("-" sends
+                                     none) and Location: /<route>.
   GET /bare/<code>                   status <code> with neither Location nor body (Content-Length: 0).
   GET /trickle/<ms>/<code>[?<location>]
                                      status <code> (with Location: <location>, percent-decoded, when
@@ -255,6 +258,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             query = self.path.split("?", 1)[1] if "?" in self.path else ""
             self.send_response(int(rest[0]))
             self.send_header("Location", urllib.parse.unquote(query))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif head == "redirect-cache" and len(rest) >= 3 and rest[0].isdigit():
+            self.send_response(int(rest[0]))
+            if rest[1] != "-":
+                self.send_header("Cache-Control", urllib.parse.unquote(rest[1]))
+            self.send_header("Location", "/" + "/".join(rest[2:]))
             self.send_header("Content-Length", "0")
             self.end_headers()
         elif head == "bare" and len(rest) == 1 and rest[0].isdigit():

@@ -61,6 +61,25 @@ public struct HTTPCachePolicy: Sendable, Equatable {
         lastModified = header("Last-Modified")
     }
 
+    /// How long, at most, a redirect (a 3xx with a `Location`) lets what it leads to stay fresh under
+    /// the URL that was asked: its own freshness lifetime; `0` for `no-store` (the redirect is asked
+    /// again every time), and for a 302, 303 or 307 that gives none, as those may not be kept on a guess
+    /// (RFC 9111 4.2.2, RFC 9110 15.1); `nil` (no limit) for a 301 or 308 that gives none.
+    static func redirectLifetime(status: Int, header: (String) -> String?) -> TimeInterval? {
+        let policy = HTTPCachePolicy(header: header)
+        guard policy.isStorable else { return 0 }
+        if let lifetime = policy.maxAge { return lifetime }
+        return status == 301 || status == 308 ? nil : 0
+    }
+
+    /// This policy with its freshness cut to `limit` (`nil`: no limit): the shorter of the two lifetimes.
+    func limited(toLifetime limit: TimeInterval?) -> HTTPCachePolicy {
+        guard let limit else { return self }
+        var limited = self
+        limited.maxAge = min(maxAge ?? limit, limit)
+        return limited
+    }
+
     /// Whether a request can ask the server if the stored bytes are still current.
     var hasValidators: Bool { entityTag != nil || lastModified != nil }
 

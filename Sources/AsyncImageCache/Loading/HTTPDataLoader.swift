@@ -11,7 +11,10 @@ import FoundationNetworking
 /// over ``maximumResponseBytes`` (stopped as soon as it crosses the cap, or before the body when
 /// `Content-Length` already says so), and other transport errors. Redirects are followed to `http`
 /// and `https` URLs only: one to another scheme (`file:`, `data:`) fails with
-/// ``ImageLoadingError/unsupportedURL(_:)``. Cancelling the Swift task cancels the download and throws
+/// ``ImageLoadingError/unsupportedURL(_:)``. The bytes a redirect leads to stay fresh no longer than
+/// the redirect itself may be kept: its own `max-age` or `Expires`, none for `no-store` or `no-cache`,
+/// and none for a 302, 303 or 307 that says nothing (a 301 or 308 that says nothing sets no limit), so
+/// that `/avatar/42` answered by `302` to an image kept for a year is asked again. Cancelling the Swift task cancels the download and throws
 /// ``ImageLoadingError/cancelled`` at once.
 ///
 /// At most the session configuration's `httpMaximumConnectionsPerHost` downloads per host run at once;
@@ -171,7 +174,7 @@ public final class HTTPDataLoader: DataLoading {
         if let tag = validators?.entityTag { request.setValue(tag, forHTTPHeaderField: "If-None-Match") }
         if let date = validators?.lastModified { request.setValue(date, forHTTPHeaderField: "If-Modified-Since") }
         let response = try await self.response(for: request)
-        let policy = HTTPCachePolicy(header: response.header)
+        let policy = response.cachePolicy
         if response.statusCode == 304 {
             // A 304 to a request that asked nothing is not an answer we can use.
             guard validators?.hasValidators == true else { throw .httpStatus(code: 304, url: url) }
@@ -221,6 +224,13 @@ struct HTTPLoadedResponse: Sendable {
     var statusCode: Int
     /// The response headers; names as the server sent them.
     var headers: [String: String]
+    /// The shortest freshness lifetime the redirects on the way allow; `nil` for no limit.
+    var redirectLifetime: TimeInterval? = nil
+
+    /// What the headers say about caching, its freshness cut to what the redirects allow.
+    var cachePolicy: HTTPCachePolicy {
+        HTTPCachePolicy(header: header).limited(toLifetime: redirectLifetime)
+    }
 
     /// The value of the header named `name`, compared case-insensitively.
     func header(_ name: String) -> String? {

@@ -61,6 +61,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         /// trap ("Trying to access a behaviour for a task that in not in the registry").
         var isDraining = false
         var drainedBytes = 0
+        /// The shortest freshness the redirects on the way allow; `nil` for no limit (or no redirect).
+        var redirectLifetime: TimeInterval?
     }
 
     /// The number of entries: tasks registered and not yet finished (for tests).
@@ -263,6 +265,18 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             }
             if target.host != nil { request.url = target }
         }
+        // The stored bytes answer the URL that was asked, through this redirect: they stay fresh no
+        // longer than it does. A `302 no-cache` to an image that may be kept a year is asked again.
+        let limit = HTTPCachePolicy.redirectLifetime(status: response.statusCode) {
+            response.value(forHTTPHeaderField: $0)
+        }
+        if let limit {
+            lock.withLock {
+                guard let index = entries.index(forKey: task.taskIdentifier) else { return }
+                let earlier = entries.values[index].redirectLifetime ?? limit
+                entries.values[index].redirectLifetime = min(earlier, limit)
+            }
+        }
         completionHandler(request)
     }
 
@@ -349,7 +363,10 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         for (name, value) in response.allHeaderFields {
             if let name = name as? String { headers[name] = value as? String ?? "\(value)" }
         }
-        return .success(HTTPLoadedResponse(body: entry.body, statusCode: response.statusCode, headers: headers))
+        return .success(
+            HTTPLoadedResponse(
+                body: entry.body, statusCode: response.statusCode, headers: headers,
+                redirectLifetime: entry.redirectLifetime))
     }
 
     /// The first byte and the whole length of a `Content-Range: bytes <first>-<last>/<length>`; the
