@@ -65,6 +65,9 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
   GET /redirect-cache/<code>/<directives>/<route>
                                      status <code> (a 3xx) with Cache-Control: <directives> ("-" sends
                                      none) and Location: /<route>.
+  GET /bounce                        302 Found to /bounce on the other name of this server: to localhost
+                                     when asked as 127.0.0.1, else to 127.0.0.1; a redirect loop between
+                                     two hosts that never ends.
   GET /bare/<code>                   status <code> with neither Location nor body (Content-Length: 0).
   GET /trickle/<ms>/<code>[?<location>]
                                      status <code> (with Location: <location>, percent-decoded, when
@@ -265,6 +268,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if rest[1] != "-":
                 self.send_header("Cache-Control", urllib.parse.unquote(rest[1]))
             self.send_header("Location", "/" + "/".join(rest[2:]))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif head == "bounce" and not rest:
+            port = self.server.server_address[1]
+            other = "localhost" if self.headers.get("Host", "").startswith("127.0.0.1") else "127.0.0.1"
+            self.send_response(302)
+            self.send_header("Location", "http://%s:%d/bounce" % (other, port))
             self.send_header("Content-Length", "0")
             self.end_headers()
         elif head == "bare" and len(rest) == 1 and rest[0].isdigit():

@@ -18,7 +18,8 @@ import FoundationNetworking
 /// ``ImageLoadingError/cancelled`` at once.
 ///
 /// At most the session configuration's `httpMaximumConnectionsPerHost` downloads per host run at once;
-/// the others wait, and their ``timeout`` and ``resourceTimeout`` start when they do. They start by
+/// the others wait, and their ``timeout`` and ``resourceTimeout`` start when they do. A download
+/// redirected to another host counts against that host from then on, and waits for it the same way. They start by
 /// priority, in order within one: an ``ImageStore``'s visible loads before its prefetches (a queued
 /// prefetch that a visible load joins goes up with it), other callers' by their task's priority. The
 /// ``timeout`` ends a download that goes quiet; the ``resourceTimeout`` ends one that never does, such

@@ -16,7 +16,10 @@ import FoundationNetworking
 /// running ones end: the most urgent first, by the priority each one's closure gives when a connection
 /// frees (a store's run's, which rises when a visible load joins a prefetch; else the Swift task's), in
 /// order within a priority. Left to libcurl, the waiting ones would be resumed and queued inside it,
-/// where the session's timeout already runs: loads that never reached the server timed out.
+/// where the session's timeout already runs: loads that never reached the server timed out. A redirect
+/// to another host hands its connection back and is followed as a new task of the load, which waits
+/// for a connection to that host the same way. (swift-corelibs-foundation cannot wait inside the
+/// redirect: its timeout runs while it waits for the delegate, and an answer after that traps.)
 ///
 /// A task that runs longer than `resourceTimeout` is ended by a timer armed when it is resumed: its
 /// load fails with `.timedOut` (unless it already failed, as a drained error page has) and the task is
@@ -32,6 +35,12 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private var running: [String: Int] = [:]
     /// The tasks started but not resumed, per host, oldest first, with the priority they wait at.
     private var waiting: [String: [(task: URLSessionTask, priority: @Sendable () -> UInt8)]] = [:]
+    /// The task that now carries a load whose first task was redirected to another host: by the first
+    /// task's identifier, which the loader cancels and the deadline ends, to the current one's.
+    private var moved: [Int: Int] = [:]
+    /// The most redirects one load follows, counting those it follows as new tasks, which
+    /// swift-corelibs-foundation's own limit does not see.
+    static let redirectLimit = 16
     /// How long a resumed task may run in all; `.infinity` for no limit.
     private let resourceTimeout: TimeInterval
 
@@ -44,6 +53,14 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
 
     private struct Entry {
         let url: URL
+        /// The identifier of the load's first task, by which ``moved`` finds the current one.
+        let key: Int
+        /// The task that carries the load: the first, or the one that follows its redirect.
+        var task: URLSessionTask
+        /// The host whose connection the task holds or waits for: its URL's, then its redirect's.
+        var host: String
+        /// The priority it waits at for a connection; set when it starts.
+        var priority: (@Sendable () -> UInt8)?
         let byteLimit: Int
         var continuation: Continuation?
         /// Set when the Swift task was cancelled before ``HTTPTaskTable/start(_:priority:continuation:)`` ran.
@@ -63,6 +80,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         var drainedBytes = 0
         /// The shortest freshness the redirects on the way allow; `nil` for no limit (or no redirect).
         var redirectLifetime: TimeInterval?
+        /// The redirects the load has followed, as new tasks or not.
+        var redirects = 0
     }
 
     /// The number of entries: tasks registered and not yet finished (for tests).
@@ -73,7 +92,10 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
 
     /// Registers `task` before it starts, so a cancellation that comes first has an entry to mark.
     func insert(_ task: URLSessionTask, url: URL, byteLimit: Int) {
-        lock.withLock { entries[task.taskIdentifier] = Entry(url: url, byteLimit: byteLimit) }
+        lock.withLock {
+            let key = task.taskIdentifier
+            entries[key] = Entry(url: url, key: key, task: task, host: Self.host(of: url), byteLimit: byteLimit)
+        }
     }
 
     /// Stores the continuation and resumes `task` once its host has a free connection, before waiting
@@ -87,7 +109,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
                 return .cancelled
             }
             entries[task.taskIdentifier]?.continuation = continuation
-            let host = Self.host(of: entry.url)
+            entries[task.taskIdentifier]?.priority = priority
+            let host = entry.host
             guard running[host, default: 0] < connectionLimit else {
                 waiting[host, default: []].append((task, priority))
                 return .wait
@@ -117,59 +140,73 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private func removeEntry(of task: URLSessionTask) -> (Entry?, next: URLSessionTask?) {
         guard let entry = entries.removeValue(forKey: task.taskIdentifier) else { return (nil, nil) }
         entry.deadline?.cancel()
-        let host = Self.host(of: entry.url)
+        moved[entry.key] = nil
         guard entry.isRunning else {
-            waiting[host]?.removeAll { $0.task === task }
-            if waiting[host]?.isEmpty == true { waiting[host] = nil }
+            waiting[entry.host]?.removeAll { $0.task === task }
+            if waiting[entry.host]?.isEmpty == true { waiting[entry.host] = nil }
             return (entry, nil)
         }
-        running[host, default: 1] -= 1
-        if running[host] == 0 { running[host] = nil }
-        // The first of the most urgent, as urgent as they are now.
-        guard let queue = waiting[host] else { return (entry, nil) }
-        let priorities = queue.map { $0.priority() }
-        guard let highest = priorities.max(), let index = priorities.firstIndex(of: highest) else {
-            return (entry, nil)
-        }
-        let next = queue[index].task
-        waiting[host]?.remove(at: index)
-        if waiting[host]?.isEmpty == true { waiting[host] = nil }
-        markRunning(next)
-        running[host, default: 0] += 1
-        return (entry, next)
+        return (entry, freeConnection(to: entry.host))
     }
 
-    /// Marks the entry of `task` running and arms its deadline. Call with `lock` held.
+    /// Frees a connection to `host` and gives it to the first of the most urgent tasks waiting for one,
+    /// as urgent as they are now; returns that task, to resume once the lock is released. Call with
+    /// `lock` held.
+    private func freeConnection(to host: String) -> URLSessionTask? {
+        running[host, default: 1] -= 1
+        if running[host] == 0 { running[host] = nil }
+        guard let queue = waiting[host] else { return nil }
+        let priorities = queue.map { $0.priority() }
+        guard let highest = priorities.max(), let index = priorities.firstIndex(of: highest) else { return nil }
+        let next = queue[index]
+        waiting[host]?.remove(at: index)
+        if waiting[host]?.isEmpty == true { waiting[host] = nil }
+        markRunning(next.task)
+        running[host, default: 0] += 1
+        return next.task
+    }
+
+    /// Marks the entry of `task` running and, the first time, arms its deadline. Call with `lock` held.
     private func markRunning(_ task: URLSessionTask) {
         entries[task.taskIdentifier]?.isRunning = true
-        guard resourceTimeout.isFinite else { return }
+        // A load that follows a redirect as a new task keeps the deadline armed when it was first sent.
+        guard resourceTimeout.isFinite, let key = entries[task.taskIdentifier]?.key,
+            entries[task.taskIdentifier]?.deadline == nil
+        else { return }
         let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.setEventHandler { [weak self] in self?.expire(task) }
+        timer.setEventHandler { [weak self] in self?.expire(key) }
         timer.schedule(deadline: .now() + resourceTimeout)
         entries[task.taskIdentifier]?.deadline = timer
         timer.resume()
     }
 
-    /// Ends `task`, still running at its deadline: its load fails with `.timedOut` if it has not
-    /// failed yet, and the task is cancelled so the connection closes.
-    private func expire(_ task: URLSessionTask) {
-        let found = lock.withLock { entries[task.taskIdentifier] != nil }
-        guard found else { return }
+    /// The task that carries the load whose first task has the identifier `key`. Call with `lock` held.
+    private func currentTask(ofLoad key: Int) -> URLSessionTask? {
+        entries[moved[key] ?? key]?.task
+    }
+
+    /// Ends the load whose first task has the identifier `key`, still running at its deadline: it fails
+    /// with `.timedOut` if it has not failed yet, and its task is cancelled so the connection closes.
+    private func expire(_ key: Int) {
+        guard let task = lock.withLock({ currentTask(ofLoad: key) }) else { return }
         complete(task) { entry in .failure(.timedOut(entry.url)) }
         task.cancel()
     }
 
-    /// Cancels `task` for a cancelled Swift task and resumes its load with `.cancelled`.
+    /// Cancels the load `task` started (or the task that now carries it) for a cancelled Swift task and
+    /// resumes it with `.cancelled`.
     func cancel(_ task: URLSessionTask) {
-        let (continuation, next): (Continuation?, URLSessionTask?) = lock.withLock {
-            guard let entry = entries[task.taskIdentifier] else { return (nil, nil) }
+        let (current, continuation, next): (URLSessionTask, Continuation?, URLSessionTask?) = lock.withLock {
+            guard let current = currentTask(ofLoad: task.taskIdentifier),
+                let entry = entries[current.taskIdentifier]
+            else { return (task, nil, nil) }
             guard let continuation = entry.continuation else {
-                entries[task.taskIdentifier]?.cancelledBeforeStart = true
-                return (nil, nil)
+                entries[current.taskIdentifier]?.cancelledBeforeStart = true
+                return (current, nil, nil)
             }
-            return (continuation, removeEntry(of: task).next)
+            return (current, continuation, removeEntry(of: current).next)
         }
-        task.cancel()
+        current.cancel()
         next?.resume()
         continuation?.resume(returning: .failure(.cancelled))
     }
@@ -270,14 +307,71 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         let limit = HTTPCachePolicy.redirectLifetime(status: response.statusCode) {
             response.value(forHTTPHeaderField: $0)
         }
-        if let limit {
-            lock.withLock {
-                guard let index = entries.index(forKey: task.taskIdentifier) else { return }
+        let followed = request
+        enum Redirect { case follow, tooMany, move(from: String) }
+        let redirect: Redirect = lock.withLock {
+            guard let index = entries.index(forKey: task.taskIdentifier) else { return .follow }
+            if let limit {
                 let earlier = entries.values[index].redirectLifetime ?? limit
                 entries.values[index].redirectLifetime = min(earlier, limit)
             }
+            entries.values[index].redirects += 1
+            guard entries.values[index].redirects <= Self.redirectLimit else { return .tooMany }
+            let host = entries.values[index].host
+            guard entries.values[index].isRunning, let url = followed.url, Self.host(of: url) != host else {
+                return .follow
+            }
+            return .move(from: host)
         }
-        completionHandler(request)
+        switch redirect {
+        case .follow:
+            completionHandler(followed)
+        case .tooMany:
+            complete(task) { entry in
+                .failure(.network(url: entry.url, description: "more than \(Self.redirectLimit) redirects"))
+            }
+            completionHandler(nil)
+        case .move:
+            // Made outside the lock, as URLSession may take locks of its own.
+            let next = session.dataTask(with: followed)
+            let (resumed, freed) = move(task, to: next)
+            // The redirect response becomes the first task's last; it finds no entry.
+            completionHandler(nil)
+            freed?.resume()
+            resumed?.resume()
+        }
+    }
+
+    /// Moves the load of `task`, redirected to another host, to `next`, a new task for the redirect:
+    /// frees the connection `task` holds, and gives `next` one to its host, or queues it. Returns `next`
+    /// if it is to be resumed now, and the waiting task the freed connection goes to. If the load has
+    /// ended meanwhile, `next` is cancelled, never sent.
+    private func move(_ task: URLSessionTask, to next: URLSessionTask) -> (URLSessionTask?, URLSessionTask?) {
+        let moved: (URLSessionTask?, URLSessionTask?)? = lock.withLock {
+            guard entries[task.taskIdentifier]?.isRunning == true,
+                var entry = entries.removeValue(forKey: task.taskIdentifier)
+            else { return nil }
+            let freed = freeConnection(to: entry.host)
+            let host = Self.host(of: next.originalRequest?.url ?? entry.url)
+            entry.task = next
+            entry.host = host
+            entry.isRunning = false
+            entries[next.taskIdentifier] = entry
+            self.moved[entry.key] = next.taskIdentifier
+            guard running[host, default: 0] < connectionLimit else {
+                let medium: @Sendable () -> UInt8 = { TaskPriority.medium.rawValue }
+                waiting[host, default: []].append((next, entry.priority ?? medium))
+                return (nil, freed)
+            }
+            running[host, default: 0] += 1
+            markRunning(next)
+            return (next, freed)
+        }
+        guard let moved else {
+            next.cancel()
+            return (nil, nil)
+        }
+        return moved
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

@@ -205,6 +205,103 @@ import FoundationNetworking
         #expect(loader.unfinishedTaskCount == 0)
     }
 
+    /// A `302` from `origin` to `path` on the suite's server.
+    private func redirect(from origin: TestHTTPServer, to path: String) throws -> URL {
+        let target = try #require(
+            server.url(path).absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        return origin.url("/redirect-to/302?\(target)")
+    }
+
+    @Test func aRedirectToAnotherHostWaitsForAConnectionToItWithoutTimingOut() async throws {
+        // Four origins (four hosts: one port each) redirect eight loads to one host that has two
+        // connections and answers each a second late. Before, a redirect kept its origin's connection
+        // and was followed at once: all eight queued inside libcurl, where the timeout runs, and the
+        // last of them timed out.
+        var origins: [TestHTTPServer] = []
+        for _ in 0..<4 { origins.append(try await TestHTTPServer(serving: directory.url)) }
+        defer { origins.forEach { $0.stop() } }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 2
+        let loader = HTTPDataLoader(timeout: 2.5, sessionConfiguration: configuration)
+        let paths = (0..<8).map { "/slow/1000/alias/\($0)/images/photo.jpg" }
+        let urls = try paths.indices.map { try redirect(from: origins[$0 % 4], to: paths[$0]) }
+        let failures = await withTaskGroup(of: String?.self) { group in
+            for url in urls {
+                group.addTask {
+                    do throws(ImageLoadingError) {
+                        return try await loader.loadData(for: url) == imageBytes ? nil : "\(url): other bytes"
+                    } catch {
+                        return "\(url): \(error)"
+                    }
+                }
+            }
+            return await group.compactMap { $0 }.reduce(into: []) { $0.append($1) }
+        }
+        #expect(failures == [])
+        #expect(try await server.hits().filter { paths.contains($0.key) }.count == 8)
+        #expect(loader.unfinishedTaskCount == 0)
+        #expect(loader.waitingTaskCount == 0)
+    }
+
+    @Test func aLoadCancelledWhileItsRedirectWaitsForAConnectionIsNeverSentThere() async throws {
+        let origin = try await TestHTTPServer(serving: directory.url)
+        defer { origin.stop() }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 1
+        let loader = HTTPDataLoader(sessionConfiguration: configuration)
+        // The first holds the target's only connection; the second is redirected there and waits.
+        let first = Task { try await loader.loadData(for: server.url("/held/first/images/photo.jpg")) }
+        try await waitUntil { try await server.hits(for: "/held/first/images/photo.jpg") == 1 }
+        let redirected = try redirect(from: origin, to: "/alias/1/images/photo.jpg")
+        let second = Task { try await loader.loadData(for: redirected) }
+        try await waitUntil { loader.waitingTaskCount == 1 }
+        #expect(try await origin.hits(for: "/redirect-to/302") == 1)
+        second.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await second.value }
+        #expect(loader.waitingTaskCount == 0)
+        try await server.release("first")
+        #expect(try await first.value == imageBytes)
+        // The freed connection goes to the next load, redirected or not.
+        let third = try redirect(from: origin, to: "/alias/2/images/photo.jpg")
+        #expect(try await loader.loadData(for: third) == imageBytes)
+        #expect(try await server.hits(for: "/alias/1/images/photo.jpg") == 0)
+        #expect(loader.unfinishedTaskCount == 0)
+    }
+
+    @Test func theResourceTimeoutEndsALoadThatFollowsItsRedirectAsANewTask() async throws {
+        // The deadline is armed for the first task and ends the one that carries the load by then:
+        // the redirect waits for the host the first load holds, is sent when that one's deadline frees
+        // it, and is held there until its own.
+        let origin = try await TestHTTPServer(serving: directory.url)
+        defer { origin.stop() }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 1
+        // No inactivity timeout: only the deadline can end the held requests.
+        let loader = HTTPDataLoader(timeout: .infinity, resourceTimeout: 1, sessionConfiguration: configuration)
+        let firstURL = server.url("/held/first/images/photo.jpg")
+        let first = Task { try await loader.loadData(for: firstURL) }
+        try await waitUntil { try await server.hits(for: "/held/first/images/photo.jpg") == 1 }
+        let redirected = try redirect(from: origin, to: "/held/second/images/photo.jpg")
+        await #expect(throws: ImageLoadingError.timedOut(redirected)) { try await loader.loadData(for: redirected) }
+        await #expect(throws: ImageLoadingError.timedOut(firstURL)) { try await first.value }
+        #expect(loader.waitingTaskCount == 0)
+        try await waitUntil { loader.unfinishedTaskCount == 0 }
+        try await server.release("first")
+        try await server.release("second")
+    }
+
+    @Test func aRedirectLoopBetweenTwoHostsEndsWithAnError() async throws {
+        // Each redirect to the other host is followed as a new task, which URLSession's own count of
+        // redirects does not see: the loader counts them.
+        let url = server.url("/bounce")
+        let loader = HTTPDataLoader()
+        await #expect(throws: ImageLoadingError.network(url: url, description: "more than 16 redirects")) {
+            try await loader.loadData(for: url)
+        }
+        #expect(try await server.hits(for: "/bounce") == HTTPTaskTable.redirectLimit + 1)
+        #expect(loader.unfinishedTaskCount == 0)
+    }
+
     @Test func theResourceTimeoutOfALoadWaitingForAConnectionStartsWhenItIsSent() async throws {
         // One connection, answers two seconds late, a resource timeout of three: the second load waits
         // two seconds for the connection and takes two more once sent, four in all. Its deadline counts
