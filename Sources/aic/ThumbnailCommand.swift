@@ -125,6 +125,13 @@ struct PNGOutput {
         if FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue {
             throw CommandFailure("cannot write \(url.path): is a directory")
         }
+        // The write is atomic: a new file renamed over the path. Over a device (/dev/null, /dev/stdout),
+        // a FIFO or a socket that rename would put a regular file in its place (for root, /dev/null itself),
+        // so only a regular file (or a link to one) is replaced; anything else at the path is refused.
+        var status = stat()
+        if stat(url.path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+            throw CommandFailure("cannot write \(url.path): is not a regular file")
+        }
     }
 
     /// Encodes `image` as RGBA PNG and writes it atomically, so a failed run leaves no half file.

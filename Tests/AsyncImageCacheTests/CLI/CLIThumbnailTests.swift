@@ -73,3 +73,23 @@ import Testing
         #expect(written.count == 1, "\(written)")
     }
 }
+
+/// An output path that holds something other than a regular file is refused, not replaced.
+@Suite struct CLIOutputKindTests {
+    /// The PNG is written to a new file renamed over the path, so a FIFO (as a device such as
+    /// /dev/null would be, for root) was replaced by a regular file holding the PNG.
+    @Test(arguments: ["thumbnail", "sheet"])
+    func anOutputThatIsAFIFOIsRefusedAndLeftAsItIs(command: String) async throws {
+        let aic = CommandLineRunner()
+        try SampleImages.jpeg(width: 40, height: 30).write(to: aic.file("photo.jpg"))
+        let fifo = aic.file("out.png")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+
+        let result = try await aic.run(command, "photo.jpg", "--width", "20", "--output", "out.png")
+        var status = stat()
+        #expect(lstat(fifo.path, &status) == 0)
+        #expect(status.st_mode & S_IFMT == S_IFIFO, "the FIFO was replaced: \(result)")
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.contains("is not a regular file"), "\(result)")
+    }
+}
