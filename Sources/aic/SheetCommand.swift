@@ -57,6 +57,7 @@ enum SheetCommand: Subcommand {
         guard !urls.isEmpty else {
             throw CommandFailure("no images found in \(arguments.positionals.joined(separator: " "))")
         }
+        try PNGOutput.checkNoneOverwrites(urls, outputs: [output])
         let sheetWidth = SheetLayout.width(count: urls.count, cellWidth: width, columns: columns, gap: gap)
         guard sheetWidth <= SheetLayout.maximumSide else {
             throw UsageError(

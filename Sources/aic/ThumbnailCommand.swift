@@ -60,6 +60,8 @@ enum ThumbnailCommand: Subcommand {
             let path = try PNGOutput.checkedPath(try arguments.required("--output"))
             jobs = [(Inputs.url(for: input), try PNGOutput(path: path))]
         }
+        // `--output-dir photos` for photos/a.png would replace the photo with its own thumbnail.
+        try PNGOutput.checkNoneOverwrites(jobs.map(\.url), outputs: jobs.map(\.output))
 
         let store = try Inputs.store()
         // Each image decodes and resizes on its own; as many at once as there are cores keeps them busy
@@ -131,6 +133,25 @@ struct PNGOutput {
         var status = stat()
         if stat(url.path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
             throw CommandFailure("cannot write \(url.path): is not a regular file")
+        }
+    }
+
+    /// Throws when one of `outputs` is one of the local files among `inputs` (the same device and inode,
+    /// so a link or another spelling of its path counts too): writing it would destroy that input.
+    static func checkNoneOverwrites(_ inputs: [URL], outputs: [PNGOutput]) throws(UsageError) {
+        func identity(_ path: String) -> [UInt64]? {
+            var status = stat()
+            guard stat(path, &status) == 0 else { return nil }
+            return [UInt64(status.st_dev), UInt64(status.st_ino)]
+        }
+        let outputFiles = Dictionary(
+            outputs.compactMap { output in identity(output.url.path).map { ($0, output) } },
+            uniquingKeysWith: { first, _ in first })
+        guard !outputFiles.isEmpty else { return }
+        for input in inputs where input.isFileURL {
+            if let id = identity(input.path), let output = outputFiles[id] {
+                throw UsageError("\(output.url.path) is the input \(input.path): it would be overwritten")
+            }
         }
     }
 

@@ -93,3 +93,28 @@ import Testing
         #expect(result.stderr.contains("is not a regular file"), "\(result)")
     }
 }
+
+/// A command never writes its PNG over one of its own inputs.
+@Suite struct CLIOutputIsAnInputTests {
+    /// `aic thumbnail photos/*.png --output-dir photos` wrote each thumbnail to photos/NAME.png, over
+    /// the PNG it was made from; the same for an --output naming the input, however spelled.
+    @Test(arguments: [
+        ["thumbnail", "photos/a.png", "photos/b.jpg", "--width", "8", "--output-dir", "photos"],
+        ["thumbnail", "photos/a.png", "--width", "8", "--output", "photos/a.png"],
+        ["thumbnail", "photos/a.png", "--width", "8", "--output", "photos/../photos/a.png"],
+        ["sheet", "photos", "--width", "8", "--output", "photos/a.png"],
+    ])
+    func anOutputThatIsAnInputIsRefusedAndTheInputKept(arguments: [String]) async throws {
+        let aic = CommandLineRunner()
+        try FileManager.default.createDirectory(at: aic.file("photos"), withIntermediateDirectories: true)
+        let original = try ImageEncoders.PNG().encode(
+            Bitmap(width: 32, height: 32, pixels: [UInt8](repeating: 200, count: 32 * 32 * 4)))
+        try original.write(to: aic.file("photos/a.png"))
+        try SampleImages.jpeg(width: 40, height: 30).write(to: aic.file("photos/b.jpg"))
+
+        let result = try await aic.run(arguments)
+        #expect(try Data(contentsOf: aic.file("photos/a.png")) == original, "the input was overwritten: \(result)")
+        #expect(result.status == 2, "\(result)")
+        #expect(result.stderr.contains("it would be overwritten"), "\(result)")
+    }
+}
