@@ -73,7 +73,11 @@ extension ImageDecoders {
         /// 28.8 dB): a side under 8 pixels at `n/8` (under `64 / n` stored) takes a larger scale, full size for
         /// a side under 8. Photos keep their scales: their sides are hundreds of pixels even at 1/8.
         static func scaleNumerator(imageSize: PixelSize, covering minimumSize: PixelSize?) -> Int {
-            guard let minimumSize else { return 8 }
+            // No scale under 1 covers a side the image does not exceed; checked first, this also keeps the
+            // products below from overflowing for a minimum past Int.max / 8 (a caller's "as large as it gets").
+            guard let minimumSize, minimumSize.width < imageSize.width, minimumSize.height < imageSize.height else {
+                return 8
+            }
             let shortSide = min(imageSize.width, imageSize.height)
             for numerator in 1..<8
             where imageSize.width * numerator >= minimumSize.width * 8
