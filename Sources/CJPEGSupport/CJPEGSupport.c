@@ -56,14 +56,18 @@ static void guarded_emit_message(j_common_ptr cinfo, int message_level) {
         return;  // trace messages
     }
     error->pub.num_warnings++;
-    // The data ran out: at the end of the bytes (EOF), or at a marker (often EOI) while a scan still
-    // needed bits. Either way libjpeg fills the rest with gray and carries on.
-    if (error->pub.msg_code == JWRN_JPEG_EOF || error->pub.msg_code == JWRN_HIT_MARKER) {
-        error->saw_premature_end = 1;
-    }
     if (!error->has_message) {
         (*cinfo->err->format_message)(cinfo, error->message);
         error->has_message = 1;
+    }
+    // The data ran out: at the end of the bytes (EOF), or at a marker (often EOI) while a scan still
+    // needed bits. libjpeg would fill the rest with gray and carry on, through every row a header
+    // declares (a 5.7 KB file saying 65500x65500 took seconds of CPU), and the decode fails as
+    // truncated whatever follows; so it stops here, through the jump every wrapper call sets.
+    if (error->pub.msg_code == JWRN_JPEG_EOF || error->pub.msg_code == JWRN_HIT_MARKER) {
+        error->saw_premature_end = 1;
+        error->failure = CJPEG_STATUS_TRUNCATED;
+        longjmp(error->jump, 1);
     }
 }
 
