@@ -82,7 +82,7 @@ extension ImageStore {
             }
             return size
         }
-        if url.isFileURL {
+        if url.isLocalFileURL {
             let path = url.path
             guard let header = Self.readHeader(from: { DiskStore.prefix(ofFileAtPath: path, maxLength: $0) }) else {
                 return nil

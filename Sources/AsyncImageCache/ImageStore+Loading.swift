@@ -591,6 +591,14 @@ extension URL {
         return URL(string: key) ?? self
     }
 
+    /// Whether the URL names a file on this machine: a `file:` URL with no host, or `localhost`
+    /// (RFC 8089). `file://server/photo.jpg` names one on another machine, which is never read.
+    var isLocalFileURL: Bool {
+        guard isFileURL else { return false }
+        guard let host, !host.isEmpty else { return true }
+        return host.lowercased() == "localhost"
+    }
+
     /// Whether the URL is fetched over the network (and so kept in the disk tier).
     var isRemote: Bool {
         let scheme = self.scheme?.lowercased()

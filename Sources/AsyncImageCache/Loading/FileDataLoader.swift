@@ -32,10 +32,15 @@ public struct FileDataLoader: DataLoading {
     ///
     /// - Throws: ``ImageLoadingError/unsupportedURL(_:)`` for a URL that is not a `file:` URL;
     ///   ``ImageLoadingError/fileUnavailable(path:reason:)`` when the file is missing, unreadable or not a
-    ///   regular file (a directory, a device); ``ImageLoadingError/responseTooLarge(url:byteLimit:)`` when
+    ///   regular file (a directory, a device), or on another host (`file://server/...`: only a URL without
+    ///   a host, or with `localhost`, names a file here); ``ImageLoadingError/responseTooLarge(url:byteLimit:)`` when
     ///   it is larger than ``maximumBytes``; ``ImageLoadingError/cancelled`` when the task is cancelled.
     public func loadData(for url: URL) async throws(ImageLoadingError) -> Data {
         guard url.isFileURL else { throw .unsupportedURL(url) }
+        // Its path alone would read the local file of that name: `file://server/etc/passwd`, /etc/passwd.
+        guard url.isLocalFileURL else {
+            throw .fileUnavailable(path: url.path, reason: "is on another host (\(url.host ?? "")), not this one")
+        }
         guard !Task.isCancelled else { throw .cancelled }
         let data = try readFile(url)
         // The bytes may be stale for a task cancelled during a long read: nobody wants them now.

@@ -40,6 +40,29 @@ import Testing
         }
     }
 
+    @Test func aFileURLOnAnotherHostIsNeverReadFromThisOne() async throws {
+        // RFC 8089: file://server/path names a file on that server. Before, its path alone was read
+        // here: file://server/etc/passwd loaded this machine's /etc/passwd, and the store gave its size.
+        let local = try write(SampleImages.jpeg(width: 40, height: 30), to: "photo.jpg")
+        let remote = try #require(URL(string: "file://server\(local.path)"))
+        await #expect(
+            throws: ImageLoadingError.fileUnavailable(
+                path: local.path, reason: "is on another host (server), not this one")
+        ) {
+            try await FileDataLoader().loadData(for: remote)
+        }
+        let store = try ImageStore.makeForTesting(root: directory.url.appendingPathComponent("cache"))
+        #expect(store.cachedPixelSize(for: remote) == nil)
+        await #expect(throws: ImageLoadingError.self) {
+            try await store.image(for: ImageRequest(url: remote, targetWidth: 20))
+        }
+        // localhost is this machine.
+        let here = try #require(URL(string: "file://LocalHost\(local.path)"))
+        #expect(try await FileDataLoader().loadData(for: here) == (try Data(contentsOf: local)))
+        #expect(store.cachedPixelSize(for: here) == CGSize(width: 40, height: 30))
+        #expect(try await store.image(for: ImageRequest(url: here, targetWidth: 20)).pixelSize.width == 20)
+    }
+
     @Test func aMissingFileIsUnavailable() async {
         let url = directory.url.appendingPathComponent("missing.jpg")
         await #expect(throws: ImageLoadingError.fileUnavailable(path: url.path, reason: "No such file or directory")) {
