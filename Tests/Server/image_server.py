@@ -65,6 +65,8 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
   GET /redirect-cache/<code>/<directives>/<route>
                                      status <code> (a 3xx) with Cache-Control: <directives> ("-" sends
                                      none) and Location: /<route>.
+  GET /redirect-body/<code>/<route> status <code> (a 3xx) to /<route> with a 2 KB HTML body, as many servers
+                                     send one ("Moved: click here").
   GET /bounce                        302 Found to /bounce on the other name of this server: to localhost
                                      when asked as 127.0.0.1, else to 127.0.0.1; a redirect loop between
                                      two hosts that never ends.
@@ -270,6 +272,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Location", "/" + "/".join(rest[2:]))
             self.send_header("Content-Length", "0")
             self.end_headers()
+        elif head == "redirect-body" and len(rest) >= 2 and rest[0].isdigit():
+            body = b"<!doctype html><p>Moved <a href='/" + "/".join(rest[1:]).encode() + b"'>here</a></p>" + b" " * 2000
+            self.send_response(int(rest[0]))
+            self.send_header("Location", "/" + "/".join(rest[1:]))
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
         elif head == "bounce" and not rest:
             port = self.server.server_address[1]
             other = "localhost" if self.headers.get("Host", "").startswith("127.0.0.1") else "127.0.0.1"

@@ -83,6 +83,21 @@ import FoundationNetworking
         #expect(try await HTTPDataLoader().loadData(for: server.url("/redirect/images/photo.jpg")) == imageBytes)
     }
 
+    @Test(arguments: [301, 302, 303, 307, 308])
+    func theBodyOfARedirectIsNotPartOfTheImage(code: Int) async throws {
+        // Many servers send a short page with a redirect; only the final response's body is the image,
+        // on the same host and on another (followed as a new task).
+        let origin = try await TestHTTPServer(serving: directory.url)
+        defer { origin.stop() }
+        let loader = HTTPDataLoader()
+        #expect(try await loader.loadData(for: server.url("/redirect-body/\(code)/images/photo.jpg")) == imageBytes)
+        let target = try #require(
+            server.url("/redirect-body/\(code)/images/photo.jpg").absoluteString.addingPercentEncoding(
+                withAllowedCharacters: .alphanumerics))
+        #expect(try await loader.loadData(for: origin.url("/redirect-to/\(code)?\(target)")) == imageBytes)
+        #expect(loader.unfinishedTaskCount == 0)
+    }
+
     @Test func aRelativeRedirectKeepsTheEscapesOfItsPath() async throws {
         // The file's name is "a%2Fb.jpg": the server does not unescape, so only that spelling finds it.
         try imageBytes.write(to: directory.url.appendingPathComponent("a%2Fb.jpg"))
