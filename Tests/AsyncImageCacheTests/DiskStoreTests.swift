@@ -296,6 +296,50 @@ import Testing
         }
     }
 
+    /// A container sharing the folder has its own process ids: its writer's id may be one this process
+    /// sees as ended, or its own. Its write holds the temporary file locked, and that keeps it, when a
+    /// store opens and at trims; once the lock is gone the file is a leftover again.
+    @Test(arguments: ["ended", "this"])
+    func aTemporaryFileAWriteHoldsLockedIsNeverRemoved(writer: String) throws {
+        let id = writer == "ended" ? try endedProcessID() : getpid()
+        let folder = TemporaryDirectory("disk")
+        let writing = folder.url.appendingPathComponent(".tmp-\(id)-\(UUID().uuidString)")
+        try Data(repeating: 4, count: 500).write(to: writing)
+        // Another open file description: its lock is another writer's, even in this process.
+        let descriptor = open(writing.path, O_RDONLY | O_CLOEXEC)
+        try #require(descriptor >= 0 && flock(descriptor, LOCK_EX | LOCK_NB) == 0)
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        #expect(FileManager.default.fileExists(atPath: writing.path), "when the store opens")
+        try disk.store(Data([1]), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        disk.waitForPendingTrims()
+        #expect(FileManager.default.fileExists(atPath: writing.path), "at a trim")
+        close(descriptor)
+        _ = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        #expect(!FileManager.default.fileExists(atPath: writing.path), "unlocked, when a store opens")
+    }
+
+    /// The store's own writes hold their temporary file locked until it is renamed into place.
+    @Test func aWriteHoldsItsTemporaryFileLockedUntilItIsInPlace() throws {
+        let folder = TemporaryDirectory("disk")
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        var lockedDuringWrite: Bool?
+        try disk.store(
+            Data(repeating: 7, count: 1000), pixelSize: PixelSize(width: 1, height: 1), for: url,
+            isCurrent: {
+                // Runs on the commit queue just before the rename: the temporary file is complete.
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.url.path)) ?? []
+                guard let name = names.first(where: { $0.hasPrefix(".tmp-") }) else { return true }
+                let descriptor = open(folder.url.appendingPathComponent(name).path, O_RDONLY | O_CLOEXEC)
+                defer { close(descriptor) }
+                lockedDuringWrite = flock(descriptor, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK
+                return true
+            })
+        #expect(lockedDuringWrite == true)
+        #expect(disk.data(for: url) == Data(repeating: 7, count: 1000))
+        let left = try FileManager.default.contentsOfDirectory(atPath: folder.url.path)
+        #expect(left.filter { $0.hasPrefix(".tmp-") } == [])
+    }
+
     /// Another process sharing the folder may end in the middle of a write while this one runs for
     /// weeks: its leftover goes with the next trim, not only when a store opens.
     @Test func aLeftoverTemporaryFileOfAnotherProcessGoesWithTheNextTrim() throws {

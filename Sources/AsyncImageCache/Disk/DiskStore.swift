@@ -10,7 +10,9 @@ import Darwin
 /// the URL string, with the displayed pixel size in an extended attribute.
 ///
 /// Writes are atomic: bytes and attribute go to a temporary file that is then renamed into place,
-/// so neither a crash nor a second process ever sees half a file. A read marks the file used by
+/// so neither a crash nor a second process ever sees half a file. The temporary file is held locked
+/// (`flock`) while it is written, so that a store sharing the folder, even from another container
+/// whose process ids it cannot see, never takes it for an interrupted write's leftover. A read marks the file used by
 /// setting its modification time, as does a memory hit on its image (``markUsed(_:)``). Before a
 /// write's rename, the least recently used files are removed to keep the directory within
 /// `byteLimit`; a trim on a background queue then re-reads the directory, which another process may
@@ -43,7 +45,8 @@ final class DiskStore: Sendable {
 
     /// Opens the store at `directory`, removing temporary files that an interrupted write left
     /// behind (see ``isLeftover(temporaryName:modified:now:isOpening:)``), never one of a write still in
-    /// progress in another store on the same folder; trims remove those left later. The folder is
+    /// progress in another store on the same folder, nor one another process holds locked; trims
+    /// remove those left later. The folder is
     /// made by the first write, so a store that only reads (or a command that only looks) leaves
     /// nothing behind.
     init(directory: URL, byteLimit: Int, attributes: any ExtendedAttributeStoring = FileExtendedAttributes()) {
@@ -115,12 +118,24 @@ final class DiskStore: Sendable {
     }
 
     /// Removes the temporary files among `temporaries` that interrupted writes left (see
-    /// ``isLeftover(temporaryName:modified:now:isOpening:)``).
+    /// ``isLeftover(temporaryName:modified:now:isOpening:)``), never one a write still holds locked.
     private static func removeLeftovers(among temporaries: [Entry], now: Date, isOpening: Bool) {
         for temporary in temporaries
         where isLeftover(temporaryName: temporary.name, modified: temporary.lastUsed, now: now, isOpening: isOpening) {
+            guard !isLocked(atPath: temporary.path) else { continue }
             _ = temporary.remove()
         }
+    }
+
+    /// Whether a write holds the temporary file at `path` locked (see ``writeLocked(_:to:)``): a
+    /// process id says nothing about a writer in another PID namespace (a container sharing the
+    /// folder, whose ids this process cannot see), while its lock holds on the file itself. `false`
+    /// where the file cannot be opened, or the file system has no locks.
+    private static func isLocked(atPath path: String) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        return flock(descriptor, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK
     }
 
     /// The modification date of what is at `path` (a link is not followed); `nil` when nothing is.
@@ -359,18 +374,21 @@ final class DiskStore: Sendable {
         let temporary = directory.appendingPathComponent(temporaryName)
         Self.writesInProgress.withLock { _ = $0.insert(temporaryName) }
         defer { Self.writesInProgress.withLock { _ = $0.remove(temporaryName) } }
+        // Held open, and so locked, until the file is renamed into place or removed.
+        let descriptor: Int32
         do {
-            try write(data, to: temporary)
+            descriptor = try writeLocked(data, to: temporary)
         } catch  where !FileManager.default.fileExists(atPath: directory.path) {
             // The first write makes the folder, as does the first after a user removed it: once.
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try write(data, to: temporary)
+            descriptor = try writeLocked(data, to: temporary)
         } catch  where Self.isOutOfSpace(error) {
             // The file system filled before the budget did: the least recently used entries make room,
             // as the budget would have, and the write is tried once more.
             guard makeRoom(forBytes: data.count) else { throw error }
-            try write(data, to: temporary)
+            descriptor = try writeLocked(data, to: temporary)
         }
+        defer { close(descriptor) }
         // A file system without extended attributes still gets the bytes; sizes then come from
         // the header.
         try? attributes.setValue(
@@ -455,13 +473,32 @@ final class DiskStore: Sendable {
         fileSize(atPath: path) != nil
     }
 
-    private func write(_ data: Data, to file: URL) throws {
-        do {
-            try data.write(to: file)
-        } catch {
-            try? FileManager.default.removeItem(at: file)  // never leave a partial temporary behind
-            throw error
+    /// Creates `file` (it must not exist), locks it and writes `data` to it; returns the descriptor,
+    /// which keeps the lock until it is closed, so that no store sharing the folder takes the file for
+    /// an interrupted write's leftover (see ``isLocked(atPath:)``). Throws a `POSIXError`, the file
+    /// removed: never a partial temporary left behind.
+    private func writeLocked(_ data: Data, to file: URL) throws -> Int32 {
+        let path = file.path
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        // A file system without locks (some network mounts) still takes the write.
+        _ = flock(descriptor, LOCK_EX | LOCK_NB)
+        let failure: Int32? = data.withUnsafeBytes { buffer in
+            var written = 0
+            while written < buffer.count {
+                let count = write(descriptor, buffer.baseAddress! + written, buffer.count - written)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                written += count
+            }
+            return nil
         }
+        guard let failure else { return descriptor }
+        close(descriptor)
+        unlink(path)
+        throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO)
     }
 
     /// Removes `url`'s file (or a link in its place; never a folder and its contents).
