@@ -188,25 +188,34 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// Ends the load whose first task has the identifier `key`, still running at its deadline: it fails
     /// with `.timedOut` if it has not failed yet, and its task is cancelled so the connection closes.
     private func expire(_ key: Int) {
-        guard let task = lock.withLock({ currentTask(ofLoad: key) }) else { return }
-        complete(task) { entry in .failure(.timedOut(entry.url)) }
-        task.cancel()
+        // Found and removed under one lock: a move in between would carry the load on past its deadline.
+        // Only the one that removes an entry cancels its task (see `urlSession(_:task:willPerformHTTPRedirection:...)`).
+        let (task, resumption, next): (URLSessionTask?, (Continuation, URL)?, URLSessionTask?) = lock.withLock {
+            guard let task = currentTask(ofLoad: key) else { return (nil, nil, nil) }
+            let (removed, next) = removeEntry(of: task)
+            return (task, removed.flatMap { entry in entry.continuation.map { ($0, entry.url) } }, next)
+        }
+        next?.resume()
+        if let (continuation, url) = resumption { continuation.resume(returning: .failure(.timedOut(url))) }
+        task?.cancel()
     }
 
     /// Cancels the load `task` started (or the task that now carries it) for a cancelled Swift task and
     /// resumes it with `.cancelled`.
     func cancel(_ task: URLSessionTask) {
-        let (current, continuation, next): (URLSessionTask, Continuation?, URLSessionTask?) = lock.withLock {
+        // No entry: the load has ended, and whoever ended it has dealt with its task. Cancelling it anyway
+        // could land while it waits for its redirect's completion handler, which then traps.
+        let (current, continuation, next): (URLSessionTask?, Continuation?, URLSessionTask?) = lock.withLock {
             guard let current = currentTask(ofLoad: task.taskIdentifier),
                 let entry = entries[current.taskIdentifier]
-            else { return (task, nil, nil) }
+            else { return (nil, nil, nil) }
             guard let continuation = entry.continuation else {
                 entries[current.taskIdentifier]?.cancelledBeforeStart = true
                 return (current, nil, nil)
             }
             return (current, continuation, removeEntry(of: current).next)
         }
-        current.cancel()
+        current?.cancel()
         next?.resume()
         continuation?.resume(returning: .failure(.cancelled))
     }
@@ -289,18 +298,18 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         // swift-corelibs-foundation unescapes a relative Location's path (`/a%2Fb.jpg` asked for
         // `/a/b.jpg`): resolved here against the redirecting URL as RFC 3986 does, escapes kept.
         var request = request
+        var unsupported: URL?
         if let location = response.value(forHTTPHeaderField: "Location"), let base = response.url,
             let target = URL(string: location, relativeTo: base)?.absoluteURL
         {
             // It also keeps the redirecting host for a target without one, whatever its scheme:
             // `file:///etc/passwd` became `http://<host>/etc/passwd`. Only http(s) is followed; the load
             // ends now, and the redirect response that follows finds no entry.
-            guard target.isRemote else {
-                complete(task) { _ in .failure(.unsupportedURL(target)) }
-                completionHandler(nil)
-                return
+            if !target.isRemote {
+                unsupported = target
+            } else if target.host != nil {
+                request.url = target
             }
-            if target.host != nil { request.url = target }
         }
         // The stored bytes answer the URL that was asked, through this redirect: they stay fresh no
         // longer than it does. A `302 no-cache` to an image that may be kept a year is asked again.
@@ -308,33 +317,60 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             response.value(forHTTPHeaderField: $0)
         }
         let followed = request
-        enum Redirect { case follow, tooMany, move(from: String) }
+        let targetHost = followed.url.map(Self.host(of:))
+        // A redirect to another host is followed as a new task, made outside the lock, as URLSession
+        // takes locks of its own; cancelled, never sent, if it is not needed after all.
+        let movesHost =
+            unsupported == nil
+            && lock.withLock {
+                entries[task.taskIdentifier].map { $0.isRunning && targetHost != nil && targetHost != $0.host } ?? false
+            }
+        let newTask = movesHost ? session.dataTask(with: followed) : nil
+        // The completion handler is called only while the entry is there (under the lock) or after this
+        // callback removed it: whoever removes an entry cancels its task, and a task cancelled while it
+        // waits for this handler makes a later call trap in swift-corelibs-foundation ("Received
+        // callback for HTTP redirection, but we're not waiting for it"). No entry: the load has ended and
+        // its task is cancelled or about to be; the handler is never called.
+        enum Redirect {
+            case ended, followed
+            case fail(Continuation?, ImageLoadingError, next: URLSessionTask?)
+            case moved(resumed: URLSessionTask?, freed: URLSessionTask?)
+        }
         let redirect: Redirect = lock.withLock {
-            guard let index = entries.index(forKey: task.taskIdentifier) else { return .follow }
+            guard let index = entries.index(forKey: task.taskIdentifier) else { return .ended }
+            if let unsupported {
+                let (removed, next) = removeEntry(of: task)
+                return .fail(removed?.continuation, .unsupportedURL(unsupported), next: next)
+            }
             if let limit {
                 let earlier = entries.values[index].redirectLifetime ?? limit
                 entries.values[index].redirectLifetime = min(earlier, limit)
             }
             entries.values[index].redirects += 1
-            guard entries.values[index].redirects <= Self.redirectLimit else { return .tooMany }
-            let host = entries.values[index].host
-            guard entries.values[index].isRunning, let url = followed.url, Self.host(of: url) != host else {
-                return .follow
+            guard entries.values[index].redirects <= Self.redirectLimit else {
+                let (removed, next) = removeEntry(of: task)
+                let failure = ImageLoadingError.network(
+                    url: removed?.url ?? followed.url!, description: "more than \(Self.redirectLimit) redirects")
+                return .fail(removed?.continuation, failure, next: next)
             }
-            return .move(from: host)
+            guard let newTask else {
+                completionHandler(followed)
+                return .followed
+            }
+            let (resumed, freed) = move(task, to: newTask)
+            return .moved(resumed: resumed, freed: freed)
         }
         switch redirect {
-        case .follow:
-            completionHandler(followed)
-        case .tooMany:
-            complete(task) { entry in
-                .failure(.network(url: entry.url, description: "more than \(Self.redirectLimit) redirects"))
-            }
+        case .ended:
+            newTask?.cancel()
+        case .followed:
+            break
+        case .fail(let continuation, let failure, let next):
+            newTask?.cancel()
             completionHandler(nil)
-        case .move:
-            // Made outside the lock, as URLSession may take locks of its own.
-            let next = session.dataTask(with: followed)
-            let (resumed, freed) = move(task, to: next)
+            next?.resume()
+            continuation?.resume(returning: .failure(failure))
+        case .moved(let resumed, let freed):
             // The redirect response becomes the first task's last; it finds no entry.
             completionHandler(nil)
             freed?.resume()
@@ -344,34 +380,25 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
 
     /// Moves the load of `task`, redirected to another host, to `next`, a new task for the redirect:
     /// frees the connection `task` holds, and gives `next` one to its host, or queues it. Returns `next`
-    /// if it is to be resumed now, and the waiting task the freed connection goes to. If the load has
-    /// ended meanwhile, `next` is cancelled, never sent.
+    /// if it is to be resumed now, and the waiting task the freed connection goes to. Call with `lock`
+    /// held, the entry of `task` there and running.
     private func move(_ task: URLSessionTask, to next: URLSessionTask) -> (URLSessionTask?, URLSessionTask?) {
-        let moved: (URLSessionTask?, URLSessionTask?)? = lock.withLock {
-            guard entries[task.taskIdentifier]?.isRunning == true,
-                var entry = entries.removeValue(forKey: task.taskIdentifier)
-            else { return nil }
-            let freed = freeConnection(to: entry.host)
-            let host = Self.host(of: next.originalRequest?.url ?? entry.url)
-            entry.task = next
-            entry.host = host
-            entry.isRunning = false
-            entries[next.taskIdentifier] = entry
-            self.moved[entry.key] = next.taskIdentifier
-            guard running[host, default: 0] < connectionLimit else {
-                let medium: @Sendable () -> UInt8 = { TaskPriority.medium.rawValue }
-                waiting[host, default: []].append((next, entry.priority ?? medium))
-                return (nil, freed)
-            }
-            running[host, default: 0] += 1
-            markRunning(next)
-            return (next, freed)
+        guard var entry = entries.removeValue(forKey: task.taskIdentifier) else { return (nil, nil) }
+        let freed = freeConnection(to: entry.host)
+        let host = Self.host(of: next.originalRequest?.url ?? entry.url)
+        entry.task = next
+        entry.host = host
+        entry.isRunning = false
+        entries[next.taskIdentifier] = entry
+        self.moved[entry.key] = next.taskIdentifier
+        guard running[host, default: 0] < connectionLimit else {
+            let medium: @Sendable () -> UInt8 = { TaskPriority.medium.rawValue }
+            waiting[host, default: []].append((next, entry.priority ?? medium))
+            return (nil, freed)
         }
-        guard let moved else {
-            next.cancel()
-            return (nil, nil)
-        }
-        return moved
+        running[host, default: 0] += 1
+        markRunning(next)
+        return (next, freed)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
