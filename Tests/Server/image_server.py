@@ -67,6 +67,11 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
                                      none) and Location: /<route>.
   GET /redirect-body/<code>/<route> status <code> (a 3xx) to /<route> with a 2 KB HTML body, as many servers
                                      send one ("Moved: click here").
+  GET /redirect-then/<code>/<directives>?<first>&<then>
+                                     status <code> (a 3xx) with Cache-Control: <directives> ("-" sends
+                                     none) and Location: <first> (percent-decoded) on the first request
+                                     of the path and query, <then> on every later one: a redirect whose
+                                     target changes, as /avatar/42 does when the user picks another.
   GET /bounce                        302 Found to /bounce on the other name of this server: to localhost
                                      when asked as 127.0.0.1, else to 127.0.0.1; a redirect loop between
                                      two hosts that never ends.
@@ -280,6 +285,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+        elif head == "redirect-then" and len(rest) == 2 and rest[0].isdigit():
+            query = self.path.split("?", 1)[1] if "?" in self.path else ""
+            first, _, then = query.partition("&")
+            with self.state.lock:
+                counts = self.state.__dict__.setdefault("redirect_then", {})
+                seen = counts.get(self.path, 0)
+                counts[self.path] = seen + 1
+            self.send_response(int(rest[0]))
+            if rest[1] != "-":
+                self.send_header("Cache-Control", urllib.parse.unquote(rest[1]))
+            self.send_header("Location", urllib.parse.unquote(first if seen == 0 else then))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif head == "bounce" and not rest:
             port = self.server.server_address[1]
             other = "localhost" if self.headers.get("Host", "").startswith("127.0.0.1") else "127.0.0.1"

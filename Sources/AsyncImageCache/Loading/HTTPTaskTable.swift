@@ -316,6 +316,15 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         let limit = HTTPCachePolicy.redirectLifetime(status: response.statusCode) {
             response.value(forHTTPHeaderField: $0)
         }
+        // The validators sent are those of the response the URL led to last time. A temporary redirect
+        // (302, 303, 307), or one that may not be kept, can lead elsewhere now. An entity tag names
+        // that response's bytes, and another file answers it with a `304` only when it holds the same
+        // ones; a date says nothing across files: an older file's `304` to `If-Modified-Since` would
+        // keep the image the URL no longer shows (an avatar changed back to an older picture). So the
+        // date is not sent on; without an entity tag the target is asked in full.
+        if !((response.statusCode == 301 || response.statusCode == 308) && limit != 0) {
+            request.setValue(nil, forHTTPHeaderField: "If-Modified-Since")
+        }
         let followed = request
         let targetHost = followed.url.map(Self.host(of:))
         // A redirect to another host is followed as a new task, made outside the lock, as URLSession

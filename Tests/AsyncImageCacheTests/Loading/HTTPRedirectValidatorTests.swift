@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@testable import AsyncImageCache
+
+/// What a revalidation through a redirect sends: validators belong to the response the URL led to last
+/// time. Only a permanent redirect that may be kept is taken to lead there again; through another, the
+/// entity tag still goes (only the same bytes match it), the date does not (it means nothing across
+/// files).
+@Suite(.timeLimit(.minutes(3))) struct HTTPRedirectValidatorTests {
+    let directory = TemporaryDirectory("http-redirect-validators")
+    let server: TestHTTPServer
+    let imageBytes = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) })
+    let otherBytes = Data((0..<150_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 1) })
+
+    init() async throws {
+        try imageBytes.write(to: directory.url.appendingPathComponent("photo.jpg"))
+        try otherBytes.write(to: directory.url.appendingPathComponent("other.jpg"))
+        server = try await TestHTTPServer(serving: directory.url)
+    }
+
+    private func escaped(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+    }
+
+    @Test func aRevalidationThroughARedirectWhoseTargetChangedGetsTheNewImage() async throws {
+        // /avatar -> 302 no-cache -> photo.jpg (Last-Modified only); then the avatar becomes other.jpg,
+        // a file older than photo.jpg. Before, the revalidation sent photo.jpg's If-Modified-Since on to
+        // other.jpg, whose 304 kept photo.jpg's bytes for the avatar (for ever: each revalidation the same).
+        let now = Date()
+        try FileManager.default.setAttributes(
+            [.modificationDate: now.addingTimeInterval(-7200)],
+            ofItemAtPath: directory.url.appendingPathComponent("other.jpg").path)
+        try FileManager.default.setAttributes(
+            [.modificationDate: now.addingTimeInterval(-60)],
+            ofItemAtPath: directory.url.appendingPathComponent("photo.jpg").path)
+        let first = "/cache-lm/max-age=31536000/images/photo.jpg"
+        let then = "/cache-lm/max-age=31536000/images/other.jpg"
+        let url = server.url("/redirect-then/302/no-cache?\(escaped(first))&\(escaped(then))")
+        let loader = HTTPDataLoader()
+        guard case .modified(let body, let policy) = try await loader.loadData(for: url, revalidating: nil) else {
+            Issue.record("first load not a 200")
+            return
+        }
+        #expect(body == imageBytes)
+        #expect(policy.maxAge == 0)
+        let again = try await loader.loadData(for: url, revalidating: policy)
+        switch again {
+        case .modified(let body, _):
+            #expect(body == otherBytes)
+        case .notModified:
+            Issue.record("other.jpg's 304 confirmed photo.jpg's bytes for the avatar URL")
+        }
+        #expect(try await server.statuses(for: then) == [200])
+    }
+
+    @Test func aTemporaryRedirectKeepsTheEntityTag() async throws {
+        // The same bytes behind the redirect: a 304, as before; changed bytes under their own tag: a 200.
+        let first = "/cache/max-age=31536000/images/photo.jpg"
+        let then = "/cache/max-age=31536000/images/other.jpg"
+        let url = server.url("/redirect-then/302/no-cache?\(escaped(first))&\(escaped(first))")
+        let loader = HTTPDataLoader()
+        guard case .modified(_, let policy) = try await loader.loadData(for: url, revalidating: nil) else {
+            Issue.record("first load not a 200")
+            return
+        }
+        #expect(policy.entityTag != nil)
+        guard case .notModified = try await loader.loadData(for: url, revalidating: policy) else {
+            Issue.record("no 304 through the 302 to the same image")
+            return
+        }
+        #expect(try await server.statuses(for: first) == [200, 304])
+        let moved = server.url("/redirect-then/302/no-cache?\(escaped(first))&\(escaped(then))")
+        guard case .modified(_, let movedPolicy) = try await loader.loadData(for: moved, revalidating: nil) else {
+            Issue.record("first load not a 200")
+            return
+        }
+        guard case .modified(let body, _) = try await loader.loadData(for: moved, revalidating: movedPolicy) else {
+            Issue.record("other.jpg answered photo.jpg's entity tag with a 304")
+            return
+        }
+        #expect(body == otherBytes)
+    }
+
+    @Test func aPermanentRedirectKeepsTheValidators() async throws {
+        let final = "/cache/max-age=0/images/photo.jpg"
+        let url = server.url("/redirect-cache/301/-\(final)")
+        let loader = HTTPDataLoader()
+        guard case .modified(_, let policy) = try await loader.loadData(for: url, revalidating: nil) else {
+            Issue.record("first load not a 200")
+            return
+        }
+        guard case .notModified = try await loader.loadData(for: url, revalidating: policy) else {
+            Issue.record("no 304 through a 301")
+            return
+        }
+        #expect(try await server.statuses(for: final) == [200, 304])
+    }
+}
