@@ -19,7 +19,9 @@ import FoundationNetworking
 ///
 /// At most the session configuration's `httpMaximumConnectionsPerHost` downloads per host run at once;
 /// the others wait, and their ``timeout`` and ``resourceTimeout`` start when they do. A download
-/// redirected to another host counts against that host from then on, and waits for it the same way. They start by
+/// redirected to another host counts against that host from then on, and waits for it the same way;
+/// its ``resourceTimeout`` runs on from when it was first sent. A URL without a port counts as its
+/// scheme's default one (`http://a/` and `http://a:80/` are one host). They start by
 /// priority, in order within one: an ``ImageStore``'s visible loads before its prefetches (a queued
 /// prefetch that a visible load joins goes up with it), other callers' by their task's priority. The
 /// ``timeout`` ends a download that goes quiet; the ``resourceTimeout`` ends one that never does, such
@@ -116,7 +118,7 @@ public final class HTTPDataLoader: DataLoading {
         // The session retains its delegate until it is invalidated. A load in progress holds the
         // loader, so any task still running here belongs to a load that has already failed; on Linux,
         // finishTasksAndInvalidate() was seen to let such a task run on to the end of its body.
-        session.invalidateAndCancel()
+        tasks.invalidate(session)
     }
 
     /// The timeout handed to `URLSession`. swift-corelibs-foundation drops a timeout's fraction (its

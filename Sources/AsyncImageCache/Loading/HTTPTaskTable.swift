@@ -38,6 +38,13 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// The task that now carries a load whose first task was redirected to another host: by the first
     /// task's identifier, which the loader cancels and the deadline ends, to the current one's.
     private var moved: [Int: Int] = [:]
+    /// Redirect callbacks between deciding to follow a redirect as a new task and holding that task;
+    /// the session is not invalidated meanwhile (see ``invalidate(_:)``).
+    private var creatingTasks = 0
+    /// Set by ``invalidate(_:)``: no new task is made for a redirect after it.
+    private var isInvalidated = false
+    /// The invalidation ``invalidate(_:)`` left to the last redirect callback making a task.
+    private var pendingInvalidation: (@Sendable () -> Void)?
     /// The most redirects one load follows, counting those it follows as new tasks, which
     /// swift-corelibs-foundation's own limit does not see.
     static let redirectLimit = 16
@@ -130,9 +137,26 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         }
     }
 
-    /// The key the connection limit counts by: scheme, host and port, as libcurl reuses connections.
-    private static func host(of url: URL) -> String {
-        "\(url.scheme?.lowercased() ?? "")://\(url.host?.lowercased() ?? ""):\(url.port ?? -1)"
+    /// Invalidates `session`, cancelling its tasks, once no redirect callback is making a task in it:
+    /// swift-corelibs-foundation traps on a task made in an invalidated session ("Session invalidated").
+    /// For the loader's `deinit`, which may run while a callback for a load just cancelled is between
+    /// its check and the new task.
+    func invalidate(_ session: URLSession) {
+        let now: Bool = lock.withLock {
+            isInvalidated = true
+            guard creatingTasks > 0 else { return true }
+            pendingInvalidation = { session.invalidateAndCancel() }
+            return false
+        }
+        if now { session.invalidateAndCancel() }
+    }
+
+    /// The key the connection limit counts by: scheme, host and port (the scheme's default when the URL
+    /// names none, so `http://a/` and `http://a:80/` are one host), as libcurl reuses connections.
+    static func host(of url: URL) -> String {
+        let scheme = url.scheme?.lowercased() ?? ""
+        let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
+        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
     }
 
     /// Removes the entry of `task` and frees its connection; returns the entry and the waiting task that
@@ -332,7 +356,12 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         let movesHost =
             unsupported == nil
             && lock.withLock {
-                entries[task.taskIdentifier].map { $0.isRunning && targetHost != nil && targetHost != $0.host } ?? false
+                let moves = entries[task.taskIdentifier].map { entry in
+                    entry.isRunning && targetHost != nil && targetHost != entry.host
+                }
+                guard moves == true, !isInvalidated else { return false }
+                creatingTasks += 1
+                return true
             }
         let newTask = movesHost ? session.dataTask(with: followed) : nil
         // The completion handler is called only while the entry is there (under the lock) or after this
@@ -345,7 +374,14 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             case fail(Continuation?, ImageLoadingError, next: URLSessionTask?)
             case moved(resumed: URLSessionTask?, freed: URLSessionTask?)
         }
+        // The task is held now: an invalidation that waited for it goes ahead, and cancels it too.
+        var invalidation: (@Sendable () -> Void)?
+        defer { invalidation?() }
         let redirect: Redirect = lock.withLock {
+            if movesHost {
+                creatingTasks -= 1
+                if creatingTasks == 0 { swap(&invalidation, &pendingInvalidation) }
+            }
             guard let index = entries.index(forKey: task.taskIdentifier) else { return .ended }
             if let unsupported {
                 let (removed, next) = removeEntry(of: task)

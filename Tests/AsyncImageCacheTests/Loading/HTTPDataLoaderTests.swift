@@ -305,6 +305,17 @@ import FoundationNetworking
         try await server.release("second")
     }
 
+    @Test func aURLWithoutAPortCountsAgainstItsSchemesDefaultPort() throws {
+        // Before, http://a/ and http://a:80/ were two hosts: a redirect between them was followed as a
+        // new task, and the two counted apart against the connection limit.
+        func host(_ text: String) throws -> String { HTTPTaskTable.host(of: try #require(URL(string: text))) }
+        #expect(try host("http://Images.Example.com/a.jpg") == host("HTTP://images.example.com:80/b.jpg"))
+        #expect(try host("https://images.example.com/a.jpg") == host("https://images.example.com:443/"))
+        #expect(try host("http://images.example.com/") != host("https://images.example.com/"))
+        #expect(try host("http://images.example.com/") != host("http://images.example.com:8080/"))
+        #expect(try host("http://127.0.0.1:8080/") != host("http://localhost:8080/"))
+    }
+
     @Test func aRedirectLoopBetweenTwoHostsEndsWithAnError() async throws {
         // Each redirect to the other host is followed as a new task, which URLSession's own count of
         // redirects does not see: the loader counts them.
