@@ -6,7 +6,7 @@ let linux: TargetDependencyCondition? = .when(platforms: [.linux])
 
 let package = Package(
     name: "AsyncImageCache",
-    platforms: [.iOS(.v16), .macOS(.v13), .visionOS(.v1)],
+    platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .visionOS(.v1)],
     products: [
         .library(name: "AsyncImageCache", targets: ["AsyncImageCache"]),
         .library(name: "AsyncImageCacheUI", targets: ["AsyncImageCacheUI"]),
