@@ -4,14 +4,33 @@ import PackageDescription
 // The Linux codecs come from Debian's packages (see scripts/install-system-libraries).
 let linux: TargetDependencyCondition? = .when(platforms: [.linux])
 
+// The `aic` tool and the test suite are built on Linux only: they work with the package's own `Bitmap`
+// (on Apple platforms `PlatformImage` is `UIImage`/`NSImage`), its libjpeg and libpng encoders and the
+// Linux decoders, none of which an Apple build has. There the package is its two libraries.
+#if os(Linux)
+let linuxProducts: [Product] = [.executable(name: "aic", targets: ["aic"])]
+let linuxTargets: [Target] = [
+    // libwebp's encoder, which only the tests use, to make WebP files of any size.
+    .systemLibrary(name: "CWebPEncode", path: "Tests/CWebPEncode"),
+    .executableTarget(name: "aic", dependencies: ["AsyncImageCache"]),
+    .testTarget(
+        name: "AsyncImageCacheTests",
+        dependencies: ["AsyncImageCache", "CResample", .target(name: "CWebPEncode", condition: linux)],
+        resources: [.copy("Fixtures")]
+    ),
+]
+#else
+let linuxProducts: [Product] = []
+let linuxTargets: [Target] = []
+#endif
+
 let package = Package(
     name: "AsyncImageCache",
     platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .visionOS(.v1)],
     products: [
         .library(name: "AsyncImageCache", targets: ["AsyncImageCache"]),
         .library(name: "AsyncImageCacheUI", targets: ["AsyncImageCacheUI"]),
-        .executable(name: "aic", targets: ["aic"]),
-    ],
+    ] + linuxProducts,
     targets: [
         .systemLibrary(name: "CJPEG", path: "Sources/CJPEG"),
         .systemLibrary(name: "CPNG", path: "Sources/CPNG"),
@@ -19,8 +38,6 @@ let package = Package(
         .systemLibrary(name: "CGIF", path: "Sources/CGIF"),
         .systemLibrary(name: "CHEIF", path: "Sources/CHEIF"),
         .systemLibrary(name: "CXattr", path: "Sources/CXattr"),
-        // libwebp's encoder, which only the tests use, to make WebP files of any size.
-        .systemLibrary(name: "CWebPEncode", path: "Tests/CWebPEncode"),
         // libjpeg reports errors through a callback that must not return; this C target wraps
         // every libjpeg call in setjmp so that a corrupt file becomes an error code, never exit().
         // A C target gets the headers of CJPEG but not its `link "jpeg"` (only a module import autolinks),
@@ -57,12 +74,6 @@ let package = Package(
         ),
         // SwiftUI's CachedImage: a thin binding of the portable CachedImageModel (empty on Linux).
         .target(name: "AsyncImageCacheUI", dependencies: ["AsyncImageCache"]),
-        .executableTarget(name: "aic", dependencies: ["AsyncImageCache"]),
-        .testTarget(
-            name: "AsyncImageCacheTests",
-            dependencies: ["AsyncImageCache", "CResample", .target(name: "CWebPEncode", condition: linux)],
-            resources: [.copy("Fixtures")]
-        ),
-    ],
+    ] + linuxTargets,
     swiftLanguageModes: [.v6]
 )
