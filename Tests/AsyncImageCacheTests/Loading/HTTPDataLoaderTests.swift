@@ -198,33 +198,16 @@ import FoundationNetworking
         // Two connections to the host, each answer a second late, eight loads: the last two start two
         // seconds after the others. The timeout counts from when a load gets its connection, not
         // from when it was asked for (before: 4 of 8 "timed out", never sent).
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 2
-        let loader = HTTPDataLoader(timeout: 2.5, sessionConfiguration: configuration)
+        let loader = HTTPDataLoader.limited(connectionsPerHost: 2, timeout: 2.5)
         let paths = (0..<8).map { "/slow/1000/alias/\($0)/images/photo.jpg" }
-        let failures = await withTaskGroup(of: String?.self) { group in
-            for path in paths {
-                let url = server.url(path)
-                group.addTask {
-                    do throws(ImageLoadingError) {
-                        return try await loader.loadData(for: url) == imageBytes ? nil : "\(path): other bytes"
-                    } catch {
-                        return "\(path): \(error)"
-                    }
-                }
-            }
-            return await group.compactMap { $0 }.reduce(into: []) { $0.append($1) }
-        }
-        #expect(failures == [])
+        #expect(await failures(loading: paths.map(server.url), with: loader, expecting: imageBytes) == [])
         #expect(try await server.hits().filter { paths.contains($0.key) }.count == 8)
         #expect(loader.unfinishedTaskCount == 0)
     }
 
     /// A `302` from `origin` to `path` on the suite's server.
-    private func redirect(from origin: TestHTTPServer, to path: String) throws -> URL {
-        let target = try #require(
-            server.url(path).absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
-        return origin.url("/redirect-to/302?\(target)")
+    private func redirect(from origin: TestHTTPServer, to path: String) -> URL {
+        origin.redirect(to: server.url(path))
     }
 
     @Test func aRedirectToAnotherHostWaitsForAConnectionToItWithoutTimingOut() async throws {
@@ -235,24 +218,10 @@ import FoundationNetworking
         var origins: [TestHTTPServer] = []
         for _ in 0..<4 { origins.append(try await TestHTTPServer(serving: directory.url)) }
         defer { origins.forEach { $0.stop() } }
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 2
-        let loader = HTTPDataLoader(timeout: 2.5, sessionConfiguration: configuration)
+        let loader = HTTPDataLoader.limited(connectionsPerHost: 2, timeout: 2.5)
         let paths = (0..<8).map { "/slow/1000/alias/\($0)/images/photo.jpg" }
-        let urls = try paths.indices.map { try redirect(from: origins[$0 % 4], to: paths[$0]) }
-        let failures = await withTaskGroup(of: String?.self) { group in
-            for url in urls {
-                group.addTask {
-                    do throws(ImageLoadingError) {
-                        return try await loader.loadData(for: url) == imageBytes ? nil : "\(url): other bytes"
-                    } catch {
-                        return "\(url): \(error)"
-                    }
-                }
-            }
-            return await group.compactMap { $0 }.reduce(into: []) { $0.append($1) }
-        }
-        #expect(failures == [])
+        let urls = paths.indices.map { redirect(from: origins[$0 % 4], to: paths[$0]) }
+        #expect(await failures(loading: urls, with: loader, expecting: imageBytes) == [])
         #expect(try await server.hits().filter { paths.contains($0.key) }.count == 8)
         #expect(loader.unfinishedTaskCount == 0)
         #expect(loader.waitingTaskCount == 0)
@@ -261,13 +230,11 @@ import FoundationNetworking
     @Test func aLoadCancelledWhileItsRedirectWaitsForAConnectionIsNeverSentThere() async throws {
         let origin = try await TestHTTPServer(serving: directory.url)
         defer { origin.stop() }
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 1
-        let loader = HTTPDataLoader(sessionConfiguration: configuration)
+        let loader = HTTPDataLoader.limited(connectionsPerHost: 1)
         // The first holds the target's only connection; the second is redirected there and waits.
         let first = Task { try await loader.loadData(for: server.url("/held/first/images/photo.jpg")) }
         try await waitUntil { try await server.hits(for: "/held/first/images/photo.jpg") == 1 }
-        let redirected = try redirect(from: origin, to: "/alias/1/images/photo.jpg")
+        let redirected = redirect(from: origin, to: "/alias/1/images/photo.jpg")
         let second = Task { try await loader.loadData(for: redirected) }
         try await waitUntil { loader.waitingTaskCount == 1 }
         #expect(try await origin.hits(for: "/redirect-to/302") == 1)
@@ -277,7 +244,7 @@ import FoundationNetworking
         try await server.release("first")
         #expect(try await first.value == imageBytes)
         // The freed connection goes to the next load, redirected or not.
-        let third = try redirect(from: origin, to: "/alias/2/images/photo.jpg")
+        let third = redirect(from: origin, to: "/alias/2/images/photo.jpg")
         #expect(try await loader.loadData(for: third) == imageBytes)
         #expect(try await server.hits(for: "/alias/1/images/photo.jpg") == 0)
         #expect(loader.unfinishedTaskCount == 0)
@@ -289,14 +256,12 @@ import FoundationNetworking
         // it, and is held there until its own.
         let origin = try await TestHTTPServer(serving: directory.url)
         defer { origin.stop() }
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 1
         // No inactivity timeout: only the deadline can end the held requests.
-        let loader = HTTPDataLoader(timeout: .infinity, resourceTimeout: 1, sessionConfiguration: configuration)
+        let loader = HTTPDataLoader.limited(connectionsPerHost: 1, timeout: .infinity, resourceTimeout: 1)
         let firstURL = server.url("/held/first/images/photo.jpg")
         let first = Task { try await loader.loadData(for: firstURL) }
         try await waitUntil { try await server.hits(for: "/held/first/images/photo.jpg") == 1 }
-        let redirected = try redirect(from: origin, to: "/held/second/images/photo.jpg")
+        let redirected = redirect(from: origin, to: "/held/second/images/photo.jpg")
         await #expect(throws: ImageLoadingError.timedOut(redirected)) { try await loader.loadData(for: redirected) }
         await #expect(throws: ImageLoadingError.timedOut(firstURL)) { try await first.value }
         #expect(loader.waitingTaskCount == 0)
@@ -332,9 +297,7 @@ import FoundationNetworking
         // One connection, answers two seconds late, a resource timeout of three: the second load waits
         // two seconds for the connection and takes two more once sent, four in all. Its deadline counts
         // from when it is sent, so it succeeds; counted from when it was asked for, it would time out.
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 1
-        let loader = HTTPDataLoader(timeout: 10, resourceTimeout: 3, sessionConfiguration: configuration)
+        let loader = HTTPDataLoader.limited(connectionsPerHost: 1, timeout: 10, resourceTimeout: 3)
         let first = Task { try await loader.loadData(for: server.url("/slow/2000/alias/1/images/photo.jpg")) }
         try await waitUntil { loader.unfinishedTaskCount == 1 }
         let second = Task { try await loader.loadData(for: server.url("/slow/2000/alias/2/images/photo.jpg")) }
@@ -344,9 +307,7 @@ import FoundationNetworking
     }
 
     @Test func aLoadCancelledWhileWaitingForAConnectionIsCancelledAndNeverSent() async throws {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 1
-        let loader = HTTPDataLoader(sessionConfiguration: configuration)
+        let loader = HTTPDataLoader.limited(connectionsPerHost: 1)
         // The first holds the only connection until it is cancelled, once the second is.
         let first = Task { try await loader.loadData(for: server.url("/held/first/images/photo.jpg")) }
         try await waitUntil { loader.unfinishedTaskCount == 1 }
@@ -369,9 +330,7 @@ import FoundationNetworking
     /// Every request is held at the server until released, so the one connection serves them one by one
     /// and the server's hits say which was sent.
     @Test func aMoreUrgentLoadTakesTheNextConnectionBeforeQueuedLessUrgentOnes() async throws {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 1
-        let loader = HTTPDataLoader(sessionConfiguration: configuration)
+        let loader = HTTPDataLoader.limited(connectionsPerHost: 1)
         func load(_ key: String, at priority: TaskPriority) -> (path: String, task: Task<Data, any Error>) {
             let path = "/held/\(key)/alias/\(key.count)/images/photo.jpg"
             return (path, Task(priority: priority) { [server] in try await loader.loadData(for: server.url(path)) })
@@ -522,5 +481,34 @@ import FoundationNetworking
             previous = sent
             try await Task.sleep(for: .milliseconds(200))
         }
+    }
+}
+
+/// Loads every one of `urls` at once through `loader`; returns, for each load that failed or gave other
+/// bytes than `expected`, its URL and what happened (empty when all succeeded).
+func failures(loading urls: [URL], with loader: HTTPDataLoader, expecting expected: Data) async -> [String] {
+    await withTaskGroup(of: String?.self) { group in
+        for url in urls {
+            group.addTask {
+                do throws(ImageLoadingError) {
+                    return try await loader.loadData(for: url) == expected ? nil : "\(url): other bytes"
+                } catch {
+                    return "\(url): \(error)"
+                }
+            }
+        }
+        return await group.compactMap { $0 }.reduce(into: []) { $0.append($1) }
+    }
+}
+
+extension HTTPDataLoader {
+    /// A loader of an ephemeral session with at most `connectionsPerHost` downloads per host at once.
+    static func limited(
+        connectionsPerHost: Int, timeout: TimeInterval = defaultTimeout,
+        resourceTimeout: TimeInterval = defaultResourceTimeout
+    ) -> HTTPDataLoader {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = connectionsPerHost
+        return HTTPDataLoader(timeout: timeout, resourceTimeout: resourceTimeout, sessionConfiguration: configuration)
     }
 }

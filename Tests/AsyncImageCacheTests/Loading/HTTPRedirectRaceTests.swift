@@ -24,9 +24,9 @@ import FoundationNetworking
         text.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
     }
 
-    /// A `302` from `origin` to `target`.
+    /// A `302` (or `code`) from `origin` to `target`.
     private func redirect(from origin: TestHTTPServer, to target: URL, code: Int = 302) -> URL {
-        origin.url("/redirect-to/\(code)?\(escaped(target.absoluteString))")
+        origin.redirect(to: target, code: code)
     }
 
     // MARK: Moved tasks: results
@@ -77,9 +77,7 @@ import FoundationNetworking
     @Test func manyLoadsHoppingBetweenTwoHostsWithOneConnectionEachAllFinish() async throws {
         let origin = try await TestHTTPServer(serving: directory.url)
         defer { origin.stop() }
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 1
-        let loader = HTTPDataLoader(timeout: 10, sessionConfiguration: configuration)
+        let loader = HTTPDataLoader.limited(connectionsPerHost: 1, timeout: 10)
         // origin -> origin (same host) -> server -> server (same host) -> origin -> image
         let urls = (0..<6).map { i -> URL in
             let back = origin.url("/slow/100/alias/\(i)/images/photo.jpg")
@@ -87,19 +85,7 @@ import FoundationNetworking
             let sameOnOrigin = origin.url("/redirect-to/302?\(escaped(viaServer.absoluteString))")
             return redirect(from: origin, to: sameOnOrigin)
         }
-        let failures = await withTaskGroup(of: String?.self) { group in
-            for url in urls {
-                group.addTask {
-                    do throws(ImageLoadingError) {
-                        return try await loader.loadData(for: url) == imageBytes ? nil : "other bytes"
-                    } catch {
-                        return "\(error)"
-                    }
-                }
-            }
-            return await group.compactMap { $0 }.reduce(into: [String]()) { $0.append($1) }
-        }
-        #expect(failures == [])
+        #expect(await failures(loading: urls, with: loader, expecting: imageBytes) == [])
         try await waitUntil { loader.unfinishedTaskCount == 0 }
         #expect(loader.waitingTaskCount == 0)
     }
@@ -114,9 +100,7 @@ import FoundationNetworking
     @Test(arguments: [true, false]) func cancellingAroundARedirectNeitherTrapsNorLeaks(crossHost: Bool) async throws {
         let origin = try await TestHTTPServer(serving: directory.url)
         defer { origin.stop() }
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 1
-        let loader = HTTPDataLoader(timeout: 10, sessionConfiguration: configuration)
+        let loader = HTTPDataLoader.limited(connectionsPerHost: 1, timeout: 10)
         let iterations = Int(ProcessInfo.processInfo.environment["REVIEW_ITERATIONS"] ?? "") ?? 300
         var outcomes: [String: Int] = [:]
         for i in 0..<iterations {

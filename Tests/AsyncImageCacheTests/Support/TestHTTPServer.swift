@@ -106,6 +106,13 @@ final class TestHTTPServer: @unchecked Sendable {
         URL(string: "http://127.0.0.1:\(port)\(path)")!
     }
 
+    /// A URL on this server that answers with a `code` redirect to `target`, on any server.
+    func redirect(to target: URL, code: Int = 302) -> URL {
+        url(
+            "/redirect-to/\(code)?\(target.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)"
+        )
+    }
+
     /// How many times each path was requested, query strings removed, control routes not counted.
     func hits() async throws -> [String: Int] {
         try JSONDecoder().decode([String: Int].self, from: await get("/__hits"))
