@@ -29,20 +29,24 @@ public struct DataLoader: DataLoading {
     ///     sets no limit.
     ///   - resourceTimeout: How long, in seconds, an HTTP download may take in all, however steadily its
     ///     bytes arrive; 5 minutes by default (see ``HTTPDataLoader/resourceTimeout``).
-    ///   - maximumResponseBytes: The largest HTTP body to accept, in bytes; 64 MiB by default. Local files
-    ///     and `data:` URLs are not capped: their size is already known to the app.
+    ///   - maximumResponseBytes: The largest HTTP body to accept, in bytes; 64 MiB by default. `data:`
+    ///     URLs are not capped: their size is already known to the app.
+    ///   - maximumFileBytes: The largest local file to read, in bytes; `nil`, the default, reads any size
+    ///     (see ``FileDataLoader/maximumBytes``). A larger one fails with
+    ///     ``ImageLoadingError/responseTooLarge(url:byteLimit:)``.
     ///   - sessionConfiguration: The `URLSession` configuration for HTTP, copied; `nil`, the default,
     ///     means an ephemeral configuration without a `URLCache`.
     public init(
         timeout: TimeInterval = HTTPDataLoader.defaultTimeout,
         resourceTimeout: TimeInterval = HTTPDataLoader.defaultResourceTimeout,
         maximumResponseBytes: Int = HTTPDataLoader.defaultMaximumResponseBytes,
+        maximumFileBytes: Int? = nil,
         sessionConfiguration: URLSessionConfiguration? = nil
     ) {
         http = HTTPDataLoader(
             timeout: timeout, resourceTimeout: resourceTimeout, maximumResponseBytes: maximumResponseBytes,
             sessionConfiguration: sessionConfiguration)
-        file = FileDataLoader()
+        file = FileDataLoader(maximumBytes: maximumFileBytes)
     }
 
     /// Fetches the complete bytes behind `url` from the source its scheme names.

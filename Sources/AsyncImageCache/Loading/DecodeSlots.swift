@@ -1,14 +1,14 @@
 import Dispatch
 
 /// How urgently a load is wanted: visible loads go before prefetches.
-public enum ImageLoadPriority: Int, Sendable, Comparable {
+enum ImageLoadPriority: Int, Sendable, Comparable {
     /// A prefetch: runs when no visible load is waiting for a decode slot.
     case low = 0
     /// A load for something on screen; the default.
     case normal = 1
 
     /// Whether `lhs` is less urgent than `rhs`: ``low`` comes before ``normal``.
-    public static func < (lhs: ImageLoadPriority, rhs: ImageLoadPriority) -> Bool { lhs.rawValue < rhs.rawValue }
+    static func < (lhs: ImageLoadPriority, rhs: ImageLoadPriority) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// The priority of one in-flight run, raised when a more urgent waiter joins it.

@@ -63,6 +63,21 @@ import Testing
         #expect(try await store.image(for: ImageRequest(url: here, targetWidth: 20)).pixelSize.width == 20)
     }
 
+    @Test func aStoresLoaderCapsLocalFilesWithMaximumFileBytes() async throws {
+        let local = try write(SampleImages.jpeg(width: 40, height: 30), to: "capped.jpg")
+        let size = try Data(contentsOf: local).count
+        let store = try ImageStore.makeForTesting(root: directory.url.appendingPathComponent("cache")) {
+            $0.dataLoader = DataLoader(maximumFileBytes: size - 1)
+        }
+        await #expect(throws: ImageLoadingError.responseTooLarge(url: local, byteLimit: size - 1)) {
+            try await store.image(for: ImageRequest(url: local, targetWidth: 20))
+        }
+        let roomy = try ImageStore.makeForTesting(root: directory.url.appendingPathComponent("cache2")) {
+            $0.dataLoader = DataLoader(maximumFileBytes: size)
+        }
+        #expect(try await roomy.image(for: ImageRequest(url: local, targetWidth: 20)).pixelSize.width == 20)
+    }
+
     @Test func aMissingFileIsUnavailable() async {
         let url = directory.url.appendingPathComponent("missing.jpg")
         await #expect(throws: ImageLoadingError.fileUnavailable(path: url.path, reason: "No such file or directory")) {
