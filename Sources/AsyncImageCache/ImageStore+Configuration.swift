@@ -28,6 +28,12 @@ extension ImageStore {
         /// Fetches bytes for every scheme; ``DataLoader`` by default.
         public var dataLoader: any DataLoading = DataLoader()
         /// Turns bytes into pixels; ``ImageDecoders/Default`` by default.
+        ///
+        /// The default decoder's own work around it is the store's: converting an embedded ICC profile
+        /// to sRGB, resizing a sequential PNG or a JPEG row by row as it decodes, and decoding a WebP to
+        /// cover three times the target. Another decoder, even one that forwards to
+        /// ``ImageDecoders/Default``, gets none of that: its bitmap is resized whole, and its pixels are
+        /// shown in whatever colour space it returns.
         public var decoder: any ImageDecoding = ImageDecoders.Default()
         /// The most pixels one decoded bitmap may have; 64 megapixels by default.
         public var pixelBudget = ImageDecodingContext.defaultPixelBudget

@@ -4,7 +4,8 @@ public struct ImageDecodingError: Error, Sendable, Equatable, CustomStringConver
     public enum Reason: Sendable, Equatable {
         /// The bytes do not start with the signature of any supported format.
         case unrecognizedFormat
-        /// The format is recognised but this build has no decoder for it (e.g. HEIF on Linux).
+        /// The format is recognised but this build has no decoder for it (e.g. BMP, whose header is read
+        /// for its size but which no decoder here handles).
         case unsupportedFormat
         /// A feature of the file that the decoder does not handle, such as 12-bit JPEG.
         case unsupportedFeature(String)
