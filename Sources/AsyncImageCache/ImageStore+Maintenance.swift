@@ -19,6 +19,33 @@ extension ImageStore {
         disk.removeAll(emptyingMemory: clearMemory)
     }
 
+    /// Forgets what the store has of `url`: every variant, the original and its size in memory, and a
+    /// remote URL's disk file. For an image that changed behind an unchanged URL whose HTTP headers will
+    /// not say so, such as a user's new avatar: the next load fetches it again. A load of `url` already
+    /// under way still delivers its image but keeps nothing in either tier, as with ``removeAll()``.
+    public func removeImage(for url: URL) {
+        let key = url.cacheKey
+        let generation = disk.generation
+        // On the disk's commit queue: a write of the old bytes that is already in place is removed here,
+        // and one not yet in place finds the count raised and is dropped. Under the generation's lock
+        // with memory, as a load keeps what it found: kept before, removed here; after, not kept.
+        let forget = { [self] in
+            _ = disk.ifCurrent(generation) {
+                replacements.withLock { $0[Self.replacementStripe(of: url)] &+= 1 }
+                variants.removeVariants(of: url)
+                originals.removeValue(forKey: key)
+                undecodedOriginals.removeValue(forKey: key)
+                sizeMemo.removeValue(forKey: key)
+                cacheMetadata.removeValue(forKey: key)
+            }
+        }
+        if url.isRemote {
+            disk.remove(url, generation: generation, then: forget)
+        } else {
+            forget()  // local files and data: URLs have no file in the disk tier
+        }
+    }
+
     /// Deletes disk-tier files not used (read, written, or served from memory) for longer than `maxAge`
     /// seconds.
     ///

@@ -21,6 +21,46 @@ import Testing
         #expect(store.cachedOriginalBytes(for: url) == nil)
     }
 
+    @Test func aRemovedImageIsForgottenInBothTiersAndFetchedAgain() async throws {
+        let folder = TemporaryDirectory("remove-image")
+        let images = TemporaryDirectory("remove-image-images")
+        for name in ["a.jpg", "b.jpg"] {
+            try SampleImages.jpeg(width: 64, height: 48).write(to: images.url.appendingPathComponent(name))
+        }
+        let server = try await TestHTTPServer(serving: images.url)
+        let store = try ImageStore.makeForTesting(root: folder.url)
+        let (a, b) = (server.url("/images/a.jpg"), server.url("/images/b.jpg"))
+        for url in [a, b] { _ = try await store.image(for: ImageRequest(url: url, targetWidth: 32)) }
+        // The avatar changes behind the same URL (64x64 now); its headers say nothing.
+        try SampleImages.jpeg(width: 64, height: 64).write(to: images.url.appendingPathComponent("a.jpg"))
+        store.removeImage(for: a)
+        #expect(store.cachedImage(for: ImageRequest(url: a, targetWidth: 32)) == nil)
+        #expect(store.cachedOriginalBytes(for: a) == nil)
+        #expect(store.cachedPixelSize(for: a) == nil)
+        #expect(store.diskFileNames == [store.disk.fileURL(for: b).lastPathComponent])
+        // The other image stays, and the removed one is fetched anew.
+        #expect(store.cachedImage(for: ImageRequest(url: b, targetWidth: 32)) != nil)
+        #expect(try await store.image(for: ImageRequest(url: a, targetWidth: 32)).pixelSize.height == 32)
+        #expect(try await server.hits(for: "/images/a.jpg") == 2)
+        #expect(store.cachedPixelSize(for: a) == CGSize(width: 64, height: 64))
+    }
+
+    @Test func aLoadInFlightDuringRemoveImageKeepsNothing() async throws {
+        let folder = TemporaryDirectory("remove-image-race")
+        let loader = GatedLoader(bytes: try SampleImages.jpeg(width: 64, height: 48))
+        let store = try ImageStore.makeForTesting(root: folder.url) { $0.dataLoader = loader }
+        let url = URL(string: "https://images.example.com/photo.jpg")!
+        let load = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 32)) }
+        try await waitUntil { loader.hasStarted }
+        store.removeImage(for: url)
+        loader.open()
+        #expect(try await load.value.pixelSize.width == 32)
+        store.waitForDiskMaintenance()
+        #expect(store.diskFileNames.isEmpty, "removeImage ran, yet the disk tier holds \(store.diskFileNames)")
+        #expect(store.cachedOriginalBytes(for: url) == nil)
+        #expect(store.cachedImage(for: ImageRequest(url: url, targetWidth: 32)) == nil)
+    }
+
     /// The window between a finished load's generation check and its memory inserts: `removeAll()`
     /// runs while the load writes its bytes to disk, after the check and before the variant goes in.
     @Test func aRemoveAllWhileALoadKeepsItsImageLeavesNothingInMemory() async throws {
