@@ -88,7 +88,9 @@ import FoundationNetworking
             server = try await TestHTTPServer(serving: folder.url)
             let configuration = URLSessionConfiguration.ephemeral
             configuration.httpMaximumConnectionsPerHost = 1
-            let loader = DataLoader(sessionConfiguration: configuration)
+            // Held requests wait for the test, which a loaded machine can stall for longer than the
+            // default timeout (seen under ThreadSanitizer): the suite's time limit bounds them instead.
+            let loader = DataLoader(timeout: 600, sessionConfiguration: configuration)
             self.loader = loader
             store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
                 $0.dataLoader = loader

@@ -330,7 +330,9 @@ import FoundationNetworking
     /// Every request is held at the server until released, so the one connection serves them one by one
     /// and the server's hits say which was sent.
     @Test func aMoreUrgentLoadTakesTheNextConnectionBeforeQueuedLessUrgentOnes() async throws {
-        let loader = HTTPDataLoader.limited(connectionsPerHost: 1)
+        // Held requests wait for the test, which a loaded machine can stall for longer than the default
+        // timeout (seen under ThreadSanitizer): the suite's time limit bounds them instead.
+        let loader = HTTPDataLoader.limited(connectionsPerHost: 1, timeout: 600)
         func load(_ key: String, at priority: TaskPriority) -> (path: String, task: Task<Data, any Error>) {
             let path = "/held/\(key)/alias/\(key.count)/images/photo.jpg"
             return (path, Task(priority: priority) { [server] in try await loader.loadData(for: server.url(path)) })
