@@ -555,8 +555,11 @@ extension ImageStore {
         return original.fileStamp != nil && original.fileStamp == fileStamp(of: url)
     }
 
+    /// The stamp of the local file `url` names; `nil` for a `file:` URL on another host
+    /// (`file://server/...`), whose path names no file here: neither statted nor read.
     func fileStamp(of url: URL) -> FileStamp? {
-        configuration.fileInspector.stamp(ofFileAtPath: url.path)
+        guard url.isLocalFileURL else { return nil }
+        return configuration.fileInspector.stamp(ofFileAtPath: url.path)
     }
 }
 
