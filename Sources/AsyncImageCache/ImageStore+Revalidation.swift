@@ -37,7 +37,7 @@ extension ImageStore {
                 // A full or read-only disk costs the next launch a download, never this load; a new
                 // image that cannot be written takes the old file away with it.
                 guard let replacing, (error as? POSIXError)?.code != .ECANCELED else { return false }
-                return disk.remove(url, generation: generation, then: replacing)
+                return disk.remove(url, generation: generation) { if isCurrent() { replacing() } }
             }
         } else {
             // No-store: not even an older copy stays.
@@ -45,7 +45,7 @@ extension ImageStore {
                 disk.remove(url)
                 return true
             }
-            return disk.remove(url, generation: generation, then: replacing)
+            return disk.remove(url, generation: generation) { if isCurrent() { replacing() } }
         }
     }
 
@@ -100,6 +100,8 @@ extension ImageStore {
         report(.fetch, url)
         count { $0.revalidations += 1 }
         let generation = disk.generation
+        // Raised by `removeImage(for:)` meanwhile, the entry is forgotten: this answer keeps nothing.
+        let replacement = replacementCount(of: url)
         let validators = metadata.validators.hasValidators ? metadata.validators : nil
         guard let result = try? await configuration.dataLoader.loadData(for: url, revalidating: validators) else {
             return generation
@@ -110,12 +112,14 @@ extension ImageStore {
         guard generation == disk.generation else { return nil }
         switch result {
         case .notModified(let policy):
-            if policy.isStorable {
-                refresh(metadata.refreshed(by: policy), for: url)
-            } else {
-                // No-store now: the file goes, as with the same bytes again; memory keeps the image.
-                cacheMetadata.insert(metadata.refreshed(by: policy), forKey: url.cacheKey, cost: 0)
-                disk.remove(url)
+            _ = ifCurrent(generation: generation, replacement: replacement, forKey: url.cacheKey) {
+                if policy.isStorable {
+                    refresh(metadata.refreshed(by: policy), for: url)
+                } else {
+                    // No-store now: the file goes, as with the same bytes again; memory keeps the image.
+                    cacheMetadata.insert(metadata.refreshed(by: policy), forKey: url.cacheKey, cost: 0)
+                    disk.remove(url)
+                }
             }
             count { $0.notModified += 1 }
             return nil
@@ -135,7 +139,9 @@ extension ImageStore {
                 if policy.isStorable, disk.contains(url) {
                     refresh(HTTPCacheMetadata(policy: policy, receivedAt: receivedAt), for: url)
                 } else {
-                    keepRemote(original, policy: policy, receivedAt: receivedAt, for: url, generation: generation)
+                    keepRemote(
+                        original, policy: policy, receivedAt: receivedAt, for: url, generation: generation,
+                        replacement: replacement)
                 }
                 count { $0.notModified += 1 }
                 return nil
@@ -154,7 +160,10 @@ extension ImageStore {
             // the old bytes still running (another width) sees the count raised, and keeps nothing after.
             // Under the generation's lock too, as a load keeps its result: no lookup keeps anything old
             // between the new original going in and the count going up.
-            keepRemote(original, policy: policy, receivedAt: receivedAt, for: url, generation: generation) { [self] in
+            keepRemote(
+                original, policy: policy, receivedAt: receivedAt, for: url, generation: generation,
+                replacement: replacement
+            ) { [self] in
                 _ = disk.ifCurrent(generation) {
                     keepOriginal(original, forKey: url.cacheKey)
                     memoize(original.pixelSize, forKey: url.cacheKey)
