@@ -19,10 +19,14 @@ extension ImageStore {
             markDiskUse(of: request.url, hit.diskUse)
             return false
         }
-        // A prefetch begun before a `removeAll()` keeps nothing: the request is prefetched afresh.
-        let generation = disk.generation
+        // A prefetch begun before a `removeAll()`, or before a `removeImage(for:)` of its URL, keeps
+        // nothing: the request is prefetched afresh.
+        let counts = uncached.map { (disk.generation, replacementCount(of: $0.url)) }
         let replaced = prefetches.withLock { table in
-            for request in uncached where table.running[request]?.generation != generation { table.enqueue(request) }
+            for (request, (generation, replacement)) in zip(uncached, counts) {
+                let running = table.running[request]
+                if running?.generation != generation || running?.replacement != replacement { table.enqueue(request) }
+            }
             return startWaitingPrefetches(&table)
         }
         replaced.forEach { $0.cancel() }
@@ -75,17 +79,17 @@ extension ImageStore {
                 replaced.forEach { $0.cancel() }
             }
             if let old = table.running[request] { replaced.append(old.task) }
-            table.running[request] = (id, task, disk.generation)
+            table.running[request] = (id, task, disk.generation, replacementCount(of: request.url))
         }
         return replaced
     }
 }
 
-/// The prefetches running, each under the number it started with and the disk tier's generation then,
-/// and those waiting their turn.
+/// The prefetches running, each under the number it started with and the disk tier's generation and its
+/// URL's replacement count then, and those waiting their turn.
 struct PrefetchTable {
     var lastID: UInt64 = 0
-    var running: [ImageRequest: (id: UInt64, task: Task<Void, Never>, generation: Int)] = [:]
+    var running: [ImageRequest: (id: UInt64, task: Task<Void, Never>, generation: Int, replacement: Int)] = [:]
     /// The requests in line from `queueStart` on; one stopped while it waited stays in line, skipped
     /// when its turn comes, so that stopping never searches the line.
     private var queue: [ImageRequest] = []
