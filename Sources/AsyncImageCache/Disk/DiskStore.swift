@@ -122,20 +122,34 @@ final class DiskStore: Sendable {
     private static func removeLeftovers(among temporaries: [Entry], now: Date, isOpening: Bool) {
         for temporary in temporaries
         where isLeftover(temporaryName: temporary.name, modified: temporary.lastUsed, now: now, isOpening: isOpening) {
-            guard !isLocked(atPath: temporary.path) else { continue }
+            switch lockState(atPath: temporary.path) {
+            case .locked:
+                continue
+            case .unknown:
+                // Not ours to open (another user's write, made under a strict umask): a live writer
+                // may hold it, so it goes only once it is too old to be one.
+                guard now.timeIntervalSince(temporary.lastUsed) > temporaryMaxAge else { continue }
+            case .unlocked:
+                break
+            }
             _ = temporary.remove()
         }
     }
 
+    private enum LockState {
+        case locked, unlocked, unknown
+    }
+
     /// Whether a write holds the temporary file at `path` locked (see ``writeLocked(_:to:)``): a
     /// process id says nothing about a writer in another PID namespace (a container sharing the
-    /// folder, whose ids this process cannot see), while its lock holds on the file itself. `false`
-    /// where the file cannot be opened, or the file system has no locks.
-    private static func isLocked(atPath path: String) -> Bool {
+    /// folder, whose ids this process cannot see), while its lock holds on the file itself. `unlocked`
+    /// where the file is gone or is a link, or the file system has no locks; `unknown` where this
+    /// process may not open it (another user's file, `EACCES`), so its lock cannot be asked.
+    private static func lockState(atPath path: String) -> LockState {
         let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { return false }
+        guard descriptor >= 0 else { return errno == EACCES || errno == EPERM ? .unknown : .unlocked }
         defer { close(descriptor) }
-        return flock(descriptor, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK
+        return flock(descriptor, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK ? .locked : .unlocked
     }
 
     /// The modification date of what is at `path` (a link is not followed); `nil` when nothing is.
@@ -475,7 +489,7 @@ final class DiskStore: Sendable {
 
     /// Creates `file` (it must not exist), locks it and writes `data` to it; returns the descriptor,
     /// which keeps the lock until it is closed, so that no store sharing the folder takes the file for
-    /// an interrupted write's leftover (see ``isLocked(atPath:)``). Throws a `POSIXError`, the file
+    /// an interrupted write's leftover (see ``lockState(atPath:)``). Throws a `POSIXError`, the file
     /// removed: never a partial temporary left behind.
     private func writeLocked(_ data: Data, to file: URL) throws -> Int32 {
         let path = file.path

@@ -1,0 +1,36 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+@Suite struct DiskStoreOtherUserLockTests {
+    /// A write of another user (another container sharing the folder under its own uid), made under
+    /// umask 077, is a file this process may not open, so its lock cannot be asked: it was removed as a
+    /// leftover while its writer held it locked.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    func aLockedTemporaryFileAnotherUserCannotOpenIsKept() throws {
+        let root = TemporaryDirectory("review-uid")
+        let folder = root.url.appendingPathComponent("writer", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for path in [root.url.path, folder.path] { chmod(path, 0o777) }
+        // Its writer's id, in its own PID namespace, is no process here.
+        let writing = folder.appendingPathComponent(".tmp-4000000-\(UUID().uuidString)")
+        try Data(repeating: 4, count: 500).write(to: writing)
+        chmod(writing.path, 0o600)
+        let descriptor = open(writing.path, O_RDONLY | O_CLOEXEC)
+        defer { close(descriptor) }
+        try #require(descriptor >= 0 && flock(descriptor, LOCK_EX | LOCK_NB) == 0)
+        // A store of uid 65534 opens the folder.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = [
+            "--reuid=65534", "--regid=65534", "--clear-groups", CommandLineRunner.executable.path, "_cache-writer",
+            "--root", root.url.path,
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(FileManager.default.fileExists(atPath: writing.path), "a locked write was removed as a leftover")
+    }
+}
