@@ -300,7 +300,7 @@ import Testing
     /// sees as ended, or its own. Its write holds the temporary file locked, and that keeps it, when a
     /// store opens and at trims; once the lock is gone the file is a leftover again.
     @Test(arguments: ["ended", "this"])
-    func aTemporaryFileAWriteHoldsLockedIsNeverRemoved(writer: String) throws {
+    func aTemporaryFileAWriteHoldsLockedIsNeverRemoved(writer: String) async throws {
         let id = writer == "ended" ? try endedProcessID() : getpid()
         let folder = TemporaryDirectory("disk")
         let writing = folder.url.appendingPathComponent(".tmp-\(id)-\(UUID().uuidString)")
@@ -314,6 +314,13 @@ import Testing
         disk.waitForPendingTrims()
         #expect(FileManager.default.fileExists(atPath: writing.path), "at a trim")
         close(descriptor)
+        // A child process another test forks in the meantime holds a copy of the descriptor, and of
+        // its lock, until it execs: wait for the lock to be free.
+        try await waitUntil {
+            let probe = open(writing.path, O_RDONLY | O_CLOEXEC)
+            defer { close(probe) }
+            return flock(probe, LOCK_EX | LOCK_NB) == 0
+        }
         _ = DiskStore(directory: folder.url, byteLimit: 1 << 20)
         #expect(!FileManager.default.fileExists(atPath: writing.path), "unlocked, when a store opens")
     }
