@@ -21,9 +21,10 @@ extension ImageStore {
         }
         // A prefetch begun before a `removeAll()`, or before a `removeImage(for:)` of its URL, keeps
         // nothing: the request is prefetched afresh.
-        let counts = uncached.map { (disk.generation, replacementCount(of: $0.url)) }
+        let generation = disk.generation
+        let replacements = uncached.map { replacementCount(of: $0.url) }
         let replaced = prefetches.withLock { table in
-            for (request, (generation, replacement)) in zip(uncached, counts) {
+            for (request, replacement) in zip(uncached, replacements) {
                 let running = table.running[request]
                 if running?.generation != generation || running?.replacement != replacement { table.enqueue(request) }
             }

@@ -69,7 +69,13 @@ public struct HTTPCachePolicy: Sendable, Equatable {
         let policy = HTTPCachePolicy(header: header)
         guard policy.isStorable else { return 0 }
         if let lifetime = policy.maxAge { return lifetime }
-        return status == 301 || status == 308 ? nil : 0
+        return isPermanentRedirect(status) ? nil : 0
+    }
+
+    /// Whether `status` is a permanent redirect (301, 308), which may be kept without a stated
+    /// freshness (RFC 9110 15.1) and leads to the same place the next time.
+    static func isPermanentRedirect(_ status: Int) -> Bool {
+        status == 301 || status == 308
     }
 
     /// This policy with its freshness cut to `limit` (`nil`: no limit): the shorter of the two lifetimes.

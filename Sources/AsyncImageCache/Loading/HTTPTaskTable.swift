@@ -117,14 +117,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             }
             entries[task.taskIdentifier]?.continuation = continuation
             entries[task.taskIdentifier]?.priority = priority
-            let host = entry.host
-            guard running[host, default: 0] < connectionLimit else {
-                waiting[host, default: []].append((task, priority))
-                return .wait
-            }
-            running[host, default: 0] += 1
-            markRunning(task)
-            return .resume
+            return admit(task, to: entry.host, priority: priority) ? .resume : .wait
         }
         switch start {
         case .cancelled:
@@ -157,6 +150,18 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         let scheme = url.scheme?.lowercased() ?? ""
         let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
         return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
+    }
+
+    /// Gives `task` a connection to `host` and marks it running when one is free (`true`: resume it once
+    /// the lock is released), else queues it at `priority`. Call with `lock` held.
+    private func admit(_ task: URLSessionTask, to host: String, priority: @escaping @Sendable () -> UInt8) -> Bool {
+        guard running[host, default: 0] < connectionLimit else {
+            waiting[host, default: []].append((task, priority))
+            return false
+        }
+        running[host, default: 0] += 1
+        markRunning(task)
+        return true
     }
 
     /// Removes the entry of `task` and frees its connection; returns the entry and the waiting task that
@@ -346,7 +351,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         // ones; a date says nothing across files: an older file's `304` to `If-Modified-Since` would
         // keep the image the URL no longer shows (an avatar changed back to an older picture). So the
         // date is not sent on; without an entity tag the target is asked in full.
-        if !((response.statusCode == 301 || response.statusCode == 308) && limit != 0) {
+        if !(HTTPCachePolicy.isPermanentRedirect(response.statusCode) && limit != 0) {
             request.setValue(nil, forHTTPHeaderField: "If-Modified-Since")
         }
         let followed = request
@@ -402,7 +407,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
                 completionHandler(followed)
                 return .followed
             }
-            let (resumed, freed) = move(task, to: newTask)
+            let (resumed, freed) = move(task, to: newTask, host: targetHost ?? entries.values[index].host)
             return .moved(resumed: resumed, freed: freed)
         }
         switch redirect {
@@ -423,27 +428,22 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         }
     }
 
-    /// Moves the load of `task`, redirected to another host, to `next`, a new task for the redirect:
-    /// frees the connection `task` holds, and gives `next` one to its host, or queues it. Returns `next`
-    /// if it is to be resumed now, and the waiting task the freed connection goes to. Call with `lock`
-    /// held, the entry of `task` there and running.
-    private func move(_ task: URLSessionTask, to next: URLSessionTask) -> (URLSessionTask?, URLSessionTask?) {
+    /// Moves the load of `task`, redirected to `host`, another one, to `next`, a new task for the
+    /// redirect: frees the connection `task` holds, and gives `next` one to `host`, or queues it. Returns
+    /// `next` if it is to be resumed now, and the waiting task the freed connection goes to. Call with
+    /// `lock` held, the entry of `task` there and running.
+    private func move(
+        _ task: URLSessionTask, to next: URLSessionTask, host: String
+    ) -> (URLSessionTask?, URLSessionTask?) {
         guard var entry = entries.removeValue(forKey: task.taskIdentifier) else { return (nil, nil) }
         let freed = freeConnection(to: entry.host)
-        let host = Self.host(of: next.originalRequest?.url ?? entry.url)
         entry.task = next
         entry.host = host
         entry.isRunning = false
         entries[next.taskIdentifier] = entry
         self.moved[entry.key] = next.taskIdentifier
-        guard running[host, default: 0] < connectionLimit else {
-            let medium: @Sendable () -> UInt8 = { TaskPriority.medium.rawValue }
-            waiting[host, default: []].append((next, entry.priority ?? medium))
-            return (nil, freed)
-        }
-        running[host, default: 0] += 1
-        markRunning(next)
-        return (next, freed)
+        let medium: @Sendable () -> UInt8 = { TaskPriority.medium.rawValue }
+        return (admit(next, to: host, priority: entry.priority ?? medium) ? next : nil, freed)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
