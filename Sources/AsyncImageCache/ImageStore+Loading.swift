@@ -596,7 +596,8 @@ extension URL {
 
     /// Whether the URL names a file on this machine: a `file:` URL with no host, or `localhost`
     /// (RFC 8089). `file://server/photo.jpg` names one on another machine, which is never read.
-    var isLocalFileURL: Bool {
+    /// (SPI for `aic`, which reads local files itself.)
+    @_spi(Tools) public var isLocalFileURL: Bool {
         guard isFileURL else { return false }
         guard let host, !host.isEmpty else { return true }
         return host.lowercased() == "localhost"

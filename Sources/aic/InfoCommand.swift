@@ -1,4 +1,4 @@
-import AsyncImageCache
+@_spi(Tools) import AsyncImageCache
 import Foundation
 
 /// `aic info INPUT [--json]`: an image's displayed size and format, read from its header.
@@ -54,7 +54,7 @@ enum InfoCommand: Subcommand {
 
     /// The header of the image at `url` and the size of the whole file or download in bytes.
     private static func read(_ url: URL) async throws -> (ImageHeader, Int) {
-        if url.isFileOnThisMachine { return try LocalFile.header(atPath: url.path) }
+        if url.isLocalFileURL { return try LocalFile.header(atPath: url.path) }
         let store = try Inputs.store()
         let data: Data
         if let cached = store.cachedOriginalBytes(for: url) {

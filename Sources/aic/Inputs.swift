@@ -1,4 +1,4 @@
-import AsyncImageCache
+@_spi(Tools) import AsyncImageCache
 import Foundation
 
 /// What the commands take as INPUT: a file path or a URL, and the store they load it through.
@@ -42,7 +42,7 @@ enum Inputs {
         arguments.flatMap { argument -> [URL] in
             let url = url(for: argument)
             var isFolder: ObjCBool = false
-            guard url.isFileOnThisMachine, FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder),
+            guard url.isLocalFileURL, FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder),
                 isFolder.boolValue
             else { return [url] }
             return images(inFolder: url)
@@ -82,16 +82,5 @@ enum Inputs {
         case .decodingFailed, .invalidDataURL, .cancelled: "\(displayName(of: url)): \(error.description)"
         default: error.description
         }
-    }
-}
-
-extension URL {
-    /// Whether the URL is a `file:` URL naming a file here: no host, or `localhost` (RFC 8089).
-    /// `file://server/photo.jpg` is on another machine: its path is never read here, and the store
-    /// refuses it.
-    var isFileOnThisMachine: Bool {
-        guard isFileURL else { return false }
-        guard let host, !host.isEmpty else { return true }
-        return host.lowercased() == "localhost"
     }
 }
