@@ -124,15 +124,13 @@ struct PNGOutput {
         guard access(folder, W_OK) == 0 else {
             throw CommandFailure("cannot write \(url.path): \(String(cString: strerror(errno)))")
         }
-        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue {
-            throw CommandFailure("cannot write \(url.path): is a directory")
-        }
         // The write is atomic: a new file renamed over the path. Over a device (/dev/null, /dev/stdout),
         // a FIFO or a socket that rename would put a regular file in its place (for root, /dev/null itself),
         // so only a regular file (or a link to one) is replaced; anything else at the path is refused.
         var status = stat()
         if stat(url.path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
-            throw CommandFailure("cannot write \(url.path): is not a regular file")
+            let kind = status.st_mode & S_IFMT == S_IFDIR ? "is a directory" : "is not a regular file"
+            throw CommandFailure("cannot write \(url.path): \(kind)")
         }
     }
 
