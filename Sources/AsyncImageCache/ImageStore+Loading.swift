@@ -484,24 +484,14 @@ extension ImageStore {
         }
     }
 
-    /// How many times a revalidation has replaced `url`'s image: read it before looking up the bytes.
+    /// How many times `url`'s image has been replaced (see ``replacements``): read it before looking up the bytes.
     func replacementCount(of url: URL) -> Int {
         replacementCount(ofKey: url.cacheKey)
     }
 
     /// ``replacementCount(of:)`` by the URL's `cacheKey`.
     func replacementCount(ofKey key: String) -> Int {
-        let stripe = Self.replacementStripe(ofKey: key)
-        return replacements.withLock { $0[stripe] }
-    }
-
-    /// The stripe of ``replacements`` that counts `url`'s replacements.
-    static func replacementStripe(of url: URL) -> Int {
-        replacementStripe(ofKey: url.cacheKey)
-    }
-
-    private static func replacementStripe(ofKey key: String) -> Int {
-        Int(UInt(bitPattern: key.hashValue) % UInt(replacementStripes))
+        replacements.withLock { $0.count(ofKey: key) }
     }
 
     /// Runs `body`, which keeps something looked up for the URL whose `cacheKey` is `key`, when neither a

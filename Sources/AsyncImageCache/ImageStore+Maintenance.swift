@@ -31,7 +31,7 @@ extension ImageStore {
         // with memory, as a load keeps what it found: kept before, removed here; after, not kept.
         let forget = { [self] in
             _ = disk.ifCurrent(generation) {
-                replacements.withLock { $0[Self.replacementStripe(of: url)] &+= 1 }
+                replacements.withLock { $0.raise(forKey: key) }
                 variants.removeVariants(of: url)
                 originals.removeValue(forKey: key)
                 undecodedOriginals.removeValue(forKey: key)

@@ -168,7 +168,7 @@ extension ImageStore {
                     keepOriginal(original, forKey: url.cacheKey)
                     memoize(original.pixelSize, forKey: url.cacheKey)
                     variants.removeVariants(of: url)
-                    replacements.withLock { $0[Self.replacementStripe(of: url)] &+= 1 }
+                    replacements.withLock { $0.raise(forKey: url.cacheKey) }
                 }
             }
             return nil

@@ -68,13 +68,10 @@ public final class ImageStore: Sendable {
     /// load decodes them instead of fetching again, and only then are they kept in the tiers, as any
     /// download is once it has decoded. A few, and at most a quarter of the memory budget.
     let undecodedOriginals: MemoryCache<String, FetchedOriginal>
-    /// How many times a revalidation has replaced an image with changed bytes, in 256 stripes picked by
-    /// the hash of `URL.cacheKey`: a fixed size however many URLs ever change (two URLs sharing a stripe
-    /// only make a load of one deliver without keeping, as after a replacement). Raised only inside
-    /// ``DiskStore/ifCurrent(_:_:)``, where a load also checks it and keeps its result: bytes looked up
-    /// before a replacement are never kept after it.
-    let replacements = LockedBox([Int](repeating: 0, count: ImageStore.replacementStripes))
-    static let replacementStripes = 256
+    /// How many times each URL's image has been replaced, by a revalidation that found changed bytes or
+    /// by ``removeImage(for:)``. Raised only inside ``DiskStore/ifCurrent(_:_:)``, where a load also
+    /// checks it and keeps its result: bytes looked up before a replacement are never kept after it.
+    let replacements = LockedBox(ReplacementLedger())
     let counters = LockedBox(Statistics())
     let decodeSlots: DecodeSlots
     /// HTTP caching facts of remote entries, read from disk attributes at most once per URL.

@@ -323,6 +323,7 @@ final class GatedLoader: DataLoading, @unchecked Sendable {
     // `started` and `isOpen` are only touched while holding `lock`.
     private let lock = NSLock()
     private var started = false
+    private var loads = 0
     private var isOpen = false
     private let bytes: Data
 
@@ -332,12 +333,18 @@ final class GatedLoader: DataLoading, @unchecked Sendable {
 
     var hasStarted: Bool { lock.withLock { started } }
 
+    /// How many loads have started.
+    var loadCount: Int { lock.withLock { loads } }
+
     func open() {
         lock.withLock { isOpen = true }
     }
 
     func loadData(for url: URL) async throws(ImageLoadingError) -> Data {
-        lock.withLock { started = true }
+        lock.withLock {
+            started = true
+            loads += 1
+        }
         while !lock.withLock({ isOpen }) {
             do { try await Task.sleep(for: .milliseconds(5)) } catch { throw .cancelled }
         }
