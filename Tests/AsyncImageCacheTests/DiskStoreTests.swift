@@ -405,6 +405,54 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: writing.path))
     }
 
+    /// A writer in another PID namespace (a container sharing the folder) holds no lock between making
+    /// its temporary file and locking it, and its id says nothing here: a store opening then, or a
+    /// trim, keeps the file while it is recent, and removes it once older than the grace period.
+    @Test func anUnlockedTemporaryFileOfAnotherPIDNamespaceStaysWhileRecent() throws {
+        let namespace = try #require(DiskStore.pidNamespace, "this system names no PID namespace")
+        let ended = try endedProcessID()  // an id with no process here, as another namespace's look
+        let folder = TemporaryDirectory("disk")
+        let writing = folder.url.appendingPathComponent(".tmp-\(ended)-n\(namespace &+ 1)-\(UUID().uuidString)")
+        try Data(repeating: 4, count: 500).write(to: writing)
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        // Before: removed as the store opened, as an ended process's leftover.
+        #expect(FileManager.default.fileExists(atPath: writing.path), "when the store opens")
+        try disk.store(Data([1]), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        disk.waitForPendingTrims()
+        #expect(FileManager.default.fileExists(atPath: writing.path), "at the next trim")
+        try setLastUsed(of: writing, secondsAgo: 2 * DiskStore.unlockedGracePeriod)
+        try disk.store(Data([2]), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        disk.waitForPendingTrims()
+        #expect(!FileManager.default.fileExists(atPath: writing.path), "past the grace period")
+    }
+
+    /// This process's writes name its PID namespace, so a store in the same namespace still removes an
+    /// ended writer's leftover at once, however recent.
+    @Test func aRecentLeftoverOfAnEndedWriterInThisNamespaceGoesAtOnce() throws {
+        let namespace = try #require(DiskStore.pidNamespace, "this system names no PID namespace")
+        let folder = TemporaryDirectory("disk")
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        try disk.store(Data([1]), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        disk.waitForPendingTrims()
+        let leftover = folder.url.appendingPathComponent(
+            ".tmp-\(try endedProcessID())-n\(namespace)-\(UUID().uuidString)")
+        try Data(repeating: 3, count: 500).write(to: leftover)
+        _ = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        #expect(!FileManager.default.fileExists(atPath: leftover.path))
+        #expect(disk.data(for: url) == Data([1]))
+    }
+
+    /// What a write names its temporary file: its id, then its namespace.
+    @Test func aWritesTemporaryFileNamesItsProcessAndNamespace() throws {
+        let namespace = try #require(DiskStore.pidNamespace, "this system names no PID namespace")
+        let folder = TemporaryDirectory("disk")
+        let attributes = PathRecordingAttributes()
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20, attributes: attributes)
+        try disk.store(Data([1]), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        let name = try #require(attributes.paths.first.map { URL(fileURLWithPath: $0).lastPathComponent })
+        #expect(name.hasPrefix(".tmp-\(getpid())-n\(namespace)-"), "\(name)")
+    }
+
     @Test func theFirstWriteMakesTheFolderAndTheNextMakesItAgainAfterItWasDeleted() throws {
         let folder = TemporaryDirectory("disk")
         let directory = folder.url.appendingPathComponent("store")
@@ -450,4 +498,32 @@ struct RefusingAttributes: ExtendedAttributeStoring {
         throw POSIXError(.EOPNOTSUPP)
     }
     func removeValue(named name: String, atPath path: String) {}
+}
+
+/// File attributes that also note every path an attribute is set at.
+private final class PathRecordingAttributes: ExtendedAttributeStoring, @unchecked Sendable {
+    // Only touched while holding `lock`.
+    private let lock = NSLock()
+    private var recorded: [String] = []
+    private let real = FileExtendedAttributes()
+
+    var paths: [String] { lock.withLock { recorded } }
+
+    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
+    {
+        real.read(named: name, atPath: path, into: buffer)
+    }
+
+    func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
+        lock.withLock { recorded.append(path) }
+        try real.setValue(value, named: name, atPath: path)
+    }
+
+    func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws {
+        try real.setValue(value, named: name, onDescriptor: descriptor)
+    }
+
+    func removeValue(named name: String, atPath path: String) {
+        real.removeValue(named: name, atPath: path)
+    }
 }

@@ -12,7 +12,8 @@ import Darwin
 /// Writes are atomic: bytes and attribute go to a temporary file that is then renamed into place,
 /// so neither a crash nor a second process ever sees half a file. The temporary file is held locked
 /// (`flock`) while it is written, so that a store sharing the folder, even from another container
-/// whose process ids it cannot see, never takes it for an interrupted write's leftover. A read marks the file used by
+/// whose process ids it cannot see, never takes it for an interrupted write's leftover; its name gives
+/// the writer's PID namespace, so that a file made and not yet locked is kept too. A read marks the file used by
 /// setting its modification time, as does a memory hit on its image (``markUsed(_:)``). Before a
 /// write's rename, the least recently used files are removed to keep the directory within
 /// `byteLimit`; a trim on a background queue then re-reads the directory, which another process may
@@ -82,10 +83,30 @@ final class DiskStore: Sendable {
         }
     }
 
-    /// A temporary file's name: the prefix, the writing process's id, a UUID.
+    /// A temporary file's name: the prefix, the writing process's id, its PID namespace where known
+    /// (`n` and the number, see ``pidNamespace``), a UUID.
     private static func temporaryName() -> String {
-        "\(temporaryPrefix)\(getpid())-\(UUID().uuidString)"
+        "\(temporaryPrefix)\(getpid())-\(pidNamespace.map { "n\($0)-" } ?? "")\(UUID().uuidString)"
     }
+
+    /// The PID namespace this process's ids belong to (the inode number of `/proc/self/ns/pid`); `nil`
+    /// where the system does not say. A writer's id means something only in its own namespace.
+    static let pidNamespace: UInt64? = {
+        var info = stat()
+        return stat("/proc/self/ns/pid", &info) == 0 ? UInt64(info.st_ino) : nil
+    }()
+
+    /// The PID namespace a temporary file's name gives after its process id (`rest` is what follows
+    /// the id's dash); `nil` for names without one (older builds, or systems that do not say).
+    private static func namespace(inNameAfterProcessID rest: Substring) -> UInt64? {
+        guard rest.first == "n", let dash = rest.firstIndex(of: "-") else { return nil }
+        return UInt64(rest[rest.index(after: rest.startIndex)..<dash])
+    }
+
+    /// How young a temporary file of a writer in another PID namespace is kept even when unlocked:
+    /// between creating its file and locking it, a writer holds no lock yet, and nothing else tells
+    /// whether that writer lives. A write locks its file within microseconds of making it.
+    static let unlockedGracePeriod: TimeInterval = 60
 
     /// The temporary files this process is writing now, by name: a file named with this process's id
     /// and not listed is a leftover of an earlier process that had the same id.
@@ -105,9 +126,18 @@ final class DiskStore: Sendable {
     /// (`isOpening`), left by an earlier process that had the id: a leftover, whatever its age.
     /// Appeared since, it is another live process's with the same id (containers sharing the folder
     /// each run their main process as pid 1), so it is kept until it is ``temporaryMaxAge`` old.
+    ///
+    /// A name that gives another PID namespace than this process's says nothing this process can check
+    /// about its writer: it is a leftover once it is ``unlockedGracePeriod`` old (and then only when no
+    /// write holds it locked), so a writer that has made its file and not yet locked it keeps it.
     private static func isLeftover(temporaryName name: String, modified: Date?, now: Date, isOpening: Bool) -> Bool {
         let rest = name.dropFirst(temporaryPrefix.count)
         guard let dash = rest.firstIndex(of: "-"), let pid = pid_t(rest[..<dash]), pid > 0 else { return true }
+        if let namespace = Self.namespace(inNameAfterProcessID: rest[rest.index(after: dash)...]),
+            namespace != pidNamespace
+        {
+            return modified.map { now.timeIntervalSince($0) > unlockedGracePeriod } ?? false
+        }
         if pid == getpid() {
             if writesInProgress.withLock({ $0.contains(name) }) { return false }
             if isOpening { return true }
