@@ -155,6 +155,52 @@ import FoundationNetworking
         try await line.finish(visible)
     }
 
+    /// A row flung past a queued prefetch raises its download and leaves: the download queues as a
+    /// prefetch again, behind a visible load that comes after (before: it kept the visible priority, so it
+    /// was sent first).
+    @Test func aQueuedPrefetchWhoseVisibleLoadLeftWaitsBehindTheNextVisibleLoadForTheConnection() async throws {
+        let line = try await OneConnection(count: 5)
+        let (store, requests) = (line.store, line.requests)
+        try await line.takeTheConnection()
+        for index in 1..<4 {
+            store.startPrefetching([requests[index]])
+            try await waitUntil { line.loader.http.waitingTaskCount == index }
+        }
+        let passing = Task(priority: .userInitiated) { try await store.image(for: requests[1]) }
+        try await waitUntil { store.variantRuns.waiterCount(for: requests[1]) == 2 }
+        passing.cancel()
+        try await waitUntil { store.variantRuns.waiterCount(for: requests[1]) == 1 }
+        let visible = Task(priority: .userInitiated) { try await store.image(for: requests[4]) }
+        try await waitUntil { line.loader.http.waitingTaskCount == 4 }
+        let sent = try await line.releaseTheFirst()
+        #expect(sent == [line.paths[4]], "sent after the first: \(sent)")
+        try await line.finish(visible)
+    }
+
+    /// A visible load joins a queued prefetch, whose download a visible load of another width also waits
+    /// for; when that other load leaves, the download stays at visible priority for the one still waiting
+    /// (before: it fell to the prefetch's, and a visible load of another image asked for later went first).
+    @Test func aDownloadAVisibleLoadWaitsForThroughAPrefetchKeepsItsPlaceWhenAnotherWidthLeaves() async throws {
+        let line = try await OneConnection(count: 5)
+        let (store, requests) = (line.store, line.requests)
+        try await line.takeTheConnection()
+        store.startPrefetching([requests[1]])
+        try await waitUntil { line.loader.http.waitingTaskCount == 1 }
+        let wider = ImageRequest(url: requests[1].url, targetWidth: 80)
+        let widerLoad = Task(priority: .userInitiated) { try await store.image(for: wider) }
+        try await waitUntil { store.fetchRuns.waiterCount(for: requests[1].url.cacheKey) == 2 }
+        let joined = Task(priority: .userInitiated) { try await store.image(for: requests[1]) }
+        try await waitUntil { store.variantRuns.waiterCount(for: requests[1]) == 2 }
+        widerLoad.cancel()
+        try await waitUntil { store.fetchRuns.waiterCount(for: requests[1].url.cacheKey) == 1 }
+        let visible = Task(priority: .userInitiated) { try await store.image(for: requests[4]) }
+        try await waitUntil { line.loader.http.waitingTaskCount == 2 }
+        let sent = try await line.releaseTheFirst()
+        #expect(sent == [line.paths[1]], "sent after the first: \(sent)")
+        try await line.finish(visible)
+        _ = try await joined.value
+    }
+
     @Test func stoppingPrefetchesKeepsQueuedOnesFromEverDecoding() async throws {
         let slot = try OneGatedSlot(count: 5)
         let (requests, gate, store) = (slot.requests, slot.gate, slot.store)

@@ -11,34 +11,52 @@ enum ImageLoadPriority: Int, Sendable, Comparable {
     static func < (lhs: ImageLoadPriority, rhs: ImageLoadPriority) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
-/// The priority of one in-flight run, raised when a more urgent waiter joins it.
+/// The priority of one in-flight run: the highest of its waiters' priorities. A waiter that is itself
+/// a run (a load's decode waiting for the download it shares) counts at that run's priority as it is
+/// whenever this one is read, so that a visible load joining or leaving it raises or lowers this run
+/// too.
 final class RunPriority: Sendable {
-    private let value: LockedBox<ImageLoadPriority>
-    /// The priorities of the runs this run waits for, raised whenever this one is.
-    private let followers = LockedBox<[RunPriority]>([])
+    private struct State {
+        /// The highest priority of the waiters that are not runs.
+        var own: ImageLoadPriority
+        /// The priorities of the runs that wait for this one, once per waiter.
+        var followed: [RunPriority] = []
+    }
+
+    private let state: LockedBox<State>
 
     init(_ priority: ImageLoadPriority) {
-        value = LockedBox(priority)
+        state = LockedBox(State(own: priority))
     }
 
-    var current: ImageLoadPriority { value.withLock { $0 } }
+    var current: ImageLoadPriority {
+        let (own, followed) = state.withLock { ($0.own, $0.followed) }
+        // Read outside the lock: a followed run's priority has a lock of its own.
+        return followed.reduce(own) { max($0, $1.current) }
+    }
 
     func raise(to priority: ImageLoadPriority) {
-        value.withLock { $0 = max($0, priority) }
-        for follower in followers.withLock({ $0 }) { follower.raise(to: priority) }
+        state.withLock { $0.own = max($0.own, priority) }
     }
 
-    /// Raises `follower` (the priority of a run this one waits for) to this priority now, and again
-    /// whenever this one rises: a prefetch's download that a visible load joins goes up with it. Only
-    /// raises are passed on; the follower may have other waiters.
-    func passRaises(to follower: RunPriority) {
-        followers.withLock { $0.append(follower) }
-        follower.raise(to: current)
+    /// Counts `run` (the priority of a run that waits for this one) as it rises and falls, until
+    /// ``stopFollowing(_:)``: a prefetch's download goes up with a visible load that joins the
+    /// prefetch, and back down when that load leaves.
+    func follow(_ run: RunPriority) {
+        state.withLock { $0.followed.append(run) }
     }
 
-    /// Sets the priority, lower as well: the waiter that raised it has left.
+    /// Stops counting `run` once (its waiter has left).
+    func stopFollowing(_ run: RunPriority) {
+        state.withLock { state in
+            if let index = state.followed.firstIndex(where: { $0 === run }) { state.followed.remove(at: index) }
+        }
+    }
+
+    /// Sets the priority of the waiters that are not runs, lower as well: the waiter that raised it
+    /// has left.
     func set(to priority: ImageLoadPriority) {
-        value.withLock { $0 = priority }
+        state.withLock { $0.own = priority }
     }
 }
 

@@ -13,6 +13,8 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Waiter {
         let continuation: CheckedContinuation<Outcome, Never>
         let priority: ImageLoadPriority
+        /// The priority of the caller's own run, which stands for `priority` from the time it joins.
+        let following: RunPriority?
     }
 
     private final class Run: @unchecked Sendable {
@@ -44,8 +46,9 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// - Parameters:
     ///   - priority: How urgently this caller wants the value; a run takes the highest priority of its
     ///     waiters.
-    ///   - following: The priority of the caller's own run, when it has one that may rise later (a
-    ///     prefetch a visible load joins): the run it waits for here rises with it.
+    ///   - following: The priority of the caller's own run, when it has one that may change later (a
+    ///     prefetch a visible load joins, then leaves): the run it waits for here counts this caller at
+    ///     that priority as it is whenever read, instead of at `priority`.
     func value(
         for key: Key, priority: ImageLoadPriority = .normal, following: RunPriority? = nil, work: @escaping Work
     ) async -> Outcome {
@@ -72,12 +75,13 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         // waiter is either refused here or found by `leave`, never lost between the two.
         let joined = state.withLock { state -> Bool in
             if Task.isCancelled { return false }
-            let waiter = Waiter(continuation: continuation, priority: priority)
+            let waiter = Waiter(continuation: continuation, priority: priority, following: following)
             let existing = state.runs[key]
-            let run = existing ?? Run(priority: priority)
+            let run = existing ?? Run(priority: following == nil ? priority : .low)
             run.waiters[waiterID] = waiter
-            run.priority.raise(to: priority)
-            following?.passRaises(to: run.priority)
+            // A run followed is counted as it is when read: `priority` was only its value now, and
+            // counted as well it would keep the run up after a visible load left the caller's run.
+            if let following { run.priority.follow(following) } else { run.priority.raise(to: priority) }
             guard existing == nil else { return true }
             state.runs[key] = run
             run.task = Task(priority: priority == .low ? .utility : nil) { [self] in
@@ -94,12 +98,14 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             guard let run = state.runs[key], let waiter = run.waiters.removeValue(forKey: waiterID) else {
                 return nil
             }
+            if let following = waiter.following { run.priority.stopFollowing(following) }
             if run.waiters.isEmpty {
                 Self.cancelIfUnwanted(run, key, &state)
-            } else if let highest = run.waiters.values.map(\.priority).max(), highest < waiter.priority {
-                // The waiter that raised the run has gone: a prefetch a passing row joined queues as a
-                // prefetch again, behind the visible loads.
-                run.priority.set(to: highest)
+            } else {
+                // The waiter that raised the run may have gone: a prefetch a passing row joined queues as
+                // a prefetch again, behind the visible loads. The runs followed count as they are.
+                let own = run.waiters.values.filter { $0.following == nil }.map(\.priority).max() ?? .low
+                run.priority.set(to: own)
             }
             return waiter.continuation
         }
