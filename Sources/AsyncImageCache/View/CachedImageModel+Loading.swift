@@ -38,6 +38,10 @@ extension CachedImageModel {
         lastRequest = request
         show(cached, for: request)
         cancelLoadIfCovered()
+        if request.url.isLocalFileURL {
+            uncheckedFileRequest = request
+            checkFileDrawnFromMemory()
+        }
         // With `.fill`, the image may have shown an aspect wider than was known, that needs more pixels.
         if let wider = self.request, wider != request, needsImage(for: wider) {
             if !takeFromMemory(wider) { startLoadIfNeeded() }
@@ -45,6 +49,24 @@ extension CachedImageModel {
             resumeWaitersIfSettled()
         }
         return true
+    }
+
+    /// While the model is shown, has the store load again the request of a local file's image drawn
+    /// from memory: the store checks the file's date and size off the main thread and, when they
+    /// changed (a photo edited and saved in place), decodes it anew, and the model draws that; when
+    /// they did not, the load answers from memory. Memory lookups themselves never touch the file.
+    func checkFileDrawnFromMemory() {
+        guard isActive, fileCheck == nil, let request = uncheckedFileRequest else { return }
+        uncheckedFileRequest = nil
+        fileCheck = store.load(request) { [weak self] image in
+            guard let self else { return }
+            fileCheck = nil
+            // Drawn only while the image shown is still the one checked: a load since (a wider frame)
+            // brings the file as it is now on its own.
+            if let image, loading == nil, lastRequest == request { show(image, for: request) }
+            // One drawn from memory meanwhile, for another frame, is checked in turn.
+            checkFileDrawnFromMemory()
+        }
     }
 
     /// Whether the current image falls short of `request`: narrower than it needs, or with corners

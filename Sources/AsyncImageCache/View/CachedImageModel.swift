@@ -71,6 +71,13 @@ public final class CachedImageModel {
     /// completion apart from that of a load it replaced.
     var loading: (request: ImageRequest, task: ImageLoadTask, id: UInt64)?
     var nextLoadID: UInt64 = 0
+    /// The request of a local file's image drawn from memory that no check has looked at since:
+    /// memory never looks at the file, which may have changed on disk after it was decoded.
+    var uncheckedFileRequest: ImageRequest?
+    /// The check of a local file's image drawn from memory in flight (see
+    /// ``checkFileDrawnFromMemory()``); apart from ``loading``, so it neither shows as loading nor
+    /// keeps callers of ``load()`` waiting.
+    var fileCheck: ImageLoadTask?
     /// The callers of ``load()`` still waiting, by number.
     var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     var nextWaiterID: UInt64 = 0
@@ -218,6 +225,8 @@ public final class CachedImageModel {
 
     /// Hydrates: takes the image from memory or loads it, and returns once no load is in flight and
     /// the image covers the layout, or the load failed. Waits for a first layout when there is none.
+    /// A local file's image drawn from memory is drawn at once, and the store then checks the file in
+    /// the background: when it changed on disk since it was decoded, the new decode replaces it.
     ///
     /// Cancelling the calling task (SwiftUI cancels `.task` on disappear) returns at once and, when
     /// no other call is waiting, cancels the store load as ``disappear()`` does.
@@ -225,6 +234,7 @@ public final class CachedImageModel {
         guard url != nil, !Task.isCancelled else { return }
         isActive = true
         if let layoutSize { layoutChanged(to: layoutSize) }
+        checkFileDrawnFromMemory()
         guard !isSettled else { return }
         nextWaiterID += 1
         let waiterID = nextWaiterID
@@ -244,6 +254,8 @@ public final class CachedImageModel {
     public func disappear() {
         isActive = false
         cancelLoad()
+        fileCheck?.cancel()
+        fileCheck = nil
         resumeWaiters()
     }
 }

@@ -61,6 +61,28 @@ import Testing
         #expect(photo.decoder.count == 1)
     }
 
+    /// Memory never looks at a file, so a local photo edited and saved in place after it was decoded is
+    /// drawn old at first; the model's load checks the file and brings the new one. Before, a model that
+    /// found the image in memory never loaded, and drew the old photo for as long as memory kept it.
+    @Test func aLocalFileChangedOnDiskIsDrawnAnewOnceTheModelLoads() async throws {
+        let photo = try LocalPhoto()
+        _ = try await photo.store.image(for: ImageRequest(url: photo.url, targetWidth: 600))
+        try SampleImages.jpeg(width: 1200, height: 1200, seed: 5).write(to: photo.url)
+        let model = CachedImageModel(
+            url: photo.url, displayScale: 2, layoutSize: CGSize(width: 300, height: 200), store: photo.store)
+        #expect(model.image?.pixelSize == PixelSize(width: 600, height: 400), "drawn from memory at first")
+        await model.load()
+        try await waitUntil { @MainActor in model.image?.pixelSize == PixelSize(width: 600, height: 600) }
+        #expect(photo.decoder.count == 2)
+        // Unchanged since, a second model draws the new image from memory and its check decodes nothing.
+        let again = CachedImageModel(
+            url: photo.url, displayScale: 2, layoutSize: CGSize(width: 300, height: 200), store: photo.store)
+        await again.load()
+        try await waitUntil { @MainActor in again.fileCheck == nil }
+        #expect(again.image?.pixelSize == PixelSize(width: 600, height: 600))
+        #expect(photo.decoder.count == 2)
+    }
+
     @Test func aRowPrefetchedWithTheModelsRequestIsDrawnFromMemoryWithoutASecondDecode() async throws {
         let photo = try LocalPhoto()
         let frame = CGSize(width: 318, height: 212)
