@@ -82,17 +82,20 @@ extension ImageStore {
             }
             return size
         }
+        // As for remote files: a size read before a `removeAll()` or `removeImage(for:)` of the URL is
+        // answered, and not remembered after it.
+        let (generation, replacement) = (disk.generation, replacementCount(ofKey: key))
         if url.isLocalFileURL {
             let path = url.path
             guard let header = Self.readHeader(from: { DiskStore.prefix(ofFileAtPath: path, maxLength: $0) }) else {
                 return nil
             }
-            return remember(header.displaySize, for: url)
+            return remember(header.displaySize, forKey: key, generation: generation, replacement: replacement)
         }
         if url.scheme?.lowercased() == "data", let data = try? DataURL(url: url).data,
             let header = try? ImageHeader.parse(data)
         {
-            return remember(header.displaySize, for: url)
+            return remember(header.displaySize, forKey: key, generation: generation, replacement: replacement)
         }
         return nil
     }
@@ -115,9 +118,9 @@ extension ImageStore {
         return (header.displaySize, file)
     }
 
-    private func remember(_ size: PixelSize, for url: URL) -> PixelSize {
+    private func remember(_ size: PixelSize, forKey key: String, generation: Int, replacement: Int) -> PixelSize {
         count { $0.sizesFromHeader += 1 }
-        memoize(size, forKey: url.cacheKey)
+        _ = ifCurrent(generation: generation, replacement: replacement, forKey: key) { memoize(size, forKey: key) }
         return size
     }
 
