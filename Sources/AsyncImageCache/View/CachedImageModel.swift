@@ -227,11 +227,13 @@ public final class CachedImageModel {
     /// the image covers the layout, or the load failed. Waits for a first layout when there is none.
     /// A local file's image drawn from memory is drawn at once, and the store then checks the file in
     /// the background: when it changed on disk since it was decoded, the new decode replaces it.
+    /// Returns at once, loading nothing, when ``displayScale`` is not a positive number.
     ///
     /// Cancelling the calling task (SwiftUI cancels `.task` on disappear) returns at once and, when
     /// no other call is waiting, cancels the store load as ``disappear()`` does.
     public func load() async {
-        guard url != nil, !Task.isCancelled else { return }
+        // With no positive display scale no layout gives a request: nothing would ever end the wait.
+        guard url != nil, displayScale.isFinite, displayScale > 0, !Task.isCancelled else { return }
         isActive = true
         if let layoutSize { layoutChanged(to: layoutSize) }
         checkFileDrawnFromMemory()

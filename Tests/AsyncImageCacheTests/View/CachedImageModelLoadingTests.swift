@@ -242,6 +242,19 @@ import Testing
         return result
     }
 
+    /// A display scale of 0 or NaN (a bad value passed through) makes no request from any layout: load()
+    /// returns instead of waiting for one until its task is cancelled, as it did before.
+    @Test(arguments: [0, -1, CGFloat.nan, CGFloat.infinity])
+    func loadReturnsAtOnceWhenTheDisplayScaleCanGiveNoRequest(scale: CGFloat) async throws {
+        let photo = try LocalPhoto(size: PixelSize(width: 400, height: 300))
+        let model = CachedImageModel(
+            url: photo.url, displayScale: scale, layoutSize: CGSize(width: 100, height: 75), store: photo.store)
+        let returned = try await Self.loadReturns(model, within: 10) {}
+        #expect(returned, "load() went on waiting with scale \(scale)")
+        #expect(model.request == nil)
+        #expect(photo.decoder.count == 0)
+    }
+
     @Test func loadReturnsWhenTheFirstLayoutFindsTheImageInMemory() async throws {
         let photo = try LocalPhoto(size: PixelSize(width: 400, height: 300))
         _ = try await photo.store.image(for: ImageRequest(url: photo.url, targetWidth: 100))
