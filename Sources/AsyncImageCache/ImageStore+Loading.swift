@@ -276,6 +276,12 @@ extension ImageStore {
             report(.orient, request.url)
             bitmap = bitmap.oriented(header.orientation)
         }
+        // A file that codes more than its header declares (a hostile HEIF within the pixel budget)
+        // decodes larger than its natural size: it comes out at the size the store reports for it, not
+        // at the coded one (4096x4096 for a file that declares 64x64, for any request wider than 64).
+        if target == nil, bitmap.pixelSize.width > natural.width || bitmap.pixelSize.height > natural.height {
+            target = natural
+        }
         if let target, bitmap.pixelSize != target {
             try checkCancellation()
             report(.resize, request.url)
