@@ -8,16 +8,17 @@ import Testing
 @Suite struct ImageStoreDeclaredSizeTests {
     let root = TemporaryDirectory("declared-size")
 
-    @Test(arguments: ["declares-64-codes-4096.heic", "declares-64-codes-4096.avif"])
-    func aFileThatCodesMoreThanItDeclaresComesOutAtItsDeclaredSize(name: String) async throws {
+    /// The HEIF one of the pair the decoder tests use (the AVIF takes the same path through the store).
+    @Test func aFileThatCodesMoreThanItDeclaresComesOutAtItsDeclaredSize() async throws {
         let store = try ImageStore.makeForTesting(root: root.url)
-        let url = Fixtures.url("heif", name)
-        for width: CGFloat in [32, 320, 5000] {
+        let url = Fixtures.url("heif", "declares-64-codes-4096.heic")
+        // Before: 4096x4096 for every width over 64. (One decode: the 64x64 result, the natural size,
+        // serves the wider request from memory. A decode of 16 megapixels is slow under ThreadSanitizer.)
+        for width: CGFloat in [320, 5000] {
             let image = try await store.image(for: ImageRequest(url: url, targetWidth: width))
-            // Before: 4096x4096 for every width over 64.
-            #expect(image.pixelSize.width <= min(Int(width), 64), "\(width)")
-            #expect(image.pixelSize.width == image.pixelSize.height)
+            #expect(image.pixelSize == PixelSize(width: 64, height: 64), "\(width)")
         }
+        #expect(store.statistics.decodes == 1)
         #expect(store.cachedPixelSize(for: url) == CGSize(width: 64, height: 64))
     }
 }
