@@ -63,10 +63,10 @@ extension ImageStore {
             count { $0.sizesFromMemory += 1 }
             return size
         }
+        // A size read from a file that a `removeAll()`, a `removeImage(for:)` or a revalidation's new image
+        // has removed or replaced since is answered, but neither remembered nor written onto the new file.
+        let (generation, replacement) = (disk.generation, replacementCount(ofKey: key))
         if url.isRemote {
-            // A size read from a file that a `removeAll()` or a revalidation's new image has removed or
-            // replaced since is answered, but neither remembered nor written onto the new file.
-            let (generation, replacement) = (disk.generation, replacementCount(ofKey: key))
             if let size = sizeFromAttribute(for: url) {
                 count { $0.sizesFromAttribute += 1 }
                 _ = ifCurrent(generation: generation, replacement: replacement, forKey: key) {
@@ -82,9 +82,6 @@ extension ImageStore {
             }
             return size
         }
-        // As for remote files: a size read before a `removeAll()` or `removeImage(for:)` of the URL is
-        // answered, and not remembered after it.
-        let (generation, replacement) = (disk.generation, replacementCount(ofKey: key))
         if url.isLocalFileURL {
             let path = url.path
             guard let header = Self.readHeader(from: { DiskStore.prefix(ofFileAtPath: path, maxLength: $0) }) else {

@@ -77,7 +77,7 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             if Task.isCancelled { return false }
             let waiter = Waiter(continuation: continuation, priority: priority, following: following)
             let existing = state.runs[key]
-            let run = existing ?? Run(priority: following == nil ? priority : .low)
+            let run = existing ?? Run(priority: .low)
             run.waiters[waiterID] = waiter
             // A run followed is counted as it is when read: `priority` was only its value now, and
             // counted as well it would keep the run up after a visible load left the caller's run.

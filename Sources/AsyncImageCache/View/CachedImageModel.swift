@@ -233,7 +233,7 @@ public final class CachedImageModel {
     /// no other call is waiting, cancels the store load as ``disappear()`` does.
     public func load() async {
         // With no positive display scale no layout gives a request: nothing would ever end the wait.
-        guard url != nil, displayScale.isFinite, displayScale > 0, !Task.isCancelled else { return }
+        guard url != nil, DisplayPixels.isUsable(scale: displayScale), !Task.isCancelled else { return }
         isActive = true
         if let layoutSize { layoutChanged(to: layoutSize) }
         checkFileDrawnFromMemory()

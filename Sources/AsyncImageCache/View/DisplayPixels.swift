@@ -3,13 +3,18 @@ import Foundation
 /// The arithmetic that turns a laid-out frame into the pixels to decode, shared by the view model
 /// and anything else that sizes requests from layout.
 enum DisplayPixels {
+    /// Whether `scale` (pixels per point) can turn any layout into pixels: finite and positive.
+    static func isUsable(scale: CGFloat) -> Bool {
+        scale.isFinite && scale > 0
+    }
+
     /// The width in whole pixels that fills `layoutWidth` points at `scale`, capped at
     /// `maxPixelWidth`; `nil` when the frame has no width yet (zero, negative or not finite).
     ///
     /// Rounded up, so the decode never falls short of the screen's pixels; a hair of floating-point
     /// noise (`200 * 1.1 = 220.00000000000003`) is not rounded up to a whole extra pixel.
     static func width(forLayoutWidth layoutWidth: CGFloat, scale: CGFloat, maxPixelWidth: CGFloat?) -> Int? {
-        guard layoutWidth.isFinite, layoutWidth > 0, scale.isFinite, scale > 0 else { return nil }
+        guard layoutWidth.isFinite, layoutWidth > 0, isUsable(scale: scale) else { return nil }
         var pixels = layoutWidth * scale
         if let maxPixelWidth, maxPixelWidth.isFinite, maxPixelWidth >= 1 { pixels = min(pixels, maxPixelWidth) }
         // Beyond any real screen; also keeps the conversion to Int from trapping.
