@@ -5,8 +5,9 @@ extension ImageStore {
     /// load waiting for a decode slot always goes first, and a prefetch that a visible load joins
     /// is raised to its priority. A prefetch decodes and resizes on its slot's thread alone, where a
     /// visible load may spread its resize over idle cores. Requests already cached or already
-    /// prefetching are skipped; a prefetch begun before ``removeAll()`` does not count (it keeps
-    /// nothing), and is replaced by a new one.
+    /// prefetching are skipped, except a local file in memory: its prefetch checks the file's version
+    /// in the background, as a load does, and decodes it again only if it changed. A prefetch begun
+    /// before ``removeAll()`` does not count (it keeps nothing), and is replaced by a new one.
     /// At most eight prefetches (twice the decode concurrency, when that is more) run at once; the
     /// others wait their turn, so a long list holds the bytes of only a few images at a time.
     ///
@@ -16,6 +17,9 @@ extension ImageStore {
     public func startPrefetching(_ requests: [ImageRequest]) {
         let uncached = requests.filter { request in
             guard let hit = variants.value(for: request) else { return true }
+            // A local file may have changed since it was decoded. Its prefetch runs, and looks at the
+            // file off this thread: an unchanged file costs one stat and no decode.
+            if request.url.isFileURL { return true }
             markDiskUse(of: request.url, hit.diskUse)
             return false
         }

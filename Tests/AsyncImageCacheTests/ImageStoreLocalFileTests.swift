@@ -63,6 +63,35 @@ import Testing
         #expect(store.cachedPixelSize(for: file) == CGSize(width: 200, height: 200))
     }
 
+    @Test func aPrefetchOfAFileOverwrittenInPlaceDecodesItAnew() async throws {
+        let folder = TemporaryDirectory("local")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try SampleImages.jpeg(width: 300, height: 200).write(to: file)
+        let (store, _, loader, decoder) = try makeStore(in: folder)
+        let request = ImageRequest(url: file, targetWidth: 100)
+        _ = try await store.image(for: request)
+        try SampleImages.jpeg(width: 200, height: 200, seed: 3).write(to: file)
+        store.startPrefetching([request])
+        try await waitUntil { store.prefetches.withLock { $0.running.isEmpty } }
+        #expect(store.cachedImage(for: request)?.pixelSize == PixelSize(width: 100, height: 100))
+        #expect(loader.startedCount == 2)
+        #expect(decoder.count == 2)
+    }
+
+    @Test func aPrefetchOfAnUnchangedFileInMemoryStatsItAndDecodesNothing() async throws {
+        let folder = TemporaryDirectory("local")
+        try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
+        let (store, spy, loader, decoder) = try makeStore(in: folder)
+        let request = ImageRequest(url: folder.url.appendingPathComponent("0.jpg"), targetWidth: 150)
+        _ = try await store.image(for: request)
+        let stats = spy.count
+        store.startPrefetching([request])
+        try await waitUntil { store.prefetches.withLock { $0.running.isEmpty } }
+        #expect(spy.count == stats + 1)
+        #expect(loader.startedCount == 1)
+        #expect(decoder.count == 1)
+    }
+
     @Test func aMissingFileFailsAndIsTriedAgainAtTheNextLoad() async throws {
         let folder = TemporaryDirectory("local")
         let (store, _, loader, _) = try makeStore(in: folder)
