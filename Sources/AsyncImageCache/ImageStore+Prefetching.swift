@@ -95,27 +95,31 @@ extension ImageStore {
 struct PrefetchTable {
     var lastID: UInt64 = 0
     var running: [ImageRequest: (id: UInt64, task: Task<Void, Never>, generation: Int, replacement: Int)] = [:]
-    /// The requests in line from `queueStart` on; one stopped while it waited stays in line, skipped
-    /// when its turn comes, so that stopping never searches the line.
-    private var queue: [ImageRequest] = []
+    /// The requests in line from `queueStart` on, each with the ticket it was put in line with. One
+    /// stopped while it waited stays in line, skipped when its turn comes, so that stopping never
+    /// searches the line; put in line again, it takes a new ticket at the end, and its old place is
+    /// skipped too.
+    private var queue: [(request: ImageRequest, ticket: UInt64)] = []
     private var queueStart = 0
-    /// The requests in line still waiting to start.
-    private var waiting: Set<ImageRequest> = []
+    private var lastTicket: UInt64 = 0
+    /// The requests in line still waiting to start, each under the ticket of its place.
+    private var waiting: [ImageRequest: UInt64] = [:]
 
     init(lastID: UInt64 = 0) {
         self.lastID = lastID
     }
 
-    /// Puts `request` in line unless it already waits.
+    /// Puts `request` at the end of the line unless it already waits.
     mutating func enqueue(_ request: ImageRequest) {
-        guard waiting.insert(request).inserted else { return }
-        queue.append(request)
+        guard waiting[request] == nil else { return }
+        lastTicket += 1
+        waiting[request] = lastTicket
+        queue.append((request, lastTicket))
         // Requests stopped while they waited stay in line until their turn. While every prefetch
         // runs long (slow downloads), a list that starts and stops the same rows as it scrolls would
         // add them without end: they go once they are most of the line.
         if queue.count - queueStart > 2 * waiting.count + 32 {
-            var seen = Set<ImageRequest>()
-            queue = queue[queueStart...].filter { waiting.contains($0) && seen.insert($0).inserted }
+            queue = queue[queueStart...].filter { waiting[$0.request] == $0.ticket }
             queueStart = 0
         }
     }
@@ -124,15 +128,16 @@ struct PrefetchTable {
     var lineLength: Int { queue.count - queueStart }
 
     mutating func removeWaiting(_ request: ImageRequest) {
-        waiting.remove(request)
+        waiting[request] = nil
     }
 
     /// Takes the first request in line still waiting; `nil` when none is.
     mutating func nextWaiting() -> ImageRequest? {
         while queueStart < queue.count {
-            let request = queue[queueStart]
+            let (request, ticket) = queue[queueStart]
             queueStart += 1
-            if waiting.remove(request) != nil {
+            if waiting[request] == ticket {
+                waiting[request] = nil
                 // The passed part goes once it is most of the line, so taking stays O(1) on average.
                 if queueStart * 2 > queue.count {
                     queue.removeFirst(queueStart)
