@@ -16,10 +16,10 @@ extension ImageStore {
     /// ```
     public func startPrefetching(_ requests: [ImageRequest]) {
         let uncached = requests.filter { request in
-            guard let hit = variants.value(for: request) else { return true }
-            // A local file may have changed since it was decoded. Its prefetch runs, and looks at the
-            // file off this thread: an unchanged file costs one stat and no decode.
+            // A local file may have changed since it was decoded, so its prefetch always runs and looks
+            // at the file off this thread (the load's own memory check): unchanged, one stat, no decode.
             if request.url.isFileURL { return true }
+            guard let hit = variants.value(for: request) else { return true }
             markDiskUse(of: request.url, hit.diskUse)
             return false
         }
