@@ -35,7 +35,8 @@ public struct DataLoader: DataLoading {
     ///     (see ``FileDataLoader/maximumBytes``). A larger one fails with
     ///     ``ImageLoadingError/responseTooLarge(url:byteLimit:)``.
     ///   - sessionConfiguration: The `URLSession` configuration for HTTP, copied; `nil`, the default,
-    ///     means an ephemeral configuration without a `URLCache`.
+    ///     means an ephemeral one. The copy has no `URLCache` (see
+    ///     ``HTTPDataLoader/init(timeout:resourceTimeout:maximumResponseBytes:sessionConfiguration:)``).
     public init(
         timeout: TimeInterval = HTTPDataLoader.defaultTimeout,
         resourceTimeout: TimeInterval = HTTPDataLoader.defaultResourceTimeout,

@@ -85,7 +85,10 @@ public final class HTTPDataLoader: DataLoading {
     ///     arrive; 5 minutes by default. `.infinity` (or NaN) sets no limit; a value below 0 counts as 0.
     ///   - maximumResponseBytes: The largest body to accept, in bytes; 64 MiB by default.
     ///   - sessionConfiguration: The configuration of the session, copied; `nil`, the default, means
-    ///     an ephemeral configuration with no `URLCache`.
+    ///     an ephemeral one. The copy never has a `URLCache`, whatever the configuration given holds:
+    ///     the store keeps the bytes and decides when to ask again, and a second cache would answer
+    ///     for the server. (On Linux its lookup also runs on another thread, which lets a cancelled
+    ///     load's task trap swift-corelibs-foundation when it ends at that moment.)
     public init(
         timeout: TimeInterval = HTTPDataLoader.defaultTimeout,
         resourceTimeout: TimeInterval = HTTPDataLoader.defaultResourceTimeout,
@@ -101,9 +104,10 @@ public final class HTTPDataLoader: DataLoading {
             configuration = sessionConfiguration.copy() as! URLSessionConfiguration
         } else {
             configuration = .ephemeral
-            configuration.urlCache = nil
             configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         }
+        // An ephemeral configuration comes with an in-memory cache of its own.
+        configuration.urlCache = nil
         configuration.timeoutIntervalForRequest = Self.sessionTimeout(self.timeout)
         setsAccept = !(configuration.httpAdditionalHeaders ?? [:]).keys.contains {
             ($0 as? String)?.lowercased() == "accept"
