@@ -85,13 +85,22 @@ final class TestHTTPServer: @unchecked Sendable {
         try ChildProcess.start([python, "-S", script.path, directory.path])
     }
 
-    /// The first line `handle` gives, without its line break; what came before its end when it ends first.
+    /// The first line `handle` gives, without its line break; what came before its end when it ends first,
+    /// and the reason when reading fails (which the callers' parsing then reports).
+    ///
+    /// Read with `read(2)`, a signal's interruption retried: `FileHandle.availableData` stops the
+    /// process on any error of its read (seen once on a loaded machine: "FileHandle.swift:231").
     static func firstLine(from handle: FileHandle) -> String {
         var line = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
         while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = handle.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
+            let count = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 {
+                return "\(String(decoding: line, as: UTF8.self)) (read: \(String(cString: strerror(errno))))"
+            }
+            if count == 0 { break }
+            line.append(contentsOf: buffer[..<count])
         }
         return String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
