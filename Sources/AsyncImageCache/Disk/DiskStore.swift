@@ -35,9 +35,15 @@ final class DiskStore: Sendable {
     private var trimQueue: DispatchQueue { folder.queue }
     /// Whether a background trim is queued and not yet started; writes meanwhile share it.
     private let trimIsQueued = LockedBox(false)
-    /// What was last counted in the folder plus what was written since; `nil` until counted and
-    /// after removals, which recount on the next write.
+    /// What was last counted in the folder plus what was written since, less what was removed; `nil`
+    /// until counted and after ``removeAll()``, which recount on the next write. A file's replacement
+    /// or removal and its share of the count change in one step under this lock, so the two never
+    /// race each other off the count.
     private var usage: LockedBox<Int?> { folder.usage }
+    /// How many times the folder was listed, by every store on it (for tests).
+    var listingCount: Int { folder.listings.withLock { $0 } }
+    /// The bytes the stores on the folder count in it without listing it; `nil` until listed (for tests).
+    var countedByteCount: Int? { usage.withLock { $0 } }
     /// Raised by every ``removeAll()``: a write that began before one is dropped, not committed.
     private let generationBox = LockedBox(0)
     /// The URLs whose files memory hits marked used, waiting for the disk queue to date them, and
@@ -64,6 +70,7 @@ final class DiskStore: Sendable {
     private final class Folder: Sendable {
         let queue = DispatchQueue(label: "AsyncImageCache.DiskStore.trim", qos: .utility)
         let usage = LockedBox<Int?>(nil)
+        let listings = LockedBox(0)
 
         /// Every folder a store has open, by path; a folder goes with its last store.
         private static let open = LockedBox([String: WeakFolder]())
@@ -452,11 +459,14 @@ final class DiskStore: Sendable {
             let before = knownUsage()
             // The older copy of `url` goes with the rename: room is made among the other files.
             if before - replaced + data.count > byteLimit { trim(toBytes: byteLimit - data.count, sparing: name) }
-            let result = rename(temporary.path, destination)
-            if result == 0 {
-                usage.withLock { $0 = $0.map { $0 - replaced + data.count } }
-                committed()
+            let result = usage.withLock { counted -> Int32 in
+                // Asked again in this step: a removal may have taken the older copy since.
+                let replaced = Self.fileSize(atPath: destination) ?? 0
+                let result = rename(temporary.path, destination)
+                if result == 0 { counted = counted.map { $0 - replaced + data.count } }
+                return result
             }
+            if result == 0 { committed() }
             return result
         }
         guard renamed == 0 else {
@@ -547,8 +557,18 @@ final class DiskStore: Sendable {
 
     /// Removes `url`'s file (or a link in its place; never a folder and its contents).
     func remove(_ url: URL) {
-        _ = unlink(filePath(for: url))
-        usage.withLock { $0 = nil }
+        _ = removeCounted(atPath: filePath(for: url))
+    }
+
+    /// Removes the file (or link) at `path` and takes what it counted off the count, in one step;
+    /// whether it went.
+    private func removeCounted(atPath path: String) -> Bool {
+        usage.withLock { counted in
+            let size = Self.fileSize(atPath: path) ?? 0
+            guard unlink(path) == 0 else { return false }
+            counted = counted.map { $0 - size }
+            return true
+        }
     }
 
     /// Removes `url`'s file and runs `committed` in one step, as a ``store(_:pixelSize:metadata:for:generation:isCurrent:committed:)``
@@ -585,7 +605,8 @@ final class DiskStore: Sendable {
     /// `afterListing` runs once the folder is listed (for tests).
     ///
     /// On the disk queue, as commits and trims are: a write of this process never replaces a file
-    /// between the listing and the removal, and the budget's count is redone after. Reads are not
+    /// between the listing and the removal, and each file that goes comes off the budget's count (the
+    /// next write does not list the folder again). Reads are not
     /// queued, and another process may write meanwhile: each file's date is looked at again just
     /// before it goes, and one used since the listing stays.
     @discardableResult
@@ -596,12 +617,11 @@ final class DiskStore: Sendable {
             afterListing()
             var removed = 0
             for entry in entries where entry.lastUsed < cutoff {
-                guard let lastUsed = Self.modificationDate(atPath: entry.path), lastUsed < cutoff, entry.remove() else {
-                    continue
-                }
+                guard let lastUsed = Self.modificationDate(atPath: entry.path), lastUsed < cutoff,
+                    removeCounted(atPath: entry.path)
+                else { continue }
                 removed += 1
             }
-            usage.withLock { $0 = nil }
             return removed
         }
     }
@@ -633,6 +653,7 @@ final class DiskStore: Sendable {
     /// about 300 ms for 4,000 files here, where this takes 10, and a full tier lists its folder on
     /// every write that needs room.
     private func listing() -> (entries: [Entry], temporaries: [Entry]) {
+        folder.listings.withLock { $0 += 1 }
         guard let folder = opendir(directoryPath) else { return ([], []) }
         defer { closedir(folder) }
         let descriptor = dirfd(folder)

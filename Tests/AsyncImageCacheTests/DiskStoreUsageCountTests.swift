@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// The byte count a disk tier keeps of its folder, so that a write need not list the folder to know
+/// whether it fits: a removal takes the file's bytes off it instead of dropping the count, and the
+/// count stays what the folder holds.
+@Suite struct DiskStoreUsageCountTests {
+    let folder = TemporaryDirectory("disk-usage-count")
+    let size = PixelSize(width: 2, height: 2)
+
+    private func url(_ i: Int) -> URL { URL(string: "https://images.example.com/\(i).jpg")! }
+    private func bytes(_ count: Int) -> Data { Data(repeating: UInt8(truncatingIfNeeded: count), count: count) }
+
+    @Test func aRemovalTakesItsBytesOffTheCountAndTheNextWriteListsNothing() throws {
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        for i in 1...3 { try disk.store(bytes(i * 1000), pixelSize: size, for: url(i)) }
+        // Every write queues a trim that lists the folder in the background; those are let finish.
+        disk.waitForPendingTrims()
+        let listed = disk.listingCount
+        #expect(disk.countedByteCount == 6000)
+
+        disk.remove(url(2))
+        disk.remove(url(2))  // gone already: nothing more comes off
+        disk.remove(url(9))  // never stored
+        #expect(disk.countedByteCount == 4000)
+        try disk.store(bytes(500), pixelSize: size, for: url(4))
+        disk.waitForPendingTrims()
+        #expect(disk.listingCount == listed + 1)  // the write's background trim only
+        #expect(disk.countedByteCount == 4500)
+        #expect(disk.totalByteCount == 4500)
+    }
+
+    @Test func expiryTakesWhatItRemovesOffTheCount() throws {
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        for i in 1...4 { try disk.store(bytes(i * 100), pixelSize: size, for: url(i)) }
+        let lastWeek = Date().addingTimeInterval(-7 * 86_400)
+        for i in [1, 3] {
+            try FileManager.default.setAttributes(
+                [.modificationDate: lastWeek], ofItemAtPath: disk.filePath(for: url(i)))
+        }
+        disk.waitForPendingTrims()
+        #expect(disk.removeEntries(unusedFor: 86_400) == 2)
+        #expect(disk.countedByteCount == 200 + 400)
+        let listed = disk.listingCount
+        try disk.store(bytes(50), pixelSize: size, for: url(5))
+        disk.waitForPendingTrims()
+        #expect(disk.listingCount == listed + 1)  // the write's background trim only
+        #expect(disk.countedByteCount == 200 + 400 + 50)
+        #expect(disk.totalByteCount == 650)
+    }
+
+    /// Removals of a URL side by side with writes of it: whichever order they land in, the count
+    /// ends as what the folder holds. (A background trim that runs after the last of them counts the
+    /// folder again and would hide a wrong count; one that ran before leaves it to be seen.)
+    @Test func removalsRacingWritesOfTheSameURLsKeepTheCountTrue() async throws {
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 30)
+        try disk.store(bytes(10), pixelSize: size, for: url(0))
+        #expect(disk.countedByteCount == 10)
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<4 {
+                group.addTask {
+                    for step in 0..<400 {
+                        let target = url((worker + step) % 3)
+                        if (worker + step) % 2 == 0 {
+                            try? disk.store(bytes(100 + (step % 7) * 300), pixelSize: size, for: target)
+                        } else {
+                            disk.remove(target)
+                        }
+                    }
+                }
+            }
+        }
+        #expect(disk.countedByteCount == disk.totalByteCount)
+    }
+}
