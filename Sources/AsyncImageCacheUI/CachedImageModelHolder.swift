@@ -28,8 +28,10 @@ final class CachedImageModelHolder: ObservableObject {
     func model(for key: Key, make: (CachedImageModel?) -> CachedImageModel) -> CachedImageModel {
         if let model, self.key == key { return model }
         let previous = model
-        previous?.disappear()
+        // Made first: the new model takes over a download the previous one has in flight, which the
+        // previous one's disappearing would otherwise cancel.
         let model = make(previous)
+        previous?.disappear()
         // Not @Published: replacing the model while SwiftUI evaluates the body must not publish.
         model.onChange = { [weak self] in self?.objectWillChange.send() }
         self.key = key

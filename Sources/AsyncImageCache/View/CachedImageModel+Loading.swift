@@ -25,9 +25,10 @@ extension CachedImageModel {
         let id = nextLoadID
         // The new load cancels the one it replaces once it runs, holding the fetch of the URL they
         // share meanwhile: the download goes on for the wider image instead of starting again.
-        let task = store.load(request, replacing: loading?.task) { [weak self] image in
+        let task = store.load(request, replacing: loading?.task ?? adoptedLoad) { [weak self] image in
             self?.finishLoad(id, image: image)
         }
+        adoptedLoad = nil
         loading = (request, task, id)
     }
 
@@ -38,6 +39,7 @@ extension CachedImageModel {
         lastRequest = request
         show(cached, for: request)
         cancelLoadIfCovered()
+        dropAdoptedLoad()
         if request.url.isLocalFileURL {
             uncheckedFileRequest = request
             checkFileDrawnFromMemory()
@@ -144,6 +146,23 @@ extension CachedImageModel {
         cancelled?.task.cancel()
     }
 
+    /// Gives up the load in flight without cancelling it, for the model that replaces this one (see
+    /// ``init(url:intrinsicSize:cornerRadius:contentMode:maxPixelWidth:displayScale:layoutSize:replacing:store:)``);
+    /// callers of ``load()`` with nothing left to wait for return.
+    func handOverLoad() -> ImageLoadTask? {
+        let handed = loading?.task
+        loading = nil
+        resumeWaitersIfSettled()
+        return handed
+    }
+
+    /// Cancels the load handed over by the model this one replaced, when no load of this model took it.
+    func dropAdoptedLoad() {
+        let dropped = adoptedLoad
+        adoptedLoad = nil
+        dropped?.cancel()
+    }
+
     /// A caller of ``load()`` whose task was cancelled: it stops waiting, and when it was the last
     /// one the model stops loading, as on ``disappear()``.
     func leave(_ waiterID: UInt64) {
@@ -152,6 +171,7 @@ extension CachedImageModel {
         if waiters.isEmpty {
             isActive = false
             cancelLoad()
+            dropAdoptedLoad()
         }
     }
 

@@ -70,6 +70,10 @@ public final class CachedImageModel {
     /// The load in flight: its request, the handle that cancels it and a number telling its
     /// completion apart from that of a load it replaced.
     var loading: (request: ImageRequest, task: ImageLoadTask, id: UInt64)?
+    /// The load the model this one replaced had in flight, handed over instead of cancelled: the first
+    /// load this model starts replaces it, holding the download they share, and it is cancelled when
+    /// this model needs no load after all (memory had the image, or it left the screen first).
+    var adoptedLoad: ImageLoadTask?
     var nextLoadID: UInt64 = 0
     /// The request of a local file's image drawn from memory that no check has looked at since:
     /// memory never looks at the file, which may have changed on disk after it was decoded.
@@ -113,7 +117,9 @@ public final class CachedImageModel {
     ///     scale before the window moved to another screen; `nil` by default. When it shows the same
     ///     URL from the same store, its image is drawn (and fills in a box not known otherwise) until
     ///     this model's own lands, instead of the placeholder; as when a frame grows, it is replaced
-    ///     only when this model needs more pixels or other corners.
+    ///     only when this model needs more pixels or other corners. A load it has in flight is handed
+    ///     over to this model, so a download under way goes on rather than starting again: make this
+    ///     model before the previous one's ``disappear()``.
     ///   - store: The store to load from; ``ImageStore/shared`` by default.
     public init(
         url: URL?, intrinsicSize: CGSize? = nil, cornerRadius: CGFloat = 0, contentMode: ContentMode = .fit,
@@ -133,13 +139,14 @@ public final class CachedImageModel {
         }
         reservedSize = knownSize ?? url.flatMap(store.cachedPixelSize(for:))
         naturalSize = reservedSize
-        if let previous, previous.store === store, let image = previous.image, let url,
-            previous.url?.cacheKey == url.cacheKey
-        {
-            // The width it serves and its corners are the image's, whatever the scale.
-            coveredPixelWidth = previous.coveredPixelWidth
-            cornerRadiusPerPixel = previous.cornerRadiusPerPixel
-            draw(image)
+        if let previous, previous.store === store, let url, previous.url?.cacheKey == url.cacheKey {
+            if let image = previous.image {
+                // The width it serves and its corners are the image's, whatever the scale.
+                coveredPixelWidth = previous.coveredPixelWidth
+                cornerRadiusPerPixel = previous.cornerRadiusPerPixel
+                draw(image)
+            }
+            adoptedLoad = previous.handOverLoad()
         }
         if let layoutSize { layoutChanged(to: layoutSize) }
     }
@@ -214,6 +221,7 @@ public final class CachedImageModel {
             // longer fit. (`CachedImage` lays a `.fill` image out again in its box once the first image
             // shows its aspect, so the wider load that image started is dropped here.)
             if request != nil, loading != nil { cancelLoad() }
+            if request != nil { dropAdoptedLoad() }
             // Callers of `load()` waiting for this layout (the first one, that found the image of the
             // model this one replaced covering it) have nothing left to wait for either.
             resumeWaitersIfSettled()
@@ -256,6 +264,7 @@ public final class CachedImageModel {
     public func disappear() {
         isActive = false
         cancelLoad()
+        dropAdoptedLoad()
         fileCheck?.cancel()
         fileCheck = nil
         resumeWaiters()

@@ -91,6 +91,48 @@ import Testing
         #expect(slow.decoder.count == 1)
     }
 
+    /// What `CachedImage` does when its window moves to a sharper screen: a model for the new scale,
+    /// then the old one's disappearing. Before, the old model cancelled its download as it went and the
+    /// new one asked the server again.
+    @Test func aModelForANewScaleTakesOverTheDownloadOfTheOneItReplaces() async throws {
+        let slow = try await SlowImage.held()
+        defer { slow.server.stop() }
+        let previous = slow.model
+        let first = Task { await previous.load() }
+        try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
+        let model = CachedImageModel(
+            url: previous.url, displayScale: 3, layoutSize: previous.layoutSize, replacing: previous,
+            store: previous.store)
+        previous.disappear()
+        await first.value
+        let second = Task { await model.load() }
+        let (store, request) = (model.store, try #require(model.request))
+        try await waitUntil { store.variantRuns.waiterCount(for: request) == 1 }
+        try await slow.release()
+        await second.value
+        #expect(model.image?.pixelSize.width == 300)  // the whole 300 px source
+        #expect(try await slow.server.hits(for: slow.path) == 1, "the download started again")
+        #expect(slow.loader.results.count == 1)
+        #expect(slow.decoder.count == 1)
+    }
+
+    /// The download handed over goes when the new model leaves the screen before it loads anything.
+    @Test func aDownloadHandedOverIsCancelledWhenTheNewModelLeavesFirst() async throws {
+        let slow = try await SlowImage.held()
+        defer { slow.server.stop() }
+        let previous = slow.model
+        let first = Task { await previous.load() }
+        try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
+        let model = CachedImageModel(
+            url: previous.url, displayScale: 3, layoutSize: previous.layoutSize, replacing: previous,
+            store: previous.store)
+        previous.disappear()
+        await first.value
+        #expect(!previous.isLoading)
+        model.disappear()
+        try await slow.expectCancelledWithoutDecoding()
+    }
+
     @Test func aSecondCallerKeepsTheLoadWhenTheFirstLeaves() async throws {
         // Before, with the response held 3 s (then 10 s) by the clock, a loaded run (ThreadSanitizer,
         // or builds beside it) found the load over before the first caller had left, or the second
