@@ -91,12 +91,10 @@ import Testing
         #expect(slow.decoder.count == 1)
     }
 
-    /// What `CachedImage` does when its window moves to a sharper screen: a model for the new scale,
-    /// then the old one's disappearing. Before, the old model cancelled its download as it went and the
-    /// new one asked the server again.
-    @Test func aModelForANewScaleTakesOverTheDownloadOfTheOneItReplaces() async throws {
-        let slow = try await SlowImage.held()
-        defer { slow.server.stop() }
+    /// Starts the model of `slow` loading, waits for its request to reach the server, then does what
+    /// `CachedImage` does when its window moves to a sharper screen: a model for the new scale, then the
+    /// old one's disappearing. Returns the new model.
+    private func replacedWhileDownloading(_ slow: SlowImage) async throws -> CachedImageModel {
         let previous = slow.model
         let first = Task { await previous.load() }
         try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
@@ -105,6 +103,15 @@ import Testing
             store: previous.store)
         previous.disappear()
         await first.value
+        return model
+    }
+
+    /// The new model's load goes on with the download under way. Before, the old model cancelled it as
+    /// it went and the new one asked the server again.
+    @Test func aModelForANewScaleTakesOverTheDownloadOfTheOneItReplaces() async throws {
+        let slow = try await SlowImage.held()
+        defer { slow.server.stop() }
+        let model = try await replacedWhileDownloading(slow)
         let second = Task { await model.load() }
         let (store, request) = (model.store, try #require(model.request))
         try await waitUntil { store.variantRuns.waiterCount(for: request) == 1 }
@@ -120,15 +127,8 @@ import Testing
     @Test func aDownloadHandedOverIsCancelledWhenTheNewModelLeavesFirst() async throws {
         let slow = try await SlowImage.held()
         defer { slow.server.stop() }
-        let previous = slow.model
-        let first = Task { await previous.load() }
-        try await waitUntil { try await slow.server.hits(for: slow.path) == 1 }
-        let model = CachedImageModel(
-            url: previous.url, displayScale: 3, layoutSize: previous.layoutSize, replacing: previous,
-            store: previous.store)
-        previous.disappear()
-        await first.value
-        #expect(!previous.isLoading)
+        let model = try await replacedWhileDownloading(slow)
+        #expect(!slow.model.isLoading)
         model.disappear()
         try await slow.expectCancelledWithoutDecoding()
     }
