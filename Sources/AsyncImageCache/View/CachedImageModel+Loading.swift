@@ -140,10 +140,12 @@ extension CachedImageModel {
         cancelLoad()
     }
 
+    /// Cancels the load in flight, and one handed over by the model this one replaced.
     func cancelLoad() {
         let cancelled = loading
         loading = nil
         cancelled?.task.cancel()
+        dropAdoptedLoad()
     }
 
     /// Gives up the load in flight without cancelling it, for the model that replaces this one (see
@@ -171,7 +173,6 @@ extension CachedImageModel {
         if waiters.isEmpty {
             isActive = false
             cancelLoad()
-            dropAdoptedLoad()
         }
     }
 

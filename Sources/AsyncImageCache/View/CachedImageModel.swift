@@ -220,8 +220,7 @@ public final class CachedImageModel {
             // bring pixels it does not need or, with rounded corners, replace it with corners that no
             // longer fit. (`CachedImage` lays a `.fill` image out again in its box once the first image
             // shows its aspect, so the wider load that image started is dropped here.)
-            if request != nil, loading != nil { cancelLoad() }
-            if request != nil { dropAdoptedLoad() }
+            if request != nil { cancelLoad() }
             // Callers of `load()` waiting for this layout (the first one, that found the image of the
             // model this one replaced covering it) have nothing left to wait for either.
             resumeWaitersIfSettled()
@@ -264,7 +263,6 @@ public final class CachedImageModel {
     public func disappear() {
         isActive = false
         cancelLoad()
-        dropAdoptedLoad()
         fileCheck?.cancel()
         fileCheck = nil
         resumeWaiters()
