@@ -319,12 +319,14 @@ final class RemovingAllOnFirstWrite: ExtendedAttributeStoring, @unchecked Sendab
 }
 
 /// A loader whose fetches wait until ``open()`` is called, then answer `bytes` with a long lifetime.
+/// It notes the task priority its last fetch started at and the one it has while it waits.
 final class GatedLoader: DataLoading, @unchecked Sendable {
-    // `started` and `isOpen` are only touched while holding `lock`.
+    // Every `var` is only touched while holding `lock`.
     private let lock = NSLock()
     private var started = false
     private var loads = 0
     private var isOpen = false
+    private var priorities: (atStart: TaskPriority, waiting: TaskPriority)?
     private let bytes: Data
 
     init(bytes: Data) {
@@ -336,16 +338,24 @@ final class GatedLoader: DataLoading, @unchecked Sendable {
     /// How many loads have started.
     var loadCount: Int { lock.withLock { loads } }
 
+    /// The task priority the last fetch started at, and the one it had when it last looked at the gate.
+    var fetchPriorities: (atStart: TaskPriority, waiting: TaskPriority)? { lock.withLock { priorities } }
+
     func open() {
         lock.withLock { isOpen = true }
     }
 
     func loadData(for url: URL) async throws(ImageLoadingError) -> Data {
+        let atStart = Task.currentPriority
         lock.withLock {
             started = true
             loads += 1
+            priorities = (atStart, atStart)
         }
-        while !lock.withLock({ isOpen }) {
+        while !lock.withLock({
+            priorities = (atStart, Task.currentPriority)
+            return isOpen
+        }) {
             do { try await Task.sleep(for: .milliseconds(5)) } catch { throw .cancelled }
         }
         return bytes

@@ -245,6 +245,23 @@ import FoundationNetworking
         #expect(log.urls(of: .decode)[1] == requests[3].url)
     }
 
+    @Test func aPrefetchThatAVisibleLoadJoinsGoesOnAtItsTaskPriorityDownloadIncluded() async throws {
+        // The download runs in a task of its own, which the prefetch's task waits for: the escalation
+        // reaches it only by passing on from the one to the other.
+        let folder = TemporaryDirectory("prefetch-escalation")
+        let loader = GatedLoader(bytes: try SampleImages.jpeg(width: 64, height: 48))
+        let store = try ImageStore.makeForTesting(root: folder.url) { $0.dataLoader = loader }
+        let request = ImageRequest(url: URL(string: "https://images.example.com/raised.jpg")!, targetWidth: 32)
+        store.startPrefetching([request])
+        try await waitUntil { loader.hasStarted }
+        #expect(loader.fetchPriorities?.atStart == .utility)
+        let visible = Task(priority: .userInitiated) { try await store.image(for: request) }
+        try await waitUntil { loader.fetchPriorities?.waiting == .userInitiated }
+        loader.open()
+        #expect(try await visible.value.pixelSize.width == 32)
+        #expect(loader.loadCount == 1)
+    }
+
     @Test func aPrefetchWhoseVisibleLoadLeftQueuesBehindTheNextVisibleLoad() async throws {
         let slot = try OneGatedSlot(count: 4)
         let (requests, gate, log, store) = (slot.requests, slot.gate, slot.log, slot.store)

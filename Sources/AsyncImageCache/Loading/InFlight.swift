@@ -5,6 +5,13 @@
 /// does not leave work running for rows already gone. A waiter that leaves gets
 /// ``ImageLoadingError/cancelled`` at once; the others keep waiting. A finished run is removed from
 /// the table, so a later call starts fresh (results are cached elsewhere, errors are not cached).
+///
+/// A run's task starts at its first waiter's task priority (a prefetch's at `.utility`). A waiter of
+/// a higher task priority that joins escalates it, and so does a waiter's own escalation while it
+/// waits: a prefetch a visible load joins, and the download that prefetch waits for, go on at the
+/// visible load's priority instead of queuing their steps behind it on Swift's pool. Escalation
+/// cannot be undone, so a run stays raised when that waiter leaves; its ``RunPriority`` falls back,
+/// and decode slots and connections go by that.
 final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     typealias Outcome = Result<Value, ImageLoadingError>
     /// The work of a run; it reads the run's priority, which rises when a more urgent waiter joins.
@@ -56,15 +63,40 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             state.nextWaiterID += 1
             return state.nextWaiterID
         }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                join(
-                    key, waiterID: waiterID, continuation: continuation, priority: priority, following: following,
-                    work: work)
+        @Sendable func wait() async -> Outcome {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    join(
+                        key, waiterID: waiterID, continuation: continuation, priority: priority,
+                        following: following, work: work)
+                }
+            } onCancel: {
+                leave(key, waiterID: waiterID)
             }
-        } onCancel: {
-            leave(key, waiterID: waiterID)
         }
+        guard #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) else { return await wait() }
+        return await withTaskPriorityEscalationHandler {
+            await wait()
+        } onPriorityEscalated: { [self] _, raised in
+            escalate(key, waiterID: waiterID, to: raised)
+        }
+    }
+
+    /// Escalates the task of the run that waiter `waiterID` waits in to `priority`, the waiter's own
+    /// task priority now that it was escalated.
+    private func escalate(_ key: Key, waiterID: UInt64, to priority: TaskPriority) {
+        let task = state.withLock { state in
+            state.runs[key].flatMap { $0.waiters[waiterID] == nil ? nil : $0.task }
+        }
+        // Outside the lock: escalating runs the handlers of the task's own waits, which may escalate
+        // the runs that it waits for in turn.
+        task.map { Self.escalate($0, to: priority) }
+    }
+
+    /// Escalates `task` to `priority`, where the platform can; a task already at least as high is left.
+    private static func escalate(_ task: Task<Void, Never>, to priority: TaskPriority) {
+        guard #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) else { return }
+        task.escalatePriority(to: priority)
     }
 
     private func join(
@@ -73,8 +105,8 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ) {
         // Checked under the lock: cancellation sets the flag before `leave` takes the lock, so a
         // waiter is either refused here or found by `leave`, never lost between the two.
-        let joined = state.withLock { state -> Bool in
-            if Task.isCancelled { return false }
+        let joined = state.withLock { state -> (joined: Bool, running: Task<Void, Never>?) in
+            if Task.isCancelled { return (false, nil) }
             let waiter = Waiter(continuation: continuation, priority: priority, following: following)
             let existing = state.runs[key]
             let run = existing ?? Run(priority: .low)
@@ -82,15 +114,17 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             // A run followed is counted as it is when read: `priority` was only its value now, and
             // counted as well it would keep the run up after a visible load left the caller's run.
             if let following { run.priority.follow(following) } else { run.priority.raise(to: priority) }
-            guard existing == nil else { return true }
+            guard existing == nil else { return (true, run.task) }
             state.runs[key] = run
             run.task = Task(priority: priority == .low ? .utility : nil) { [self] in
                 let outcome = await work(run.priority)
                 finish(key, run: run, outcome: outcome)
             }
-            return true
+            return (true, nil)
         }
-        if !joined { continuation.resume(returning: .failure(.cancelled)) }
+        if !joined.joined { continuation.resume(returning: .failure(.cancelled)) }
+        // A run begun by a less urgent task (a prefetch) goes on at this caller's priority.
+        if let running = joined.running { Self.escalate(running, to: Task.currentPriority) }
     }
 
     private func leave(_ key: Key, waiterID: UInt64) {
