@@ -119,7 +119,8 @@ enum Demo: Subcommand {
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        // `readToEnd()` throws where `readDataToEndOfFile()` would stop the process on a read error.
+        let output = try pipe.fileHandleForReading.readToEnd() ?? Data()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw CommandFailure("the relaunched aic failed with exit code \(process.terminationStatus)")
