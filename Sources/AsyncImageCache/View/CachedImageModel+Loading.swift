@@ -150,10 +150,13 @@ extension CachedImageModel {
 
     /// Gives up the load in flight without cancelling it, for the model that replaces this one (see
     /// ``init(url:intrinsicSize:cornerRadius:contentMode:maxPixelWidth:displayScale:layoutSize:replacing:store:)``);
-    /// callers of ``load()`` with nothing left to wait for return.
+    /// callers of ``load()`` with nothing left to wait for return. A model that has started no load of
+    /// its own yet hands on the one it took over itself, so a chain of quick replacements (a window
+    /// dragged across screens of three scales) keeps one download.
     func handOverLoad() -> ImageLoadTask? {
-        let handed = loading?.task
+        let handed = loading?.task ?? adoptedLoad
         loading = nil
+        adoptedLoad = nil
         resumeWaitersIfSettled()
         return handed
     }

@@ -123,6 +123,26 @@ import Testing
         #expect(slow.decoder.count == 1)
     }
 
+    /// A model that took over a download and is itself replaced before it loads anything (the scale
+    /// changes twice in quick succession) hands the download on again. Before, its disappearing
+    /// cancelled the download, and the third model asked the server again.
+    @Test func aDownloadHandedOverTwiceIsFetchedOnce() async throws {
+        let slow = try await SlowImage.held()
+        defer { slow.server.stop() }
+        let middle = try await replacedWhileDownloading(slow)
+        let model = CachedImageModel(
+            url: middle.url, displayScale: 2, layoutSize: middle.layoutSize, replacing: middle, store: middle.store)
+        middle.disappear()
+        let third = Task { await model.load() }
+        let (store, request) = (model.store, try #require(model.request))
+        try await waitUntil { store.variantRuns.waiterCount(for: request) == 1 }
+        try await slow.release()
+        await third.value
+        #expect(model.image != nil)
+        #expect(try await slow.server.hits(for: slow.path) == 1, "the download started again")
+        #expect(slow.loader.results.count == 1)
+    }
+
     /// The download handed over goes when the new model leaves the screen before it loads anything.
     @Test func aDownloadHandedOverIsCancelledWhenTheNewModelLeavesFirst() async throws {
         let slow = try await SlowImage.held()
