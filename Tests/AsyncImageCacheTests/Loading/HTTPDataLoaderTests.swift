@@ -294,13 +294,14 @@ import FoundationNetworking
     }
 
     @Test func theResourceTimeoutOfALoadWaitingForAConnectionStartsWhenItIsSent() async throws {
-        // One connection, answers two seconds late, a resource timeout of three: the second load waits
-        // two seconds for the connection and takes two more once sent, four in all. Its deadline counts
-        // from when it is sent, so it succeeds; counted from when it was asked for, it would time out.
-        let loader = HTTPDataLoader.limited(connectionsPerHost: 1, timeout: 10, resourceTimeout: 3)
-        let first = Task { try await loader.loadData(for: server.url("/slow/2000/alias/1/images/photo.jpg")) }
+        // One connection, answers four seconds late, a resource timeout of six: the second load waits
+        // four seconds for the connection and takes four more once sent, eight in all. Its deadline
+        // counts from when it is sent, so it succeeds; counted from when it was asked for, it would time
+        // out. Each side has two seconds to spare: with one, a loaded CI machine once missed.
+        let loader = HTTPDataLoader.limited(connectionsPerHost: 1, timeout: 10, resourceTimeout: 6)
+        let first = Task { try await loader.loadData(for: server.url("/slow/4000/alias/1/images/photo.jpg")) }
         try await waitUntil { loader.unfinishedTaskCount == 1 }
-        let second = Task { try await loader.loadData(for: server.url("/slow/2000/alias/2/images/photo.jpg")) }
+        let second = Task { try await loader.loadData(for: server.url("/slow/4000/alias/2/images/photo.jpg")) }
         #expect(try await first.value == imageBytes)
         #expect(try await second.value == imageBytes)
         #expect(loader.unfinishedTaskCount == 0)
