@@ -27,6 +27,8 @@ extension ImageDecoders {
     /// stops within a few rows with `.cancelled`. A bitmap past ``ImageDecodingContext/pixelBudget`` is
     /// refused before it is allocated. Progressive and multi-scan files keep the coefficients of the *full*
     /// image in memory whatever the scale, so for them the full pixel count is checked against the budget too.
+    /// So it is for arithmetic-coded files, whose decoding time is bounded by their full size and not by
+    /// their bytes: a few kilobytes can declare 65500x65500, and all of it must be decoded.
     public struct JPEG: ImageDecoding {
         /// Whether a 1/8 scale may come from the DC-only decoder (see ``decodeFromDC(_:_:threads:alwaysSplit:)``);
         /// tests turn it off to compare with libjpeg.
@@ -229,7 +231,11 @@ extension ImageDecoders {
             guard status == CJPEG_STATUS_OK else { return .failure(error(status, decoder, context, nil)) }
             let imageSize = PixelSize(width: Int(header.width), height: Int(header.height))
             // libjpeg allocates this buffer in jpeg_start_decompress, before any output scale applies.
-            if header.needs_whole_image_buffer != 0 && imageSize.pixelCount > context.pixelBudget {
+            // An arithmetic-coded scan needs no such buffer, but its work is not bounded by its bytes:
+            // runs of the likelier symbol cost next to nothing, so a 5.7 KB file can truly hold a
+            // 65500x65500 gray image, and decoding its every block took 14 to 50 s of CPU at 1/8.
+            let countsFullSize = header.needs_whole_image_buffer != 0 || header.is_arithmetic != 0
+            if countsFullSize && imageSize.pixelCount > context.pixelBudget {
                 return .failure(budgetError(pixels: imageSize.pixelCount, context))
             }
 
