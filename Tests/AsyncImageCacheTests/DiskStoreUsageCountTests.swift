@@ -79,4 +79,33 @@ import Testing
         }
         #expect(disk.countedByteCount == disk.totalByteCount)
     }
+
+    /// A removal while a background trim lists the folder: the trim's total included the file when
+    /// its listing read it before the removal, and the count stayed that much too high until the next
+    /// trim (in 14 of 40 rounds here). Each round removes a file of a size of its own as soon as a
+    /// trim's listing has begun, then lets the trim finish.
+    @Test func aRemovalWhileATrimListsTheFolderComesOffTheCount() async throws {
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 30)
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+        let files = 1500  // a listing of a few milliseconds
+        for i in 0..<files {
+            try bytes(100 + i).write(to: URL(fileURLWithPath: disk.filePath(for: url(i))))
+        }
+        disk.trim()
+        #expect(disk.countedByteCount == disk.totalByteCount)
+        let drifts = await onOwnThread { () -> [Int] in
+            var drifts: [Int] = []
+            for round in 0..<40 {
+                let listed = disk.listingCount
+                disk.scheduleTrim()
+                while disk.listingCount == listed {}  // the trim has begun listing
+                disk.remove(url(round * 37 % files))
+                disk.waitForPendingTrims()
+                let drift = (disk.countedByteCount ?? 0) - disk.totalByteCount
+                if drift != 0 { drifts.append(drift) }
+            }
+            return drifts
+        }
+        #expect(drifts.isEmpty, "the count and the folder differed by \(drifts) bytes")
+    }
 }

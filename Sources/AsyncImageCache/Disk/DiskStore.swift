@@ -35,15 +35,14 @@ final class DiskStore: Sendable {
     private var trimQueue: DispatchQueue { folder.queue }
     /// Whether a background trim is queued and not yet started; writes meanwhile share it.
     private let trimIsQueued = LockedBox(false)
-    /// What was last counted in the folder plus what was written since, less what was removed; `nil`
-    /// until counted and after ``removeAll()``, which recount on the next write. A file's replacement
-    /// or removal and its share of the count change in one step under this lock, so the two never
-    /// race each other off the count.
-    private var usage: LockedBox<Int?> { folder.usage }
+    /// What was last counted in the folder plus what was written since, less what was removed, and
+    /// what was removed while a count listed the folder. A file's replacement or removal and its share
+    /// of the count change in one step under this lock, so the two never race each other off the count.
+    private var usage: LockedBox<Usage> { folder.usage }
     /// How many times the folder was listed, by every store on it (for tests).
     var listingCount: Int { folder.listings.withLock { $0 } }
     /// The bytes the stores on the folder count in it without listing it; `nil` until listed (for tests).
-    var countedByteCount: Int? { usage.withLock { $0 } }
+    var countedByteCount: Int? { usage.withLock { $0.bytes } }
     /// Raised by every ``removeAll()``: a write that began before one is dropped, not committed.
     private let generationBox = LockedBox(0)
     /// The URLs whose files memory hits marked used, waiting for the disk queue to date them, and
@@ -69,7 +68,7 @@ final class DiskStore: Sendable {
     /// What the stores of this process open on one folder share.
     private final class Folder: Sendable {
         let queue = DispatchQueue(label: "AsyncImageCache.DiskStore.trim", qos: .utility)
-        let usage = LockedBox<Int?>(nil)
+        let usage = LockedBox(Usage())
         let listings = LockedBox(0)
 
         /// Every folder a store has open, by path; a folder goes with its last store.
@@ -88,6 +87,21 @@ final class DiskStore: Sendable {
                 return folder
             }
         }
+    }
+
+    /// The count of the bytes in a folder.
+    ///
+    /// Commits, trims and counts go one at a time on the disk queue, but a removal does not wait for
+    /// it (loads remove what failed to decode, or what a server said not to keep). A count that lists
+    /// the folder while a removal goes would include the file when its listing had read it first, and
+    /// stay that much too high until the next count: so removals meanwhile are noted, and come off.
+    private struct Usage {
+        /// What was last counted plus what was written since, less what was removed; `nil` until
+        /// counted and after ``removeAll()``, which recount on the next write.
+        var bytes: Int?
+        /// The names of the files removed since the listing of a count in progress began; `nil` when
+        /// none is.
+        var removedDuringListing: Set<String>?
     }
 
     /// A temporary file's name: the prefix, the writing process's id, its PID namespace where known
@@ -459,11 +473,11 @@ final class DiskStore: Sendable {
             let before = knownUsage()
             // The older copy of `url` goes with the rename: room is made among the other files.
             if before - replaced + data.count > byteLimit { trim(toBytes: byteLimit - data.count, sparing: name) }
-            let result = usage.withLock { counted -> Int32 in
+            let result = usage.withLock { usage -> Int32 in
                 // Asked again in this step: a removal may have taken the older copy since.
                 let replaced = Self.fileSize(atPath: destination) ?? 0
                 let result = rename(temporary.path, destination)
-                if result == 0 { counted = counted.map { $0 - replaced + data.count } }
+                if result == 0 { usage.bytes = usage.bytes.map { $0 - replaced + data.count } }
                 return result
             }
             if result == 0 { committed() }
@@ -510,10 +524,31 @@ final class DiskStore: Sendable {
 
     /// The bytes this store believes the folder holds, counted from the folder the first time.
     private func knownUsage() -> Int {
-        if let known = usage.withLock({ $0 }) { return known }
-        let total = entries().reduce(0) { $0 + $1.byteCount }
-        usage.withLock { $0 = total }
-        return total
+        if let known = usage.withLock({ $0.bytes }) { return known }
+        let entries = listingForCount().entries
+        return recordCount(entries.reduce(0) { $0 + $1.byteCount }, listed: entries)
+    }
+
+    /// Lists the folder to count it, on the disk queue; removals from here until ``recordCount(_:listed:)``
+    /// are noted.
+    private func listingForCount() -> (entries: [Entry], temporaries: [Entry]) {
+        usage.withLock { $0.removedDuringListing = [] }
+        return listing()
+    }
+
+    /// Records `bytes`, counted from `listed`, as what the folder holds, less the files in `listed`
+    /// that a removal took since the listing began; returns the count.
+    @discardableResult
+    private func recordCount(_ bytes: Int, listed: [Entry]) -> Int {
+        usage.withLock { usage in
+            var bytes = bytes
+            if let removed = usage.removedDuringListing, !removed.isEmpty {
+                for entry in listed where removed.contains(entry.name) { bytes -= entry.byteCount }
+            }
+            usage.bytes = bytes
+            usage.removedDuringListing = nil
+            return bytes
+        }
     }
 
     /// The size of the regular file at `path` (a link is not followed), as ``entries()`` counts it.
@@ -557,16 +592,18 @@ final class DiskStore: Sendable {
 
     /// Removes `url`'s file (or a link in its place; never a folder and its contents).
     func remove(_ url: URL) {
-        _ = removeCounted(atPath: filePath(for: url))
+        _ = removeCounted(named: Self.fileName(for: url))
     }
 
-    /// Removes the file (or link) at `path` and takes what it counted off the count, in one step;
-    /// whether it went.
-    private func removeCounted(atPath path: String) -> Bool {
-        usage.withLock { counted in
+    /// Removes the file (or link) `name` and takes what it counted off the count, in one step, noting
+    /// it for a count whose listing is in progress (see ``Usage``); whether it went.
+    private func removeCounted(named name: String) -> Bool {
+        let path = directoryPath + name
+        return usage.withLock { usage in
             let size = Self.fileSize(atPath: path) ?? 0
             guard unlink(path) == 0 else { return false }
-            counted = counted.map { $0 - size }
+            usage.bytes = usage.bytes.map { $0 - size }
+            usage.removedDuringListing?.insert(name)
             return true
         }
     }
@@ -593,7 +630,7 @@ final class DiskStore: Sendable {
     func removeAll(emptyingMemory: () -> Void = {}) {
         trimQueue.sync {
             for entry in entries() { _ = entry.remove() }
-            usage.withLock { $0 = nil }
+            usage.withLock { $0.bytes = nil }
             generationBox.withLock { generation in
                 generation += 1
                 emptyingMemory()
@@ -618,7 +655,7 @@ final class DiskStore: Sendable {
             var removed = 0
             for entry in entries where entry.lastUsed < cutoff {
                 guard let lastUsed = Self.modificationDate(atPath: entry.path), lastUsed < cutoff,
-                    removeCounted(atPath: entry.path)
+                    removeCounted(named: entry.name)
                 else { continue }
                 removed += 1
             }
@@ -679,9 +716,10 @@ final class DiskStore: Sendable {
         return (entries, temporaries)
     }
 
-    /// Removes least recently used files until the total is within `byteLimit`, at `now`.
+    /// Removes least recently used files until the total is within `byteLimit`, at `now`, on the disk
+    /// queue (where every count of the folder runs).
     func trim(now: Date = Date()) {
-        trim(toBytes: byteLimit, now: now)
+        trimQueue.sync { trim(toBytes: byteLimit, now: now) }
     }
 
     /// Removes least recently used files until the total is at most `limit` bytes, and records
@@ -689,7 +727,8 @@ final class DiskStore: Sendable {
     /// nor removed (but is recorded, as the replacement subtracts it). Temporary files that
     /// interrupted writes left since the store opened go too: they are not counted in the budget.
     private func trim(toBytes limit: Int, sparing spared: String? = nil, now: Date = Date()) {
-        var (entries, temporaries) = listing()
+        var (entries, temporaries) = listingForCount()
+        let listed = entries
         Self.dateFutureUseNow(&entries, now: now)
         Self.removeLeftovers(among: temporaries, now: now, isOpening: false)
         let sparedBytes = entries.first { $0.name == spared }?.byteCount ?? 0
@@ -701,7 +740,9 @@ final class DiskStore: Sendable {
                 total -= entry.byteCount
             }
         }
-        usage.withLock { $0 = total + sparedBytes }
+        // A file this trim removed was not removed by anyone else (one unlink of it succeeds), so it
+        // is not among those noted, and comes off once.
+        recordCount(total + sparedBytes, listed: listed)
     }
 
     /// Dates `now` the entries last used after `now` (a clock set back, a file copied in), in the list
@@ -725,7 +766,7 @@ final class DiskStore: Sendable {
         guard !alreadyQueued else { return }
         trimQueue.async { [self] in
             trimIsQueued.withLock { $0 = false }
-            trim()
+            trim(toBytes: byteLimit)
         }
     }
 
