@@ -118,11 +118,12 @@ struct HeaderBytes {
         matches(Array(text.utf8), at: offset)
     }
 
-    /// The four bytes at `offset` as text, for box and chunk types; non-ASCII bytes become `?`.
+    /// The four bytes at `offset` as text, for box and chunk types; bytes that are not printable ASCII
+    /// (control characters, DEL, past ASCII) become `?`, as the text may go into an error message.
     func fourCC(at offset: Int) throws(ImageDecodingError) -> String {
         try require(offset, length: 4)
         let bytes = (0..<4).map { data[start + offset + $0] }
-        return String(decoding: bytes.map { $0 < 0x80 ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+        return String(decoding: bytes.map { (0x20..<0x7F).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
     }
 
     /// Whether the window so far agrees with `pattern` (nil entries match any byte) up to its length.

@@ -33,6 +33,16 @@ import Testing
         #expect(try ImageHeader.parse(data).storedSize == PixelSize(width: 16384, height: 3))
     }
 
+    /// A type's bytes reach the error message as text: a control byte would put a line break or an
+    /// escape sequence into a log line, so it shows as `?`, as bytes past ASCII do.
+    @Test func anUnknownChunkTypeIsNamedInTheErrorWithItsUnprintableBytesReplaced() {
+        // A line feed, an escape and a delete after the V, then a chunk size and a payload.
+        let chunk: [UInt8] = [0x56, 0x0A, 0x1B, 0x7F, 16, 0, 0, 0] + [UInt8](repeating: 0, count: 16)
+        #expect(throws: ImageDecodingError(format: .webp, reason: .corrupt("unknown first chunk 'V???'"))) {
+            try ImageHeader.parse(SyntheticHeaders.webp([chunk]))
+        }
+    }
+
     @Test func extendedWebPCanvasIsTwentyFourBitsPlusOne() throws {
         let data = SyntheticHeaders.webpExtended(width: 70_000, height: 5)
         #expect(
