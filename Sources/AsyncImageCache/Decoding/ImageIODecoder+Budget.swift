@@ -9,6 +9,8 @@ extension ImageDecodingContext {
     /// - A progressive or multi-scan JPEG: the full stored size. Its scans refine every block of the
     ///   image in turn, so a decoder keeps the coefficients of the whole image whatever the output scale;
     ///   ``ImageDecoders/JPEG`` checks the full size for such a file too.
+    /// - An arithmetic-coded JPEG: the full stored size too. Its decoding time follows that size and not
+    ///   its bytes (a few kilobytes can declare 65500x65500), and ``ImageDecoders/JPEG`` checks it.
     /// - HEIF and AVIF: the full stored size, or the largest size the file's codec streams, grids and
     ///   overlays code (`HEIFCodedSize`) when that is larger: the codec allocates what the stream codes,
     ///   whatever the file declares, and ``ImageDecoders/HEIF`` checks both.
@@ -17,7 +19,8 @@ extension ImageDecodingContext {
         let stored = header.storedSize.pixelCount
         switch header.format {
         case .jpeg:
-            return ImageHeader.jpegHasMultipleScans(data) ? stored : coveringSize.pixelCount
+            let countsFullSize = ImageHeader.jpegHasMultipleScans(data) || ImageHeader.jpegIsArithmeticCoded(data)
+            return countsFullSize ? stored : coveringSize.pixelCount
         case .heif, .avif:
             return max(stored, HEIFCodedSize.largest(in: data)?.pixelCount ?? 0)
         default:
@@ -32,8 +35,25 @@ extension ImageHeader {
     /// file keeps the whole image's coefficients in memory while it decodes. A file whose headers cannot be
     /// read as far as its first scan counts as one, so its full size is what gets checked.
     static func jpegHasMultipleScans(_ data: Data) -> Bool {
+        guard let layout = jpegFrameAndFirstScan(data) else { return true }
+        if [0xC2, 0xC6, 0xCA, 0xCE].contains(layout.frameMarker) { return true }
+        return layout.scanComponents < layout.frameComponents
+    }
+
+    /// Whether a JPEG's frame is arithmetic-coded (SOF9 to SOF11, SOF13 to SOF15), as libjpeg's
+    /// `arith_code` says. A file whose headers cannot be read as far as its first scan counts as one.
+    static func jpegIsArithmeticCoded(_ data: Data) -> Bool {
+        guard let layout = jpegFrameAndFirstScan(data) else { return true }
+        return [0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF].contains(layout.frameMarker)
+    }
+
+    /// The first frame header's marker and component count, and the component count of the first
+    /// scan; `nil` when the headers cannot be read that far.
+    private static func jpegFrameAndFirstScan(_ data: Data) -> (
+        frameMarker: UInt8, frameComponents: Int, scanComponents: Int
+    )? {
         let bytes = HeaderBytes(data, format: .jpeg)
-        guard bytes.matches([0xFF, 0xD8], at: 0) else { return true }
+        guard bytes.matches([0xFF, 0xD8], at: 0) else { return nil }
         var frame: (marker: UInt8, components: Int)?
         do {
             let end = try walkJPEGSegments(bytes) { marker, offset, length throws(ImageDecodingError) in
@@ -43,12 +63,11 @@ extension ImageHeader {
                 }
                 return true
             }
-            guard let frame, end.marker == 0xDA else { return true }
-            if [0xC2, 0xC6, 0xCA, 0xCE].contains(frame.marker) { return true }
+            guard let frame, end.marker == 0xDA else { return nil }
             // The scan header: its length, then the number of components in the scan.
-            return Int(try bytes.byte(at: end.offset + 2)) < frame.components
+            return (frame.marker, frame.components, Int(try bytes.byte(at: end.offset + 2)))
         } catch {
-            return true
+            return nil
         }
     }
 }
