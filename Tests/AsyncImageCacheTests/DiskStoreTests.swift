@@ -58,6 +58,34 @@ import Testing
         #expect(!disk.setPixelSize(PixelSize(width: 2, height: 2), for: url))
     }
 
+    /// ext4 refuses an attribute past about 4 KB (one block for all of a file's attributes), and an
+    /// entity tag can be longer: the attribute then goes without its validators rather than not at all,
+    /// so `max-age=0` still makes the entry stale, on writing it and on refreshing it after a 304.
+    /// Before, the entry had no attribute and counted as fresh until evicted.
+    @Test func cachingFactsTooLongForTheFileSystemKeepTheirFreshnessWithoutTheValidators() throws {
+        let folder = TemporaryDirectory("disk")
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20, attributes: SmallAttributes())
+        let longTag = "\"" + String(repeating: "e", count: 5000) + "\""
+        let stale = HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: 0, entityTag: longTag, lastModified: "x"))
+        try disk.store(Data([1, 2, 3]), pixelSize: PixelSize(width: 2, height: 2), metadata: stale, for: url)
+        let written = try #require(disk.cacheMetadata(for: url))
+        #expect(written.lifetime == 0)
+        #expect(written.isStale())
+        #expect(written.entityTag == nil && written.lastModified == nil)
+        #expect(disk.pixelSize(for: url) == PixelSize(width: 2, height: 2))
+
+        let fresh = HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: 3600, entityTag: longTag))
+        disk.setCacheMetadata(fresh, for: url)
+        let refreshed = try #require(disk.cacheMetadata(for: url))
+        #expect(refreshed.lifetime == 3600 && !refreshed.isStale())
+        #expect(refreshed.entityTag == nil)
+
+        // Validators that fit are kept.
+        let short = HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: 0, entityTag: "\"short\""))
+        disk.setCacheMetadata(short, for: url)
+        #expect(disk.cacheMetadata(for: url)?.entityTag == "\"short\"")
+    }
+
     /// A write can be refused in the step that commits it, and what `committed` does happens in that step,
     /// with the file in place: how a revalidation's new image and the count of replacements go in together.
     @Test func aCommitAsksWhetherTheBytesAreStillCurrentAndRunsItsFollowUpWithTheFileInPlace() throws {
@@ -486,6 +514,30 @@ import Testing
 }
 
 /// A file system without extended attributes: every write is refused, nothing is ever there.
+/// Attributes as ext4 stores them: a value past 4000 bytes does not fit (`ENOSPC`).
+struct SmallAttributes: ExtendedAttributeStoring {
+    static let largestValue = 4000
+
+    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
+    {
+        FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
+    }
+
+    func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
+        guard value.count <= Self.largestValue else { throw POSIXError(.ENOSPC) }
+        try FileExtendedAttributes().setValue(value, named: name, atPath: path)
+    }
+
+    func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws {
+        guard value.count <= Self.largestValue else { throw POSIXError(.ENOSPC) }
+        try FileExtendedAttributes().setValue(value, named: name, onDescriptor: descriptor)
+    }
+
+    func removeValue(named name: String, atPath path: String) {
+        FileExtendedAttributes().removeValue(named: name, atPath: path)
+    }
+}
+
 struct RefusingAttributes: ExtendedAttributeStoring {
     func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
     {

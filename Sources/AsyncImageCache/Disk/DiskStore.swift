@@ -407,7 +407,25 @@ final class DiskStore: Sendable {
     func setCacheMetadata(_ metadata: HTTPCacheMetadata, for url: URL) {
         let path = filePath(for: url)
         guard Self.isRegularFile(atPath: path) else { return }
-        try? attributes.setValue(metadata.encoded, named: HTTPCacheMetadata.attributeName, atPath: path)
+        writeCacheMetadata(metadata, atPath: path)
+    }
+
+    /// Writes `metadata` as the attribute of the file at `path`. Where the file system refuses it, it is
+    /// written again without its validators: ext4 keeps all of a file's attributes in one 4 KiB block,
+    /// and a server's entity tag can be longer. The entry's freshness then still holds, and once stale
+    /// it is fetched whole instead of revalidated; without any attribute it would count as fresh until
+    /// evicted, whatever `max-age` or `no-cache` the response said.
+    private func writeCacheMetadata(_ metadata: HTTPCacheMetadata, atPath path: String) {
+        do {
+            try attributes.setValue(metadata.encoded, named: HTTPCacheMetadata.attributeName, atPath: path)
+        } catch {
+            guard metadata.entityTag != nil || metadata.lastModified != nil else { return }
+            var withoutValidators = metadata
+            withoutValidators.entityTag = nil
+            withoutValidators.lastModified = nil
+            try? attributes.setValue(
+                withoutValidators.encoded, named: HTTPCacheMetadata.attributeName, atPath: path)
+        }
     }
 
     /// The number of ``removeAll()`` calls so far: read it before fetching the bytes of a write.
@@ -458,9 +476,7 @@ final class DiskStore: Sendable {
         // the header.
         try? attributes.setValue(
             PixelSizeAttribute.encode(pixelSize), named: PixelSizeAttribute.name, atPath: temporary.path)
-        if let metadata {
-            try? attributes.setValue(metadata.encoded, named: HTTPCacheMetadata.attributeName, atPath: temporary.path)
-        }
+        if let metadata { writeCacheMetadata(metadata, atPath: temporary.path) }
         let name = Self.fileName(for: url)
         let destination = directoryPath + name
         // Room is made before the file appears, so the budget holds throughout, not only once a
