@@ -43,6 +43,26 @@ import Testing
         }
         #expect(totals.allSatisfy { $0 <= budget }, "\(totals)")
     }
+
+    /// A store opened on the folder through a symbolic link shares the folder's queue and count with
+    /// one opened on its real path; before, each had its own and kept the budget among its own writes.
+    @Test func aStoreOpenedThroughASymbolicLinkSharesTheFolder() throws {
+        let folder = TemporaryDirectory("disk-shared")
+        let real = folder.url.appendingPathComponent("real")
+        let link = folder.url.appendingPathComponent("link")
+        try FileManager.default.createDirectory(at: real, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: real)
+        let budget = 10_000
+        let first = DiskStore(directory: real, byteLimit: budget)
+        let second = DiskStore(directory: link, byteLimit: budget)
+        for index in 0..<8 {
+            try (index.isMultiple(of: 2) ? first : second).store(
+                Data(count: 3000), pixelSize: PixelSize(width: 1, height: 1),
+                for: URL(string: "https://example.com/\(index).jpg")!)
+            #expect(first.totalByteCount <= budget, "after write \(index)")
+        }
+        #expect(first.listingCount == second.listingCount)
+    }
 }
 
 /// The real attributes, except that setting one first opens a second store on `directory`, as

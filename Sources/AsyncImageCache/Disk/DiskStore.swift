@@ -61,7 +61,8 @@ final class DiskStore: Sendable {
         self.directoryPathBytes = Array(directoryPath.utf8)
         self.byteLimit = max(0, byteLimit)
         self.attributes = attributes
-        self.folder = Folder.shared(atPath: directory.standardizedFileURL.path)
+        // Through a symbolic link too: stores on one folder share its queue and count whatever the path.
+        self.folder = Folder.shared(atPath: directory.resolvingSymlinksInPath().standardizedFileURL.path)
         Self.removeLeftovers(among: listing().temporaries, now: Date(), isOpening: true)
     }
 
@@ -552,14 +553,16 @@ final class DiskStore: Sendable {
         return listing()
     }
 
-    /// Records `bytes`, counted from `listed`, as what the folder holds, less the files in `listed`
-    /// that a removal took since the listing began; returns the count.
+    /// Records `bytes`, the sizes of the files in `listed`, as what the folder holds, corrected for the
+    /// names a removal took since the listing began: each counts what its path holds now instead (a
+    /// file another process wrote there since, or nothing).
     @discardableResult
     private func recordCount(_ bytes: Int, listed: [Entry]) -> Int {
         usage.withLock { usage in
             var bytes = bytes
             if let removed = usage.removedDuringListing, !removed.isEmpty {
                 for entry in listed where removed.contains(entry.name) { bytes -= entry.byteCount }
+                for name in removed { bytes += Self.fileSize(atPath: directoryPath + name) ?? 0 }
             }
             usage.bytes = bytes
             usage.removedDuringListing = nil
@@ -744,21 +747,23 @@ final class DiskStore: Sendable {
     /// interrupted writes left since the store opened go too: they are not counted in the budget.
     private func trim(toBytes limit: Int, sparing spared: String? = nil, now: Date = Date()) {
         var (entries, temporaries) = listingForCount()
-        let listed = entries
         Self.dateFutureUseNow(&entries, now: now)
         Self.removeLeftovers(among: temporaries, now: now, isOpening: false)
-        let sparedBytes = entries.first { $0.name == spared }?.byteCount ?? 0
+        let sparedEntry = entries.first { $0.name == spared }
         entries.removeAll { $0.name == spared }
         var total = entries.reduce(0) { $0 + $1.byteCount }
+        var counted = entries
         if total > limit {
             entries.sort { $0.lastUsed < $1.lastUsed }
+            var removed = Set<String>()
             for entry in entries where total > limit && entry.remove() {
                 total -= entry.byteCount
+                removed.insert(entry.name)
             }
+            counted.removeAll { removed.contains($0.name) }
         }
-        // A file this trim removed was not removed by anyone else (one unlink of it succeeds), so it
-        // is not among those noted, and comes off once.
-        recordCount(total + sparedBytes, listed: listed)
+        if let sparedEntry { counted.append(sparedEntry) }
+        recordCount(total + (sparedEntry?.byteCount ?? 0), listed: counted)
     }
 
     /// Dates `now` the entries last used after `now` (a clock set back, a file copied in), in the list
