@@ -62,6 +62,18 @@ import Testing
             #expect(first.totalByteCount <= budget, "after write \(index)")
         }
         #expect(first.listingCount == second.listingCount)
+
+        // Also a folder not made yet, whose parent is reached through the link: its first write makes
+        // it, and a store opened after on the real path shares it with the one opened before.
+        let early = DiskStore(directory: link.appendingPathComponent("later"), byteLimit: budget)
+        try early.store(
+            Data(count: 10), pixelSize: PixelSize(width: 1, height: 1), for: URL(string: "https://example.com/a.jpg")!)
+        let late = DiskStore(directory: real.appendingPathComponent("later"), byteLimit: budget)
+        #expect(
+            DiskStore.resolvedPath(of: link.appendingPathComponent("later/"))
+                == real.appendingPathComponent("later").standardizedFileURL.path)
+        #expect(early.listingCount == late.listingCount)
+        #expect(late.countedByteCount == 10)
     }
 }
 

@@ -61,8 +61,7 @@ final class DiskStore: Sendable {
         self.directoryPathBytes = Array(directoryPath.utf8)
         self.byteLimit = max(0, byteLimit)
         self.attributes = attributes
-        // Through a symbolic link too: stores on one folder share its queue and count whatever the path.
-        self.folder = Folder.shared(atPath: directory.resolvingSymlinksInPath().standardizedFileURL.path)
+        self.folder = Folder.shared(atPath: Self.resolvedPath(of: directory))
         Self.removeLeftovers(among: listing().temporaries, now: Date(), isOpening: true)
     }
 
@@ -103,6 +102,26 @@ final class DiskStore: Sendable {
         /// The names of the files removed since the listing of a count in progress began; `nil` when
         /// none is.
         var removedDuringListing: Set<String>?
+    }
+
+    /// The path of `directory` with its symbolic links resolved as far as it exists, so that stores on one
+    /// folder share it whatever path they were given: the folder itself is made by the first write, and
+    /// resolved only once it existed (`/var` is a link to `/private/var` on Apple platforms) a store
+    /// opened before would name it apart from one opened after.
+    static func resolvedPath(of directory: URL) -> String {
+        var existing = directory.standardizedFileURL
+        var missing: [String] = []
+        while existing.path != "/" {
+            if let resolved = realpath(existing.path, nil) {
+                defer { free(resolved) }
+                var path = URL(fileURLWithPath: String(cString: resolved), isDirectory: true)
+                for component in missing.reversed() { path.appendPathComponent(component, isDirectory: true) }
+                return path.standardizedFileURL.path
+            }
+            missing.append(existing.lastPathComponent)
+            existing.deleteLastPathComponent()
+        }
+        return directory.standardizedFileURL.path
     }
 
     /// A temporary file's name: the prefix, the writing process's id, its PID namespace where known
