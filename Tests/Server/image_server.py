@@ -19,6 +19,10 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
                                      header, 100 Continue), then /<route> as the final response.
   GET /truncated/images/<name>       announces the file's full Content-Length, sends the first half,
                                      closes the connection.
+  GET /chunked-with-length/images/<name>
+                                     the whole file in chunked transfer encoding, with a Content-Length
+                                     of twice its size as well, which the chunking overrides (RFC 9112
+                                     6.3).
   GET /html-as-jpeg                  an HTML page labelled Content-Type: image/jpeg.
   GET /oversized/<bytes>             <bytes> bytes with Content-Length.
   GET /oversized-stream/<bytes>      <bytes> bytes without Content-Length (chunked transfer encoding).
@@ -237,6 +241,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.route("/" + "/".join(rest[1:]))
         elif head == "truncated" and rest[:1] == ["images"] and len(rest) == 2:
             self.send_file(rest[1], truncate=True)
+        elif head == "chunked-with-length" and rest[:1] == ["images"] and len(rest) == 2:
+            self.send_file(rest[1], chunked_with_length=True)
         elif head == "html-as-jpeg" and not rest:
             self.send_body(200, b"<!doctype html><html><body>Not an image</body></html>\n", "image/jpeg")
         elif head == "oversized" and len(rest) == 1 and rest[0].isdigit():
@@ -341,13 +347,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with open(file_path, "rb") as file:
             return file_path, file.read()
 
-    def send_file(self, name, truncate=False, etag=False, vary=False):
+    def send_file(self, name, truncate=False, etag=False, vary=False, chunked_with_length=False):
         found = self.read_served_file(name)
         if found is None:
             return
         body = found[1]
         extension = os.path.splitext(name)[1].lower()
         content_type = CONTENT_TYPES.get(extension) or mimetypes.guess_type(name)[0] or "application/octet-stream"
+        if chunked_with_length:
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Content-Length", str(2 * len(body)))
+            self.end_headers()
+            for start in range(0, len(body), CHUNK):
+                piece = body[start:start + CHUNK]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            return
         if truncate:
             self.send_response(200)
             self.send_header("Content-Type", content_type)

@@ -296,7 +296,9 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             // Content-Length counts the encoded bytes; URLSession may hand over decoded ones. A 304
             // has no body: its Content-Length, when it has one, is the image's (RFC 9110 8.6).
             let encoding = http.value(forHTTPHeaderField: "Content-Encoding")?.lowercased() ?? "identity"
-            if length >= 0, encoding == "identity", http.statusCode != 304 {
+            // A transfer coding frames the body, and overrides a Content-Length sent with it (RFC 9112 6.3).
+            let isFramedByLength = http.value(forHTTPHeaderField: "Transfer-Encoding") == nil
+            if length >= 0, encoding == "identity", isFramedByLength, http.statusCode != 304 {
                 guard length <= Int64(byteLimit) else {
                     return .stop(.responseTooLarge(url: url, byteLimit: byteLimit))
                 }

@@ -381,6 +381,14 @@ import FoundationNetworking
         await expectHalfOfThePhotoIsTruncated(at: "/truncated/images/photo.jpg")
     }
 
+    /// A chunked body whose response also states a Content-Length: the chunking frames the body and
+    /// overrides the length (RFC 9112 6.3), as libcurl reads it, so the whole image has come. Before,
+    /// the load failed as truncated, at half of the length the header said.
+    @Test func aChunkedBodyIsWholeWhateverItsContentLengthSays() async throws {
+        let data = try await HTTPDataLoader().loadData(for: server.url("/chunked-with-length/images/photo.jpg"))
+        #expect(data == imageBytes)
+    }
+
     @Test func a206WithPartOfTheImageIsTruncatedNotTheImage() async throws {
         // No request asks for a range: a 206 holding the first half of the file is not the image
         // (before: the half was returned as the whole body).
