@@ -19,8 +19,7 @@ extension ImageDecodingContext {
         let stored = header.storedSize.pixelCount
         switch header.format {
         case .jpeg:
-            let countsFullSize = ImageHeader.jpegHasMultipleScans(data) || ImageHeader.jpegIsArithmeticCoded(data)
-            return countsFullSize ? stored : coveringSize.pixelCount
+            return ImageHeader.jpegDecodesItsFullSize(data) ? stored : coveringSize.pixelCount
         case .heif, .avif:
             return max(stored, HEIFCodedSize.largest(in: data)?.pixelCount ?? 0)
         default:
@@ -35,23 +34,34 @@ extension ImageHeader {
     /// file keeps the whole image's coefficients in memory while it decodes. A file whose headers cannot be
     /// read as far as its first scan counts as one, so its full size is what gets checked.
     static func jpegHasMultipleScans(_ data: Data) -> Bool {
-        guard let layout = jpegFrameAndFirstScan(data) else { return true }
-        if [0xC2, 0xC6, 0xCA, 0xCE].contains(layout.frameMarker) { return true }
-        return layout.scanComponents < layout.frameComponents
+        jpegFrameAndFirstScan(data)?.hasMultipleScans ?? true
     }
 
-    /// Whether a JPEG's frame is arithmetic-coded (SOF9 to SOF11, SOF13 to SOF15), as libjpeg's
-    /// `arith_code` says. A file whose headers cannot be read as far as its first scan counts as one.
-    static func jpegIsArithmeticCoded(_ data: Data) -> Bool {
+    /// Whether decoding a JPEG goes through its full size whatever the output scale, as
+    /// ``ImageDecoders/JPEG`` counts it against the budget: it has multiple scans (see
+    /// ``jpegHasMultipleScans(_:)``), or its frame is arithmetic-coded (SOF9 to SOF11, SOF13 to SOF15,
+    /// libjpeg's `arith_code`). A file whose headers cannot be read as far as its first scan does.
+    static func jpegDecodesItsFullSize(_ data: Data) -> Bool {
         guard let layout = jpegFrameAndFirstScan(data) else { return true }
-        return [0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF].contains(layout.frameMarker)
+        return layout.hasMultipleScans || layout.isArithmeticCoded
+    }
+
+    /// What the first frame header and the first scan header of a JPEG say of its decoding.
+    private struct JPEGScanLayout {
+        var frameMarker: UInt8
+        var frameComponents: Int
+        var scanComponents: Int
+
+        var hasMultipleScans: Bool {
+            [0xC2, 0xC6, 0xCA, 0xCE].contains(frameMarker) || scanComponents < frameComponents
+        }
+
+        var isArithmeticCoded: Bool { [0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF].contains(frameMarker) }
     }
 
     /// The first frame header's marker and component count, and the component count of the first
     /// scan; `nil` when the headers cannot be read that far.
-    private static func jpegFrameAndFirstScan(_ data: Data) -> (
-        frameMarker: UInt8, frameComponents: Int, scanComponents: Int
-    )? {
+    private static func jpegFrameAndFirstScan(_ data: Data) -> JPEGScanLayout? {
         let bytes = HeaderBytes(data, format: .jpeg)
         guard bytes.matches([0xFF, 0xD8], at: 0) else { return nil }
         var frame: (marker: UInt8, components: Int)?
@@ -65,7 +75,9 @@ extension ImageHeader {
             }
             guard let frame, end.marker == 0xDA else { return nil }
             // The scan header: its length, then the number of components in the scan.
-            return (frame.marker, frame.components, Int(try bytes.byte(at: end.offset + 2)))
+            return JPEGScanLayout(
+                frameMarker: frame.marker, frameComponents: frame.components,
+                scanComponents: Int(try bytes.byte(at: end.offset + 2)))
         } catch {
             return nil
         }
