@@ -768,21 +768,17 @@ final class DiskStore: Sendable {
         var (entries, temporaries) = listingForCount()
         Self.dateFutureUseNow(&entries, now: now)
         Self.removeLeftovers(among: temporaries, now: now, isOpening: false)
-        let sparedEntry = entries.first { $0.name == spared }
+        let listed = entries
         entries.removeAll { $0.name == spared }
         var total = entries.reduce(0) { $0 + $1.byteCount }
-        var counted = entries
         if total > limit {
             entries.sort { $0.lastUsed < $1.lastUsed }
-            var removed = Set<String>()
-            for entry in entries where total > limit && entry.remove() {
+            // Noted as any removal during the count is, so the count below takes them off.
+            for entry in entries where total > limit && removeCounted(named: entry.name) {
                 total -= entry.byteCount
-                removed.insert(entry.name)
             }
-            counted.removeAll { removed.contains($0.name) }
         }
-        if let sparedEntry { counted.append(sparedEntry) }
-        recordCount(total + (sparedEntry?.byteCount ?? 0), listed: counted)
+        recordCount(listed.reduce(0) { $0 + $1.byteCount }, listed: listed)
     }
 
     /// Dates `now` the entries last used after `now` (a clock set back, a file copied in), in the list
