@@ -85,27 +85,9 @@ import Testing
     /// trim (in 14 of 40 rounds here). Each round removes a file of a size of its own as soon as a
     /// trim's listing has begun, then lets the trim finish.
     @Test func aRemovalWhileATrimListsTheFolderComesOffTheCount() async throws {
-        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 30)
-        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
-        let files = 1500  // a listing of a few milliseconds
-        for i in 0..<files {
-            try bytes(100 + i).write(to: URL(fileURLWithPath: disk.filePath(for: url(i))))
-        }
-        disk.trim()
+        let (disk, _) = try filledStore()
         #expect(disk.countedByteCount == disk.totalByteCount)
-        let drifts = await onOwnThread { () -> [Int] in
-            var drifts: [Int] = []
-            for round in 0..<40 {
-                let listed = disk.listingCount
-                disk.scheduleTrim()
-                while disk.listingCount == listed {}  // the trim has begun listing
-                disk.remove(url(round * 37 % files))
-                disk.waitForPendingTrims()
-                let drift = (disk.countedByteCount ?? 0) - disk.totalByteCount
-                if drift != 0 { drifts.append(drift) }
-            }
-            return drifts
-        }
+        let drifts = await countDrifts(of: disk) { round in disk.remove(url(round * 37 % Self.fileCount)) }
         #expect(drifts.isEmpty, "the count and the folder differed by \(drifts) bytes")
     }
 
@@ -114,37 +96,61 @@ import Testing
     /// file, as the folder does. Taking the removed name off by its name alone, the count fell short by
     /// the new file in every round.
     @Test func aNameRemovedAndWrittenAgainWhileATrimListsTheFolderCountsWhatIsThereNow() async throws {
-        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 30)
-        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
-        let files = 1500
-        var indexByName: [String: Int] = [:]
-        for i in 0..<files {
-            let path = disk.filePath(for: url(i))
-            try bytes(100 + i).write(to: URL(fileURLWithPath: path))
-            indexByName[URL(fileURLWithPath: path).lastPathComponent] = i
-        }
+        let (disk, indexByName) = try filledStore()
         // The file the listing reads last, so that the removal and the new file both come before it.
         let order = try FileManager.default.contentsOfDirectory(atPath: folder.url.path)
-        let last = try #require(order.last.flatMap { indexByName[$0] })
+        let last = url(try #require(order.last.flatMap { indexByName[$0] }))
         let staged = folder.url.deletingLastPathComponent().appendingPathComponent("staged-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: staged) }
+        let newFile = bytes(5000)
+        let drifts = await countDrifts(of: disk) { _ in
+            disk.remove(last)
+            rename(staged.path, disk.filePath(for: last))
+        } before: {
+            try? newFile.write(to: staged)
+        }
+        // A rename that lands after the count has finished is not seen by any count: a round or two.
+        #expect(drifts.count <= 3, "the count and the folder differed by \(drifts) bytes")
+    }
+
+    /// Files enough for a listing of a few milliseconds.
+    static let fileCount = 1500
+
+    /// A store on a folder of ``fileCount`` files of sizes of their own, counted once; and the index
+    /// of each file's URL by its name.
+    private func filledStore() throws -> (DiskStore, [String: Int]) {
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 30)
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+        var indexByName: [String: Int] = [:]
+        for i in 0..<Self.fileCount {
+            let file = URL(fileURLWithPath: disk.filePath(for: url(i)))
+            try bytes(100 + i).write(to: file)
+            indexByName[file.lastPathComponent] = i
+        }
         disk.trim()
-        let drifts = await onOwnThread { () -> [Int] in
+        return (disk, indexByName)
+    }
+
+    /// Runs 40 rounds on a thread of their own: each runs `before`, starts a background trim, runs
+    /// `whileListing` (with the round's number) as soon as the trim's listing has begun, and lets the
+    /// trim finish; returns how far the count was from the folder after each round that differed.
+    private func countDrifts(
+        of disk: DiskStore, _ whileListing: @escaping @Sendable (Int) -> Void,
+        before: @escaping @Sendable () -> Void = {}
+    ) async -> [Int] {
+        await onOwnThread {
             var drifts: [Int] = []
-            for _ in 0..<40 {
-                try? self.bytes(5000).write(to: staged)
+            for round in 0..<40 {
+                before()
                 let listed = disk.listingCount
                 disk.scheduleTrim()
                 while disk.listingCount == listed {}  // the trim has begun listing
-                disk.remove(self.url(last))
-                rename(staged.path, disk.filePath(for: self.url(last)))
+                whileListing(round)
                 disk.waitForPendingTrims()
                 let drift = (disk.countedByteCount ?? 0) - disk.totalByteCount
                 if drift != 0 { drifts.append(drift) }
             }
             return drifts
         }
-        // A rename that lands after the count has finished is not seen by any count: a round or two.
-        #expect(drifts.count <= 3, "the count and the folder differed by \(drifts) bytes")
     }
 }
