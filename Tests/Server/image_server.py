@@ -90,6 +90,13 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
                                      Content-Range, to a request that asked no Range.
   GET /alias/<n>/images/<name>       the file <name>, as /images/<name> serves it: one file under as
                                      many distinct URLs as a test needs (counted per full path).
+  GET /malformed/<kind>/images/<name>
+                                     the file <name> behind a response header that URLSession on
+                                     Linux cannot read, written as raw bytes and the connection then
+                                     closed: <kind> is no-reason (a status line without its reason
+                                     phrase), bare-lf (lines ended by LF alone), latin1 (a header
+                                     value in Latin-1) or huge (a 200 KB header line); well-formed
+                                     writes the same response the right way.
   GET /negotiate/<stem>              content negotiation as image CDNs do it: <stem>.webp when the
                                      request's Accept lists image/webp, else <stem>.jpg; Vary: Accept.
 
@@ -267,6 +274,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_cacheable(path, rest[2], "-", with_etag=True, expires=rest[0])
         elif head == "alias" and len(rest) == 3 and rest[0].isdigit() and rest[1] == "images":
             self.send_file(rest[2])
+        elif head == "malformed" and len(rest) == 3 and rest[1] == "images":
+            self.send_malformed(rest[0], rest[2])
         elif head == "negotiate" and len(rest) == 1:
             accepted = [part.split(";")[0].strip() for part in self.headers.get("Accept", "").split(",")]
             self.send_file(rest[0] + (".webp" if "image/webp" in accepted else ".jpg"), vary=True)
@@ -384,6 +393,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.send_body(304, b"", None, headers)
                 return
         self.send_body(200, body, content_type, headers)
+
+    def send_malformed(self, kind, name):
+        found = self.read_served_file(name)
+        if found is None:
+            return
+        body = found[1]
+        status, end, extra = b"HTTP/1.1 200 OK", b"\r\n", b""
+        if kind == "no-reason":
+            status = b"HTTP/1.1 200"
+        elif kind == "bare-lf":
+            end = b"\n"
+        elif kind == "latin1":
+            extra = b'Content-Disposition: inline; filename="caf\xe9.jpg"'
+        elif kind == "huge":
+            extra = b"X-Padding: " + b"a" * 200_000
+        elif kind != "well-formed":
+            self.send_status(404)
+            return
+        lines = [status, b"Content-Type: image/jpeg", b"Content-Length: %d" % len(body)] + ([extra] if extra else [])
+        self.wfile.write(end.join(lines) + end + end + body)
+        self.wfile.flush()
+        self.close_connection = True
 
     def send_cacheable(self, path, name, directives, with_etag, with_last_modified=True, bare_304=False,
                        length_304=False, age=None, expires=None):

@@ -491,6 +491,31 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         return "URLSession refused the URL as malformed"
     }
 
+    /// What `error`, which ended a download, says went wrong. On Linux, a response header that
+    /// swift-corelibs-foundation cannot read makes its header callback refuse it, and the error then
+    /// carries only libcurl's name for that refusal: "Failed writing header" for a status line
+    /// without a reason phrase, lines ended by LF alone or bytes that are not UTF-8, and "Out of
+    /// memory" for a header line over libcurl's 100 KB limit. Before any response those words are
+    /// turned into what they mean; anything else keeps the error's own description.
+    static func transportDescription(of error: any Error, code: Int?, afterResponse: Bool) -> String {
+        let text = error.localizedDescription
+        #if canImport(FoundationNetworking)
+        if code == NSURLErrorUnknown && !afterResponse {
+            switch text {
+            case "Failed writing header":
+                return "the response header could not be read: URLSession on Linux reads only a status line "
+                    + "with a reason phrase and header lines of UTF-8 text ended by CRLF (libcurl: \(text))"
+            case "Out of memory":
+                return "the response header could not be read: libcurl reports a header line over its 100 KB limit "
+                    + "as \"\(text)\""
+            default:
+                break
+            }
+        }
+        #endif
+        return text
+    }
+
     /// The outcome of the load of `entry`, ended by `error` (`nil` for success); `final` is the task's
     /// last response, which the delegate may not have been shown.
     private static func result(
@@ -506,7 +531,9 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         if let error {
             if code == NSURLErrorCancelled { return .failure(.cancelled) }
             if code == NSURLErrorBadURL { return .failure(.network(url: entry.url, description: badURL(entry.url))) }
-            return .failure(.network(url: entry.url, description: error.localizedDescription))
+            let description = transportDescription(
+                of: error, code: code, afterResponse: entry.response != nil || final != nil)
+            return .failure(.network(url: entry.url, description: description))
         }
         guard let response = entry.response else {
             // swift-corelibs-foundation shows a delegate no redirect status (301-303, 305-308) that it
