@@ -755,17 +755,21 @@ final class DiskStore: Sendable {
     }
 
     /// Removes least recently used files until the total is within `byteLimit`, at `now`, on the disk
-    /// queue (where every count of the folder runs).
-    func trim(now: Date = Date()) {
-        trimQueue.sync { trim(toBytes: byteLimit, now: now) }
+    /// queue (where every count of the folder runs). `afterListing` runs once the folder is listed,
+    /// before the count is recorded (for tests).
+    func trim(now: Date = Date(), afterListing: () -> Void = {}) {
+        trimQueue.sync { trim(toBytes: byteLimit, now: now, afterListing: afterListing) }
     }
 
     /// Removes least recently used files until the total is at most `limit` bytes, and records
     /// the total that remains. The file named `spared`, about to be replaced, is neither counted
     /// nor removed (but is recorded, as the replacement subtracts it). Temporary files that
     /// interrupted writes left since the store opened go too: they are not counted in the budget.
-    private func trim(toBytes limit: Int, sparing spared: String? = nil, now: Date = Date()) {
+    private func trim(
+        toBytes limit: Int, sparing spared: String? = nil, now: Date = Date(), afterListing: () -> Void = {}
+    ) {
         var (entries, temporaries) = listingForCount()
+        afterListing()
         Self.dateFutureUseNow(&entries, now: now)
         Self.removeLeftovers(among: temporaries, now: now, isOpening: false)
         let listed = entries
