@@ -99,6 +99,11 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
                                      writes the same response the right way.
   GET /negotiate/<stem>              content negotiation as image CDNs do it: <stem>.webp when the
                                      request's Accept lists image/webp, else <stem>.jpg; Vary: Accept.
+  GET /gzip/images/<name>            the file gzip-compressed, with Content-Encoding: gzip and the
+                                     compressed Content-Length, whatever the request's Accept-Encoding.
+  GET /gzip-zeros/<code>/<mebibytes> status <code> with a gzip body (Content-Encoding: gzip) that
+                                     decompresses to <mebibytes> MiB of zeros, about 1 KB per MiB: a
+                                     compression bomb. Made once per size and kept.
 
 Control routes (not counted as hits)
   GET /__hits                        JSON {path: count} of every request so far, query strings removed.
@@ -107,6 +112,7 @@ Control routes (not counted as hits)
   GET /__statuses                    JSON {path: [status, ...]} of the statuses the /cache routes sent.
   GET /__accepts                     JSON {path: [accept, ...]} of the Accept headers of every request
                                      ("" for none), control routes not included.
+  GET /__accept-encodings            the same for the Accept-Encoding headers.
   GET /__reset                       clears every table.
   GET /__release/<key>               lets the /held/<key>/ requests go, those waiting and later ones.
 """
@@ -121,6 +127,7 @@ import sys
 import threading
 import time
 import urllib.parse
+import zlib
 
 # The oversized routes write 16 KiB per millisecond at most (~16 MB/s), so a client that hangs up
 # a moment late still shows in /__sent as having stopped far short of the whole body.
@@ -142,16 +149,30 @@ class State:
         self.ended = {}
         self.statuses = {}
         self.accepts = {}
+        self.accept_encodings = {}
         self.releases = {}
+        self.bombs = {}
 
     def release_event(self, key):
         """The event that lets /held/<key>/ requests go, made on first use by either side."""
         with self.lock:
             return self.releases.setdefault(key, threading.Event())
 
-    def record_accept(self, path, accept):
+    def record_accept(self, path, accept, accept_encoding):
         with self.lock:
             self.accepts.setdefault(path, []).append(accept)
+            self.accept_encodings.setdefault(path, []).append(accept_encoding)
+
+    def bomb(self, mebibytes):
+        """A gzip stream of <mebibytes> MiB of zeros, made once per size (under the lock: two requests
+        for one size make it once)."""
+        with self.lock:
+            if mebibytes not in self.bombs:
+                compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+                zeros = bytes(1 << 20)
+                parts = [compressor.compress(zeros) for _ in range(mebibytes)]
+                self.bombs[mebibytes] = b"".join(parts) + compressor.flush()
+            return self.bombs[mebibytes]
 
     def record_status(self, path, code):
         with self.lock:
@@ -180,6 +201,7 @@ class State:
             self.ended.clear()
             self.statuses.clear()
             self.accepts.clear()
+            self.accept_encodings.clear()
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -199,7 +221,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.control(path)
             return
         self.state.record_hit(path)
-        self.state.record_accept(path, self.headers.get("Accept", ""))
+        self.state.record_accept(path, self.headers.get("Accept", ""), self.headers.get("Accept-Encoding", ""))
         try:
             self.route(path)
         except (BrokenPipeError, ConnectionResetError):
@@ -216,6 +238,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_json(self.state.snapshot("sent"))
         elif path == "/__accepts":
             self.send_json(self.state.snapshot("accepts"))
+        elif path == "/__accept-encodings":
+            self.send_json(self.state.snapshot("accept_encodings"))
         elif path.startswith("/__release/") and len(path) > len("/__release/"):
             self.state.release_event(path[len("/__release/"):]).set()
             self.send_json({})
@@ -276,6 +300,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_file(rest[2])
         elif head == "malformed" and len(rest) == 3 and rest[1] == "images":
             self.send_malformed(rest[0], rest[2])
+        elif head == "gzip" and rest[:1] == ["images"] and len(rest) == 2:
+            found = self.read_served_file(rest[1])
+            if found is not None:
+                compressor = zlib.compressobj(6, zlib.DEFLATED, 31)
+                body = compressor.compress(found[1]) + compressor.flush()
+                self.send_body(200, body, "image/jpeg", {"Content-Encoding": "gzip"})
+        elif head == "gzip-zeros" and len(rest) == 2 and rest[0].isdigit() and rest[1].isdigit():
+            self.send_body(int(rest[0]), self.state.bomb(int(rest[1])), "image/jpeg", {"Content-Encoding": "gzip"})
         elif head == "negotiate" and len(rest) == 1:
             accepted = [part.split(";")[0].strip() for part in self.headers.get("Accept", "").split(",")]
             self.send_file(rest[0] + (".webp" if "image/webp" in accepted else ".jpg"), vary=True)

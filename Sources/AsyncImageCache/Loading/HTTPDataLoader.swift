@@ -36,6 +36,11 @@ import FoundationNetworking
 /// disk tiers, and a second copy of every response would only cost memory and disk. Requests carry
 /// ``acceptHeader``, so an image CDN that negotiates the format sends one this platform decodes,
 /// WebP rather than a larger JPEG among them; a session configuration with its own `Accept` keeps it.
+/// They also carry `Accept-Encoding: identity`, whatever the configuration says: images are compressed
+/// already, and a body the server encodes anyway (`Content-Encoding: gzip`) is refused with
+/// ``ImageLoadingError/network(url:description:)`` before any of it is read, as a small gzip body can
+/// decompress to gigabytes faster than the ``maximumResponseBytes`` cap can stop it. An error page sent
+/// encoded fails with its ``ImageLoadingError/httpStatus(code:url:)`` the same way.
 ///
 /// ```swift
 /// let loader = HTTPDataLoader(timeout: 10, maximumResponseBytes: 8 << 20)
@@ -202,6 +207,8 @@ public final class HTTPDataLoader: DataLoading {
         if setsAccept && request.value(forHTTPHeaderField: "Accept") == nil {
             request.setValue(Self.acceptHeader, forHTTPHeaderField: "Accept")
         }
+        // Images are compressed already, and an encoded body is refused (see HTTPTaskTable).
+        request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
         let task = session.dataTask(with: request)
         let tasks = self.tasks
         tasks.insert(task, url: url, byteLimit: maximumResponseBytes)

@@ -156,6 +156,11 @@ final class TestHTTPServer: @unchecked Sendable {
         try JSONDecoder().decode([String: [String]].self, from: await get("/__accepts"))[path] ?? []
     }
 
+    /// The Accept-Encoding headers of the requests for `path`, in order ("" for a request without one).
+    func acceptEncodings(for path: String) async throws -> [String] {
+        try JSONDecoder().decode([String: [String]].self, from: await get("/__accept-encodings"))[path] ?? []
+    }
+
     /// Lets the `/held/<key>/` requests go: those waiting, and any that come later.
     func release(_ key: String) async throws {
         _ = try await get("/__release/\(key)")

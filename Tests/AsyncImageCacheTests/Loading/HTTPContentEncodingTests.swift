@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// Downloads ask for no content coding, and a body the server encodes anyway is refused before it is
+/// read: images are compressed already, and a gzip body of a few hundred KB can decompress to
+/// gigabytes faster than the response-size cap stops it.
+@Suite struct HTTPContentEncodingTests {
+    @Test func requestsAskForTheBodyAsItIs() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        _ = try await store.image(for: ImageRequest(url: server.url("/images/0.jpg"), targetWidth: 32))
+        #expect(try await server.acceptEncodings(for: "/images/0.jpg") == ["identity"])
+    }
+
+    @Test func anImageEncodedThoughNotAskedForFailsWithAnErrorThatSaysSoAndStoresNothing() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        let url = server.url("/gzip/images/0.jpg")
+        let error = await #expect(throws: ImageLoadingError.self) {
+            try await store.image(for: ImageRequest(url: url, targetWidth: 32))
+        }
+        guard case .network(let failed, let description)? = error else {
+            Issue.record("not a network error: \(String(describing: error))")
+            return
+        }
+        #expect(failed == url)
+        #expect(description.contains("Content-Encoding gzip"), "\(description)")
+        #expect(store.diskFileNames.isEmpty)
+        #expect(store.cachedPixelSize(for: url) == nil)
+    }
+
+    @Test func anEncodedErrorPageFailsWithItsStatus() async throws {
+        let folder = TemporaryDirectory("images")
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let url = server.url("/gzip-zeros/404/1")
+        await #expect(throws: ImageLoadingError.httpStatus(code: 404, url: url)) {
+            try await HTTPDataLoader().loadData(for: url)
+        }
+    }
+
+    #if os(Linux)
+    /// A gzip body of 512 MiB of zeros (about 0.5 MB sent). swift-corelibs-foundation decodes it whole
+    /// whatever the loader does, as its `cancel()` waits for the body's end; the chunks it hands over are
+    /// dropped as they come. Cancelled from the delegate queue, they piled up in it until then: the
+    /// resident set grew by the whole body. The loader's release invalidates its session, which waits
+    /// for the same end, so the peak is read after it.
+    @Test func aCompressionBombIsRefusedWithoutItsBytesPilingUp() async {
+        await #expect(processExitsWith: .success) {
+            let folder = TemporaryDirectory("images")
+            let server = try await TestHTTPServer(serving: folder.url)
+            defer { server.stop() }
+            let url = server.url("/gzip-zeros/200/512")
+            await PeakMemory.expectGrowth(belowMiB: 128, "compression bomb") {
+                let loader = HTTPDataLoader()
+                await #expect(throws: ImageLoadingError.self) { try await loader.loadData(for: url) }
+            }
+        }
+    }
+    #endif
+}
