@@ -18,18 +18,9 @@ import Testing
         // "redirected": a redirect to a status line without a reason phrase.
         let url = server.url(
             kind == "redirected" ? "/redirect/malformed/no-reason/images/0.jpg" : "/malformed/\(kind)/images/0.jpg")
-        let error = await #expect(throws: ImageLoadingError.self) {
-            try await store.image(for: ImageRequest(url: url, targetWidth: 32))
-        }
-        guard case .network(let failed, let description)? = error else {
-            Issue.record("not a network error: \(String(describing: error))")
-            return
-        }
-        #expect(failed == url)
+        guard let description = await store.expectNetworkErrorStoringNothing(loading: url) else { return }
         #expect(description.hasPrefix("the response header"), "\(description)")
         if kind == "huge" { #expect(description.contains("100 KB"), "\(description)") }
-        #expect(store.diskFileNames.isEmpty)
-        #expect(store.cachedPixelSize(for: url) == nil)
     }
     #endif
 

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 @testable import AsyncImageCache
 
@@ -95,5 +96,22 @@ extension ImageStore {
     /// The files in the disk tier's folder.
     var diskFileNames: [String] {
         (try? FileManager.default.contentsOfDirectory(atPath: directory.path))?.sorted() ?? []
+    }
+
+    /// Loads `url` expecting it to fail with a network error for `url` that leaves nothing on disk
+    /// and no size known; returns the error's description, or `nil` once an issue is recorded.
+    func expectNetworkErrorStoringNothing(
+        loading url: URL, sourceLocation: SourceLocation = #_sourceLocation
+    ) async -> String? {
+        let error = await #expect(throws: ImageLoadingError.self, sourceLocation: sourceLocation) {
+            try await self.image(for: ImageRequest(url: url, targetWidth: 32))
+        }
+        #expect(diskFileNames.isEmpty, sourceLocation: sourceLocation)
+        #expect(cachedPixelSize(for: url) == nil, sourceLocation: sourceLocation)
+        guard case .network(let failed, let description)? = error, failed == url else {
+            Issue.record("not a network error for \(url): \(String(describing: error))", sourceLocation: sourceLocation)
+            return nil
+        }
+        return description
     }
 }
