@@ -285,10 +285,10 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             // final one, which swift-corelibs-foundation reports next (RFC 9110 15.2). 101 is not one: it
             // switches protocols, which a load never asks for.
             if (100...199).contains(http.statusCode) && http.statusCode != 101 { return .proceed }
-            // A content coding was not asked for (the loader sends `Accept-Encoding: identity`), and
-            // swift-corelibs-foundation decodes it faster than these callbacks take the bytes: a 1 MB
-            // gzip body of 1 GiB of zeros held 1.1 GB before the size cap's cancel took effect. So an
-            // encoded body is refused before any of it is read. A 304 has none.
+            // A content coding was not asked for (the loader sends `Accept-Encoding: identity`), and what
+            // one decodes to is the server's choice: swift-corelibs-foundation decodes a 1 MB gzip body
+            // of 1 GiB of zeros whole, however early the load fails (see `cancelOffTheDelegateQueue`).
+            // So an encoded body fails at its response, saying why, not at the size cap. A 304 has none.
             if http.statusCode != 304, let coding = Self.contentCoding(of: http) {
                 guard (200...299).contains(http.statusCode) else {
                     return .stop(.httpStatus(code: http.statusCode, url: url))
@@ -337,7 +337,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
 
     /// The content codings of `response`'s body as its `Content-Encoding` names them (`gzip`,
     /// `deflate, br`); `nil` for none, `identity` alone, or an empty value.
-    static func contentCoding(of response: HTTPURLResponse) -> String? {
+    private static func contentCoding(of response: HTTPURLResponse) -> String? {
         guard let value = response.value(forHTTPHeaderField: "Content-Encoding") else { return nil }
         let codings = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && $0.lowercased() != "identity" }
