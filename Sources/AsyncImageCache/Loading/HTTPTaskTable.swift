@@ -249,7 +249,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         continuation?.resume(returning: .failure(.cancelled))
     }
 
-    /// Removes the entry of `task` and resumes its load with the result `finish` computes from it.
+    /// Removes the entry of `task` and resumes its load with the result `finish` computes from it; from
+    /// a delegate callback, so the task that takes the freed connection starts off the delegate queue.
     private func complete(_ task: URLSessionTask, _ finish: (Entry) -> Result<HTTPLoadedResponse, ImageLoadingError>) {
         let (resumption, next): ((Continuation, Result<HTTPLoadedResponse, ImageLoadingError>)?, URLSessionTask?) =
             lock.withLock {
@@ -257,7 +258,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
                 guard let entry = removed, let continuation = entry.continuation else { return (nil, next) }
                 return ((continuation, finish(entry)), next)
             }
-        next?.resume()
+        if let next { Self.offTheDelegateQueue { next.resume() } }
         if let (continuation, result) = resumption { continuation.resume(returning: result) }
     }
 
@@ -287,7 +288,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             if (100...199).contains(http.statusCode) && http.statusCode != 101 { return .proceed }
             // A content coding was not asked for (the loader sends `Accept-Encoding: identity`), and what
             // one decodes to is the server's choice: swift-corelibs-foundation decodes a 1 MB gzip body
-            // of 1 GiB of zeros whole, however early the load fails (see `cancelOffTheDelegateQueue`).
+            // of 1 GiB of zeros whole, however early the load fails (see `offTheDelegateQueue`).
             // So an encoded body fails at its response, saying why, not at the size cap. A 304 has none.
             if http.statusCode != 304, let coding = Self.contentCoding(of: http) {
                 guard (200...299).contains(http.statusCode) else {
@@ -331,7 +332,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             complete(dataTask) { _ in .failure(failure) }
             // swift-corelibs-foundation ignores the disposition, so cancel the task itself as well.
             completionHandler(.cancel)
-            Self.cancelOffTheDelegateQueue(dataTask)
+            Self.offTheDelegateQueue { dataTask.cancel() }
         }
     }
 
@@ -434,21 +435,24 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             let (resumed, freed) = move(task, to: newTask, host: targetHost ?? entries.values[index].host)
             return .moved(resumed: resumed, freed: freed)
         }
+        // The tasks are cancelled and resumed off the delegate queue, as `complete` does, in this order.
         switch redirect {
         case .ended:
-            newTask?.cancel()
+            if let newTask { Self.offTheDelegateQueue { newTask.cancel() } }
         case .followed:
             break
         case .fail(let continuation, let failure, let next):
-            newTask?.cancel()
+            if let newTask { Self.offTheDelegateQueue { newTask.cancel() } }
             completionHandler(nil)
-            next?.resume()
+            if let next { Self.offTheDelegateQueue { next.resume() } }
             continuation?.resume(returning: .failure(failure))
         case .moved(let resumed, let freed):
             // The redirect response becomes the first task's last; it finds no entry.
             completionHandler(nil)
-            freed?.resume()
-            resumed?.resume()
+            Self.offTheDelegateQueue {
+                freed?.resume()
+                resumed?.resume()
+            }
         }
     }
 
@@ -491,20 +495,21 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         if let failure {
             // Stop the download now rather than after the server has sent everything.
             complete(dataTask) { _ in .failure(failure) }
-            Self.cancelOffTheDelegateQueue(dataTask)
+            Self.offTheDelegateQueue { dataTask.cancel() }
         }
     }
 
-    /// Where the callbacks above cancel a task they have failed.
-    private static let cancellations = DispatchQueue(label: "AsyncImageCache.HTTPTaskTable.cancel", qos: .utility)
+    /// Where the delegate callbacks cancel and resume tasks, in the order they ask.
+    private static let taskControl = DispatchQueue(label: "AsyncImageCache.HTTPTaskTable.taskControl", qos: .utility)
 
-    /// Cancels `task` on ``cancellations``, not on the delegate queue that calls back. On Linux,
-    /// `cancel()` waits for the session's work queue, which libcurl holds for as long as it has body
-    /// bytes to hand over: for a fast body, until its end (3.4 s for a gzip body of 1 GiB of zeros).
-    /// Waiting on the delegate queue, it held back the callbacks that drop those bytes, and every chunk
-    /// piled up in the queue meanwhile: 1.1 GB resident. Off it, they are dropped as they come.
-    private static func cancelOffTheDelegateQueue(_ task: URLSessionTask) {
-        cancellations.async { task.cancel() }
+    /// Runs `control`, a task's `cancel()` or `resume()` asked for by a delegate callback, on
+    /// ``taskControl`` rather than on the delegate queue. On Linux both wait for the session's work
+    /// queue, which libcurl holds for as long as it has body bytes to hand over: for a fast body, until
+    /// its end (3.4 s for a gzip body of 1 GiB of zeros). Waiting on the delegate queue, they held back
+    /// the callbacks that drop those bytes, and every chunk piled up in the queue meanwhile: 1.1 GB
+    /// resident. Off it, they are dropped as they come.
+    private static func offTheDelegateQueue(_ control: @escaping @Sendable () -> Void) {
+        taskControl.async(execute: control)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {

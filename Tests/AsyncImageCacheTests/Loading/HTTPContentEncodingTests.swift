@@ -55,5 +55,29 @@ import Testing
             }
         }
     }
+
+    /// The same, with a load waiting for the bomb's connection: it is started as the bomb fails, and
+    /// `resume()` waits for the work queue as `cancel()` does. Started from the delegate queue, it held
+    /// the chunks back just the same. It loads once the bomb is decoded.
+    @Test func aLoadWaitingForTheBombsConnectionStartsWithoutItsBytesPilingUp() async {
+        await #expect(processExitsWith: .success) {
+            let folder = TemporaryDirectory("images")
+            try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
+            let server = try await TestHTTPServer(serving: folder.url)
+            defer { server.stop() }
+            let bomb = server.url("/held/bomb/gzip-zeros/200/512")
+            let image = try Data(contentsOf: folder.url.appendingPathComponent("0.jpg"))
+            try await PeakMemory.expectGrowth(belowMiB: 128, "compression bomb with a load waiting") {
+                let loader = HTTPDataLoader.limited(connectionsPerHost: 1)
+                let first = Task { try await loader.loadData(for: bomb) }
+                try await waitUntil { try await server.hits(for: "/held/bomb/gzip-zeros/200/512") == 1 }
+                let second = Task { try await loader.loadData(for: server.url("/images/0.jpg")) }
+                try await waitUntil { loader.waitingTaskCount == 1 }
+                try await server.release("bomb")
+                await #expect(throws: ImageLoadingError.self) { try await first.value }
+                #expect(try await second.value == image)
+            }
+        }
+    }
     #endif
 }
