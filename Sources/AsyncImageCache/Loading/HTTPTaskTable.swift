@@ -24,6 +24,9 @@ import FoundationNetworking
 /// A task that runs longer than `resourceTimeout` is ended by a timer armed when it is resumed: its
 /// load fails with `.timedOut` (unless it already failed, as a drained error page has) and the task is
 /// cancelled, which closes the connection.
+///
+/// Tasks are resumed and cancelled on a queue of the table's, in the order asked, never on the thread
+/// that asks: on Linux both wait for a work queue that a large body can hold for seconds (see `control`).
 final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     // Unchecked: `entries`, `running` and `waiting` are only read or written while holding `lock`;
     // `lock` and `connectionLimit` are `let`s.
@@ -121,10 +124,10 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         }
         switch start {
         case .cancelled:
-            task.cancel()
+            Self.control { task.cancel() }
             continuation.resume(returning: .failure(.cancelled))
         case .resume:
-            task.resume()
+            Self.control { task.resume() }
         case .wait:
             break
         }
@@ -224,9 +227,11 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             let (removed, next) = removeEntry(of: task)
             return (task, removed.flatMap { entry in entry.continuation.map { ($0, entry.url) } }, next)
         }
-        next?.resume()
+        Self.control {
+            next?.resume()
+            task?.cancel()
+        }
         if let (continuation, url) = resumption { continuation.resume(returning: .failure(.timedOut(url))) }
-        task?.cancel()
     }
 
     /// Cancels the load `task` started (or the task that now carries it) for a cancelled Swift task and
@@ -244,13 +249,14 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             }
             return (current, continuation, removeEntry(of: current).next)
         }
-        current?.cancel()
-        next?.resume()
+        Self.control {
+            current?.cancel()
+            next?.resume()
+        }
         continuation?.resume(returning: .failure(.cancelled))
     }
 
-    /// Removes the entry of `task` and resumes its load with the result `finish` computes from it; from
-    /// a delegate callback, so the task that takes the freed connection starts off the delegate queue.
+    /// Removes the entry of `task` and resumes its load with the result `finish` computes from it.
     private func complete(_ task: URLSessionTask, _ finish: (Entry) -> Result<HTTPLoadedResponse, ImageLoadingError>) {
         let (resumption, next): ((Continuation, Result<HTTPLoadedResponse, ImageLoadingError>)?, URLSessionTask?) =
             lock.withLock {
@@ -258,7 +264,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
                 guard let entry = removed, let continuation = entry.continuation else { return (nil, next) }
                 return ((continuation, finish(entry)), next)
             }
-        if let next { Self.offTheDelegateQueue { next.resume() } }
+        if let next { Self.control { next.resume() } }
         if let (continuation, result) = resumption { continuation.resume(returning: result) }
     }
 
@@ -288,7 +294,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             if (100...199).contains(http.statusCode) && http.statusCode != 101 { return .proceed }
             // A content coding was not asked for (the loader sends `Accept-Encoding: identity`), and what
             // one decodes to is the server's choice: swift-corelibs-foundation decodes a 1 MB gzip body
-            // of 1 GiB of zeros whole, however early the load fails (see `offTheDelegateQueue`).
+            // of 1 GiB of zeros whole, however early the load fails (see `control`).
             // So an encoded body fails at its response, saying why, not at the size cap. A 304 has none.
             if http.statusCode != 304, let coding = Self.contentCoding(of: http) {
                 guard (200...299).contains(http.statusCode) else {
@@ -332,7 +338,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             complete(dataTask) { _ in .failure(failure) }
             // swift-corelibs-foundation ignores the disposition, so cancel the task itself as well.
             completionHandler(.cancel)
-            Self.offTheDelegateQueue { dataTask.cancel() }
+            Self.control { dataTask.cancel() }
         }
     }
 
@@ -435,21 +441,20 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             let (resumed, freed) = move(task, to: newTask, host: targetHost ?? entries.values[index].host)
             return .moved(resumed: resumed, freed: freed)
         }
-        // The tasks are cancelled and resumed off the delegate queue, as `complete` does, in this order.
         switch redirect {
         case .ended:
-            if let newTask { Self.offTheDelegateQueue { newTask.cancel() } }
+            if let newTask { Self.control { newTask.cancel() } }
         case .followed:
             break
         case .fail(let continuation, let failure, let next):
-            if let newTask { Self.offTheDelegateQueue { newTask.cancel() } }
+            if let newTask { Self.control { newTask.cancel() } }
             completionHandler(nil)
-            if let next { Self.offTheDelegateQueue { next.resume() } }
+            if let next { Self.control { next.resume() } }
             continuation?.resume(returning: .failure(failure))
         case .moved(let resumed, let freed):
             // The redirect response becomes the first task's last; it finds no entry.
             completionHandler(nil)
-            Self.offTheDelegateQueue {
+            Self.control {
                 freed?.resume()
                 resumed?.resume()
             }
@@ -495,21 +500,24 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         if let failure {
             // Stop the download now rather than after the server has sent everything.
             complete(dataTask) { _ in .failure(failure) }
-            Self.offTheDelegateQueue { dataTask.cancel() }
+            Self.control { dataTask.cancel() }
         }
     }
 
-    /// Where the delegate callbacks cancel and resume tasks, in the order they ask.
+    /// Where every task is resumed and cancelled, one at a time, in the order asked.
     private static let taskControl = DispatchQueue(label: "AsyncImageCache.HTTPTaskTable.taskControl", qos: .utility)
 
-    /// Runs `control`, a task's `cancel()` or `resume()` asked for by a delegate callback, on
-    /// ``taskControl`` rather than on the delegate queue. On Linux both wait for the session's work
-    /// queue, which libcurl holds for as long as it has body bytes to hand over: for a fast body, until
-    /// its end (3.4 s for a gzip body of 1 GiB of zeros). Waiting on the delegate queue, they held back
-    /// the callbacks that drop those bytes, and every chunk piled up in the queue meanwhile: 1.1 GB
-    /// resident. Off it, they are dropped as they come.
-    private static func offTheDelegateQueue(_ control: @escaping @Sendable () -> Void) {
-        taskControl.async(execute: control)
+    /// Runs `work`, tasks' `resume()` and `cancel()`, on ``taskControl``, never on the thread that asks.
+    /// On Linux both wait for swift-corelibs-foundation's work queue, which every session in the process
+    /// shares and libcurl holds for as long as it has body bytes to hand over: for a fast body, until its
+    /// end (3.4 s for a gzip body of 1 GiB of zeros; minutes for a large redirect body). Waiting there, a
+    /// delegate callback held back the callbacks that drop those bytes, and every chunk piled up in the
+    /// delegate queue meanwhile (1.1 GB resident); a load's cancellation held the canceller's thread (the
+    /// main thread, for a view that goes away) and the cancelled load's result. Making a task waits there
+    /// too (`dataTask(with:)` numbers it on that queue): a load that starts meanwhile still waits, on its
+    /// own thread.
+    private static func control(_ work: @escaping @Sendable () -> Void) {
+        taskControl.async(execute: work)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {

@@ -1,0 +1,97 @@
+#if canImport(FoundationNetworking)
+import Foundation
+import FoundationNetworking
+import Testing
+
+@testable import AsyncImageCache
+
+/// On Linux, `URLSessionTask.resume()` and `cancel()` wait for swift-corelibs-foundation's work queue,
+/// which every `URLSession` in the process shares and libcurl holds for as long as it has bytes to
+/// hand over (seconds for a gzip bomb, minutes for a large redirect body). The loader never calls them
+/// on the thread that asks: a cancelled load ends at once, and its task and the one that takes its
+/// connection follow when the queue frees.
+@Suite struct HTTPTaskControlTests {
+    /// The work queue is held by a protocol of another session's, whose loading waits until released.
+    @Test func aLoadIsCancelledWithoutWaitingForURLSessionsWorkQueue() async {
+        await #expect(processExitsWith: .success) {
+            let folder = TemporaryDirectory("images")
+            try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
+            let server = try await TestHTTPServer(serving: folder.url)
+            defer { server.stop() }
+            let image = try Data(contentsOf: folder.url.appendingPathComponent("0.jpg"))
+            // The first load holds the host's only connection, its answer held by the server; the second waits.
+            let loader = HTTPDataLoader.limited(connectionsPerHost: 1)
+            let first = Task { try await loader.loadData(for: server.url("/held/first/images/0.jpg")) }
+            try await waitUntil { try await server.hits(for: "/held/first/images/0.jpg") == 1 }
+            let second = Task { try await loader.loadData(for: server.url("/images/0.jpg")) }
+            try await waitUntil { loader.waitingTaskCount == 1 }
+
+            let hold = WorkQueueHold()
+            await hold.waitUntilHeld()
+            // Only a breaker, for a loader that waits for the queue: the cancellation would not end before it.
+            let released = LockedBox(false)
+            DispatchQueue.global().asyncAfter(deadline: .now() + 10) {
+                released.withLock { $0 = true }
+                hold.release()
+            }
+            first.cancel()
+            await #expect(throws: ImageLoadingError.cancelled) { try await first.value }
+            #expect(!released.withLock { $0 }, "the cancellation waited for the work queue")
+            hold.release()
+            // Once the queue frees, the second load takes the connection.
+            #expect(try await second.value == image)
+            #expect(loader.unfinishedTaskCount == 0)
+        }
+    }
+}
+
+/// swift-corelibs-foundation's work queue held until released, by a task of a session of its own
+/// whose protocol loads there (as libcurl decodes a large body there): for as long as a test needs.
+/// One per process, as its protocol's signals are.
+final class WorkQueueHold: Sendable {
+    private let session: URLSession
+
+    init() {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.protocolClasses = [HoldingProtocol.self]
+        session = URLSession(configuration: configuration)
+        session.dataTask(with: URL(string: "held://queue")!).resume()
+    }
+
+    /// Returns once the queue is held.
+    func waitUntilHeld() async {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                HoldingProtocol.held.wait()
+                continuation.resume()
+            }
+        }
+    }
+
+    /// Lets the queue go; again does nothing.
+    func release() {
+        let first = HoldingProtocol.isReleased.withLock { released in
+            defer { released = true }
+            return !released
+        }
+        if first { HoldingProtocol.freed.signal() }
+    }
+
+    private final class HoldingProtocol: URLProtocol {
+        static let held = DispatchSemaphore(value: 0)
+        static let freed = DispatchSemaphore(value: 0)
+        static let isReleased = LockedBox(false)
+
+        override class func canInit(with request: URLRequest) -> Bool { request.url?.scheme == "held" }
+        override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+
+        override func startLoading() {
+            Self.held.signal()
+            Self.freed.wait()
+            client?.urlProtocol(self, didFailWithError: URLError(.cancelled))
+        }
+
+        override func stopLoading() {}
+    }
+}
+#endif
