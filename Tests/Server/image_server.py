@@ -118,6 +118,7 @@ Control routes (not counted as hits)
 """
 
 import email.utils
+import gzip
 import hashlib
 import http.server
 import json
@@ -303,9 +304,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif head == "gzip" and rest[:1] == ["images"] and len(rest) == 2:
             found = self.read_served_file(rest[1])
             if found is not None:
-                compressor = zlib.compressobj(6, zlib.DEFLATED, 31)
-                body = compressor.compress(found[1]) + compressor.flush()
-                self.send_body(200, body, "image/jpeg", {"Content-Encoding": "gzip"})
+                self.send_body(200, gzip.compress(found[1]), "image/jpeg", {"Content-Encoding": "gzip"})
         elif head == "gzip-zeros" and len(rest) == 2 and rest[0].isdigit() and rest[1].isdigit():
             self.send_body(int(rest[0]), self.state.bomb(int(rest[1])), "image/jpeg", {"Content-Encoding": "gzip"})
         elif head == "negotiate" and len(rest) == 1:
