@@ -188,9 +188,13 @@ import Testing
         let volume = getuid() == 0 ? try ScratchFileSystem(byteCount: 256 * 1024) : nil
         let cacheHome = volume?.url ?? aic.cacheHome.url
         let folder = cacheHome.appendingPathComponent("AsyncImageCache/default", isDirectory: true)
-        try DiskStore(directory: folder, byteLimit: 1 << 20).store(
+        let disk = DiskStore(directory: folder, byteLimit: 1 << 20)
+        try disk.store(
             Data(repeating: 1, count: 1000), pixelSize: PixelSize(width: 1, height: 1),
             for: URL(string: "https://example.com/a.jpg")!)
+        // The trim the write schedules lists the folder, which updates its access time: a trim still
+        // running when the volume is made read-only can fail the remount (once: exit status 32, busy).
+        disk.waitForPendingTrims()
         if let volume {
             try volume.setReadOnly(true)
         } else {
