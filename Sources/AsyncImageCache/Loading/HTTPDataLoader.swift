@@ -126,7 +126,8 @@ public final class HTTPDataLoader: DataLoading {
     deinit {
         // The session retains its delegate until it is invalidated. A load in progress holds the
         // loader, so any task still running here belongs to a load that has already failed; on Linux,
-        // finishTasksAndInvalidate() was seen to let such a task run on to the end of its body.
+        // finishTasksAndInvalidate() was seen to let such a task run on to the end of its body. The
+        // invalidation runs on the table's queue, not on the thread that lets the loader go.
         tasks.invalidate(session)
     }
 
@@ -209,9 +210,10 @@ public final class HTTPDataLoader: DataLoading {
         }
         // Images are compressed already, and an encoded body is refused (see HTTPTaskTable).
         request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
-        let task = session.dataTask(with: request)
-        let tasks = self.tasks
-        tasks.insert(task, url: url, byteLimit: maximumResponseBytes)
+        // The task is made on the table's queue: on Linux making one waits for a work queue that a large
+        // body can hold for seconds, and this thread is the Swift pool's.
+        let (tasks, session) = (self.tasks, self.session)
+        let load = tasks.insert(url: url, byteLimit: maximumResponseBytes)
         let priority: @Sendable () -> UInt8
         if let run = Self.runPriority {
             priority = { run.current == .normal ? TaskPriority.high.rawValue : TaskPriority.utility.rawValue }
@@ -221,10 +223,10 @@ public final class HTTPDataLoader: DataLoading {
         }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                tasks.start(task, priority: priority, continuation: continuation)
+                tasks.start(load, request: request, in: session, priority: priority, continuation: continuation)
             }
         } onCancel: {
-            tasks.cancel(task)
+            tasks.cancel(load)
         }
         return try result.get()
     }

@@ -4,8 +4,8 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The session delegate of an ``HTTPDataLoader``: one entry per running data task, keyed by task id,
-/// holding the continuation to resume and the bytes received so far.
+/// The session delegate of an ``HTTPDataLoader``: one entry per load, keyed by an id of the table's,
+/// holding the continuation to resume, the task that carries the load and the bytes received so far.
 ///
 /// Each entry is removed exactly once, by whichever comes first: completion, a failure detected in a
 /// callback (status, size cap), or cancellation of the Swift task. Whoever removes it resumes its
@@ -25,29 +25,29 @@ import FoundationNetworking
 /// load fails with `.timedOut` (unless it already failed, as a drained error page has) and the task is
 /// cancelled, which closes the connection.
 ///
-/// Tasks are resumed and cancelled on a queue of the table's, in the order asked, never on the thread
-/// that asks: on Linux both wait for a work queue that a large body can hold for seconds (see `control`).
+/// Tasks are made, resumed and cancelled, and the session invalidated, on a queue of the table's, in
+/// the order asked, never on the thread that asks: on Linux each of them waits for a work queue that a
+/// large body can hold for seconds (see `control`).
 final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-    // Unchecked: `entries`, `running` and `waiting` are only read or written while holding `lock`;
-    // `lock` and `connectionLimit` are `let`s.
+    // Unchecked: `entries`, `loadOfTask`, `nextLoad`, `running`, `waiting` and `isInvalidated` are only
+    // read or written while holding `lock`; `lock`, `connectionLimit` and `resourceTimeout` are `let`s.
     private let lock = NSLock()
+    /// The loads not yet ended, by their id.
     private var entries: [Int: Entry] = [:]
+    /// The load each task made carries, by the task's identifier; a task whose load has ended or moved
+    /// on to another task is not here.
+    private var loadOfTask: [Int: Int] = [:]
+    /// The id of the next load.
+    private var nextLoad = 0
     /// The most tasks per host resumed at once: the session's `httpMaximumConnectionsPerHost`.
     private let connectionLimit: Int
     /// The tasks resumed and not yet removed, per host.
     private var running: [String: Int] = [:]
-    /// The tasks started but not resumed, per host, oldest first, with the priority they wait at.
-    private var waiting: [String: [(task: URLSessionTask, priority: @Sendable () -> UInt8)]] = [:]
-    /// The task that now carries a load whose first task was redirected to another host: by the first
-    /// task's identifier, which the loader cancels and the deadline ends, to the current one's.
-    private var moved: [Int: Int] = [:]
-    /// Redirect callbacks between deciding to follow a redirect as a new task and holding that task;
-    /// the session is not invalidated meanwhile (see ``invalidate(_:)``).
-    private var creatingTasks = 0
-    /// Set by ``invalidate(_:)``: no new task is made for a redirect after it.
+    /// The loads whose task is made but not resumed, per host, oldest first, with the priority they
+    /// wait at.
+    private var waiting: [String: [(load: Int, priority: @Sendable () -> UInt8)]] = [:]
+    /// Set by ``invalidate(_:)``: no task is made after it.
     private var isInvalidated = false
-    /// The invalidation ``invalidate(_:)`` left to the last redirect callback making a task.
-    private var pendingInvalidation: (@Sendable () -> Void)?
     /// The most redirects one load follows, counting those it follows as new tasks, which
     /// swift-corelibs-foundation's own limit does not see.
     static let redirectLimit = 16
@@ -63,17 +63,16 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
 
     private struct Entry {
         let url: URL
-        /// The identifier of the load's first task, by which ``moved`` finds the current one.
-        let key: Int
-        /// The task that carries the load: the first, or the one that follows its redirect.
-        var task: URLSessionTask
+        /// The task that carries the load: the first, or the one that follows its redirect to another
+        /// host; `nil` until it is made.
+        var task: URLSessionTask?
         /// The host whose connection the task holds or waits for: its URL's, then its redirect's.
         var host: String
         /// The priority it waits at for a connection; set when it starts.
         var priority: (@Sendable () -> UInt8)?
         let byteLimit: Int
         var continuation: Continuation?
-        /// Set when the Swift task was cancelled before ``HTTPTaskTable/start(_:priority:continuation:)`` ran.
+        /// Set when the Swift task was cancelled before ``HTTPTaskTable/start(_:request:in:priority:continuation:)`` ran.
         var cancelledBeforeStart = false
         /// Set once the task is resumed: it holds one of its host's connections.
         var isRunning = false
@@ -94,57 +93,83 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         var redirects = 0
     }
 
-    /// The number of entries: tasks registered and not yet finished (for tests).
+    /// The number of entries: loads registered and not yet finished (for tests).
     var count: Int { lock.withLock { entries.count } }
 
     /// The tasks waiting for a connection, every host's (for tests).
     var waitingCount: Int { lock.withLock { waiting.values.reduce(0) { $0 + $1.count } } }
 
-    /// Registers `task` before it starts, so a cancellation that comes first has an entry to mark.
-    func insert(_ task: URLSessionTask, url: URL, byteLimit: Int) {
+    /// Registers a load of `url` before it starts, so a cancellation that comes first has an entry to
+    /// mark; returns the load's id.
+    func insert(url: URL, byteLimit: Int) -> Int {
         lock.withLock {
-            let key = task.taskIdentifier
-            entries[key] = Entry(url: url, key: key, task: task, host: Self.host(of: url), byteLimit: byteLimit)
+            defer { nextLoad += 1 }
+            entries[nextLoad] = Entry(url: url, host: Self.host(of: url), byteLimit: byteLimit)
+            return nextLoad
         }
     }
 
-    /// Stores the continuation and resumes `task` once its host has a free connection, before waiting
-    /// tasks of a lower `priority` (asked again whenever a connection frees); or resumes the continuation
-    /// with `.cancelled` when the Swift task was cancelled in the meantime.
-    func start(_ task: URLSessionTask, priority: @escaping @Sendable () -> UInt8, continuation: Continuation) {
-        enum Start { case cancelled, resume, wait }
-        let start: Start = lock.withLock {
-            guard let entry = entries[task.taskIdentifier], !entry.cancelledBeforeStart else {
-                entries[task.taskIdentifier] = nil
-                return .cancelled
+    /// Stores the continuation and has the task of `load` made for `request` in `session`, to be resumed
+    /// once its host has a free connection, before waiting tasks of a lower `priority` (asked again
+    /// whenever a connection frees); or resumes the continuation with `.cancelled` when the Swift task
+    /// was cancelled in the meantime.
+    func start(
+        _ load: Int, request: URLRequest, in session: URLSession, priority: @escaping @Sendable () -> UInt8,
+        continuation: Continuation
+    ) {
+        let cancelled: Bool = lock.withLock {
+            guard let entry = entries[load], !entry.cancelledBeforeStart else {
+                entries[load] = nil
+                return true
             }
-            entries[task.taskIdentifier]?.continuation = continuation
-            entries[task.taskIdentifier]?.priority = priority
-            return admit(task, to: entry.host, priority: priority) ? .resume : .wait
+            entries[load]?.continuation = continuation
+            entries[load]?.priority = priority
+            return false
         }
-        switch start {
-        case .cancelled:
-            Self.control { task.cancel() }
+        if cancelled {
             continuation.resume(returning: .failure(.cancelled))
-        case .resume:
-            Self.control { task.resume() }
-        case .wait:
+        } else {
+            Self.control { self.makeTask(of: load, for: request, in: session) }
+        }
+    }
+
+    /// Makes the task that carries `load` on with `request` and resumes it if its host has a free
+    /// connection, else queues it; unless the load has ended meanwhile. Runs on ``taskControl``.
+    private func makeTask(of load: Int, for request: URLRequest, in session: URLSession) {
+        // A task made in an invalidated session traps swift-corelibs-foundation ("Session invalidated").
+        // The invalidation runs on this queue too, so none comes between this check and the task.
+        let (makes, failed): (Bool, Continuation?) = lock.withLock {
+            guard entries[load] != nil else { return (false, nil) }
+            guard !isInvalidated else { return (false, removeEntry(load).entry?.continuation) }
+            return (true, nil)
+        }
+        failed?.resume(returning: .failure(.cancelled))
+        guard makes else { return }
+        let task = session.dataTask(with: request)
+        let resume: Bool? = lock.withLock {
+            guard let entry = entries[load] else { return nil }
+            entries[load]?.task = task
+            loadOfTask[task.taskIdentifier] = load
+            let medium: @Sendable () -> UInt8 = { TaskPriority.medium.rawValue }
+            return admit(load, to: entry.host, priority: entry.priority ?? medium)
+        }
+        switch resume {
+        case nil:
+            // Ended while the task was made: it is never sent.
+            task.cancel()
+        case true?:
+            task.resume()
+        case false?:
             break
         }
     }
 
-    /// Invalidates `session`, cancelling its tasks, once no redirect callback is making a task in it:
-    /// swift-corelibs-foundation traps on a task made in an invalidated session ("Session invalidated").
-    /// For the loader's `deinit`, which may run while a callback for a load just cancelled is between
-    /// its check and the new task.
+    /// Invalidates `session`, cancelling its tasks, on ``taskControl``: after the tasks asked for before
+    /// it are made, and never on the calling thread (the loader's `deinit`), as it waits for
+    /// swift-corelibs-foundation's work queue.
     func invalidate(_ session: URLSession) {
-        let now: Bool = lock.withLock {
-            isInvalidated = true
-            guard creatingTasks > 0 else { return true }
-            pendingInvalidation = { session.invalidateAndCancel() }
-            return false
-        }
-        if now { session.invalidateAndCancel() }
+        lock.withLock { isInvalidated = true }
+        Self.control { session.invalidateAndCancel() }
     }
 
     /// The key the connection limit counts by: scheme, host and port (the scheme's default when the URL
@@ -155,77 +180,75 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
     }
 
-    /// Gives `task` a connection to `host` and marks it running when one is free (`true`: resume it once
-    /// the lock is released), else queues it at `priority`. Call with `lock` held.
-    private func admit(_ task: URLSessionTask, to host: String, priority: @escaping @Sendable () -> UInt8) -> Bool {
+    /// Gives `load`, its task made, a connection to `host` and marks it running when one is free
+    /// (`true`: resume its task once the lock is released), else queues it at `priority`. Call with
+    /// `lock` held.
+    private func admit(_ load: Int, to host: String, priority: @escaping @Sendable () -> UInt8) -> Bool {
         guard running[host, default: 0] < connectionLimit else {
-            waiting[host, default: []].append((task, priority))
+            waiting[host, default: []].append((load, priority))
             return false
         }
         running[host, default: 0] += 1
-        markRunning(task)
+        markRunning(load)
         return true
     }
 
-    /// Removes the entry of `task` and frees its connection; returns the entry and the waiting task that
+    /// The id of the load `task` carries and the index of its entry; `nil` once the load has ended or
+    /// moved on to another task. Call with `lock` held.
+    private func entryIndex(of task: URLSessionTask) -> Dictionary<Int, Entry>.Index? {
+        loadOfTask[task.taskIdentifier].flatMap { entries.index(forKey: $0) }
+    }
+
+    /// Removes the entry of `load` and frees its connection; returns the entry and the waiting task that
     /// takes the connection, to resume once the lock is released. Call with `lock` held.
-    private func removeEntry(of task: URLSessionTask) -> (Entry?, next: URLSessionTask?) {
-        guard let entry = entries.removeValue(forKey: task.taskIdentifier) else { return (nil, nil) }
+    private func removeEntry(_ load: Int) -> (entry: Entry?, next: URLSessionTask?) {
+        guard let entry = entries.removeValue(forKey: load) else { return (nil, nil) }
         entry.deadline?.cancel()
-        moved[entry.key] = nil
+        if let task = entry.task { loadOfTask[task.taskIdentifier] = nil }
         guard entry.isRunning else {
-            waiting[entry.host]?.removeAll { $0.task === task }
+            waiting[entry.host]?.removeAll { $0.load == load }
             if waiting[entry.host]?.isEmpty == true { waiting[entry.host] = nil }
             return (entry, nil)
         }
         return (entry, freeConnection(to: entry.host))
     }
 
-    /// Frees a connection to `host` and gives it to the first of the most urgent tasks waiting for one,
-    /// as urgent as they are now; returns that task, to resume once the lock is released. Call with
-    /// `lock` held.
+    /// Frees a connection to `host` and gives it to the first of the most urgent loads waiting for one,
+    /// as urgent as they are now; returns that load's task, to resume once the lock is released. Call
+    /// with `lock` held.
     private func freeConnection(to host: String) -> URLSessionTask? {
         running[host, default: 1] -= 1
         if running[host] == 0 { running[host] = nil }
         guard let queue = waiting[host] else { return nil }
         let priorities = queue.map { $0.priority() }
         guard let highest = priorities.max(), let index = priorities.firstIndex(of: highest) else { return nil }
-        let next = queue[index]
+        let next = queue[index].load
         waiting[host]?.remove(at: index)
         if waiting[host]?.isEmpty == true { waiting[host] = nil }
-        markRunning(next.task)
+        markRunning(next)
         running[host, default: 0] += 1
-        return next.task
+        return entries[next]?.task
     }
 
-    /// Marks the entry of `task` running and, the first time, arms its deadline. Call with `lock` held.
-    private func markRunning(_ task: URLSessionTask) {
-        entries[task.taskIdentifier]?.isRunning = true
+    /// Marks the entry of `load` running and, the first time, arms its deadline. Call with `lock` held.
+    private func markRunning(_ load: Int) {
+        entries[load]?.isRunning = true
         // A load that follows a redirect as a new task keeps the deadline armed when it was first sent.
-        guard resourceTimeout.isFinite, let key = entries[task.taskIdentifier]?.key,
-            entries[task.taskIdentifier]?.deadline == nil
-        else { return }
+        guard resourceTimeout.isFinite, entries[load]?.deadline == nil else { return }
         let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.setEventHandler { [weak self] in self?.expire(key) }
+        timer.setEventHandler { [weak self] in self?.expire(load) }
         timer.schedule(deadline: .now() + resourceTimeout)
-        entries[task.taskIdentifier]?.deadline = timer
+        entries[load]?.deadline = timer
         timer.resume()
     }
 
-    /// The task that carries the load whose first task has the identifier `key`. Call with `lock` held.
-    private func currentTask(ofLoad key: Int) -> URLSessionTask? {
-        entries[moved[key] ?? key]?.task
-    }
-
-    /// Ends the load whose first task has the identifier `key`, still running at its deadline: it fails
-    /// with `.timedOut` if it has not failed yet, and its task is cancelled so the connection closes.
-    private func expire(_ key: Int) {
-        // Found and removed under one lock: a move in between would carry the load on past its deadline.
+    /// Ends `load`, still running at its deadline: it fails with `.timedOut` if it has not failed yet,
+    /// and its task is cancelled so the connection closes.
+    private func expire(_ load: Int) {
         // Only the one that removes an entry cancels its task (see `urlSession(_:task:willPerformHTTPRedirection:...)`).
         let (task, resumption, next): (URLSessionTask?, (Continuation, URL)?, URLSessionTask?) = lock.withLock {
-            guard let task = currentTask(ofLoad: key) else { return (nil, nil, nil) }
-            let (removed, next) = removeEntry(of: task)
-            return (task, removed.flatMap { entry in entry.continuation.map { ($0, entry.url) } }, next)
+            let (removed, next) = removeEntry(load)
+            return (removed?.task, removed.flatMap { entry in entry.continuation.map { ($0, entry.url) } }, next)
         }
         Self.control {
             next?.resume()
@@ -234,33 +257,35 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         if let (continuation, url) = resumption { continuation.resume(returning: .failure(.timedOut(url))) }
     }
 
-    /// Cancels the load `task` started (or the task that now carries it) for a cancelled Swift task and
+    /// Cancels `load` (and the task that carries it, if one is made) for a cancelled Swift task and
     /// resumes it with `.cancelled`.
-    func cancel(_ task: URLSessionTask) {
+    func cancel(_ load: Int) {
         // No entry: the load has ended, and whoever ended it has dealt with its task. Cancelling it anyway
         // could land while it waits for its redirect's completion handler, which then traps.
-        let (current, continuation, next): (URLSessionTask?, Continuation?, URLSessionTask?) = lock.withLock {
-            guard let current = currentTask(ofLoad: task.taskIdentifier),
-                let entry = entries[current.taskIdentifier]
-            else { return (nil, nil, nil) }
+        let (task, continuation, next): (URLSessionTask?, Continuation?, URLSessionTask?) = lock.withLock {
+            guard let entry = entries[load] else { return (nil, nil, nil) }
             guard let continuation = entry.continuation else {
-                entries[current.taskIdentifier]?.cancelledBeforeStart = true
-                return (current, nil, nil)
+                entries[load]?.cancelledBeforeStart = true
+                return (nil, nil, nil)
             }
-            return (current, continuation, removeEntry(of: current).next)
+            return (entry.task, continuation, removeEntry(load).next)
         }
-        Self.control {
-            current?.cancel()
-            next?.resume()
+        if task != nil || next != nil {
+            Self.control {
+                task?.cancel()
+                next?.resume()
+            }
         }
         continuation?.resume(returning: .failure(.cancelled))
     }
 
-    /// Removes the entry of `task` and resumes its load with the result `finish` computes from it.
+    /// Removes the entry of the load `task` carries and resumes it with the result `finish` computes
+    /// from it.
     private func complete(_ task: URLSessionTask, _ finish: (Entry) -> Result<HTTPLoadedResponse, ImageLoadingError>) {
         let (resumption, next): ((Continuation, Result<HTTPLoadedResponse, ImageLoadingError>)?, URLSessionTask?) =
             lock.withLock {
-                let (removed, next) = removeEntry(of: task)
+                guard let load = loadOfTask[task.taskIdentifier] else { return (nil, nil) }
+                let (removed, next) = removeEntry(load)
                 guard let entry = removed, let continuation = entry.continuation else { return (nil, next) }
                 return ((continuation, finish(entry)), next)
             }
@@ -283,7 +308,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         }
         let outcome: Outcome = lock.withLock {
             // Mutated in place through the index so the reserved body buffer is not copied later.
-            guard let index = entries.index(forKey: dataTask.taskIdentifier) else { return .proceed }
+            guard let index = entryIndex(of: dataTask) else { return .proceed }
             let (url, byteLimit) = (entries.values[index].url, entries.values[index].byteLimit)
             guard let http = response as? HTTPURLResponse else {
                 return .stop(.network(url: url, description: "not an HTTP response"))
@@ -387,19 +412,6 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         }
         let followed = request
         let targetHost = followed.url.map(Self.host(of:))
-        // A redirect to another host is followed as a new task, made outside the lock, as URLSession
-        // takes locks of its own; cancelled, never sent, if it is not needed after all.
-        let movesHost =
-            unsupported == nil
-            && lock.withLock {
-                let moves = entries[task.taskIdentifier].map { entry in
-                    entry.isRunning && targetHost != nil && targetHost != entry.host
-                }
-                guard moves == true, !isInvalidated else { return false }
-                creatingTasks += 1
-                return true
-            }
-        let newTask = movesHost ? session.dataTask(with: followed) : nil
         // The completion handler is called only while the entry is there (under the lock) or after this
         // callback removed it: whoever removes an entry cancels its task, and a task cancelled while it
         // waits for this handler makes a later call trap in swift-corelibs-foundation ("Received
@@ -408,19 +420,13 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         enum Redirect {
             case ended, followed
             case fail(Continuation?, ImageLoadingError, next: URLSessionTask?)
-            case moved(resumed: URLSessionTask?, freed: URLSessionTask?)
+            case moved(load: Int, freed: URLSessionTask?)
         }
-        // The task is held now: an invalidation that waited for it goes ahead, and cancels it too.
-        var invalidation: (@Sendable () -> Void)?
-        defer { invalidation?() }
         let redirect: Redirect = lock.withLock {
-            if movesHost {
-                creatingTasks -= 1
-                if creatingTasks == 0 { swap(&invalidation, &pendingInvalidation) }
-            }
-            guard let index = entries.index(forKey: task.taskIdentifier) else { return .ended }
+            guard let index = entryIndex(of: task) else { return .ended }
+            let load = entries.keys[index]
             if let unsupported {
-                let (removed, next) = removeEntry(of: task)
+                let (removed, next) = removeEntry(load)
                 return .fail(removed?.continuation, .unsupportedURL(unsupported), next: next)
             }
             if let limit {
@@ -429,61 +435,48 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             }
             entries.values[index].redirects += 1
             guard entries.values[index].redirects <= Self.redirectLimit else {
-                let (removed, next) = removeEntry(of: task)
+                let (removed, next) = removeEntry(load)
                 let failure = ImageLoadingError.network(
                     url: removed?.url ?? followed.url!, description: "more than \(Self.redirectLimit) redirects")
                 return .fail(removed?.continuation, failure, next: next)
             }
-            guard let newTask else {
+            // A redirect to another host is followed as a new task of the load, made on the control queue
+            // (see `control`); the task redirected ends here and hands its connection back.
+            let entry = entries.values[index]
+            guard let targetHost, entry.isRunning, targetHost != entry.host, !isInvalidated else {
                 completionHandler(followed)
                 return .followed
             }
-            let (resumed, freed) = move(task, to: newTask, host: targetHost ?? entries.values[index].host)
-            return .moved(resumed: resumed, freed: freed)
+            // Answered under the lock, as the task leaves the load: nothing cancels it from then on, and
+            // a loader that goes away once the load has ended cannot invalidate the session in between.
+            // The redirect response becomes the task's last; it finds no entry.
+            completionHandler(nil)
+            loadOfTask[task.taskIdentifier] = nil
+            entries.values[index].task = nil
+            entries.values[index].host = targetHost
+            entries.values[index].isRunning = false
+            return .moved(load: load, freed: freeConnection(to: entry.host))
         }
         switch redirect {
-        case .ended:
-            if let newTask { Self.control { newTask.cancel() } }
-        case .followed:
+        case .ended, .followed:
             break
         case .fail(let continuation, let failure, let next):
-            if let newTask { Self.control { newTask.cancel() } }
             completionHandler(nil)
             if let next { Self.control { next.resume() } }
             continuation?.resume(returning: .failure(failure))
-        case .moved(let resumed, let freed):
-            // The redirect response becomes the first task's last; it finds no entry.
-            completionHandler(nil)
+        case .moved(let load, let freed):
             Self.control {
                 freed?.resume()
-                resumed?.resume()
+                self.makeTask(of: load, for: followed, in: session)
             }
         }
-    }
-
-    /// Moves the load of `task`, redirected to `host`, another one, to `next`, a new task for the
-    /// redirect: frees the connection `task` holds, and gives `next` one to `host`, or queues it. Returns
-    /// `next` if it is to be resumed now, and the waiting task the freed connection goes to. Call with
-    /// `lock` held, the entry of `task` there and running.
-    private func move(
-        _ task: URLSessionTask, to next: URLSessionTask, host: String
-    ) -> (URLSessionTask?, URLSessionTask?) {
-        guard var entry = entries.removeValue(forKey: task.taskIdentifier) else { return (nil, nil) }
-        let freed = freeConnection(to: entry.host)
-        entry.task = next
-        entry.host = host
-        entry.isRunning = false
-        entries[next.taskIdentifier] = entry
-        self.moved[entry.key] = next.taskIdentifier
-        let medium: @Sendable () -> UInt8 = { TaskPriority.medium.rawValue }
-        return (admit(next, to: host, priority: entry.priority ?? medium) ? next : nil, freed)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let failure: ImageLoadingError? = lock.withLock {
             // Appends in place through the index: a copy of the entry alive during the append would
             // make every append copy the whole body.
-            guard let index = entries.index(forKey: dataTask.taskIdentifier) else { return nil }
+            guard let index = entryIndex(of: dataTask) else { return nil }
             let (url, byteLimit) = (entries.values[index].url, entries.values[index].byteLimit)
             if entries.values[index].isDraining {
                 entries.values[index].drainedBytes += data.count
@@ -504,18 +497,20 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         }
     }
 
-    /// Where every task is resumed and cancelled, one at a time, in the order asked.
+    /// Where every task is made, resumed and cancelled, and every session invalidated, one at a time, in
+    /// the order asked.
     private static let taskControl = DispatchQueue(label: "AsyncImageCache.HTTPTaskTable.taskControl", qos: .utility)
 
-    /// Runs `work`, tasks' `resume()` and `cancel()`, on ``taskControl``, never on the thread that asks.
-    /// On Linux both wait for swift-corelibs-foundation's work queue, which every session in the process
-    /// shares and libcurl holds for as long as it has body bytes to hand over: for a fast body, until its
-    /// end (3.4 s for a gzip body of 1 GiB of zeros; minutes for a large redirect body). Waiting there, a
-    /// delegate callback held back the callbacks that drop those bytes, and every chunk piled up in the
-    /// delegate queue meanwhile (1.1 GB resident); a load's cancellation held the canceller's thread (the
-    /// main thread, for a view that goes away) and the cancelled load's result. Making a task waits there
-    /// too (`dataTask(with:)` numbers it on that queue): a load that starts meanwhile still waits, on its
-    /// own thread.
+    /// Runs `work` (making tasks, their `resume()` and `cancel()`, a session's invalidation) on
+    /// ``taskControl``, never on the thread that asks. On Linux each of them waits for
+    /// swift-corelibs-foundation's work queue (`dataTask(with:)` numbers its task there), which every
+    /// session in the process shares and libcurl holds for as long as it has body bytes to hand over:
+    /// for a fast body, until its end (3.4 s for a gzip body of 1 GiB of zeros; minutes for a large
+    /// redirect body). Waiting there, a delegate callback held back the callbacks that drop those bytes,
+    /// and every chunk piled up in the delegate queue meanwhile (1.1 GB resident); a load's cancellation
+    /// held the canceller's thread (the main thread, for a view that goes away) and the cancelled load's
+    /// result; a load that started held a thread of the Swift pool (two on a two-core machine); a loader
+    /// that went away held the thread that let it go.
     private static func control(_ work: @escaping @Sendable () -> Void) {
         taskControl.async(execute: work)
     }

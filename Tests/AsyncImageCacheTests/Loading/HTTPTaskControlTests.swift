@@ -43,6 +43,64 @@ import Testing
             #expect(loader.unfinishedTaskCount == 0)
         }
     }
+
+    /// Making a task waits for the queue too: the loads are made on the table's queue, so none of the
+    /// four holds a thread of the Swift pool (two on a two-core machine) while the queue is held.
+    @Test func loadsStartedWhileTheWorkQueueIsHeldHoldNoThreadOfTheirCallers() async {
+        await #expect(processExitsWith: .success) {
+            let folder = TemporaryDirectory("images")
+            try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
+            let server = try await TestHTTPServer(serving: folder.url)
+            defer { server.stop() }
+            let image = try Data(contentsOf: folder.url.appendingPathComponent("0.jpg"))
+            let loader = HTTPDataLoader()
+
+            let hold = WorkQueueHold()
+            await hold.waitUntilHeld()
+            let released = LockedBox(false)
+            DispatchQueue.global().asyncAfter(deadline: .now() + 10) {
+                released.withLock { $0 = true }
+                hold.release()
+            }
+            let loads = (0..<4).map { _ in Task { try await loader.loadData(for: server.url("/images/0.jpg")) } }
+            try await waitUntil { loader.unfinishedTaskCount == 4 }
+            loads[0].cancel()
+            loads[1].cancel()
+            for load in loads[..<2] { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
+            #expect(!released.withLock { $0 }, "the loads waited for the work queue on their callers' threads")
+            hold.release()
+            // Once the queue frees, the loads still wanted are made and sent; the cancelled ones never are.
+            for load in loads[2...] { #expect(try await load.value == image) }
+            #expect(try await server.hits(for: "/images/0.jpg") == 2)
+            try await waitUntil { loader.unfinishedTaskCount == 0 }
+        }
+    }
+
+    /// A loader that goes away invalidates its session, which waits for the queue: not on the thread
+    /// that lets the loader go.
+    @Test func aLoaderGoesAwayWithoutWaitingForURLSessionsWorkQueue() async {
+        await #expect(processExitsWith: .success) {
+            let folder = TemporaryDirectory("images")
+            try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
+            let server = try await TestHTTPServer(serving: folder.url)
+            defer { server.stop() }
+            var loader: HTTPDataLoader? = HTTPDataLoader()
+            #expect(try await loader?.loadData(for: server.url("/images/0.jpg")) != nil)
+
+            let hold = WorkQueueHold()
+            await hold.waitUntilHeld()
+            let released = LockedBox(false)
+            DispatchQueue.global().asyncAfter(deadline: .now() + 10) {
+                released.withLock { $0 = true }
+                hold.release()
+            }
+            loader = nil
+            #expect(!released.withLock { $0 }, "the loader's deinit waited for the work queue")
+            hold.release()
+            // A loader made after it, once the queue frees, loads as any other.
+            #expect(try await HTTPDataLoader().loadData(for: server.url("/images/0.jpg")).isEmpty == false)
+        }
+    }
 }
 
 /// swift-corelibs-foundation's work queue held until released, by a task of a session of its own
