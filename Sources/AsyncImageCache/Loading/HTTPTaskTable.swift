@@ -442,8 +442,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             }
             // A redirect to another host is followed as a new task of the load, made on the control queue
             // (see `control`); the task redirected ends here and hands its connection back.
-            let entry = entries.values[index]
-            guard let targetHost, entry.isRunning, targetHost != entry.host, !isInvalidated else {
+            let (isRunning, host) = (entries.values[index].isRunning, entries.values[index].host)
+            guard let targetHost, isRunning, targetHost != host, !isInvalidated else {
                 completionHandler(followed)
                 return .followed
             }
@@ -455,7 +455,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             entries.values[index].task = nil
             entries.values[index].host = targetHost
             entries.values[index].isRunning = false
-            return .moved(load: load, freed: freeConnection(to: entry.host))
+            return .moved(load: load, freed: freeConnection(to: host))
         }
         switch redirect {
         case .ended, .followed:
