@@ -5,20 +5,28 @@ import Testing
 
 @testable import AsyncImageCache
 
-/// On Linux, `URLSessionTask.resume()` and `cancel()` wait for swift-corelibs-foundation's work queue,
-/// which every `URLSession` in the process shares and libcurl holds for as long as it has bytes to
-/// hand over (seconds for a gzip bomb, minutes for a large redirect body). The loader never calls them
-/// on the thread that asks: a cancelled load ends at once, and its task and the one that takes its
-/// connection follow when the queue frees.
+/// On Linux, `URLSession.dataTask(with:)`, `URLSessionTask.resume()` and `cancel()`, and
+/// `invalidateAndCancel()` wait for swift-corelibs-foundation's work queue, which every `URLSession` in
+/// the process shares and libcurl holds for as long as it has bytes to hand over (seconds for a gzip
+/// bomb, minutes for a large redirect body). The loader never calls them on the thread that asks: a
+/// load starts and a cancelled one ends at once, a loader goes away at once, and the tasks follow when
+/// the queue frees.
 @Suite struct HTTPTaskControlTests {
+    /// A server of one 64x48 JPEG, `0.jpg`, in `folder` (removed when it goes), and its bytes.
+    private static func servingOneJPEG() async throws -> (
+        folder: TemporaryDirectory, server: TestHTTPServer, image: Data
+    ) {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        return (folder, server, try Data(contentsOf: folder.url.appendingPathComponent("0.jpg")))
+    }
+
     /// The work queue is held by a protocol of another session's, whose loading waits until released.
     @Test func aLoadIsCancelledWithoutWaitingForURLSessionsWorkQueue() async {
         await #expect(processExitsWith: .success) {
-            let folder = TemporaryDirectory("images")
-            try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
-            let server = try await TestHTTPServer(serving: folder.url)
-            defer { server.stop() }
-            let image = try Data(contentsOf: folder.url.appendingPathComponent("0.jpg"))
+            let (folder, server, image) = try await Self.servingOneJPEG()
+            defer { withExtendedLifetime(folder) { server.stop() } }
             // The first load holds the host's only connection, its answer held by the server; the second waits.
             let loader = HTTPDataLoader.limited(connectionsPerHost: 1)
             let first = Task { try await loader.loadData(for: server.url("/held/first/images/0.jpg")) }
@@ -26,17 +34,10 @@ import Testing
             let second = Task { try await loader.loadData(for: server.url("/images/0.jpg")) }
             try await waitUntil { loader.waitingTaskCount == 1 }
 
-            let hold = WorkQueueHold()
-            await hold.waitUntilHeld()
-            // Only a breaker, for a loader that waits for the queue: the cancellation would not end before it.
-            let released = LockedBox(false)
-            DispatchQueue.global().asyncAfter(deadline: .now() + 10) {
-                released.withLock { $0 = true }
-                hold.release()
-            }
+            let hold = await WorkQueueHold.held()
             first.cancel()
             await #expect(throws: ImageLoadingError.cancelled) { try await first.value }
-            #expect(!released.withLock { $0 }, "the cancellation waited for the work queue")
+            #expect(!hold.wasBroken, "the cancellation waited for the work queue")
             hold.release()
             // Once the queue frees, the second load takes the connection.
             #expect(try await second.value == image)
@@ -48,26 +49,17 @@ import Testing
     /// four holds a thread of the Swift pool (two on a two-core machine) while the queue is held.
     @Test func loadsStartedWhileTheWorkQueueIsHeldHoldNoThreadOfTheirCallers() async {
         await #expect(processExitsWith: .success) {
-            let folder = TemporaryDirectory("images")
-            try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
-            let server = try await TestHTTPServer(serving: folder.url)
-            defer { server.stop() }
-            let image = try Data(contentsOf: folder.url.appendingPathComponent("0.jpg"))
+            let (folder, server, image) = try await Self.servingOneJPEG()
+            defer { withExtendedLifetime(folder) { server.stop() } }
             let loader = HTTPDataLoader()
 
-            let hold = WorkQueueHold()
-            await hold.waitUntilHeld()
-            let released = LockedBox(false)
-            DispatchQueue.global().asyncAfter(deadline: .now() + 10) {
-                released.withLock { $0 = true }
-                hold.release()
-            }
+            let hold = await WorkQueueHold.held()
             let loads = (0..<4).map { _ in Task { try await loader.loadData(for: server.url("/images/0.jpg")) } }
             try await waitUntil { loader.unfinishedTaskCount == 4 }
             loads[0].cancel()
             loads[1].cancel()
             for load in loads[..<2] { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
-            #expect(!released.withLock { $0 }, "the loads waited for the work queue on their callers' threads")
+            #expect(!hold.wasBroken, "the loads waited for the work queue on their callers' threads")
             hold.release()
             // Once the queue frees, the loads still wanted are made and sent; the cancelled ones never are.
             for load in loads[2...] { #expect(try await load.value == image) }
@@ -80,22 +72,14 @@ import Testing
     /// that lets the loader go.
     @Test func aLoaderGoesAwayWithoutWaitingForURLSessionsWorkQueue() async {
         await #expect(processExitsWith: .success) {
-            let folder = TemporaryDirectory("images")
-            try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
-            let server = try await TestHTTPServer(serving: folder.url)
-            defer { server.stop() }
+            let (folder, server, _) = try await Self.servingOneJPEG()
+            defer { withExtendedLifetime(folder) { server.stop() } }
             var loader: HTTPDataLoader? = HTTPDataLoader()
             #expect(try await loader?.loadData(for: server.url("/images/0.jpg")) != nil)
 
-            let hold = WorkQueueHold()
-            await hold.waitUntilHeld()
-            let released = LockedBox(false)
-            DispatchQueue.global().asyncAfter(deadline: .now() + 10) {
-                released.withLock { $0 = true }
-                hold.release()
-            }
+            let hold = await WorkQueueHold.held()
             loader = nil
-            #expect(!released.withLock { $0 }, "the loader's deinit waited for the work queue")
+            #expect(!hold.wasBroken, "the loader's deinit waited for the work queue")
             hold.release()
             // A loader made after it, once the queue frees, loads as any other.
             #expect(try await HTTPDataLoader().loadData(for: server.url("/images/0.jpg")).isEmpty == false)
@@ -108,6 +92,22 @@ import Testing
 /// One per process, as its protocol's signals are.
 final class WorkQueueHold: Sendable {
     private let session: URLSession
+    private let broken = LockedBox(false)
+
+    /// Holds the queue until ``release()``, or for `breaker` seconds at most: only a breaker, for code
+    /// that waits for the queue, which would not go on before it (see ``wasBroken``).
+    static func held(breakingAfter breaker: TimeInterval = 10) async -> WorkQueueHold {
+        let hold = WorkQueueHold()
+        await hold.waitUntilHeld()
+        DispatchQueue.global().asyncAfter(deadline: .now() + breaker) { [broken = hold.broken] in
+            broken.withLock { $0 = true }
+            hold.release()
+        }
+        return hold
+    }
+
+    /// Whether the breaker of ``held(breakingAfter:)`` let the queue go.
+    var wasBroken: Bool { broken.withLock { $0 } }
 
     init() {
         let configuration = URLSessionConfiguration.ephemeral
