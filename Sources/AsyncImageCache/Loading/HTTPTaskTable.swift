@@ -8,26 +8,29 @@ import FoundationNetworking
 /// holding the continuation to resume, the task that carries the load and the bytes received so far.
 ///
 /// Each entry is removed exactly once, by whichever comes first: completion, a failure detected in a
-/// callback (status, size cap), or cancellation of the Swift task. Whoever removes it resumes its
-/// continuation, outside the lock, so every load resumes exactly once; callbacks that arrive for a
-/// removed entry find nothing and do nothing.
+/// callback (status, size cap, a redirect refused), cancellation of the Swift task, the deadline, or
+/// the session's invalidation before its task is made. Whoever removes it resumes its continuation,
+/// outside the lock, so every load resumes exactly once; callbacks that arrive for a removed entry
+/// find nothing and do nothing.
 ///
 /// At most `connectionLimit` tasks per host run at once; the others wait here, unresumed, and start as
 /// running ones end: the most urgent first, by the priority each one's closure gives when a connection
 /// frees (a store's run's, which rises when a visible load joins a prefetch; else the Swift task's), in
-/// order within a priority. Left to libcurl, the waiting ones would be resumed and queued inside it,
+/// order within a priority. A load takes its place when it starts, before its task is made, and a load
+/// given a connection before then is resumed as soon as it is. Left to libcurl, the waiting ones would be resumed and queued inside it,
 /// where the session's timeout already runs: loads that never reached the server timed out. A redirect
 /// to another host hands its connection back and is followed as a new task of the load, which waits
 /// for a connection to that host the same way. (swift-corelibs-foundation cannot wait inside the
 /// redirect: its timeout runs while it waits for the delegate, and an answer after that traps.)
 ///
-/// A task that runs longer than `resourceTimeout` is ended by a timer armed when it is resumed: its
+/// A load that runs longer than `resourceTimeout` is ended by a timer armed when it is first given a
+/// connection: its
 /// load fails with `.timedOut` (unless it already failed, as a drained error page has) and the task is
 /// cancelled, which closes the connection.
 ///
-/// Tasks are made, resumed and cancelled, and the session invalidated, on a queue of the table's, in
-/// the order asked, never on the thread that asks: on Linux each of them waits for a work queue that a
-/// large body can hold for seconds (see `control`).
+/// Tasks are made, resumed and cancelled, and the session invalidated, on one serial queue that every
+/// table shares, in the order asked, never on the thread that asks: on Linux each of them waits for a
+/// work queue that a large body can hold for seconds (see `control`).
 final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     // Unchecked: `entries`, `loadOfTask`, `nextLoad`, `running`, `waiting` and `isInvalidated` are only
     // read or written while holding `lock`; `lock`, `connectionLimit` and `resourceTimeout` are `let`s.
@@ -64,7 +67,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private struct Entry {
         let url: URL
         /// The task that carries the load: the first, or the one that follows its redirect to another
-        /// host; `nil` until it is made.
+        /// host; `nil` until the first is made, and from a move to another host until the next is.
         var task: URLSessionTask?
         /// The host whose connection the task holds or waits for: its URL's, then its redirect's.
         var host: String
@@ -72,11 +75,15 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         var priority: (@Sendable () -> UInt8)?
         let byteLimit: Int
         var continuation: Continuation?
-        /// Set when the Swift task was cancelled before ``HTTPTaskTable/start(_:request:in:priority:continuation:)`` ran.
+        /// Set when the Swift task was cancelled while the entry held no continuation: before
+        /// ``HTTPTaskTable/start(_:request:in:priority:continuation:)`` ran (or once a drain resumed it,
+        /// where nothing reads it).
         var cancelledBeforeStart = false
-        /// Set once the task is resumed: it holds one of its host's connections.
+        /// Set once the load is given one of its host's connections: its task is resumed then, or as soon
+        /// as it is made.
         var isRunning = false
-        /// Ends the task at `resourceTimeout` after it was resumed; cancelled when the entry goes.
+        /// Ends the load at `resourceTimeout` after it was first given a connection; cancelled when the
+        /// entry goes.
         var deadline: (any DispatchSourceTimer)?
         var response: HTTPURLResponse?
         /// The announced length of an unencoded body, used to detect truncation.
@@ -124,6 +131,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             }
             entries[load]?.continuation = continuation
             entries[load]?.priority = priority
+            // In line for a connection now, as the load asks; its task is resumed once both are there.
+            _ = admit(load, to: entry.host, priority: priority)
             return false
         }
         if cancelled {
@@ -133,16 +142,21 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         }
     }
 
-    /// Makes the task that carries `load` on with `request` and resumes it if its host has a free
-    /// connection, else queues it; unless the load has ended meanwhile. Runs on ``taskControl``.
+    /// Makes the task that carries `load` on with `request`, and resumes it if the load has been given
+    /// a connection (else it is resumed when it is); unless the load has ended meanwhile. Runs on
+    /// ``taskControl``.
     private func makeTask(of load: Int, for request: URLRequest, in session: URLSession) {
         // A task made in an invalidated session traps swift-corelibs-foundation ("Session invalidated").
         // The invalidation runs on this queue too, so none comes between this check and the task.
-        let (makes, failed): (Bool, Continuation?) = lock.withLock {
-            guard entries[load] != nil else { return (false, nil) }
-            guard !isInvalidated else { return (false, removeEntry(load).entry?.continuation) }
-            return (true, nil)
+        let (makes, failed, next): (Bool, Continuation?, URLSessionTask?) = lock.withLock {
+            guard entries[load] != nil else { return (false, nil, nil) }
+            guard !isInvalidated else {
+                let (removed, next) = removeEntry(load)
+                return (false, removed?.continuation, next)
+            }
+            return (true, nil, nil)
         }
+        next?.resume()
         failed?.resume(returning: .failure(.cancelled))
         guard makes else { return }
         let task = session.dataTask(with: request)
@@ -150,8 +164,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             guard let entry = entries[load] else { return nil }
             entries[load]?.task = task
             loadOfTask[task.taskIdentifier] = load
-            let medium: @Sendable () -> UInt8 = { TaskPriority.medium.rawValue }
-            return admit(load, to: entry.host, priority: entry.priority ?? medium)
+            return entry.isRunning
         }
         switch resume {
         case nil:
@@ -180,9 +193,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
     }
 
-    /// Gives `load`, its task made, a connection to `host` and marks it running when one is free
-    /// (`true`: resume its task once the lock is released), else queues it at `priority`. Call with
-    /// `lock` held.
+    /// Gives `load` a connection to `host` and marks it running when one is free (`true`: resume its
+    /// task, if made, once the lock is released), else queues it at `priority`. Call with `lock` held.
     private func admit(_ load: Int, to host: String, priority: @escaping @Sendable () -> UInt8) -> Bool {
         guard running[host, default: 0] < connectionLimit else {
             waiting[host, default: []].append((load, priority))
@@ -214,8 +226,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     }
 
     /// Frees a connection to `host` and gives it to the first of the most urgent loads waiting for one,
-    /// as urgent as they are now; returns that load's task, to resume once the lock is released. Call
-    /// with `lock` held.
+    /// as urgent as they are now; returns that load's task, to resume once the lock is released (`nil`
+    /// if it is not made yet: it is resumed when it is). Call with `lock` held.
     private func freeConnection(to host: String) -> URLSessionTask? {
         running[host, default: 1] -= 1
         if running[host] == 0 { running[host] = nil }
@@ -413,7 +425,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         let followed = request
         let targetHost = followed.url.map(Self.host(of:))
         // The completion handler is called only while the entry is there (under the lock) or after this
-        // callback removed it: whoever removes an entry cancels its task, and a task cancelled while it
+        // callback removed it: whoever else removes an entry cancels its task, and a task cancelled while it
         // waits for this handler makes a later call trap in swift-corelibs-foundation ("Received
         // callback for HTTP redirection, but we're not waiting for it"). No entry: the load has ended and
         // its task is cancelled or about to be; the handler is never called.
@@ -441,7 +453,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
                 return .fail(removed?.continuation, failure, next: next)
             }
             // A redirect to another host is followed as a new task of the load, made on the control queue
-            // (see `control`); the task redirected ends here and hands its connection back.
+            // (see `control`); the task redirected ends here and hands its connection back, and the load
+            // waits for one to the new host.
             let (isRunning, host) = (entries.values[index].isRunning, entries.values[index].host)
             guard let targetHost, isRunning, targetHost != host, !isInvalidated else {
                 completionHandler(followed)
@@ -455,7 +468,11 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             entries.values[index].task = nil
             entries.values[index].host = targetHost
             entries.values[index].isRunning = false
-            return .moved(load: load, freed: freeConnection(to: host))
+            let freed = freeConnection(to: host)
+            // In line for the new host at once, at the load's priority, as a load that starts is.
+            let medium: @Sendable () -> UInt8 = { TaskPriority.medium.rawValue }
+            _ = admit(load, to: targetHost, priority: entries[load]?.priority ?? medium)
+            return .moved(load: load, freed: freed)
         }
         switch redirect {
         case .ended, .followed:
