@@ -515,8 +515,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     }
 
     /// Where every task is made, resumed and cancelled, and every session invalidated, one at a time, in
-    /// the order asked.
-    private static let taskControl = DispatchQueue(label: "AsyncImageCache.HTTPTaskTable.taskControl", qos: .utility)
+    /// the order asked. Internal so that a test can keep it busy.
+    static let taskControl = DispatchQueue(label: "AsyncImageCache.HTTPTaskTable.taskControl", qos: .utility)
 
     /// Runs `work` (making tasks, their `resume()` and `cancel()`, a session's invalidation) on
     /// ``taskControl``, never on the thread that asks. On Linux each of them waits for

@@ -85,6 +85,44 @@ import Testing
             #expect(try await HTTPDataLoader().loadData(for: server.url("/images/0.jpg")).isEmpty == false)
         }
     }
+
+    /// A load redirected to another host takes its place in that host's line when it moves, not when
+    /// its new task is made: with the control queue busy meanwhile, the connection that frees there
+    /// goes to it, the more urgent, not to a prefetch that waited longer.
+    @Test func aLoadMovedToAnotherHostWaitsThereAtItsPriorityWhileItsTaskIsMade() async {
+        await #expect(processExitsWith: .success) {
+            let (folder, server, image) = try await Self.servingOneJPEG()
+            defer { withExtendedLifetime(folder) { server.stop() } }
+            let origin = try await TestHTTPServer(serving: folder.url)
+            defer { origin.stop() }
+            let loader = HTTPDataLoader.limited(connectionsPerHost: 1)
+            // The server's only connection is busy, and a prefetch waits for it.
+            let busy = Task { try await loader.loadData(for: server.url("/held/busy/images/0.jpg")) }
+            try await waitUntil { try await server.hits(for: "/held/busy/images/0.jpg") == 1 }
+            let prefetch = Task(priority: .utility) { try await loader.loadData(for: server.url("/images/0.jpg")) }
+            try await waitUntil { loader.waitingTaskCount == 1 }
+            // An urgent load asks the origin, whose redirect to the server is held back.
+            let target = server.url("/held/urgent/images/0.jpg")
+            let urgent = Task(priority: .high) {
+                try await loader.loadData(for: origin.url("/held/moved/redirect-to/302?\(target.absoluteString)"))
+            }
+            try await waitUntil { try await origin.hits(for: "/held/moved/redirect-to/302") == 1 }
+
+            // The control queue is busy from here, as when URLSession's work queue holds it.
+            let busyQueue = DispatchSemaphore(value: 0)
+            HTTPTaskTable.taskControl.async { busyQueue.wait() }
+            try await origin.release("moved")
+            try await waitUntil { loader.waitingTaskCount == 2 }
+            try await server.release("busy")
+            #expect(try await busy.value == image)
+            busyQueue.signal()
+            try await waitUntil { try await server.hits(for: "/held/urgent/images/0.jpg") == 1 }
+            #expect(try await server.hits(for: "/images/0.jpg") == 0, "the prefetch took the connection first")
+            try await server.release("urgent")
+            #expect(try await urgent.value == image)
+            #expect(try await prefetch.value == image)
+        }
+    }
 }
 
 /// swift-corelibs-foundation's work queue held until released, by a task of a session of its own
