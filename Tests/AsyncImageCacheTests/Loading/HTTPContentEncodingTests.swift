@@ -9,8 +9,7 @@ import Testing
 @Suite struct HTTPContentEncodingTests {
     @Test func requestsAskForTheBodyAsItIs() async throws {
         let folder = TemporaryDirectory("images")
-        try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
-        let server = try await TestHTTPServer(serving: folder.url)
+        let (server, _) = try await TestHTTPServer.servingOneJPEG(in: folder)
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         _ = try await store.image(for: ImageRequest(url: server.url("/images/0.jpg"), targetWidth: 32))
@@ -19,8 +18,7 @@ import Testing
 
     @Test func anImageEncodedThoughNotAskedForFailsWithAnErrorThatSaysSoAndStoresNothing() async throws {
         let folder = TemporaryDirectory("images")
-        try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
-        let server = try await TestHTTPServer(serving: folder.url)
+        let (server, _) = try await TestHTTPServer.servingOneJPEG(in: folder)
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         let description = await store.expectNetworkErrorStoringNothing(loading: server.url("/gzip/images/0.jpg"))
@@ -62,11 +60,9 @@ import Testing
     @Test func aLoadWaitingForTheBombsConnectionStartsWithoutItsBytesPilingUp() async {
         await #expect(processExitsWith: .success) {
             let folder = TemporaryDirectory("images")
-            try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
-            let server = try await TestHTTPServer(serving: folder.url)
+            let (server, image) = try await TestHTTPServer.servingOneJPEG(in: folder)
             defer { server.stop() }
             let bomb = server.url("/held/bomb/gzip-zeros/200/512")
-            let image = try Data(contentsOf: folder.url.appendingPathComponent("0.jpg"))
             try await PeakMemory.expectGrowth(belowMiB: 128, "compression bomb with a load waiting") {
                 let loader = HTTPDataLoader.limited(connectionsPerHost: 1)
                 let first = Task { try await loader.loadData(for: bomb) }

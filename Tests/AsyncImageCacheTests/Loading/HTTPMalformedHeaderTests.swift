@@ -11,8 +11,7 @@ import Testing
     @Test(arguments: ["no-reason", "bare-lf", "latin1", "huge", "redirected"])
     func aHeaderThatCannotBeReadFailsWithAnErrorThatSaysSoAndStoresNothing(kind: String) async throws {
         let folder = TemporaryDirectory("images")
-        try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
-        let server = try await TestHTTPServer(serving: folder.url)
+        let (server, _) = try await TestHTTPServer.servingOneJPEG(in: folder)
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         // "redirected": a redirect to a status line without a reason phrase.
@@ -27,8 +26,7 @@ import Testing
     @Test func theSameResponseWrittenTheRightWayLoads() async throws {
         // The route's raw bytes are otherwise a good response: only the flaw above makes the loads fail.
         let folder = TemporaryDirectory("images")
-        try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
-        let server = try await TestHTTPServer(serving: folder.url)
+        let (server, _) = try await TestHTTPServer.servingOneJPEG(in: folder)
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         let image = try await store.image(

@@ -12,20 +12,11 @@ import Testing
 /// load starts and a cancelled one ends at once, a loader goes away at once, and the tasks follow when
 /// the queue frees.
 @Suite struct HTTPTaskControlTests {
-    /// A server of one 64x48 JPEG, `0.jpg`, in `folder` (removed when it goes), and its bytes.
-    private static func servingOneJPEG() async throws -> (
-        folder: TemporaryDirectory, server: TestHTTPServer, image: Data
-    ) {
-        let folder = TemporaryDirectory("images")
-        try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
-        let server = try await TestHTTPServer(serving: folder.url)
-        return (folder, server, try Data(contentsOf: folder.url.appendingPathComponent("0.jpg")))
-    }
-
     /// The work queue is held by a protocol of another session's, whose loading waits until released.
     @Test func aLoadIsCancelledWithoutWaitingForURLSessionsWorkQueue() async {
         await #expect(processExitsWith: .success) {
-            let (folder, server, image) = try await Self.servingOneJPEG()
+            let folder = TemporaryDirectory("images")
+            let (server, image) = try await TestHTTPServer.servingOneJPEG(in: folder)
             defer { withExtendedLifetime(folder) { server.stop() } }
             // The first load holds the host's only connection, its answer held by the server; the second waits.
             let loader = HTTPDataLoader.limited(connectionsPerHost: 1)
@@ -49,7 +40,8 @@ import Testing
     /// four holds a thread of the Swift pool (two on a two-core machine) while the queue is held.
     @Test func loadsStartedWhileTheWorkQueueIsHeldHoldNoThreadOfTheirCallers() async {
         await #expect(processExitsWith: .success) {
-            let (folder, server, image) = try await Self.servingOneJPEG()
+            let folder = TemporaryDirectory("images")
+            let (server, image) = try await TestHTTPServer.servingOneJPEG(in: folder)
             defer { withExtendedLifetime(folder) { server.stop() } }
             let loader = HTTPDataLoader()
 
@@ -72,7 +64,8 @@ import Testing
     /// that lets the loader go.
     @Test func aLoaderGoesAwayWithoutWaitingForURLSessionsWorkQueue() async {
         await #expect(processExitsWith: .success) {
-            let (folder, server, _) = try await Self.servingOneJPEG()
+            let folder = TemporaryDirectory("images")
+            let (server, _) = try await TestHTTPServer.servingOneJPEG(in: folder)
             defer { withExtendedLifetime(folder) { server.stop() } }
             var loader: HTTPDataLoader? = HTTPDataLoader()
             #expect(try await loader?.loadData(for: server.url("/images/0.jpg")) != nil)
@@ -91,7 +84,8 @@ import Testing
     /// goes to it, the more urgent, not to a prefetch that waited longer.
     @Test func aLoadMovedToAnotherHostWaitsThereAtItsPriorityWhileItsTaskIsMade() async {
         await #expect(processExitsWith: .success) {
-            let (folder, server, image) = try await Self.servingOneJPEG()
+            let folder = TemporaryDirectory("images")
+            let (server, image) = try await TestHTTPServer.servingOneJPEG(in: folder)
             defer { withExtendedLifetime(folder) { server.stop() } }
             let origin = try await TestHTTPServer(serving: folder.url)
             defer { origin.stop() }

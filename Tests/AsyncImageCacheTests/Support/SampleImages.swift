@@ -115,3 +115,13 @@ extension ImageStore {
         return description
     }
 }
+
+extension TestHTTPServer {
+    /// A server of one 64x48 JPEG, `/images/0.jpg`, written into `folder` (which must outlive it), and
+    /// the JPEG's bytes.
+    static func servingOneJPEG(in folder: TemporaryDirectory) async throws -> (server: TestHTTPServer, image: Data) {
+        try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        return (server, try Data(contentsOf: folder.url.appendingPathComponent("0.jpg")))
+    }
+}
