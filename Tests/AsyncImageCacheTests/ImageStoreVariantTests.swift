@@ -92,6 +92,34 @@ import Testing
         #expect(store.variants.count == 1)
     }
 
+    /// A smaller decode that lands after a larger one of the same look (another row asked for it first, or
+    /// its waiter stayed) is handed to its waiters, not kept: the larger one already serves it. Before, it
+    /// was kept beside the larger one and, with room for only one of them, evicted it.
+    @Test func aSmallerDecodeLandingLateNeverReplacesALargerOne() async throws {
+        let folder = TemporaryDirectory("variants")
+        try SampleImages.writeJPEGs([PixelSize(width: 2400, height: 1600)], into: folder.url)
+        let rows = RowGate()
+        // Room for the 1000x667 variant (2.67 MB), not for it and the 500x333 one (0.67 MB) beside it.
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeRowObserver = rows.observer
+            $0.decodeConcurrency = 2
+            $0.memoryByteLimit = 3_000_000
+        }
+        let url = folder.url.appendingPathComponent("0.jpg")
+        let (small, large) = (ImageRequest(url: url, targetWidth: 500), ImageRequest(url: url, targetWidth: 1000))
+        rows.arm()
+        let late = Task { try await store.image(for: small) }
+        try await waitUntil { rows.parkedCount == 1 }
+        #expect(try await store.image(for: large).pixelSize.width == 1000)
+        rows.open()
+        #expect(try await late.value.pixelSize.width == 500)  // its waiter gets what it asked for
+        let kept = store.cachedImage(for: large)?.pixelSize.width
+        #expect(
+            kept == 1000, "the late 500 px decode pushed the 1000 px one out of memory: \(String(describing: kept))")
+        #expect(store.cachedImage(for: small)?.pixelSize.width == 1000)
+        #expect(store.variants.count == 1)
+    }
+
     @Test func remoteImagesShareDecodesAcrossWidthsToo() async throws {
         let folder = TemporaryDirectory("variants")
         try SampleImages.writeJPEGs([PixelSize(width: 640, height: 480)], into: folder.url)

@@ -10,7 +10,7 @@ import Foundation
 /// corners). A smaller variant never serves a larger request, but a variant at the source's natural
 /// size serves every request at least as wide (the source is never scaled up, so those requests
 /// would prepare the same image). When a variant lands, the smaller ones it can serve are dropped:
-/// one decode per look and URL, the largest.
+/// one decode per look and URL, the largest. A smaller one landing after a larger that serves it is not kept.
 final class VariantCache: @unchecked Sendable {
     // `storage` and `variantsByURL` are only touched while holding `lock`, and change together.
     private let lock = NSLock()
@@ -40,11 +40,21 @@ final class VariantCache: @unchecked Sendable {
     }
 
     /// Stores `image` for `request`, dropping the smaller variants of the URL that it serves. An image that
-    /// cannot fit the limits at all is not kept, and the smaller variants stay.
+    /// cannot fit the limits at all is not kept, and the smaller variants stay; nor is one that a variant
+    /// of the same version of the source already serves (a smaller decode that lands after a larger one),
+    /// which would only take the larger one's room.
     func insert(_ image: PreparedImage, for request: ImageRequest) {
         var released: [PreparedImage] = []
         lock.withLock {
             let key = request.url.cacheKey
+            for other in variantsByURL[key] ?? [] where other != request {
+                guard let existing = storage.value(forKey: other, markingUsed: false),
+                    existing.pixelSize.width >= image.pixelSize.width, existing.fileStamp == image.fileStamp,
+                    existing.serves(request)
+                else { continue }
+                _ = storage.value(forKey: other, markingUsed: true)
+                return
+            }
             // A `data:` URL's key is its payload, held by the entry beside the pixels: it counts too.
             let cost = image.cost + ImageStore.payloadCost(ofKey: key)
             // The storage refuses it (below) when it alone is over the budget: the ones it serves stay then.
