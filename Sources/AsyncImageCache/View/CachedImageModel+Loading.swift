@@ -60,8 +60,11 @@ extension CachedImageModel {
     func checkFileDrawnFromMemory() {
         guard isActive, fileCheck == nil, let request = uncheckedFileRequest else { return }
         uncheckedFileRequest = nil
-        fileCheck = store.load(request) { [weak self] image in
-            guard let self else { return }
+        nextLoadID += 1
+        let id = nextLoadID
+        let task = store.load(request) { [weak self] image in
+            // A check stopped by `disappear()` answers late, maybe after the next check started.
+            guard let self, fileCheck?.id == id else { return }
             fileCheck = nil
             // Drawn only while the image shown is still the one checked: a load since (a wider frame)
             // brings the file as it is now on its own.
@@ -69,6 +72,7 @@ extension CachedImageModel {
             // One drawn from memory meanwhile, for another frame, is checked in turn.
             checkFileDrawnFromMemory()
         }
+        fileCheck = (request, task, id)
     }
 
     /// Whether the current image falls short of `request`: narrower than it needs, or with corners

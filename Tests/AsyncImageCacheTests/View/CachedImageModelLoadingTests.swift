@@ -22,6 +22,24 @@ import Testing
         }
     }
 
+    /// A 2400x1600 photo on disk and a store whose decodes wait at a gate while it is closed.
+    struct GatedPhoto {
+        let folder = TemporaryDirectory("images")
+        let url: URL
+        let gate: GatedDecoder
+        let store: ImageStore
+
+        init(open: Bool) throws {
+            let name = try SampleImages.writeJPEGs([PixelSize(width: 2400, height: 1600)], into: folder.url)[0]
+            url = folder.url.appendingPathComponent(name)
+            let gate = GatedDecoder(open: open)
+            self.gate = gate
+            store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+                $0.decoder = gate
+            }
+        }
+    }
+
     @Test func theRequestIsTheLaidOutWidthTimesTheScaleRoundedUp() async throws {
         let photo = try LocalPhoto()
         let model = CachedImageModel(url: photo.url, cornerRadius: 8, displayScale: 3, store: photo.store)
@@ -81,6 +99,31 @@ import Testing
         try await waitUntil { @MainActor in again.fileCheck == nil }
         #expect(again.image?.pixelSize == PixelSize(width: 600, height: 600))
         #expect(photo.decoder.count == 2)
+    }
+
+    /// A model that leaves the screen while the check of its local file decodes the file's new bytes stops
+    /// the check, and checks again when it is shown again. Before, the check was lost: the model went on
+    /// drawing the old photo it had from memory (which the check had already let go), however often shown.
+    @Test func aFileCheckStoppedByLeavingTheScreenIsMadeAgainOnReturn() async throws {
+        let photo = try GatedPhoto(open: true)
+        let (url, gate, store) = (photo.url, photo.gate, photo.store)
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 600))
+        try SampleImages.jpeg(width: 1200, height: 1200, seed: 5).write(to: url)
+        let model = CachedImageModel(
+            url: url, displayScale: 2, layoutSize: CGSize(width: 300, height: 200), store: store)
+        gate.close()
+        await model.load()
+        try await waitUntil { gate.enteredCount == 2 }  // the check decodes the new bytes
+        model.disappear()
+        gate.open()
+        try await waitUntil { store.variantRuns.count == 0 && store.decodeSlots.busyCount == 0 }
+        #expect(model.image?.pixelSize == PixelSize(width: 600, height: 400), "the old photo, until checked")
+
+        await model.load()  // shown again
+        try await waitUntil { @MainActor in model.fileCheck == nil }
+        let drawn = model.image?.pixelSize
+        #expect(drawn == PixelSize(width: 600, height: 600), "still the old photo: \(String(describing: drawn))")
+        model.disappear()
     }
 
     @Test func aRowPrefetchedWithTheModelsRequestIsDrawnFromMemoryWithoutASecondDecode() async throws {
@@ -269,13 +312,8 @@ import Testing
     }
 
     @Test func loadReturnsWhenAWiderImageInMemoryReplacesTheLoadItWaitsFor() async throws {
-        let folder = TemporaryDirectory("images")
-        let name = try SampleImages.writeJPEGs([PixelSize(width: 2400, height: 1600)], into: folder.url)[0]
-        let url = folder.url.appendingPathComponent(name)
-        let gate = GatedDecoder(open: false)
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decoder = gate
-        }
+        let photo = try GatedPhoto(open: false)
+        let (url, gate, store, folder) = (photo.url, photo.gate, photo.store, photo.folder)
         let model = CachedImageModel(url: url, displayScale: 2, layoutSize: CGSize(width: 50, height: 34), store: store)
         let returned = try await Self.loadReturns(model, within: 20) {
             try await waitUntil { @MainActor in model.isLoading && !model.waiters.isEmpty }
