@@ -460,6 +460,7 @@ extension ImageStore {
         guard !Task.isCancelled else { return .failure(.cancelled) }
         report(.fetch, url)
         let stamp = url.isFileURL ? fileStamp(of: url) : nil
+        if url.isFileURL { forgetOtherVersions(of: url, than: stamp) }
         if let stamp, stamp.byteCount > Self.largeFileBytes, let error = Self.headerError(ofFileAt: url) {
             return .failure(.decodingFailed(error))
         }
@@ -490,6 +491,19 @@ extension ImageStore {
         } catch {
             return .failure(.decodingFailed(error))
         }
+    }
+
+    /// Forgets what memory holds of versions of the local file `url` other than `stamp` (`nil`: the file is gone),
+    /// as a load reads the file: its size (the memo does not say which version it came from), its original and its
+    /// images at other widths. Otherwise a load that then fails (the file removed, or no longer an image) would
+    /// leave the old file's size, bytes and images answering the synchronous lookups after it.
+    private func forgetOtherVersions(of url: URL, than stamp: FileStamp?) {
+        let key = url.cacheKey
+        sizeMemo.removeValue(forKey: key)
+        if let original = originals.value(forKey: key), original.fileStamp != stamp {
+            originals.removeValue(forKey: key)
+        }
+        variants.removeVariants(of: url) { $0.fileStamp != stamp }
     }
 
     /// How many times `url`'s image has been replaced (see ``replacements``): read it before looking up the bytes.

@@ -103,6 +103,40 @@ import Testing
         #expect(loader.startedCount == 2)
     }
 
+    @Test func aFileRemovedSinceItsLastLoadLeavesNoSizeBytesOrImageAfterItsNextLoad() async throws {
+        let folder = TemporaryDirectory("local")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try SampleImages.jpeg(width: 300, height: 200).write(to: file)
+        let (store, _, _, _) = try makeStore(in: folder)
+        let small = ImageRequest(url: file, targetWidth: 100)
+        _ = try await store.image(for: small)
+        #expect(store.cachedPixelSize(for: file) == CGSize(width: 300, height: 200))
+        try FileManager.default.removeItem(at: file)
+        // A load at another width notices the file is gone: nothing of the old file is answered after it.
+        await #expect(throws: ImageLoadingError.self) {
+            try await store.image(for: ImageRequest(url: file, targetWidth: 250))
+        }
+        #expect(store.cachedPixelSize(for: file) == nil)
+        #expect(store.cachedOriginalBytes(for: file) == nil)
+        #expect(store.cachedImage(for: small)?.pixelSize == nil)
+    }
+
+    @Test func aFileReplacedByOneThatFailsToLoadHasItsNewSizeAfterThatLoad() async throws {
+        let folder = TemporaryDirectory("local")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try SampleImages.jpeg(width: 300, height: 200).write(to: file)
+        let (store, _, _, _) = try makeStore(in: folder)
+        _ = try await store.image(for: ImageRequest(url: file, targetWidth: 100))
+        // The new file's header is sound, its pixels are cut short: the load fails, the size is known.
+        let replacement = try SampleImages.jpeg(width: 200, height: 400, seed: 3)
+        try replacement.prefix(replacement.count / 3).write(to: file)
+        await #expect(throws: ImageLoadingError.self) {
+            try await store.image(for: ImageRequest(url: file, targetWidth: 100))
+        }
+        #expect(store.cachedPixelSize(for: file) == CGSize(width: 200, height: 400))
+        #expect(store.cachedOriginalBytes(for: file) == nil)
+    }
+
     @Test func loadsOfOneFileShareOneReadAndOneDecode() async throws {
         let folder = TemporaryDirectory("local")
         try SampleImages.writeJPEGs([PixelSize(width: 1200, height: 800)], into: folder.url)

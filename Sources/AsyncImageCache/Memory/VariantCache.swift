@@ -78,13 +78,17 @@ final class VariantCache: @unchecked Sendable {
         _ = released  // images are released outside the lock
     }
 
-    /// Removes every variant of `url`.
-    func removeVariants(of url: URL) {
+    /// Removes every variant of `url`, or only those `isRemoved` picks.
+    func removeVariants(of url: URL, where isRemoved: (PreparedImage) -> Bool = { _ in true }) {
         var released: [PreparedImage] = []
         lock.withLock {
-            for request in variantsByURL.removeValue(forKey: url.cacheKey) ?? [] {
+            let key = url.cacheKey
+            for request in variantsByURL[key] ?? [] {
+                if let kept = storage.value(forKey: request, markingUsed: false), !isRemoved(kept) { continue }
                 if let value = storage.removeValue(forKey: request) { released.append(value) }
+                variantsByURL[key]?.remove(request)
             }
+            if variantsByURL[key]?.isEmpty == true { variantsByURL[key] = nil }
         }
         _ = released
     }
