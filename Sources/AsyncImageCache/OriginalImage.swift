@@ -10,7 +10,7 @@ import Darwin
 struct OriginalImage: Sendable {
     let data: Data
     let header: ImageHeader
-    /// For `file:` URLs, the file's modification date and size when it was read: a load whose
+    /// For `file:` URLs, the file's modification date, size and identity when it was read: a load whose
     /// stat differs reads the file again.
     let fileStamp: FileStamp?
     /// How often hits on these bytes in memory mark their disk file used.
@@ -20,25 +20,35 @@ struct OriginalImage: Sendable {
     var pixelSize: PixelSize { header.displaySize }
 }
 
-/// Identifies one version of a local file without reading it: its modification time and size.
+/// Identifies one version of a local file without reading it: its modification time and size, and which
+/// file it is (device and inode number). The identity tells apart a file put in place by a rename, or reached
+/// through a symbolic link pointed elsewhere, that kept the old one's date and size (`cp -p`, `rsync`, `tar`
+/// and `curl -R` all set the date they copied).
 struct FileStamp: Hashable, Sendable {
     let modificationTime: timespec
     let byteCount: Int
+    let device: UInt64
+    let inode: UInt64
 
-    init(modificationTime: timespec, byteCount: Int) {
+    init(modificationTime: timespec, byteCount: Int, device: UInt64, inode: UInt64) {
         self.modificationTime = modificationTime
         self.byteCount = byteCount
+        self.device = device
+        self.inode = inode
     }
 
     static func == (lhs: FileStamp, rhs: FileStamp) -> Bool {
         lhs.byteCount == rhs.byteCount && lhs.modificationTime.tv_sec == rhs.modificationTime.tv_sec
-            && lhs.modificationTime.tv_nsec == rhs.modificationTime.tv_nsec
+            && lhs.modificationTime.tv_nsec == rhs.modificationTime.tv_nsec && lhs.device == rhs.device
+            && lhs.inode == rhs.inode
     }
 
     func hash(into hasher: inout Hasher) {
         hasher.combine(byteCount)
         hasher.combine(modificationTime.tv_sec)
         hasher.combine(modificationTime.tv_nsec)
+        hasher.combine(device)
+        hasher.combine(inode)
     }
 }
 
@@ -54,10 +64,12 @@ struct SystemFileInspector: FileInspecting {
     func stamp(ofFileAtPath path: String) -> FileStamp? {
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        let (device, inode) = (UInt64(truncatingIfNeeded: info.st_dev), UInt64(truncatingIfNeeded: info.st_ino))
         #if canImport(Darwin)
-        return FileStamp(modificationTime: info.st_mtimespec, byteCount: Int(info.st_size))
+        return FileStamp(
+            modificationTime: info.st_mtimespec, byteCount: Int(info.st_size), device: device, inode: inode)
         #else
-        return FileStamp(modificationTime: info.st_mtim, byteCount: Int(info.st_size))
+        return FileStamp(modificationTime: info.st_mtim, byteCount: Int(info.st_size), device: device, inode: inode)
         #endif
     }
 }

@@ -137,6 +137,63 @@ import Testing
         #expect(store.cachedOriginalBytes(for: file) == nil)
     }
 
+    /// JPEGs of 300x200 and 200x200, the shorter padded after its end (which decoders ignore) to the same length.
+    private func twoJPEGsOfOneLength() throws -> (wide: Data, square: Data) {
+        var wide = try SampleImages.jpeg(width: 300, height: 200)
+        var square = try SampleImages.jpeg(width: 200, height: 200, seed: 3)
+        let length = max(wide.count, square.count)
+        wide.append(Data(count: length - wide.count))
+        square.append(Data(count: length - square.count))
+        return (wide, square)
+    }
+
+    /// Gives the file at `url` the modification time of the one at `other`, to the nanosecond, as `cp -p`,
+    /// `rsync -t`, `tar` or `curl -R` do.
+    private func copyModificationTime(from other: URL, to url: URL) throws {
+        var status = stat()
+        try #require(stat(other.path, &status) == 0)
+        #if canImport(Darwin)
+        let times = [status.st_atimespec, status.st_mtimespec]
+        #else
+        let times = [status.st_atim, status.st_mtim]
+        #endif
+        try #require(utimensat(AT_FDCWD, url.path, times, 0) == 0)
+    }
+
+    @Test func aFileReplacedByRenameWithTheSameSizeAndDateIsDecodedAnew() async throws {
+        let folder = TemporaryDirectory("local")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        let staged = folder.url.appendingPathComponent("photo.jpg.part")
+        let (wide, square) = try twoJPEGsOfOneLength()
+        try wide.write(to: file)
+        let (store, _, _, _) = try makeStore(in: folder)
+        let request = ImageRequest(url: file, targetWidth: 100)
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 100, height: 67))
+        try square.write(to: staged)
+        try copyModificationTime(from: file, to: staged)
+        try #require(rename(staged.path, file.path) == 0)
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 100, height: 100))
+        #expect(store.cachedPixelSize(for: file) == CGSize(width: 200, height: 200))
+    }
+
+    @Test func aSymbolicLinkPointedAtAnotherFileOfTheSameSizeAndDateIsDecodedAnew() async throws {
+        let folder = TemporaryDirectory("local")
+        let (first, second) = (folder.url.appendingPathComponent("a.jpg"), folder.url.appendingPathComponent("b.jpg"))
+        let link = folder.url.appendingPathComponent("current.jpg")
+        let (wide, square) = try twoJPEGsOfOneLength()
+        try wide.write(to: first)
+        try square.write(to: second)
+        try copyModificationTime(from: first, to: second)
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: first)
+        let (store, _, _, _) = try makeStore(in: folder)
+        let request = ImageRequest(url: link, targetWidth: 100)
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 100, height: 67))
+        try FileManager.default.removeItem(at: link)
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: second)
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 100, height: 100))
+        #expect(store.cachedPixelSize(for: link) == CGSize(width: 200, height: 200))
+    }
+
     @Test func loadsOfOneFileShareOneReadAndOneDecode() async throws {
         let folder = TemporaryDirectory("local")
         try SampleImages.writeJPEGs([PixelSize(width: 1200, height: 800)], into: folder.url)
