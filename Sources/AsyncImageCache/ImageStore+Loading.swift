@@ -561,7 +561,7 @@ extension ImageStore {
         }
     }
 
-    /// Whether a memory original still matches its source (for files: same date, size and identity).
+    /// Whether a memory original still matches its source (for files: same dates, size and identity).
     private func isCurrent(_ original: OriginalImage, for url: URL) -> Bool {
         guard url.isFileURL else { return true }
         return original.fileStamp != nil && original.fileStamp == fileStamp(of: url)

@@ -10,7 +10,7 @@ import Darwin
 struct OriginalImage: Sendable {
     let data: Data
     let header: ImageHeader
-    /// For `file:` URLs, the file's modification date, size and identity when it was read: a load whose
+    /// For `file:` URLs, the file's dates, size and identity when it was read: a load whose
     /// stat differs reads the file again.
     let fileStamp: FileStamp?
     /// How often hits on these bytes in memory mark their disk file used.
@@ -23,15 +23,18 @@ struct OriginalImage: Sendable {
 /// Identifies one version of a local file without reading it: its modification time and size, and which
 /// file it is (device and inode number). The identity tells apart a file put in place by a rename, or reached
 /// through a symbolic link pointed elsewhere, that kept the old one's date and size (`cp -p`, `rsync`, `tar`
-/// and `curl -R` all set the date they copied).
+/// and `curl -R` all set the date they copied). The status change time, which nobody can set, tells apart
+/// a file written in place and given back its old date (`cp -p` over an existing file).
 struct FileStamp: Hashable, Sendable {
     let modificationTime: timespec
+    let changeTime: timespec
     let byteCount: Int
     let device: UInt64
     let inode: UInt64
 
-    init(modificationTime: timespec, byteCount: Int, device: UInt64, inode: UInt64) {
+    init(modificationTime: timespec, changeTime: timespec, byteCount: Int, device: UInt64, inode: UInt64) {
         self.modificationTime = modificationTime
+        self.changeTime = changeTime
         self.byteCount = byteCount
         self.device = device
         self.inode = inode
@@ -39,14 +42,17 @@ struct FileStamp: Hashable, Sendable {
 
     static func == (lhs: FileStamp, rhs: FileStamp) -> Bool {
         lhs.byteCount == rhs.byteCount && lhs.modificationTime.tv_sec == rhs.modificationTime.tv_sec
-            && lhs.modificationTime.tv_nsec == rhs.modificationTime.tv_nsec && lhs.device == rhs.device
-            && lhs.inode == rhs.inode
+            && lhs.modificationTime.tv_nsec == rhs.modificationTime.tv_nsec
+            && lhs.changeTime.tv_sec == rhs.changeTime.tv_sec && lhs.changeTime.tv_nsec == rhs.changeTime.tv_nsec
+            && lhs.device == rhs.device && lhs.inode == rhs.inode
     }
 
     func hash(into hasher: inout Hasher) {
         hasher.combine(byteCount)
         hasher.combine(modificationTime.tv_sec)
         hasher.combine(modificationTime.tv_nsec)
+        hasher.combine(changeTime.tv_sec)
+        hasher.combine(changeTime.tv_nsec)
         hasher.combine(device)
         hasher.combine(inode)
     }
@@ -67,9 +73,12 @@ struct SystemFileInspector: FileInspecting {
         let (device, inode) = (UInt64(truncatingIfNeeded: info.st_dev), UInt64(truncatingIfNeeded: info.st_ino))
         #if canImport(Darwin)
         return FileStamp(
-            modificationTime: info.st_mtimespec, byteCount: Int(info.st_size), device: device, inode: inode)
+            modificationTime: info.st_mtimespec, changeTime: info.st_ctimespec, byteCount: Int(info.st_size),
+            device: device, inode: inode)
         #else
-        return FileStamp(modificationTime: info.st_mtim, byteCount: Int(info.st_size), device: device, inode: inode)
+        return FileStamp(
+            modificationTime: info.st_mtim, changeTime: info.st_ctim, byteCount: Int(info.st_size), device: device,
+            inode: inode)
         #endif
     }
 }

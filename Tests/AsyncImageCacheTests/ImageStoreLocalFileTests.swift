@@ -176,6 +176,26 @@ import Testing
         #expect(store.cachedPixelSize(for: file) == CGSize(width: 200, height: 200))
     }
 
+    @Test func aFileOverwrittenInPlaceThatKeptItsSizeAndDateIsDecodedAnew() async throws {
+        let folder = TemporaryDirectory("local")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        let dated = folder.url.appendingPathComponent("date")
+        let (wide, square) = try twoJPEGsOfOneLength()
+        try wide.write(to: file)
+        try Data().write(to: dated)
+        try copyModificationTime(from: file, to: dated)
+        let (store, _, _, _) = try makeStore(in: folder)
+        let request = ImageRequest(url: file, targetWidth: 100)
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 100, height: 67))
+        // Written into the same file, as `cp -p` does over an existing one, then given the old date.
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.write(contentsOf: square)
+        try handle.close()
+        try copyModificationTime(from: dated, to: file)
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 100, height: 100))
+        #expect(store.cachedPixelSize(for: file) == CGSize(width: 200, height: 200))
+    }
+
     @Test func aSymbolicLinkPointedAtAnotherFileOfTheSameSizeAndDateIsDecodedAnew() async throws {
         let folder = TemporaryDirectory("local")
         let (first, second) = (folder.url.appendingPathComponent("a.jpg"), folder.url.appendingPathComponent("b.jpg"))
