@@ -100,6 +100,12 @@ public struct DataURL: Sendable, Equatable {
         // Percent escapes (e.g. %2B for "+") and line breaks are common in hand-written data: URLs.
         var text = try percentDecoded(payload, what: "payload")
         text.removeAll { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
+        // Padding only ends the text: Foundation decodes "=" inside the last group to bytes nobody encoded
+        // ("QQ=A" to two bytes, "====" to one).
+        let padding = text.reversed().prefix { $0 == UInt8(ascii: "=") }.count
+        guard padding <= 2, !text.dropLast(padding).contains(UInt8(ascii: "=")) else {
+            throw .invalidDataURL(reason: "the payload is not valid base64")
+        }
         let unpadded = text.count % 4
         guard unpadded != 1 else {
             throw .invalidDataURL(reason: "the base64 payload has an impossible length (\(text.count) characters)")

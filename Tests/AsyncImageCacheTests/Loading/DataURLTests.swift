@@ -69,6 +69,10 @@ import Testing
         ("data:image/png;base64", "no comma separates the header from the payload"),
         ("data:image/png;base64,AA*A", "the payload is not valid base64"),
         ("data:image/png;base64,AAAAA", "the base64 payload has an impossible length (5 characters)"),
+        // Foundation decodes these to bytes nobody encoded: [0], [0x41, 0], "ABC".
+        ("data:image/png;base64,====", "the payload is not valid base64"),
+        ("data:image/png;base64,QQ=A", "the payload is not valid base64"),
+        ("data:image/png;base64,QUJD====", "the payload is not valid base64"),
         ("data:,50%", "a \"%\" in the payload is not followed by two hex digits"),
         ("data:,%zz", "a \"%\" in the payload is not followed by two hex digits"),
         ("data:image,abc", "the media type \"image\" is not type/subtype"),
