@@ -160,6 +160,18 @@ import Testing
         try #require(utimensat(AT_FDCWD, url.path, times, 0) == 0)
     }
 
+    /// The status change time of the file at `url`, in nanoseconds.
+    private func changeTime(of url: URL) throws -> Int {
+        var status = stat()
+        try #require(stat(url.path, &status) == 0)
+        #if canImport(Darwin)
+        let time = status.st_ctimespec
+        #else
+        let time = status.st_ctim
+        #endif
+        return time.tv_sec * 1_000_000_000 + time.tv_nsec
+    }
+
     @Test func aFileReplacedByRenameWithTheSameSizeAndDateIsDecodedAnew() async throws {
         let folder = TemporaryDirectory("local")
         let file = folder.url.appendingPathComponent("photo.jpg")
@@ -187,11 +199,16 @@ import Testing
         let (store, _, _, _) = try makeStore(in: folder)
         let request = ImageRequest(url: file, targetWidth: 100)
         #expect(try await store.image(for: request).pixelSize == PixelSize(width: 100, height: 67))
-        // Written into the same file, as `cp -p` does over an existing one, then given the old date.
-        let handle = try FileHandle(forWritingTo: file)
-        try handle.write(contentsOf: square)
-        try handle.close()
-        try copyModificationTime(from: dated, to: file)
+        let changedBefore = try changeTime(of: file)
+        // Written into the same file, as `cp -p` does over an existing one, then given the old date; again
+        // while the clock's tick has not moved on, where the file system's timestamps are coarse, so that the
+        // status change time differs as it does between two writes a tick apart.
+        repeat {
+            let handle = try FileHandle(forWritingTo: file)
+            try handle.write(contentsOf: square)
+            try handle.close()
+            try copyModificationTime(from: dated, to: file)
+        } while try changeTime(of: file) == changedBefore
         #expect(try await store.image(for: request).pixelSize == PixelSize(width: 100, height: 100))
         #expect(store.cachedPixelSize(for: file) == CGSize(width: 200, height: 200))
     }
