@@ -66,9 +66,11 @@ enum AIC {
 
     static func main() async {
         var words = Array(CommandLine.arguments.dropFirst())
-        let name = words.first ?? "demo"
-        if !words.isEmpty { words.removeFirst() }
-        if ["--help", "-h", "help"].contains(name) {
+        let helpWords = ["--help", "-h", "help"]
+        // No command but options: they are the demo's (`aic [demo] [--output sheet.png] [--keep]`).
+        let startsWithOption = words.first.map { $0.hasPrefix("-") && !helpWords.contains($0) } ?? true
+        let name = startsWithOption ? "demo" : words.removeFirst()
+        if helpWords.contains(name) {
             if let topic = words.first, let command = subcommands.first(where: { $0.name == topic }) {
                 Console.out(help(for: command))
             } else {
@@ -77,8 +79,8 @@ enum AIC {
             return
         }
         guard let command = (subcommands + hiddenSubcommands).first(where: { $0.name == name }) else {
-            let hint = name.hasPrefix("-") ? "unknown option \(name)" : "unknown command \(name)"
-            exitWithUsageError(UsageError(hint), synopsis: "aic [COMMAND] [ARGUMENTS]", helpCommand: "aic --help")
+            exitWithUsageError(
+                UsageError("unknown command \(name)"), synopsis: "aic [COMMAND] [ARGUMENTS]", helpCommand: "aic --help")
         }
         do {
             let arguments = try Arguments(words, options: command.options, flags: command.flags)

@@ -99,6 +99,19 @@ import Testing
         #expect(result.stdout.split(separator: "\n").allSatisfy { $0.count <= 110 }, "fits a wide terminal")
     }
 
+    /// With no command aic runs the demo (`aic [demo] [--output sheet.png] [--keep]`), and `scripts/demo`
+    /// passes its arguments on: the demo's options work without the word `demo`. An output in a folder that
+    /// does not exist shows it without running the demo: the demo's own check refuses it.
+    @Test(arguments: [["--output", "missing/sheet.png"], ["--keep", "--output", "missing/sheet.png"]])
+    func theDemosOptionsWorkWithoutTheWordDemo(arguments: [String]) async throws {
+        let aic = CommandLineRunner()
+        let bare = try await aic.run(arguments)
+        let named = try await aic.run(["demo"] + arguments)
+        #expect(named.status == 1 && named.stderr.contains("no folder"), "\(named)")
+        #expect(bare.status == named.status, "\(bare)")
+        #expect(bare.stderr == named.stderr)
+    }
+
     /// `--output=` with nothing after the `=` is a missing value, not an invitation to take the next
     /// word: that word is an input here, and the sheet would be written over it.
     @Test func anEmptyOptionValueIsAUsageErrorAndTheNextWordStaysAnInput() async throws {
