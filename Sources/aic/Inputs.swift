@@ -11,13 +11,13 @@ enum Inputs {
     static let imageExtensions: Set<String> = ["jpg", "jpeg", "png", "gif", "webp", "heic", "heif", "avif"]
     #endif
 
-    /// The URL for a command-line INPUT: `http(s)://`, `file://` and `data:` are URLs, so is anything
-    /// else of the form `scheme://` (the store then names the scheme it does not support); the
-    /// rest is a path, relative to the current folder.
+    /// The URL for a command-line INPUT: `http(s)://`, `file:/` (`file:///path`, and `file:/path` as
+    /// RFC 8089 allows) and `data:` are URLs, so is anything else of the form `scheme://` (the store
+    /// then names the scheme it does not support); the rest is a path, relative to the current folder.
     static func url(for argument: String) -> URL {
         let lowercased = argument.lowercased()
         let looksLikeURL =
-            lowercased.hasPrefix("data:")
+            lowercased.hasPrefix("data:") || lowercased.hasPrefix("file:/")
             || (lowercased.range(of: "^[a-z][a-z0-9+.-]*://", options: .regularExpression) != nil)
         if looksLikeURL, let url = URL(string: argument) { return url }
         return URL(fileURLWithPath: argument).standardizedFileURL

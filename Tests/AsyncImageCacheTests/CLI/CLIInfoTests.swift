@@ -36,6 +36,17 @@ import Testing
         #expect(fileURL.stdout == "120x90 JPEG\n")
     }
 
+    /// `file:/path`, with one slash, is a file URL as much as `file:///path` (RFC 8089; Java's `File.toURI()`
+    /// writes it so), not a relative path that starts with a folder named `file:`.
+    @Test func aFileURLWithOneSlashIsAFileURL() async throws {
+        let aic = CommandLineRunner()
+        try SampleImages.jpeg(width: 64, height: 48).write(to: aic.file("photo.jpg"))
+
+        let result = try await aic.run("info", "file:" + aic.file("photo.jpg").path)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout == "64x48 JPEG\n")
+    }
+
     @Test func aDataURLIsDecodedInPlace() async throws {
         let aic = CommandLineRunner()
         let png = try SampleImages.png(width: 12, height: 7)
