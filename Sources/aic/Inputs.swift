@@ -23,14 +23,18 @@ enum Inputs {
         return URL(fileURLWithPath: argument).standardizedFileURL
     }
 
+    /// The file name of a file or an http(s) URL (its last path component, percent-decoded); `nil` for
+    /// other URLs and for a URL whose path ends without one.
+    static func fileName(of url: URL) -> String? {
+        guard url.isFileURL || url.scheme?.lowercased().hasPrefix("http") == true else { return nil }
+        let name = url.lastPathComponent
+        return name.isEmpty || name == "/" ? nil : name
+    }
+
     /// A short name for progress lines and failure lists: the file name of a file or an http(s) URL,
     /// the start of anything else.
     static func displayName(of url: URL) -> String {
-        if url.isFileURL || url.scheme?.lowercased().hasPrefix("http") == true, !url.lastPathComponent.isEmpty,
-            url.lastPathComponent != "/"
-        {
-            return url.lastPathComponent
-        }
+        if let name = fileName(of: url) { return name }
         let text = url.absoluteString
         return text.count > 40 ? text.prefix(40) + "..." : text
     }

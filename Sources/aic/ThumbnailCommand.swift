@@ -20,7 +20,8 @@ enum ThumbnailCommand: Subcommand {
                              narrower than W gets corners smaller in proportion
           --output FILE      where to write the PNG of the one INPUT; an existing file is replaced
           --output-dir DIR   instead of --output: any number of INPUTs, each written to DIR/NAME.png
-                             (NAME is the input's file name without its extension), one per core at a time
+                             (NAME is the input's file name without its extension, or input-N for
+                             the Nth INPUT when it has none, as a data: URL), one per core at a time
 
         EXAMPLES
           aic thumbnail photo.jpg --width 320 --output photo-320.png
@@ -42,12 +43,13 @@ enum ThumbnailCommand: Subcommand {
                 throw UsageError("give --output or --output-dir, not both")
             }
             guard !arguments.positionals.isEmpty else { throw UsageError("\(name) needs an INPUT") }
-            jobs = try arguments.positionals.map { input in
+            jobs = try arguments.positionals.enumerated().map { position, input in
                 let url = Inputs.url(for: input)
                 // A URL's last component is percent-decoded: `..%2Fx.jpg` names "../x.jpg", which must not
-                // lead out of the folder, so a "/" (or a NUL) in it becomes "_".
-                let base = url.deletingPathExtension().lastPathComponent
-                let file = String(base.map { $0 == "/" || $0 == "\0" ? "_" : $0 }) + ".png"
+                // lead out of the folder, so a "/" (or a NUL) in it becomes "_". An input without a file
+                // name (a `data:` URL, whose "name" would be its payload) is named by its place.
+                let base = Inputs.fileName(of: url) == nil ? nil : url.deletingPathExtension().lastPathComponent
+                let file = String((base ?? "input-\(position + 1)").map { $0 == "/" || $0 == "\0" ? "_" : $0 }) + ".png"
                 return (url, try PNGOutput(path: URL(fileURLWithPath: folder).appendingPathComponent(file).path))
             }
             // Two inputs with one name (a/x.jpg, b/x.png) would overwrite each other's thumbnail.

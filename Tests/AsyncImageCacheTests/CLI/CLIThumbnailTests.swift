@@ -72,6 +72,24 @@ import Testing
         let written = try FileManager.default.contentsOfDirectory(atPath: aic.file("out").path)
         #expect(written.count == 1, "\(written)")
     }
+
+    /// A `data:` URL has no file name: its thumbnail was named after the payload's text past its last
+    /// "/" (a base64 character), "Z.png" for this one, or a name too long for the file system, which
+    /// failed the batch. It is named by its place among the inputs.
+    @Test func outputDirNamesAnInputWithoutAFileNameByItsPlace() async throws {
+        let aic = CommandLineRunner()
+        try SampleImages.jpeg(width: 40, height: 30).write(to: aic.file("photo.jpg"))
+        let payload = try SampleImages.jpeg(width: 300, height: 200).base64EncodedString()
+        try FileManager.default.createDirectory(at: aic.file("out"), withIntermediateDirectories: true)
+
+        let result = try await aic.run(
+            "thumbnail", "photo.jpg", "data:image/jpeg;base64," + payload, "--width", "20", "--output-dir", "out")
+        #expect(result.status == 0, "\(result)")
+        let written = try FileManager.default.contentsOfDirectory(atPath: aic.file("out").path).sorted()
+        #expect(written == ["input-2.png", "photo.png"])
+        let thumbnail = try CommandLineRunner.decodePNG(at: aic.file("out/input-2.png"))
+        #expect(thumbnail.pixelSize == PixelSize(width: 20, height: 13))
+    }
 }
 
 /// An output path that holds something other than a regular file is refused, not replaced.
