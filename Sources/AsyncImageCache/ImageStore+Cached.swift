@@ -38,6 +38,10 @@ extension ImageStore {
             return nil
         }
         let original = OriginalImage(data: data, header: header, fileStamp: nil)
+        // Its caching facts come into memory with it, as with a load's read of the file: once the file
+        // is gone (trimmed, purged), a load served these bytes from memory would find none and take
+        // them for fresh until evicted, never revalidated.
+        _ = storedCacheMetadata(for: url)
         // Handed out, but not kept when a `removeAll()` or a revalidation's new image came since the
         // file was read.
         _ = ifCurrent(generation: generation, replacement: replacement, forKey: key) {

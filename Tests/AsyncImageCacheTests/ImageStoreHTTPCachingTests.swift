@@ -262,6 +262,31 @@ import Testing
         #expect(store.disk.pixelSize(for: url) == PixelSize(width: 200, height: 200))
     }
 
+    /// Bytes that `cachedOriginalBytes(for:)` brought from disk into memory keep their caching facts
+    /// once the file is gone (trimmed, or purged by the system): a load served them from memory, took
+    /// them for fresh until evicted and never asked the server again, whose image had changed.
+    @Test func bytesCopiedFromDiskAreRevalidatedAfterTheirFileIsGone() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let url = fixture.server.url("/cache/no-cache/images/photo.jpg")
+        let store = try fixture.store()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
+        store.clearMemory()  // a memory warning
+        #expect(store.cachedOriginalBytes(for: url)?.pixelSize == CGSize(width: 320, height: 240))
+        try FileManager.default.removeItem(at: store.disk.fileURL(for: url))
+        try fixture.replacePhoto(width: 200, height: 200)
+
+        // Stale (no-cache): served from memory while it revalidates.
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        #expect(store.statistics.revalidations == 1, "the stale bytes were taken for fresh")
+        #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
+        #expect(
+            try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize
+                == PixelSize(width: 100, height: 100))
+    }
+
     /// A changed image's lifetime runs from its response, not from the end of the check decode that
     /// waits for a low-priority slot before it is kept.
     @Test func aChangedImageIsFreshForItsLifetimeFromItsResponse() async throws {
