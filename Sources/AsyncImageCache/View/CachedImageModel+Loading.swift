@@ -54,9 +54,9 @@ extension CachedImageModel {
     }
 
     /// While the model is shown, has the store load again the request of a local file's image drawn
-    /// from memory: the store checks the file's date and size off the main thread and, when they
-    /// changed (a photo edited and saved in place), decodes it anew, and the model draws that; when
-    /// they did not, the load answers from memory. Memory lookups themselves never touch the file.
+    /// from memory: the store checks the file's version (dates, size and identity) off the main thread
+    /// and, when it changed (a photo edited and saved in place), decodes it anew, and the model draws
+    /// that; when it did not, the load answers from memory. Memory lookups themselves never touch the file.
     func checkFileDrawnFromMemory() {
         guard isActive, fileCheck == nil, let request = uncheckedFileRequest else { return }
         uncheckedFileRequest = nil
