@@ -182,7 +182,8 @@ extension ImageDecoders {
 
         /// How 16-bit files are reduced to 8 bits.
         enum SixteenBitPath {
-            /// libpng's own 8-bit output, except for interlaced 16-bit files (see ``linear``).
+            /// libpng's own 8-bit output, except for interlaced 16-bit files and those whose gamma libpng
+            /// corrects (see ``linear`` and ``PNG/correctsGamma(_:)``).
             case automatic
             /// Through libpng's 16-bit linear output, converted here. libpng 1.6.39 as Debian ships it gets
             /// Adam7 16-bit to 8-bit wrong in `png_image_finish_read` (up to 255 off in half the samples:
@@ -194,9 +195,30 @@ extension ImageDecoders {
         func decode(_ data: Data, context: ImageDecodingContext, sixteenBitPath: SixteenBitPath)
             throws(ImageDecodingError) -> Bitmap
         {
-            try Self.readable(data).withUnsafeBytes { bytes in
-                Self.decode(bytes, context: context, sixteenBitPath: sixteenBitPath)
+            let readable = try Self.readable(data)
+            let path: SixteenBitPath =
+                sixteenBitPath == .automatic && Self.correctsGamma(readable) ? .linear : sixteenBitPath
+            return try readable.withUnsafeBytes { bytes in
+                Self.decode(bytes, context: context, sixteenBitPath: path)
             }.get()
+        }
+
+        /// Whether libpng corrects the gamma of `data` on its way to sRGB: a gAMA chunk 4 % or more away from
+        /// sRGB's 0.45455 and no sRGB chunk (the row reader's test in RowReader.c). Its 8-bit output of such a
+        /// 16-bit file goes through gamma tables of 11 significant bits, which turn the darkest levels of a
+        /// linear file black or into steps (samples up to 31 of 65535 came out 0 where 1/2.2 gives up to 8);
+        /// its 16-bit linear output keeps them, so such files take ``SixteenBitPath/linear``.
+        static func correctsGamma(_ data: Data) -> Bool {
+            var (gamma, isSRGB): (Int?, Bool) = (nil, false)
+            let bytes = HeaderBytes(data, format: .png)
+            _ = try? ImageHeader.walkPNGChunks(bytes, from: 8) { type, offset, length in
+                if type == "sRGB" { isSRGB = true }
+                if type == "gAMA", length == 4 { gamma = try? bytes.uint32BE(at: offset + 8) }
+                return true
+            }
+            guard let gamma, !isSRGB else { return false }
+            let ratio = Double(gamma) / 45455
+            return ratio <= 0.96 || ratio >= 1.04
         }
 
         /// libpng's longest side: it refuses a larger IHDR as "Invalid IHDR data", which would read as damage.

@@ -129,6 +129,19 @@ struct PNGDecoderTests {
         #expect(tagged.largestVisibleDifference(from: untagged) <= 1)
     }
 
+    @Test(arguments: [false, true])
+    func aLinearSixteenBitFileKeepsItsDarkestTones(interlaced: Bool) throws {
+        // Samples 0 to 504 of 65535 in linear light: 0 to 28 of 255 once encoded with libpng's power of 1/2.2,
+        // every step of a dark gradient. Sequential or interlaced, a file gives the same pixels.
+        let data = SyntheticPNG.sixteenBit(
+            width: 64, height: 1, channels: 1, interlaced: interlaced, chunks: [SyntheticPNG.gamma(1)]
+        ) { x, _, _ in UInt16(x * 8) }
+        let bitmap = try decoder.decode(data, context: decodingContext(.png))
+        let expected = (0..<64).map { Int((pow(Double($0 * 8) / 65535, 0.45455) * 255).rounded()) }
+        let decoded = (0..<64).map { Int(bitmap.pixels[$0 * 4]) }
+        #expect(zip(decoded, expected).allSatisfy { abs($0 - $1) <= 1 }, "\(decoded) vs \(expected)")
+    }
+
     @Test func aPaletteWithTransparencyKeepsItsTransparentPixels() throws {
         let transparent = try decoder.decode(
             try Fixtures.data("pngsuite", "tbbn3p08.png"), context: decodingContext(.png))
