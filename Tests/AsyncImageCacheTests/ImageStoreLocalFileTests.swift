@@ -20,6 +20,16 @@ import Testing
         return (store, spy, loader, decoder)
     }
 
+    /// `photo.jpg`, a 300x200 JPEG, written into `folder`, and a store over the folder.
+    private func storeOverAPhoto(in folder: TemporaryDirectory) throws -> (
+        file: URL, store: ImageStore, loader: RecordingLoader, decoder: CountingDecoder
+    ) {
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try SampleImages.jpeg(width: 300, height: 200).write(to: file)
+        let (store, _, loader, decoder) = try makeStore(in: folder)
+        return (file, store, loader, decoder)
+    }
+
     @Test func cachedImageForAFileIsAMemoryLookupThatNeverStatsOrReads() async throws {
         let folder = TemporaryDirectory("local")
         try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
@@ -49,9 +59,7 @@ import Testing
 
     @Test func aFileOverwrittenInPlaceIsDecodedAnewAtItsNextLoad() async throws {
         let folder = TemporaryDirectory("local")
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try SampleImages.jpeg(width: 300, height: 200).write(to: file)
-        let (store, _, loader, decoder) = try makeStore(in: folder)
+        let (file, store, loader, decoder) = try storeOverAPhoto(in: folder)
         let request = ImageRequest(url: file, targetWidth: 100)
         #expect(try await store.image(for: request).pixelSize == PixelSize(width: 100, height: 67))
         try SampleImages.jpeg(width: 200, height: 200, seed: 3).write(to: file)
@@ -65,9 +73,7 @@ import Testing
 
     @Test func aPrefetchOfAFileOverwrittenInPlaceDecodesItAnew() async throws {
         let folder = TemporaryDirectory("local")
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try SampleImages.jpeg(width: 300, height: 200).write(to: file)
-        let (store, _, loader, decoder) = try makeStore(in: folder)
+        let (file, store, loader, decoder) = try storeOverAPhoto(in: folder)
         let request = ImageRequest(url: file, targetWidth: 100)
         _ = try await store.image(for: request)
         try SampleImages.jpeg(width: 200, height: 200, seed: 3).write(to: file)
@@ -105,9 +111,7 @@ import Testing
 
     @Test func aFileRemovedSinceItsLastLoadLeavesNoSizeBytesOrImageAfterItsNextLoad() async throws {
         let folder = TemporaryDirectory("local")
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try SampleImages.jpeg(width: 300, height: 200).write(to: file)
-        let (store, _, _, _) = try makeStore(in: folder)
+        let (file, store, _, _) = try storeOverAPhoto(in: folder)
         let small = ImageRequest(url: file, targetWidth: 100)
         _ = try await store.image(for: small)
         #expect(store.cachedPixelSize(for: file) == CGSize(width: 300, height: 200))
@@ -123,9 +127,7 @@ import Testing
 
     @Test func aFileReplacedByOneThatFailsToLoadHasItsNewSizeAfterThatLoad() async throws {
         let folder = TemporaryDirectory("local")
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try SampleImages.jpeg(width: 300, height: 200).write(to: file)
-        let (store, _, _, _) = try makeStore(in: folder)
+        let (file, store, _, _) = try storeOverAPhoto(in: folder)
         _ = try await store.image(for: ImageRequest(url: file, targetWidth: 100))
         // The new file's header is sound, its pixels are cut short: the load fails, the size is known.
         let replacement = try SampleImages.jpeg(width: 200, height: 400, seed: 3)
