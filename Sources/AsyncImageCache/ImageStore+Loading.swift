@@ -162,6 +162,12 @@ extension ImageStore {
         let storesOriginal = ifCurrent(
             generation: fetched.generation, replacement: fetched.replacement, forKey: request.url.cacheKey
         ) { () -> Bool in
+            // Read before a load read the file's new version (or found it gone): delivered, not kept.
+            if request.url.isFileURL, let latest = localFileVersions.value(forKey: request.url.cacheKey),
+                latest != fetched.original.fileStamp
+            {
+                return false
+            }
             let first = fetched.claimStoring()
             if first { keepInMemory(fetched, for: request.url) }
             if fetched.origin == .source { undecodedOriginals.removeValue(forKey: request.url.cacheKey) }
@@ -460,7 +466,7 @@ extension ImageStore {
         guard !Task.isCancelled else { return .failure(.cancelled) }
         report(.fetch, url)
         let stamp = url.isFileURL ? fileStamp(of: url) : nil
-        if url.isFileURL { forgetOtherVersions(of: url, than: stamp) }
+        if url.isFileURL { forgetOtherVersions(of: url, than: stamp, generation: generation) }
         if let stamp, stamp.byteCount > Self.largeFileBytes, let error = Self.headerError(ofFileAt: url) {
             return .failure(.decodingFailed(error))
         }
@@ -496,14 +502,19 @@ extension ImageStore {
     /// Forgets what memory holds of versions of the local file `url` other than `stamp` (`nil`: the file is gone),
     /// as a load reads the file: its size (the memo does not say which version it came from), its original and its
     /// images at other widths. Otherwise a load that then fails (the file removed, or no longer an image) would
-    /// leave the old file's size, bytes and images answering the synchronous lookups after it.
-    private func forgetOtherVersions(of url: URL, than stamp: FileStamp?) {
+    /// leave the old file's size, bytes and images answering the synchronous lookups after it. Records `stamp` as
+    /// the version last read, in the same step, so that loads still decoding another version keep nothing; after a
+    /// `removeAll()` since `generation`, memory is already empty and this load keeps nothing either.
+    private func forgetOtherVersions(of url: URL, than stamp: FileStamp?, generation: Int) {
         let key = url.cacheKey
-        sizeMemo.removeValue(forKey: key)
-        if let original = originals.value(forKey: key), original.fileStamp != stamp {
-            originals.removeValue(forKey: key)
+        _ = disk.ifCurrent(generation) {
+            localFileVersions.insert(stamp, forKey: key, cost: 0)
+            sizeMemo.removeValue(forKey: key)
+            if let original = originals.value(forKey: key), original.fileStamp != stamp {
+                originals.removeValue(forKey: key)
+            }
+            variants.removeVariants(of: url) { $0.fileStamp != stamp }
         }
-        variants.removeVariants(of: url) { $0.fileStamp != stamp }
     }
 
     /// How many times `url`'s image has been replaced (see ``replacements``): read it before looking up the bytes.

@@ -72,6 +72,11 @@ public final class ImageStore: Sendable {
     /// by ``removeImage(for:)``. Raised only inside ``DiskStore/ifCurrent(_:_:)``, where a load also
     /// checks it and keeps its result: bytes looked up before a replacement are never kept after it.
     let replacements = LockedBox(ReplacementLedger())
+    /// The version of each local file that a load last read (`nil`: the file was gone), by URL. Written and
+    /// checked under the disk tier's generation lock, as memory is emptied: a load keeps what it read only
+    /// while it is that version, so the decode of an older version landing after a load of the new one
+    /// keeps nothing. A URL forgotten past the count limit keeps what its loads read, as before any was seen.
+    let localFileVersions = MemoryCache<String, FileStamp?>(countLimit: 10_000, costLimit: .max)
     let counters = LockedBox(Statistics())
     let decodeSlots: DecodeSlots
     /// HTTP caching facts of remote entries, read from disk attributes at most once per URL.

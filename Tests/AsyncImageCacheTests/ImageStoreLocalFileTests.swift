@@ -233,6 +233,31 @@ import Testing
         #expect(store.cachedPixelSize(for: link) == CGSize(width: 200, height: 200))
     }
 
+    /// A load that read a file before it changed may deliver the old picture, but once a load has read the
+    /// new one, the old one's decode landing late keeps nothing: memory answers with the file as it is now.
+    @Test func anOldVersionDecodedAfterALoadOfTheNewOneIsDeliveredButNotKept() async throws {
+        let folder = TemporaryDirectory("local")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        let old = try SampleImages.jpeg(width: 300, height: 200)
+        try old.write(to: file)
+        let gate = BytesGate(holding: old)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+            $0.decodeConcurrency = 2
+        }
+        let wide = ImageRequest(url: file, targetWidth: 150)
+        let oldLoad = Task { try await store.image(for: wide).pixelSize }
+        try await waitUntil { gate.heldCount == 1 }
+        try SampleImages.jpeg(width: 200, height: 200, seed: 3).write(to: file)
+        let narrow = try await store.image(for: ImageRequest(url: file, targetWidth: 100))
+        #expect(narrow.pixelSize == PixelSize(width: 100, height: 100))
+        gate.open()
+        #expect(try await oldLoad.value == PixelSize(width: 150, height: 100))
+        #expect(store.cachedImage(for: wide)?.pixelSize == nil)
+        #expect(store.cachedPixelSize(for: file) == CGSize(width: 200, height: 200))
+        #expect(store.cachedOriginalBytes(for: file)?.pixelSize == CGSize(width: 200, height: 200))
+    }
+
     @Test func loadsOfOneFileShareOneReadAndOneDecode() async throws {
         let folder = TemporaryDirectory("local")
         try SampleImages.writeJPEGs([PixelSize(width: 1200, height: 800)], into: folder.url)
@@ -244,5 +269,39 @@ import Testing
         }
         #expect(loader.startedCount == 1)
         #expect(decoder.count == 1)
+    }
+}
+
+/// A decoder that holds the decodes of one file's bytes until opened, and decodes the others at once.
+private final class BytesGate: ImageDecoding, @unchecked Sendable {
+    // `isOpen` and `held` are only touched while holding `condition`.
+    private let condition = NSCondition()
+    private var isOpen = false
+    private var held = 0
+    private let bytes: Data
+    private let base = ImageDecoders.Default()
+
+    init(holding bytes: Data) {
+        self.bytes = bytes
+    }
+
+    /// Decodes of the held bytes that have reached the gate.
+    var heldCount: Int { condition.withLock { held } }
+
+    func open() {
+        condition.withLock {
+            isOpen = true
+            condition.broadcast()
+        }
+    }
+
+    func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
+        if data == bytes {
+            condition.withLock {
+                held += 1
+                while !isOpen { condition.wait() }
+            }
+        }
+        return try base.decode(data, context: context)
     }
 }
