@@ -68,7 +68,11 @@ extension CachedImageModel {
             fileCheck = nil
             // Drawn only while the image shown is still the one checked: a load since (a wider frame)
             // brings the file as it is now on its own.
-            if let image, loading == nil, lastRequest == request { show(image, for: request) }
+            if let image, loading == nil, lastRequest == request {
+                show(image, for: request)
+                // The new file may not cover a frame that the old image did (a source that was narrower).
+                startLoadIfNeeded()
+            }
             // One drawn from memory meanwhile, for another frame, is checked in turn.
             checkFileDrawnFromMemory()
         }

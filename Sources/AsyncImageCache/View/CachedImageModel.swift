@@ -233,8 +233,9 @@ public final class CachedImageModel {
 
     /// Hydrates: takes the image from memory or loads it, and returns once no load is in flight and
     /// the image covers the layout, or the load failed. Waits for a first layout when there is none.
-    /// A local file's image drawn from memory is drawn at once, and the store then checks the file in
-    /// the background: when it changed on disk since it was decoded, the new decode replaces it.
+    /// A local file's image drawn from memory, or kept by the model while it was not shown, is drawn at
+    /// once, and the store then checks the file in the background: when it changed on disk since it was
+    /// decoded, the new decode replaces it.
     /// Returns at once, loading nothing, when ``displayScale`` is not a positive number.
     ///
     /// Cancelling the calling task (SwiftUI cancels `.task` on disappear) returns at once and, when
@@ -242,8 +243,14 @@ public final class CachedImageModel {
     public func load() async {
         // With no positive display scale no layout gives a request: nothing would ever end the wait.
         guard url != nil, DisplayPixels.isUsable(scale: displayScale), !Task.isCancelled else { return }
+        let returning = !isActive
         isActive = true
         if let layoutSize { layoutChanged(to: layoutSize) }
+        // Shown again with the image it kept: a local file may have changed on disk while it was away, so it
+        // is checked as an image drawn from memory is, unless a load under way reads the file anyway.
+        if returning, image != nil, loading == nil, fileCheck == nil, url?.isLocalFileURL == true {
+            uncheckedFileRequest = uncheckedFileRequest ?? lastRequest
+        }
         checkFileDrawnFromMemory()
         guard !isSettled else { return }
         nextWaiterID += 1

@@ -126,6 +126,25 @@ import Testing
         model.disappear()
     }
 
+    /// A model whose image came from its own load, shown again after its local file changed on disk, checks
+    /// the file as one that drew the image from memory does. Before, it kept drawing the old photo, however
+    /// often shown, for as long as the frame needed no more pixels.
+    @Test func aModelShownAgainAfterItsFileChangedDrawsTheNewFile() async throws {
+        let photo = try LocalPhoto()
+        let model = CachedImageModel(
+            url: photo.url, displayScale: 2, layoutSize: CGSize(width: 300, height: 200), store: photo.store)
+        await model.load()
+        #expect(model.image?.pixelSize == PixelSize(width: 600, height: 400))
+        model.disappear()
+        try SampleImages.jpeg(width: 1200, height: 1200, seed: 5).write(to: photo.url)
+
+        await model.load()  // shown again
+        try await waitUntil { @MainActor in model.fileCheck == nil }
+        let drawn = model.image?.pixelSize
+        #expect(drawn == PixelSize(width: 600, height: 600), "still the old photo: \(String(describing: drawn))")
+        model.disappear()
+    }
+
     @Test func aRowPrefetchedWithTheModelsRequestIsDrawnFromMemoryWithoutASecondDecode() async throws {
         let photo = try LocalPhoto()
         let frame = CGSize(width: 318, height: 212)
