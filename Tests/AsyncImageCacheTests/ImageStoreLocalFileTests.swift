@@ -240,14 +240,15 @@ import Testing
         let file = folder.url.appendingPathComponent("photo.jpg")
         let old = try SampleImages.jpeg(width: 300, height: 200)
         try old.write(to: file)
-        let gate = BytesGate(holding: old)
+        let gate = GatedDecoder(holdingOnly: old)
+        defer { gate.open() }  // a failed expectation below must not leave a decode waiting for ever
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
             $0.decoder = gate
             $0.decodeConcurrency = 2
         }
         let wide = ImageRequest(url: file, targetWidth: 150)
         let oldLoad = Task { try await store.image(for: wide).pixelSize }
-        try await waitUntil { gate.heldCount == 1 }
+        try await waitUntil { gate.enteredCount == 1 }
         try SampleImages.jpeg(width: 200, height: 200, seed: 3).write(to: file)
         let narrow = try await store.image(for: ImageRequest(url: file, targetWidth: 100))
         #expect(narrow.pixelSize == PixelSize(width: 100, height: 100))
@@ -269,39 +270,5 @@ import Testing
         }
         #expect(loader.startedCount == 1)
         #expect(decoder.count == 1)
-    }
-}
-
-/// A decoder that holds the decodes of one file's bytes until opened, and decodes the others at once.
-private final class BytesGate: ImageDecoding, @unchecked Sendable {
-    // `isOpen` and `held` are only touched while holding `condition`.
-    private let condition = NSCondition()
-    private var isOpen = false
-    private var held = 0
-    private let bytes: Data
-    private let base = ImageDecoders.Default()
-
-    init(holding bytes: Data) {
-        self.bytes = bytes
-    }
-
-    /// Decodes of the held bytes that have reached the gate.
-    var heldCount: Int { condition.withLock { held } }
-
-    func open() {
-        condition.withLock {
-            isOpen = true
-            condition.broadcast()
-        }
-    }
-
-    func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
-        if data == bytes {
-            condition.withLock {
-                held += 1
-                while !isOpen { condition.wait() }
-            }
-        }
-        return try base.decode(data, context: context)
     }
 }

@@ -30,13 +30,17 @@ final class GatedDecoder: ImageDecoding, @unchecked Sendable {
     private var contexts: [ImageDecodingContext] = []
     private var cancellations: [Bool] = []
     private let failsWhenCancelled: Bool
+    private let heldBytes: Data?
     private let base = ImageDecoders.Default()
 
-    /// - Parameter failsWhenCancelled: Whether a decode whose load was cancelled by the time it passes the
-    ///   gate throws, as a careless decoder might, `.corrupt` rather than `.cancelled`.
-    init(open: Bool = false, failsWhenCancelled: Bool = false) {
+    /// - Parameters:
+    ///   - failsWhenCancelled: Whether a decode whose load was cancelled by the time it passes the
+    ///     gate throws, as a careless decoder might, `.corrupt` rather than `.cancelled`.
+    ///   - bytes: When given, only decodes of these bytes are held (and counted); others decode at once.
+    init(open: Bool = false, failsWhenCancelled: Bool = false, holdingOnly bytes: Data? = nil) {
         isOpen = open
         self.failsWhenCancelled = failsWhenCancelled
+        heldBytes = bytes
     }
 
     /// Decodes that have started.
@@ -60,6 +64,7 @@ final class GatedDecoder: ImageDecoding, @unchecked Sendable {
     }
 
     func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
+        if let heldBytes, data != heldBytes { return try base.decode(data, context: context) }
         let cancelled = condition.withLock {
             entered += 1
             running += 1
