@@ -76,7 +76,7 @@ extension CachedImageModel {
             // One drawn from memory meanwhile, for another frame, is checked in turn.
             checkFileDrawnFromMemory()
         }
-        fileCheck = (request, task, id)
+        fileCheck = (task, id)
     }
 
     /// Whether the current image falls short of `request`: narrower than it needs, or with corners

@@ -79,10 +79,10 @@ public final class CachedImageModel {
     /// memory never looks at the file, which may have changed on disk after it was decoded.
     var uncheckedFileRequest: ImageRequest?
     /// The check of a local file's image drawn from memory in flight (see
-    /// ``checkFileDrawnFromMemory()``), with its request and a number telling its completion apart from
-    /// that of a check it replaced; apart from ``loading``, so it neither shows as loading nor keeps
-    /// callers of ``load()`` waiting.
-    var fileCheck: (request: ImageRequest, task: ImageLoadTask, id: UInt64)?
+    /// ``checkFileDrawnFromMemory()``), with a number telling its completion apart from that of a check
+    /// it replaced; apart from ``loading``, so it neither shows as loading nor keeps callers of ``load()``
+    /// waiting.
+    var fileCheck: (task: ImageLoadTask, id: UInt64)?
     /// The callers of ``load()`` still waiting, by number.
     var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     var nextWaiterID: UInt64 = 0
@@ -271,12 +271,8 @@ public final class CachedImageModel {
     public func disappear() {
         isActive = false
         cancelLoad()
-        // A check stopped before it answered is made again when the model is next shown: the image it
-        // checks is still drawn, and its memory entry may already be gone with the file's old version.
-        if let check = fileCheck {
-            check.task.cancel()
-            uncheckedFileRequest = uncheckedFileRequest ?? check.request
-        }
+        // A check stopped before it answered is made again when the model is next shown (see ``load()``).
+        fileCheck?.task.cancel()
         fileCheck = nil
         resumeWaiters()
     }
