@@ -20,8 +20,9 @@ enum Demo: Subcommand {
         orientation 6) from a loopback HTTP server and loads it three times at \(width) px with \(radius) px
         corners: cold (fetched and decoded), warm (memory hits), and in a fresh aic process with the
         server stopped, as after a relaunch (sizes from the disk tier's xattr, pixels from disk). It
-        prints where each image came from, a table per pass, and writes a contact sheet of the
-        thumbnails. It uses its own store in a temporary folder, never the user's cache.
+        prints where each image came from, pass by pass, then a table with a row per pass, and writes
+        a contact sheet of the thumbnails. It uses its own store in a temporary folder, never the
+        user's cache.
 
         OPTIONS
           --output FILE   where to write the contact sheet PNG (default \(defaultSheetPath))
