@@ -17,16 +17,16 @@ import FoundationNetworking
 /// running ones end: the most urgent first, by the priority each one's closure gives when a connection
 /// frees (a store's run's, which rises when a visible load joins a prefetch; else the Swift task's), in
 /// order within a priority. A load takes its place when it starts, before its task is made, and a load
-/// given a connection before then is resumed as soon as it is. Left to libcurl, the waiting ones would be resumed and queued inside it,
-/// where the session's timeout already runs: loads that never reached the server timed out. A redirect
-/// to another host hands its connection back and is followed as a new task of the load, which waits
-/// for a connection to that host the same way. (swift-corelibs-foundation cannot wait inside the
-/// redirect: its timeout runs while it waits for the delegate, and an answer after that traps.)
+/// given a connection before then is resumed as soon as it is. Left to libcurl, the waiting ones would
+/// be resumed and queued inside it, where the session's timeout already runs: loads that never reached
+/// the server timed out. A redirect to another host hands its connection back and is followed as a new
+/// task of the load, which waits for a connection to that host the same way. (swift-corelibs-foundation
+/// cannot wait inside the redirect: its timeout runs while it waits for the delegate, and an answer
+/// after that traps.)
 ///
 /// A load that runs longer than `resourceTimeout` is ended by a timer armed when it is first given a
-/// connection: its
-/// load fails with `.timedOut` (unless it already failed, as a drained error page has) and the task is
-/// cancelled, which closes the connection.
+/// connection: the load fails with `.timedOut` (unless it already failed, as a drained error page has)
+/// and the task is cancelled, which closes the connection.
 ///
 /// Tasks are made, resumed and cancelled, and the session invalidated, on one serial queue that every
 /// table shares, in the order asked, never on the thread that asks: on Linux each of them waits for a
