@@ -25,7 +25,8 @@ extension ImageStore {
     /// image or with `nil` when the load failed or was cancelled.
     ///
     /// Concurrent loads of the same request share one fetch and one decode; loads of the same URL
-    /// at different widths share one fetch. For the reason of a failure use ``image(for:)``.
+    /// at different widths share one fetch. A load of a local file that changed since a load of it
+    /// began shares neither: it reads the file again. For the reason of a failure use ``image(for:)``.
     ///
     /// The image may be wider than `request` asks for: a larger decode already in memory that looks
     /// the same at this width serves it, as for ``cachedImage(for:)``. Draw it scaled to the frame.
@@ -80,10 +81,12 @@ extension ImageStore {
     func prepared(
         _ request: ImageRequest, priority: ImageLoadPriority = .normal
     ) async -> Result<PreparedImage, ImageLoadingError> {
-        if let hit = variants.value(for: request) {
-            // A local file may have changed since it was decoded: one stat, here off the caller's
-            // thread (``cachedImage(for:)`` never looks).
-            if !request.url.isFileURL || hit.fileStamp == fileStamp(of: request.url) {
+        let hit = variants.value(for: request)
+        // A local file may have changed since it was decoded, or since a load in flight read it: one
+        // stat, here off the caller's thread (``cachedImage(for:)`` never looks).
+        let version = request.url.isFileURL ? fileStamp(of: request.url) : nil
+        if let hit {
+            if !request.url.isFileURL || hit.fileStamp == version {
                 count { $0.variantHits += 1 }
                 markDiskUse(of: request.url, hit.diskUse)
                 revalidateIfStale(request.url)
@@ -91,24 +94,25 @@ extension ImageStore {
             }
             variants.removeVariants(of: request.url)
         }
-        let key = runKey(request, for: request.url)
+        let key = runKey(request, for: request.url, fileVersion: version)
         let outcome = await variantRuns.value(for: key, priority: priority) { [self] priority in
-            await prepare(request, priority: priority)
+            await prepare(request, fileVersion: version, priority: priority)
         }
         if case .failure(let error) = outcome, error != .cancelled { count { $0.failures += 1 } }
         return outcome
     }
 
-    /// One run of the pipeline for `request`, shared by every waiter for it.
+    /// One run of the pipeline for `request`, shared by every waiter for it; for a local file, by those
+    /// that found it at `fileVersion`.
     ///
     /// A file of the disk tier was stored only after it decoded, so cached bytes that now fail as
     /// damaged (cut short, corrupt, unrecognisable) were damaged on disk: they leave both tiers and,
     /// once, the image is fetched afresh from the source within the same load (`afterDamagedFile`).
     private func prepare(
-        _ request: ImageRequest, priority: RunPriority, afterDamagedFile: Bool = false
+        _ request: ImageRequest, fileVersion: FileStamp?, priority: RunPriority, afterDamagedFile: Bool = false
     ) async -> Result<PreparedImage, ImageLoadingError> {
         let fetched: FetchedOriginal
-        switch await original(for: request.url, priority: priority) {
+        switch await original(for: request.url, fileVersion: fileVersion, priority: priority) {
         case .success(let value): fetched = value
         case .failure(let error): return .failure(error)
         }
@@ -149,7 +153,7 @@ extension ImageStore {
             removeDamaged(fetched.original.data, for: request.url)
             forgetDecoding(fetched, for: request.url, everyHold: true)  // damaged: no other width takes them
             if afterDamagedFile || Task.isCancelled { return .failure(.decodingFailed(error)) }
-            return await prepare(request, priority: priority, afterDamagedFile: true)
+            return await prepare(request, fileVersion: fileVersion, priority: priority, afterDamagedFile: true)
         case .success(let value)?:
             bitmap = value
         }
@@ -203,7 +207,12 @@ extension ImageStore {
     /// load's lookup, and the URL would be fetched again).
     private func holdFetched(_ url: URL) -> @Sendable () -> Void {
         let key = url.cacheKey
-        let releaseRun = fetchRuns.hold(runKey(key, for: url))
+        // A local file's run is held whatever version it reads: the main actor does not stat, and a
+        // wider load of a file that changed meanwhile starts a run of its own all the same.
+        let current = runKey(key, for: url)
+        let releaseRun = fetchRuns.hold {
+            $0.subject == key && $0.generation == current.generation && $0.replacement == current.replacement
+        }
         let bytes = decodingOriginals.withLock { table -> FetchedOriginal? in
             guard let last = table[key]?.last else { return nil }
             table[key]?.append(last)
@@ -400,11 +409,14 @@ extension ImageStore {
     }
 
     /// The original bytes for `url`: from memory, else one shared fetch from disk or the source, whose
-    /// download waits for a connection at the highest `priority` of the runs that wait for it.
-    private func original(for url: URL, priority: RunPriority) async -> Result<FetchedOriginal, ImageLoadingError> {
+    /// download waits for a connection at the highest `priority` of the runs that wait for it. A local
+    /// file's fetch is shared only by the runs that found it at the same `fileVersion`.
+    private func original(
+        for url: URL, fileVersion: FileStamp?, priority: RunPriority
+    ) async -> Result<FetchedOriginal, ImageLoadingError> {
         let generation = disk.generation
         let replacement = replacementCount(of: url)
-        if let original = originals.value(forKey: url.cacheKey), isCurrent(original, for: url) {
+        if let original = originals.value(forKey: url.cacheKey), isCurrent(original, for: url, at: fileVersion) {
             count { $0.originalMemoryHits += 1 }
             markDiskUse(of: url, original.diskUse)
             revalidateIfStale(url)
@@ -413,17 +425,20 @@ extension ImageStore {
         }
         if let decoding = decodingOriginals.withLock({ $0[url.cacheKey]?.last }),
             decoding.generation == generation, decoding.replacement == replacement,
-            isCurrent(decoding.original, for: url)
+            isCurrent(decoding.original, for: url, at: fileVersion)
         {
             return .success(decoding)
         }
         if let held = undecodedOriginals.value(forKey: url.cacheKey) {
-            if held.generation == generation, held.replacement == replacement, isCurrent(held.original, for: url) {
+            if held.generation == generation, held.replacement == replacement,
+                isCurrent(held.original, for: url, at: fileVersion)
+            {
                 return .success(held)
             }
             undecodedOriginals.removeValue(forKey: url.cacheKey)
         }
-        let key = RunKey(subject: url.cacheKey, generation: generation, replacement: replacement)
+        let key = RunKey(
+            subject: url.cacheKey, generation: generation, replacement: replacement, fileVersion: fileVersion)
         return await fetchRuns.value(for: key, priority: priority.current, following: priority) {
             [self] fetchPriority in
             await HTTPDataLoader.$runPriority.withValue(fetchPriority) {
@@ -434,8 +449,10 @@ extension ImageStore {
 
     /// The key of a run for `subject` of `url` started now: under the disk tier's generation and `url`'s
     /// replacement count, read as ``original(for:)`` reads them before it looks anything up.
-    func runKey<Subject>(_ subject: Subject, for url: URL) -> RunKey<Subject> {
-        RunKey(subject: subject, generation: disk.generation, replacement: replacementCount(of: url))
+    func runKey<Subject>(_ subject: Subject, for url: URL, fileVersion: FileStamp? = nil) -> RunKey<Subject> {
+        RunKey(
+            subject: subject, generation: disk.generation, replacement: replacementCount(of: url),
+            fileVersion: fileVersion)
     }
 
     /// Fetches `url`'s bytes from disk or the source for the run keyed by `generation` and `replacement`,
@@ -572,10 +589,11 @@ extension ImageStore {
         }
     }
 
-    /// Whether a memory original still matches its source (for files: same dates, size and identity).
-    private func isCurrent(_ original: OriginalImage, for url: URL) -> Bool {
+    /// Whether a memory original still matches its source: for a local file, whether it was read at
+    /// `fileVersion`, the version the load found (same dates, size and identity).
+    private func isCurrent(_ original: OriginalImage, for url: URL, at fileVersion: FileStamp?) -> Bool {
         guard url.isFileURL else { return true }
-        return original.fileStamp != nil && original.fileStamp == fileStamp(of: url)
+        return original.fileStamp != nil && original.fileStamp == fileVersion
     }
 
     /// The stamp of the local file `url` names; `nil` for a `file:` URL on another host

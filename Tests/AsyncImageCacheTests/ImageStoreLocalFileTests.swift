@@ -259,6 +259,58 @@ import Testing
         #expect(store.cachedOriginalBytes(for: file)?.pixelSize == CGSize(width: 200, height: 200))
     }
 
+    /// A load made after the file changed does not wait for a load of the same request still decoding
+    /// the old version: it reads the file as it is now.
+    @Test func aLoadAfterTheFileChangedDoesNotJoinALoadDecodingTheOldVersion() async throws {
+        let folder = TemporaryDirectory("local")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        let old = try SampleImages.jpeg(width: 300, height: 200)
+        try old.write(to: file)
+        let gate = GatedDecoder(holdingOnly: old)
+        defer { gate.open() }  // a failed expectation below must not leave a decode waiting for ever
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+            $0.decodeConcurrency = 2
+        }
+        let request = ImageRequest(url: file, targetWidth: 100)
+        let oldLoad = Task { try await store.image(for: request).pixelSize }
+        try await waitUntil { gate.enteredCount == 1 }
+        try SampleImages.jpeg(width: 200, height: 200, seed: 3).write(to: file)
+        let newLoad = Task { try await store.image(for: request).pixelSize }
+        // The new version is not held at the gate: its load ends while the old one's decode waits.
+        try await waitUntil { store.statistics.decodes == 2 && store.cachedImage(for: request) != nil }
+        #expect(gate.enteredCount == 1)
+        gate.open()
+        #expect(try await newLoad.value == PixelSize(width: 100, height: 100))
+        #expect(try await oldLoad.value == PixelSize(width: 100, height: 67))
+        #expect(store.cachedImage(for: request)?.pixelSize == PixelSize(width: 100, height: 100))
+        #expect(store.cachedPixelSize(for: file) == CGSize(width: 200, height: 200))
+    }
+
+    /// A load at another width made after the file changed does not share the bytes of a read of the
+    /// old version still in flight.
+    @Test func aLoadAfterTheFileChangedDoesNotShareAReadOfTheOldVersion() async throws {
+        let folder = TemporaryDirectory("local")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try SampleImages.jpeg(width: 300, height: 200).write(to: file)
+        let loader = ParkingLoader()
+        defer { loader.gate.open() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+        }
+        loader.gate.arm()
+        let oldLoad = Task { try await store.image(for: ImageRequest(url: file, targetWidth: 150)).pixelSize }
+        try await waitUntil { loader.gate.parkedCount == 1 }  // the old version read, not yet handed over
+        try SampleImages.jpeg(width: 200, height: 200, seed: 3).write(to: file)
+        let narrow = ImageRequest(url: file, targetWidth: 100)
+        let newLoad = Task { try await store.image(for: narrow).pixelSize }
+        try await waitUntil { store.cachedImage(for: narrow) != nil }
+        loader.gate.open()
+        #expect(try await newLoad.value == PixelSize(width: 100, height: 100))
+        #expect(try await oldLoad.value == PixelSize(width: 150, height: 100))
+        #expect(store.cachedPixelSize(for: file) == CGSize(width: 200, height: 200))
+    }
+
     @Test func loadsOfOneFileShareOneReadAndOneDecode() async throws {
         let folder = TemporaryDirectory("local")
         try SampleImages.writeJPEGs([PixelSize(width: 1200, height: 800)], into: folder.url)
@@ -270,5 +322,28 @@ import Testing
         }
         #expect(loader.startedCount == 1)
         #expect(decoder.count == 1)
+    }
+}
+
+/// Reads files with the real loader and, once its gate is armed, holds the next read after it has read
+/// the bytes: a read of a slow disk, still in flight while the test changes the file.
+private final class ParkingLoader: DataLoading, Sendable {
+    let gate = ParkingGate()
+    private let base = DataLoader()
+
+    func loadData(for url: URL) async throws(ImageLoadingError) -> Data {
+        let data = try await base.loadData(for: url)
+        await parkOffThePool()
+        return data
+    }
+
+    /// Parks at the gate on a thread of its own, so a held read does not take one of the pool's threads.
+    private func parkOffThePool() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread { [gate] in
+                gate.parkIfArmed()
+                continuation.resume()
+            }
+        }
     }
 }

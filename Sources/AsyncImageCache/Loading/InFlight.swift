@@ -146,17 +146,21 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         continuation?.resume(returning: .failure(.cancelled))
     }
 
-    /// Keeps the run for `key`, if one is in flight, from being cancelled when its last waiter leaves,
-    /// until the returned closure is called (once): a load that replaces another hands the work they
-    /// share over instead of stopping it. `nil` when no run is in flight.
-    func hold(_ key: Key) -> (@Sendable () -> Void)? {
-        let held = state.withLock { state -> Run? in
-            guard let run = state.runs[key] else { return nil }
-            run.holds += 1
-            return run
+    /// Keeps the runs in flight whose keys `matches` accepts from being cancelled when their last waiter
+    /// leaves, until the returned closure is called (once): a load that replaces another hands the work
+    /// they share over instead of stopping it. `nil` when no such run is in flight. Looks at every run in
+    /// flight: for the few a replacing load may share.
+    func hold(where matches: (Key) -> Bool) -> (@Sendable () -> Void)? {
+        let held = state.withLock { state -> [(Key, Run)] in
+            state.runs.filter { matches($0.key) }.map { key, run in
+                run.holds += 1
+                return (key, run)
+            }
         }
-        guard let held else { return nil }
-        return { [self] in release(key, run: held) }
+        guard !held.isEmpty else { return nil }
+        return { [self] in
+            for (key, run) in held { release(key, run: run) }
+        }
     }
 
     private func release(_ key: Key, run: Run) {
@@ -189,10 +193,16 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 /// `removeAll()`, or after a revalidation replaced the image, reads other counts and so never waits for
 /// a run that looked up the old bytes (it would be handed the old image), as it never takes old bytes
 /// from ``ImageStore/decodingOriginals`` or ``ImageStore/undecodedOriginals``.
+///
+/// A local file's run is keyed by the file's version as well, found when the run is asked for: a load
+/// made after the file changed never waits for a run that reads or decodes the old version.
 struct RunKey<Subject: Hashable & Sendable>: Hashable, Sendable {
     let subject: Subject
     let generation: Int
     let replacement: Int
+    /// The local file's version when the run was asked for; `nil` for other URLs and for a file that
+    /// was not there.
+    var fileVersion: FileStamp? = nil
 }
 
 extension InFlightTable {
