@@ -71,11 +71,18 @@ enum AIC {
         let startsWithOption = words.first.map { $0.hasPrefix("-") && !helpWords.contains($0) } ?? true
         let name = startsWithOption ? "demo" : words.removeFirst()
         if helpWords.contains(name) {
-            if let topic = words.first, let command = subcommands.first(where: { $0.name == topic }) {
-                Console.out(help(for: command))
-            } else {
+            guard let topic = words.first else {
                 Console.out(usage)
+                return
             }
+            // `aic help COMMAND`, as `aic COMMAND --help`; a word that names no command is a usage error,
+            // as it is without `help`.
+            guard words.count == 1, let command = (subcommands + hiddenSubcommands).first(where: { $0.name == topic })
+            else {
+                let problem = words.count == 1 ? "unknown command \(topic)" : "help takes one command name"
+                exitWithUsageError(UsageError(problem), synopsis: "aic help [COMMAND]", helpCommand: "aic --help")
+            }
+            Console.out(help(for: command))
             return
         }
         guard let command = (subcommands + hiddenSubcommands).first(where: { $0.name == name }) else {

@@ -68,6 +68,9 @@ import Testing
         ["cache", "stats", "--name", "../escape"],
         ["cache", "trim", "--max-age", "soon"],
         ["demo", "extra"],
+        ["help", "frobnicate"],
+        ["--help", "thumbnails"],
+        ["help", "info", "thumbnail"],
     ])
     func badUsageExitsWithTwoAndAUsageHint(arguments: [String]) async throws {
         let aic = CommandLineRunner()
