@@ -72,15 +72,18 @@ struct LRUStorage<Key: Hashable, Value> {
     }
 
     /// Inserts `value` as the most recently used entry and evicts past the limits; returns what
-    /// left the cache: a replaced value under `key`, the evicted entries, or `value` itself when
-    /// it cannot fit at all.
+    /// left the cache, each entry as `left` makes it: a replaced value under `key`, the evicted
+    /// entries, or `value` itself when it cannot fit at all. (Made as they leave, into one array: an
+    /// insert that evicts allocates once.)
     @inlinable
-    mutating func insert(_ value: Value, forKey key: Key, cost: Int) -> [(key: Key, value: Value)] {
+    mutating func insert<Left>(
+        _ value: Value, forKey key: Key, cost: Int, left: (Key, Value) -> Left
+    ) -> [Left] {
         if !pendingUses.isEmpty { applyPendingUses() }
-        var evicted: [(key: Key, value: Value)] = []
-        if let old = removeValue(forKey: key) { evicted.append((key, old)) }
+        var evicted: [Left] = []
+        if let old = removeValue(forKey: key) { evicted.append(left(key, old)) }
         guard cost <= costLimit, countLimit > 0 else {
-            evicted.append((key, value))
+            evicted.append(left(key, value))
             return evicted
         }
         // Room is made before the entry goes in, so the total never passes the limit: adding first
@@ -88,7 +91,7 @@ struct LRUStorage<Key: Hashable, Value> {
         // most `costLimit`, `costLimit - cost` cannot overflow, and the new entry is never a victim.
         while index.count >= countLimit || totalCost > costLimit - cost, leastRecent != -1 {
             let victim = keys[Int(leastRecent)]!
-            if let value = removeValue(forKey: victim) { evicted.append((victim, value)) }
+            if let value = removeValue(forKey: victim) { evicted.append(left(victim, value)) }
         }
         let slot: Int32
         if let free = freeSlots.popLast() {

@@ -58,9 +58,9 @@ public final class MemoryCache<Key: Hashable, Value>: @unchecked Sendable {
     @inlinable @discardableResult
     public func insert(_ value: Value, forKey key: Key, cost: Int) -> [Value] {
         lock.lock()
-        let evicted = storage.pointee.insert(value, forKey: key, cost: max(0, cost))
+        let evicted = storage.pointee.insert(value, forKey: key, cost: max(0, cost)) { $1 }
         lock.unlock()
-        return evicted.map(\.value)  // released outside the lock: a value's deinit is arbitrary code
+        return evicted  // released outside the lock: a value's deinit is arbitrary code
     }
 
     /// Removes the value for `key`, returning it.

@@ -67,7 +67,7 @@ final class VariantCache: @unchecked Sendable {
                 variantsByURL[key]?.remove(other)
             }
             variantsByURL[key, default: []].insert(request)
-            for (gone, value) in storage.insert(image, forKey: request, cost: cost) {
+            for (gone, value) in storage.insert(image, forKey: request, cost: cost, left: { ($0, $1) }) {
                 released.append(value)
                 guard gone != request || storage.value(forKey: request, markingUsed: false) == nil else { continue }
                 let goneKey = gone.url.cacheKey
