@@ -184,7 +184,15 @@ extension CachedImageModel {
         if waiters.isEmpty {
             isActive = false
             cancelLoad()
+            stopFileCheck()
         }
+    }
+
+    /// Stops the check of a local file in flight: a check stopped before it answered is made again when
+    /// the model is next shown (see ``load()``).
+    func stopFileCheck() {
+        fileCheck?.task.cancel()
+        fileCheck = nil
     }
 
     func resumeWaitersIfSettled() {

@@ -239,7 +239,7 @@ public final class CachedImageModel {
     /// Returns at once, loading nothing, when ``displayScale`` is not a positive number.
     ///
     /// Cancelling the calling task (SwiftUI cancels `.task` on disappear) returns at once and, when
-    /// no other call is waiting, cancels the store load as ``disappear()`` does.
+    /// no other call is waiting, stops the store load and the file check as ``disappear()`` does.
     public func load() async {
         // With no positive display scale no layout gives a request: nothing would ever end the wait.
         guard url != nil, DisplayPixels.isUsable(scale: displayScale), !Task.isCancelled else { return }
@@ -271,9 +271,7 @@ public final class CachedImageModel {
     public func disappear() {
         isActive = false
         cancelLoad()
-        // A check stopped before it answered is made again when the model is next shown (see ``load()``).
-        fileCheck?.task.cancel()
-        fileCheck = nil
+        stopFileCheck()
         resumeWaiters()
     }
 }

@@ -145,6 +145,36 @@ import Testing
         model.disappear()
     }
 
+    /// Cancelling the only caller of `load()` stops what the model does, as `disappear()` does: the check
+    /// of a local file drawn from memory as well as the load.
+    @Test func cancellingTheOnlyCallerOfLoadStopsTheFileCheckToo() async throws {
+        let folder = TemporaryDirectory("images")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try SampleImages.jpeg(width: 300, height: 200).write(to: file)
+        let changed = try SampleImages.jpeg(width: 200, height: 200, seed: 3)
+        let gate = GatedDecoder(holdingOnly: changed)
+        defer { gate.open() }  // a failed expectation below must not leave a decode waiting for ever
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+            $0.decodeConcurrency = 2
+        }
+        _ = try await store.image(for: ImageRequest(url: file, targetWidth: 100))
+        try changed.write(to: file)
+        // Drawn from memory at 100 px; a frame of 150 then needs a load, and the file a check: both decode
+        // the changed file, held at the gate.
+        let model = CachedImageModel(
+            url: file, displayScale: 1, layoutSize: CGSize(width: 100, height: 67), store: store)
+        #expect(model.image?.pixelSize.width == 100)
+        model.layoutChanged(to: CGSize(width: 150, height: 100))
+        let caller = Task { await model.load() }
+        try await waitUntil { gate.enteredCount == 2 }
+        #expect(model.fileCheck != nil && model.isLoading)
+        caller.cancel()
+        await caller.value
+        try await waitUntil { @MainActor in model.fileCheck == nil && store.variantRuns.count == 0 }
+        #expect(!model.isLoading)
+    }
+
     @Test func aRowPrefetchedWithTheModelsRequestIsDrawnFromMemoryWithoutASecondDecode() async throws {
         let photo = try LocalPhoto()
         let frame = CGSize(width: 318, height: 212)
