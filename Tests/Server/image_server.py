@@ -63,6 +63,13 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
   GET /cache-expires/<when>/images/<name>
                                      as /cache with no Cache-Control, but an Expires header: +<s> or
                                      -<s> seconds from now, or <when> as written (e.g. 0).
+  GET /cache-fields/<first>/<then>/images/<name>
+                                     the file with an ETag and Last-Modified, and the header fields
+                                     <first>; answers every conditional request with a 304 that carries
+                                     the ETag and the fields <then>, which may replace it. Each is "-"
+                                     for none, or Name=value pairs joined by ";", the values
+                                     percent-decoded, an Expires of +<s> or -<s> seconds from now as at
+                                     /cache-expires (e.g. Cache-Control=max-age=60;Expires=+3600).
   GET /redirect-to/<code>?<location>
                                      status <code> (a 3xx) with Location: <location>, the query
                                      percent-decoded: any URL, e.g. ?file%3A%2F%2F%2Fetc%2Fpasswd.
@@ -297,6 +304,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_cacheable(path, rest[3], rest[1], with_etag=True, age=rest[0])
         elif head == "cache-expires" and len(rest) == 3 and rest[1] == "images":
             self.send_cacheable(path, rest[2], "-", with_etag=True, expires=rest[0])
+        elif head == "cache-fields" and len(rest) == 4 and rest[2] == "images":
+            self.send_with_fields(path, rest[3], rest[0], rest[1])
         elif head == "alias" and len(rest) == 3 and rest[0].isdigit() and rest[1] == "images":
             self.send_file(rest[2])
         elif head == "malformed" and len(rest) == 3 and rest[1] == "images":
@@ -463,11 +472,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if age is not None:
             headers["Age"] = age
         if expires is not None:
-            offset = expires.lstrip("+-")
-            if offset.isdigit() and expires[:1] in "+-":
-                when = time.time() + (int(offset) if expires[0] == "+" else -int(offset))
-                expires = email.utils.formatdate(when, usegmt=True)
-            headers["Expires"] = expires
+            headers["Expires"] = self.relative_date(expires)
         not_modified = False
         if with_etag and self.headers.get("If-None-Match") is not None:
             not_modified = self.headers.get("If-None-Match") == tag
@@ -483,6 +488,37 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.state.record_status(path, code)
         content_type = CONTENT_TYPES.get(os.path.splitext(name)[1].lower(), "application/octet-stream")
         self.send_body(code, b"" if not_modified else body, None if not_modified else content_type, headers)
+
+    def send_with_fields(self, path, name, first, then):
+        found = self.read_served_file(name)
+        if found is None:
+            return
+        file_path, body = found
+        modified = email.utils.formatdate(int(os.path.getmtime(file_path)), usegmt=True)
+        headers = {"ETag": '"' + hashlib.sha256(body).hexdigest()[:16] + '"'}
+        not_modified = "If-None-Match" in self.headers or "If-Modified-Since" in self.headers
+        if not not_modified:
+            headers["Last-Modified"] = modified
+        fields = then if not_modified else first
+        for field in [] if fields == "-" else fields.split(";"):
+            key, _, value = field.partition("=")
+            value = urllib.parse.unquote(value)
+            if key.lower() == "expires":
+                value = self.relative_date(value)
+            headers[key] = value
+        code = 304 if not_modified else 200
+        self.state.record_status(path, code)
+        content_type = CONTENT_TYPES.get(os.path.splitext(name)[1].lower(), "application/octet-stream")
+        self.send_body(code, b"" if not_modified else body, None if not_modified else content_type, headers)
+
+    @staticmethod
+    def relative_date(value):
+        """An HTTP date <s> seconds from now for +<s> or -<s>; any other value as it is."""
+        offset = value.lstrip("+-")
+        if offset.isdigit() and value[:1] in "+-":
+            when = time.time() + (int(offset) if value[0] == "+" else -int(offset))
+            return email.utils.formatdate(when, usegmt=True)
+        return value
 
     def send_status(self, code):
         body = f"<!doctype html><html><body><h1>{code}</h1></body></html>\n".encode()
