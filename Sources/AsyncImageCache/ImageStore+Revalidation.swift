@@ -113,11 +113,13 @@ extension ImageStore {
         switch result {
         case .notModified(let policy):
             _ = ifCurrent(generation: generation, replacement: replacement, forKey: url.cacheKey) {
-                if policy.isStorable {
-                    refresh(metadata.refreshed(by: policy), for: url)
+                let refreshed = metadata.refreshed(by: policy, at: receivedAt)
+                if refreshed.isStorable {
+                    refresh(refreshed, for: url)
                 } else {
-                    // No-store now: the file goes, as with the same bytes again; memory keeps the image.
-                    cacheMetadata.insert(metadata.refreshed(by: policy), forKey: url.cacheKey, cost: 0)
+                    // No-store now, or still (a 304 without Cache-Control keeps it): the file goes, as with
+                    // the same bytes again; memory keeps the image.
+                    cacheMetadata.insert(refreshed, forKey: url.cacheKey, cost: 0)
                     disk.remove(url)
                 }
             }

@@ -69,7 +69,7 @@ import Testing
         let stale = HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: 0, entityTag: longTag, lastModified: "x"))
         try disk.store(Data([1, 2, 3]), pixelSize: PixelSize(width: 2, height: 2), metadata: stale, for: url)
         let written = try #require(disk.cacheMetadata(for: url))
-        #expect(written.lifetime == 0)
+        #expect(written.cacheControlLifetime == 0)
         #expect(written.isStale())
         #expect(written.entityTag == nil && written.lastModified == nil)
         #expect(disk.pixelSize(for: url) == PixelSize(width: 2, height: 2))
@@ -77,7 +77,7 @@ import Testing
         let fresh = HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: 3600, entityTag: longTag))
         disk.setCacheMetadata(fresh, for: url)
         let refreshed = try #require(disk.cacheMetadata(for: url))
-        #expect(refreshed.lifetime == 3600 && !refreshed.isStale())
+        #expect(refreshed.cacheControlLifetime == 3600 && !refreshed.isStale())
         #expect(refreshed.entityTag == nil)
 
         // Validators that fit are kept.

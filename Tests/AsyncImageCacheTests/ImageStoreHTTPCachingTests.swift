@@ -158,8 +158,11 @@ import Testing
         defer { fixture.server.stop() }
         let partly = fixture.server.url("/cache-age/3000/max-age=3600/images/photo.jpg")
         let store = try fixture.store()
+        let start = Date()
         _ = try await store.image(for: ImageRequest(url: partly, targetWidth: 100))
-        #expect(store.disk.cacheMetadata(for: partly)?.lifetime == 600)
+        let partlyKept = store.disk.cacheMetadata(for: partly)
+        #expect(partlyKept?.expires(after: 600, receivedBetween: start, and: Date()) == true)
+        #expect(partlyKept?.cacheControlLifetime == 3600)
         let path = "/cache-age/3600/max-age=3600/images/photo.jpg"
         let url = fixture.server.url(path)
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
@@ -175,9 +178,10 @@ import Testing
         defer { fixture.server.stop() }
         let store = try fixture.store()
         let hour = fixture.server.url("/cache-expires/+3600/images/photo.jpg")
+        let start = Date()
         _ = try await store.image(for: ImageRequest(url: hour, targetWidth: 100))
-        let lifetime = try #require(store.disk.cacheMetadata(for: hour)?.lifetime, "no lifetime from Expires")
-        #expect(lifetime > 3590 && lifetime <= 3600)
+        let expires = try #require(store.disk.cacheMetadata(for: hour)?.expires, "no lifetime from Expires")
+        #expect(expires > start.addingTimeInterval(3590) && expires <= Date().addingTimeInterval(3600))
         for when in ["0", "-60"] {
             let url = fixture.server.url("/cache-expires/\(when)/images/photo.jpg")
             _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
@@ -194,7 +198,7 @@ import Testing
         let url = fixture.server.url(path)
         let store = try fixture.store()
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
-        #expect(store.disk.cacheMetadata(for: url)?.lifetime == 1)
+        #expect(store.disk.cacheMetadata(for: url)?.cacheControlLifetime == 1)
         try await Task.sleep(for: .milliseconds(1100))  // stale now
         let before = Date()
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 80))
@@ -206,33 +210,64 @@ import Testing
         for metadata in [store.disk.cacheMetadata(for: url), store.storedCacheMetadata(for: url)] {
             let expires = try #require(metadata?.expires)
             #expect(expires >= before.addingTimeInterval(-0.001) && expires <= after.addingTimeInterval(1))
-            #expect(metadata?.lifetime == 1)
+            #expect(metadata?.cacheControlLifetime == 1)
             #expect(metadata?.isStale(at: after.addingTimeInterval(1)) == true)
         }
     }
 
-    @Test func lifetimesAreKeptOnDiskAndOlderEntriesStillRead() throws {
+    @Test func freshnessFieldsAreKeptOnDiskAndOlderEntriesStillRead() throws {
+        func policy(_ fields: [String: String]) -> HTTPCachePolicy {
+            HTTPCachePolicy { name in fields.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value }
+        }
         let made = HTTPCacheMetadata(
             policy: HTTPCachePolicy(maxAge: 2.5, entityTag: "\"e\""), receivedAt: Date(timeIntervalSince1970: 1000))
-        #expect(made.lifetime == 2.5)
+        #expect(made.cacheControlLifetime == 2.5 && made.expiresAt == nil)
         // The expiry is kept in whole seconds, rounded down; the lifetime as it was.
         let read = try #require(HTTPCacheMetadata(encoded: made.encoded))
-        #expect(read.lifetime == 2.5 && read.expires == Date(timeIntervalSince1970: 1002) && read.entityTag == "\"e\"")
-        // An older build wrote four lines: read, without a lifetime.
+        #expect(read.cacheControlLifetime == 2.5 && read.expires == Date(timeIntervalSince1970: 1002))
+        #expect(read.entityTag == "\"e\"" && !read.lifetimeSourceIsUnknown)
+        // So is when an Expires passes, beside the max-age that comes before it.
+        let hourFromDate = [
+            "Date": "Thu, 01 Jan 1970 00:00:00 GMT", "Expires": "Thu, 01 Jan 1970 01:00:00 GMT",
+        ]
+        let both = HTTPCacheMetadata(
+            policy: policy(hourFromDate.merging(["Cache-Control": "max-age=60"]) { $1 }),
+            receivedAt: Date(timeIntervalSince1970: 1000))
+        #expect(both.expires == Date(timeIntervalSince1970: 1060))
+        #expect(both.expiresAt == Date(timeIntervalSince1970: 4600) && both.cacheControlLifetime == 60)
+        #expect(HTTPCacheMetadata(encoded: both.encoded) == both)
+        // An older build wrote `1` and four lines, or five with one lifetime from max-age or Expires: read.
         let older = try #require(HTTPCacheMetadata(encoded: Array("1\n1060\n\"e\"\n".utf8)))
-        #expect(older.lifetime == nil && older.expires == Date(timeIntervalSince1970: 1060))
-        #expect(HTTPCacheMetadata(encoded: Array("1\n1060\n\n\nsoon".utf8)) == nil)
+        #expect(older.expires == Date(timeIntervalSince1970: 1060) && older.cacheControlLifetime == 0)
+        let olderWithLifetime = try #require(HTTPCacheMetadata(encoded: Array("1\n1060\n\"e\"\n\n60".utf8)))
+        #expect(olderWithLifetime.cacheControlLifetime == 60 && olderWithLifetime.lifetimeSourceIsUnknown)
+        for invalid in ["1\n1060\n\n\nsoon", "2\n1060\n\n\n60", "2\n1060\n\n\n60\nsoon", "3\n1060\n\n\n60\n"] {
+            #expect(HTTPCacheMetadata(encoded: Array(invalid.utf8)) == nil, "\(invalid)")
+        }
         // A bare 304 keeps the lifetime and validators; one with its own max-age uses that.
         let now = Date(timeIntervalSince1970: 5000)
         let bare = made.refreshed(by: HTTPCachePolicy(), at: now)
-        #expect(bare.lifetime == 2.5 && bare.expires == now.addingTimeInterval(2.5) && bare.entityTag == "\"e\"")
+        #expect(bare.cacheControlLifetime == 2.5 && bare.expires == now.addingTimeInterval(2.5))
+        #expect(bare.entityTag == "\"e\"")
         let given = made.refreshed(by: HTTPCachePolicy(maxAge: 60, entityTag: "\"f\""), at: now)
-        #expect(given.lifetime == 60 && given.expires == now.addingTimeInterval(60) && given.entityTag == "\"f\"")
-        // An older entry's response limited freshness by an unknown lifetime: stale at once after a
-        // bare 304 (before: fresh until evicted), and a 304 that gives a lifetime uses it.
+        #expect(given.cacheControlLifetime == 60 && given.expires == now.addingTimeInterval(60))
+        #expect(given.entityTag == "\"f\"")
+        // The kept max-age comes before an Expires the 304 brings; a kept Expires stays where it was.
+        let withExpires = policy(hourFromDate)
+        #expect(made.refreshed(by: withExpires, at: now).expires == now.addingTimeInterval(2.5))
+        let expiring = HTTPCacheMetadata(policy: withExpires, receivedAt: Date(timeIntervalSince1970: 1000))
+        let soon = Date(timeIntervalSince1970: 2000)
+        #expect(expiring.refreshed(by: HTTPCachePolicy(), at: soon).expires == Date(timeIntervalSince1970: 4600))
+        #expect(expiring.refreshed(by: HTTPCachePolicy(), at: now).expires == now)
+        #expect(both.refreshed(by: policy(["Cache-Control": "public"]), at: soon).expires == both.expiresAt)
+        // An older entry's response limited freshness by an unknown lifetime, or one that may have come
+        // from Expires: stale at once after a bare 304 (before: fresh until evicted), or the lifetime
+        // kept; a 304 that gives a lifetime, from max-age or from Expires, uses it.
         let olderBare = older.refreshed(by: HTTPCachePolicy(), at: now)
-        #expect(olderBare.lifetime == 0 && olderBare.expires == now && olderBare.isStale(at: now))
+        #expect(olderBare.cacheControlLifetime == 0 && olderBare.expires == now && olderBare.isStale(at: now))
         #expect(older.refreshed(by: HTTPCachePolicy(maxAge: 60), at: now).expires == now.addingTimeInterval(60))
+        #expect(olderWithLifetime.refreshed(by: HTTPCachePolicy(), at: now).expires == now.addingTimeInterval(60))
+        #expect(olderWithLifetime.refreshed(by: withExpires, at: now).expires == now.addingTimeInterval(3600))
         // A response that never said: still fresh until evicted after a 304.
         let unsaid = HTTPCacheMetadata(policy: HTTPCachePolicy(entityTag: "\"g\""))
         #expect(unsaid.refreshed(by: HTTPCachePolicy(), at: now).expires == nil)
@@ -439,16 +474,19 @@ import Testing
         let final = "/cache/max-age=31536000/images/photo.jpg"
         let url = fixture.server.url("/redirect-cache/\(code)/\(directives)\(final)")
         let store = try fixture.store()
+        let start = Date()
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
-        #expect(store.disk.cacheMetadata(for: url)?.lifetime == lifetime)
-        #expect(store.storedCacheMetadata(for: url)?.lifetime == lifetime)
+        let end = Date()
+        for metadata in [store.disk.cacheMetadata(for: url), store.storedCacheMetadata(for: url)] {
+            #expect(metadata?.expires(after: lifetime, receivedBetween: start, and: end) == true)
+        }
         guard lifetime == 0 else { return }
         // Stale: shown again at once, and revalidated through the redirect with the image's validators.
         let relaunched = try fixture.store()
         #expect(try await relaunched.image(for: ImageRequest(url: url, targetWidth: 80)).pixelSize.width == 80)
         try await waitUntil { try await fixture.server.statuses(for: final) == [200, 304] }
         try await waitUntil { relaunched.statistics.notModified == 1 }
-        #expect(relaunched.disk.cacheMetadata(for: url)?.lifetime == 0)
+        #expect(relaunched.disk.cacheMetadata(for: url)?.isStale() == true)
     }
 
     @Test func ofAChainOfRedirectsTheShortestLifetimeCounts() async throws {
@@ -460,8 +498,10 @@ import Testing
             ("/redirect-cache/308/max-age=90/redirect-cache/301/max-age=30", 30),
         ] {
             let url = fixture.server.url(path + "/cache/max-age=3600/images/photo.jpg")
+            let start = Date()
             _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
-            #expect(store.disk.cacheMetadata(for: url)?.lifetime == lifetime, "\(path)")
+            let metadata = store.disk.cacheMetadata(for: url)
+            #expect(metadata?.expires(after: lifetime, receivedBetween: start, and: Date()) == true, "\(path)")
         }
     }
 

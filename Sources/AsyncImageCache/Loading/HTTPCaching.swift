@@ -2,14 +2,57 @@ import Foundation
 
 /// What a response's headers say about keeping and reusing it (RFC 9111, the parts an image cache
 /// needs): whether it may be stored, how long it stays fresh, and the validators to revalidate it.
+///
+/// A policy read from headers also keeps where its freshness came from (`Cache-Control` or `Expires`),
+/// so that a `304 Not Modified` updates the stored response's fields one by one; two policies with the
+/// same ``maxAge`` from different fields are not equal. Setting ``maxAge`` or ``isStorable`` makes the
+/// policy say it in `Cache-Control`.
 public struct HTTPCachePolicy: Sendable, Equatable {
+    /// What a `Cache-Control` field says about freshness and storing.
+    struct CacheControl: Sendable, Equatable {
+        /// `false` for `no-store`.
+        var isStorable = true
+        /// `max-age`, `0` for `no-cache` or an invalid `max-age`; `nil` for neither.
+        var lifetime: TimeInterval?
+    }
+
+    /// The response's `Cache-Control`; `nil` when it has none (a `304` without one keeps the stored one).
+    var cacheControl: CacheControl?
+    /// Seconds from the response's `Date` (its arrival, without one) to its `Expires`: `0` for one in the
+    /// past or that is not a date; `nil` without `Expires`.
+    var expiresLifetime: TimeInterval?
+    /// The `Age` a cache on the way reports; `0` without one.
+    var age: TimeInterval = 0
+    /// The shortest lifetime the redirects on the way allow; `nil` for no limit. A fact of this fetch,
+    /// not of the response: a revalidation follows the redirects again.
+    var redirectLifetime: TimeInterval?
+
     /// `false` for `Cache-Control: no-store`: the bytes are never written to disk.
-    public var isStorable = true
+    public var isStorable: Bool {
+        get { cacheControl?.isStorable ?? true }
+        set { cacheControl = CacheControl(isStorable: newValue, lifetime: cacheControl?.lifetime) }
+    }
+
     /// Seconds the response stays fresh (`max-age`, else `Expires` less `Date`, less the `Age` a cache
     /// on the way such as a CDN reports; `0` for `no-cache`, for a `max-age` that is not a whole number
     /// of seconds, and for an `Expires` in the past or that is not a date, such as `0`); `nil` when the
     /// server said nothing, which the store treats as fresh until evicted, as image caches commonly do.
-    public var maxAge: TimeInterval?
+    /// Set, it is what the policy's `Cache-Control` says, in place of any `Expires`, `Age` or redirect.
+    public var maxAge: TimeInterval? {
+        get {
+            // RFC 9111 4.2.1 and 5.3: max-age (or no-cache) before Expires.
+            var lifetime = cacheControl?.lifetime ?? expiresLifetime
+            if age > 0, let given = lifetime { lifetime = max(0, given - age) }
+            guard let limit = redirectLifetime else { return lifetime }
+            return min(lifetime ?? limit, limit)
+        }
+        set {
+            cacheControl =
+                newValue == nil && isStorable ? nil : CacheControl(isStorable: isStorable, lifetime: newValue)
+            (expiresLifetime, age, redirectLifetime) = (nil, 0, nil)
+        }
+    }
+
     /// The `ETag` validator, sent back as `If-None-Match`.
     public var entityTag: String?
     /// The `Last-Modified` validator, sent back as `If-Modified-Since`.
@@ -19,44 +62,42 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     public init(
         isStorable: Bool = true, maxAge: TimeInterval? = nil, entityTag: String? = nil, lastModified: String? = nil
     ) {
-        self.isStorable = isStorable
-        self.maxAge = maxAge
+        if !isStorable || maxAge != nil { cacheControl = CacheControl(isStorable: isStorable, lifetime: maxAge) }
         self.entityTag = entityTag
         self.lastModified = lastModified
     }
 
     /// Reads the policy from response headers; `header` looks a name up case-insensitively.
     init(header: (String) -> String?) {
-        let directives = (header("Cache-Control") ?? "").lowercased().split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces) }
-        for directive in directives {
-            if directive == "no-store" {
-                isStorable = false
-            } else if directive == "no-cache" {
-                maxAge = 0
-            } else if directive.hasPrefix("max-age="), maxAge == nil {
-                // Delta-seconds, digits only (RFC 9111 1.2.2). Anything else ("abc", "1.5", "0x10") is
-                // invalid, and a response with invalid freshness is stale (4.2.1), as with Expires. Of
-                // two max-age the first counts (4.2.1); no-cache wins wherever it is.
-                let value = directive.dropFirst("max-age=".count).trimmingCharacters(in: .init(charactersIn: "\""))
-                maxAge = Self.deltaSeconds(value) ?? 0
+        if let field = header("Cache-Control") {
+            var cacheControl = CacheControl()
+            let directives = field.lowercased().split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            for directive in directives {
+                if directive == "no-store" {
+                    cacheControl.isStorable = false
+                } else if directive == "no-cache" {
+                    cacheControl.lifetime = 0
+                } else if directive.hasPrefix("max-age="), cacheControl.lifetime == nil {
+                    // Delta-seconds, digits only (RFC 9111 1.2.2). Anything else ("abc", "1.5", "0x10") is
+                    // invalid, and a response with invalid freshness is stale (4.2.1), as with Expires. Of
+                    // two max-age the first counts (4.2.1); no-cache wins wherever it is.
+                    let value = directive.dropFirst("max-age=".count).trimmingCharacters(in: .init(charactersIn: "\""))
+                    cacheControl.lifetime = Self.deltaSeconds(value) ?? 0
+                }
             }
+            self.cacheControl = cacheControl
         }
-        // RFC 9111 4.2.1 and 5.3: without max-age, Expires counts from the response's Date; an invalid
-        // one ("0") is in the past.
-        if maxAge == nil, let expires = header("Expires") {
+        // RFC 9111 4.2.1 and 5.3: Expires counts from the response's Date; an invalid one ("0") is in the
+        // past. Read even beside a max-age: a 304 that replaces the Cache-Control can leave it to count.
+        if let expires = header("Expires") {
             let sent = header("Date").flatMap { HTTPDate.parse($0) } ?? Date()
-            maxAge = HTTPDate.parse(expires).flatMap { Self.lifetime($0.timeIntervalSince(sent)) } ?? 0
+            expiresLifetime = HTTPDate.parse(expires).flatMap { Self.lifetime($0.timeIntervalSince(sent)) } ?? 0
         }
         // A cache on the way has kept the response `Age` seconds already (RFC 9111 4.2.3). Of a list
         // (two Age lines joined), the first member counts; an Age that is not delta-seconds (5.1) says
         // nothing.
         let firstAge = header("Age")?.split(separator: ",", omittingEmptySubsequences: false).first
-        if let lifetime = maxAge,
-            let age = firstAge.flatMap({ Self.deltaSeconds($0.trimmingCharacters(in: .whitespaces)) })
-        {
-            maxAge = max(0, lifetime - age)
-        }
+        age = firstAge.flatMap { Self.deltaSeconds($0.trimmingCharacters(in: .whitespaces)) } ?? 0
         entityTag = header("ETag")
         lastModified = header("Last-Modified")
     }
@@ -82,7 +123,7 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     func limited(toLifetime limit: TimeInterval?) -> HTTPCachePolicy {
         guard let limit else { return self }
         var limited = self
-        limited.maxAge = min(maxAge ?? limit, limit)
+        limited.redirectLifetime = min(redirectLifetime ?? limit, limit)
         return limited
     }
 
@@ -112,7 +153,9 @@ public struct HTTPCachePolicy: Sendable, Equatable {
 public enum ConditionalLoadResult: Sendable {
     /// New bytes, with the policy their response carried.
     case modified(Data, HTTPCachePolicy)
-    /// The server confirmed the stored bytes (`304 Not Modified`); the policy refreshes freshness.
+    /// The server confirmed the stored bytes (`304 Not Modified`); the fields the policy read (or, from
+    /// ``HTTPCachePolicy/init(isStorable:maxAge:entityTag:lastModified:)``, the `maxAge`, `no-store` and
+    /// validators it gives) replace the stored ones, and the others stay (RFC 9111 4.3.4).
     case notModified(HTTPCachePolicy)
 }
 
@@ -127,14 +170,27 @@ extension DataLoading {
 }
 
 /// The caching facts the disk tier keeps beside an entry's bytes, in an extended attribute.
+///
+/// Beside the expiry it keeps the stored response's freshness fields as they came, each on its own:
+/// a `304 Not Modified` updates the stored fields (RFC 9111 4.3.4), those it carries replaced and the
+/// others kept, and the expiry is worked out again from the result.
 struct HTTPCacheMetadata: Equatable, Sendable {
     /// When the entry stops being fresh; `nil` means fresh until evicted.
     var expires: Date?
     var entityTag: String?
     var lastModified: String?
-    /// The freshness lifetime the response gave (`max-age`), which still holds after a `304` that
-    /// gives none (RFC 9111 4.3.4: a 304 updates only the headers it carries).
-    var lifetime: TimeInterval?
+    /// The freshness lifetime the stored response's `Cache-Control` gives (`max-age`, `0` for `no-cache`),
+    /// which still holds after a `304` without `Cache-Control`; `nil` for none.
+    var cacheControlLifetime: TimeInterval?
+    /// When the stored response's `Expires` passes: its distance from the response's `Date`, counted
+    /// from its arrival; `nil` without `Expires`. It counts when no `Cache-Control` lifetime does.
+    var expiresAt: Date?
+    /// `false` when the stored response's `Cache-Control` says `no-store` (kept in memory only: such an
+    /// entry has no file).
+    var isStorable = true
+    /// Read from an older build's attribute, whose lifetime came from `max-age` or from `Expires`, it is
+    /// not known which (kept in memory only).
+    var lifetimeSourceIsUnknown = false
     /// After revalidations failed (kept in memory only, never encoded): when the next may start, and
     /// how many failed in a row.
     var retryAfter: Date?
@@ -142,27 +198,46 @@ struct HTTPCacheMetadata: Equatable, Sendable {
 
     init(policy: HTTPCachePolicy, receivedAt now: Date = Date()) {
         // A policy a custom loader made may hold any value: bounded here, so that every expiry encodes.
-        lifetime = policy.maxAge.flatMap(HTTPCachePolicy.lifetime)
-        expires = lifetime.map { now.addingTimeInterval($0) }
+        cacheControlLifetime = policy.cacheControl?.lifetime.flatMap(HTTPCachePolicy.lifetime)
+        expiresAt = policy.expiresLifetime.flatMap(HTTPCachePolicy.lifetime).map { now.addingTimeInterval($0) }
+        isStorable = policy.isStorable
         entityTag = policy.entityTag
         lastModified = policy.lastModified
+        expires = expiry(of: policy, at: now)
     }
 
-    /// The metadata after a `304 Not Modified` whose headers gave `policy`, received at `now`: its own
-    /// lifetime and validators where it gives them, these ones where it does not.
+    /// The metadata after a `304 Not Modified` whose headers gave `policy`, received at `now`: the
+    /// `Cache-Control`, `Expires` and validators it carries replace these ones, those it does not carry
+    /// stay (RFC 9111 4.3.4), and the lifetime they give runs from `now`. A kept `max-age` still comes
+    /// before an `Expires` the 304 brings (5.3). The `Age` counted is the 304's own: one without `Age` was
+    /// answered by the server itself (5.1), however long a cache had kept the stored response.
     ///
-    /// An entry of an older build has an expiry but no lifetime: its response limited freshness, by how
-    /// much is not known. After a 304 that gives none it is stale at once (lifetime 0), asked again at its
-    /// next use; before, it became fresh until evicted.
+    /// An entry of an older build has one lifetime of unknown source (an expiry without a lifetime: `0`).
+    /// It stays after a 304 without `Cache-Control` or `Expires`, and else gives way, as it did there.
     func refreshed(by policy: HTTPCachePolicy, at now: Date = Date()) -> HTTPCacheMetadata {
         var refreshed = HTTPCacheMetadata(policy: policy, receivedAt: now)
-        if refreshed.lifetime == nil, let lifetime = lifetime ?? (expires == nil ? nil : 0) {
-            refreshed.lifetime = lifetime
-            refreshed.expires = now.addingTimeInterval(lifetime)
+        if policy.cacheControl == nil {
+            refreshed.isStorable = isStorable
+            if !(lifetimeSourceIsUnknown && policy.expiresLifetime != nil) {
+                refreshed.cacheControlLifetime = cacheControlLifetime
+            }
         }
+        refreshed.expiresAt = refreshed.expiresAt ?? expiresAt
         refreshed.entityTag = refreshed.entityTag ?? entityTag
         refreshed.lastModified = refreshed.lastModified ?? lastModified
+        refreshed.expires = refreshed.expiry(of: policy, at: now)
         return refreshed
+    }
+
+    /// The expiry these fields give a response received at `now` through the fetch that gave `policy`:
+    /// less its `Age`, within what its redirects allow.
+    private func expiry(of policy: HTTPCachePolicy, at now: Date) -> Date? {
+        var lifetime = cacheControlLifetime ?? expiresAt.map { $0.timeIntervalSince(now) }
+        if let given = lifetime { lifetime = max(0, given - policy.age) }
+        if let limit = policy.redirectLifetime.flatMap(HTTPCachePolicy.lifetime) {
+            lifetime = min(lifetime ?? limit, limit)
+        }
+        return lifetime.map { now.addingTimeInterval($0) }
     }
 
     func isStale(at now: Date = Date()) -> Bool {
@@ -195,33 +270,53 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     static let attributeName = "user.asyncimagecache.http"
     #endif
 
-    /// `1`, then the expiry in seconds since 1970 (or `-`), the ETag, Last-Modified and the lifetime
-    /// in seconds, one per line (empty when missing). Entries of older builds have no lifetime line.
+    /// `2`, then the expiry in seconds since 1970 (or `-`), the ETag, Last-Modified, the `Cache-Control`
+    /// lifetime in seconds and when `Expires` passes in seconds since 1970, one per line (empty when
+    /// missing). Older builds wrote `1` with four lines, or five with one lifetime of either source.
     var encoded: [UInt8] {
-        // Rounded down: an entry may go stale up to a second early (one extra revalidation), never late.
-        let seconds = expires?.timeIntervalSince1970.rounded(.down)
-        let expiry = seconds.flatMap { $0.isFinite && abs($0) < 1e18 ? String(Int64($0)) : nil } ?? "-"
-        let lines = ["1", expiry, entityTag ?? "", lastModified ?? "", lifetime.map { String($0) } ?? ""]
+        let lines = [
+            "2", Self.encode(expires) ?? "-", entityTag ?? "", lastModified ?? "",
+            cacheControlLifetime.map { String($0) } ?? "", Self.encode(expiresAt) ?? "",
+        ]
         return Array(lines.joined(separator: "\n").utf8)
     }
 
     init?(encoded bytes: [UInt8]) {
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-        guard lines.count == 4 || lines.count == 5, lines[0] == "1" else { return nil }
-        if lines.count == 5, !lines[4].isEmpty {
+        switch (lines.first, lines.count) {
+        case ("2", 6):
+            guard let expiresAt = Self.decode(lines[5], missing: "") else { return nil }
+            self.expiresAt = expiresAt
+        case ("1", 4), ("1", 5):
+            lifetimeSourceIsUnknown = true
+        default:
+            return nil
+        }
+        if lines.count > 4, !lines[4].isEmpty {
             guard let seconds = TimeInterval(lines[4]), let lifetime = HTTPCachePolicy.lifetime(seconds) else {
                 return nil
             }
-            self.lifetime = lifetime
+            cacheControlLifetime = lifetime
         }
-        if lines[1] == "-" {
-            expires = nil
-        } else if let seconds = Int64(lines[1]) {
-            expires = Date(timeIntervalSince1970: TimeInterval(seconds))
-        } else {
-            return nil
-        }
+        guard let expires = Self.decode(lines[1], missing: "-") else { return nil }
+        self.expires = expires
         entityTag = lines[2].isEmpty ? nil : String(lines[2])
         lastModified = lines[3].isEmpty ? nil : String(lines[3])
+        // An older build's expiry without a lifetime: its response limited freshness, by how much is not
+        // known. Kept as a lifetime of 0: stale at once after a 304 that says nothing.
+        if lifetimeSourceIsUnknown, cacheControlLifetime == nil, expires != nil { cacheControlLifetime = 0 }
+    }
+
+    /// `date` in whole seconds since 1970, rounded down: an entry may go stale up to a second early (one
+    /// extra revalidation), never late. `nil` for no date, or one too far off to write.
+    private static func encode(_ date: Date?) -> String? {
+        let seconds = date?.timeIntervalSince1970.rounded(.down)
+        return seconds.flatMap { $0.isFinite && abs($0) < 1e18 ? String(Int64($0)) : nil }
+    }
+
+    /// The date `line` holds in seconds since 1970: `.some(nil)` for `missing`, `nil` when it is neither.
+    private static func decode(_ line: Substring, missing: Substring) -> Date?? {
+        if line == missing { return .some(nil) }
+        return Int64(line).map { Date(timeIntervalSince1970: TimeInterval($0)) }
     }
 }

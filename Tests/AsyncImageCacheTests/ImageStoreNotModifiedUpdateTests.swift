@@ -1,0 +1,147 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// RFC 9111 4.3.4: a `304 Not Modified` updates the stored response's header fields. The fields it
+/// carries replace the stored ones, the others stay, and the entry's freshness comes from the result:
+/// a kept `max-age` still comes before an `Expires` the 304 brings, and a `Cache-Control` it brings
+/// replaces the stored one whole.
+@Suite(.timeLimit(.minutes(3))) struct ImageStoreNotModifiedUpdateTests {
+    private struct Fixture {
+        let folder = TemporaryDirectory("not-modified-update")
+        let server: TestHTTPServer
+
+        init() async throws {
+            try SampleImages.jpeg(width: 320, height: 240).write(to: folder.url.appendingPathComponent("photo.jpg"))
+            server = try await TestHTTPServer(serving: folder.url)
+        }
+
+        func store() throws -> ImageStore {
+            try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        }
+    }
+
+    /// How long an entry stays fresh after its revalidation.
+    enum Freshness: Sendable {
+        /// Seconds from the 304.
+        case fromThe304(TimeInterval)
+        /// Seconds from the first response: an `Expires` that stayed.
+        case fromThe200(TimeInterval)
+        case untilEvicted
+    }
+
+    /// The header fields of the first response and of the 304 to its revalidation (the route
+    /// `/cache-fields/<first>/<then>`), and the freshness the entry has after the 304.
+    struct Update: CustomTestStringConvertible, Sendable {
+        let first: String
+        let then: String
+        let freshness: Freshness
+
+        var testDescription: String { "200 \(first), then 304 \(then == "-" ? "with Date and ETag only" : then)" }
+    }
+
+    static let updates = [
+        // The stored max-age comes before the 304's Expires (before: an hour, from the Expires).
+        Update(first: "Cache-Control=max-age=1", then: "Expires=+3600", freshness: .fromThe304(1)),
+        Update(first: "Cache-Control=max-age=1", then: "-", freshness: .fromThe304(1)),
+        Update(first: "Cache-Control=max-age=1", then: "Cache-Control=max-age=600", freshness: .fromThe304(600)),
+        // A Cache-Control without max-age replaces the stored one: nothing limits freshness any more
+        // (before: the stored second).
+        Update(first: "Cache-Control=max-age=1", then: "Cache-Control=public", freshness: .untilEvicted),
+        // ... and the stored Expires counts again (before: the stored second).
+        Update(
+            first: "Cache-Control=max-age=1;Expires=+3600", then: "Cache-Control=public",
+            freshness: .fromThe200(3600)),
+        // no-cache stays (before: fresh for an hour), and no-store with it (the entry has no file).
+        Update(first: "Cache-Control=no-cache", then: "Expires=+3600", freshness: .fromThe304(0)),
+        Update(first: "Cache-Control=no-store,no-cache", then: "Expires=+3600", freshness: .fromThe304(0)),
+        Update(first: "Cache-Control=no-cache", then: "Cache-Control=max-age=600", freshness: .fromThe304(600)),
+        // An Expires in the past stays in the past; a 304's max-age comes before it.
+        Update(first: "Expires=-60", then: "-", freshness: .fromThe304(0)),
+        Update(first: "Expires=-60", then: "Cache-Control=max-age=600", freshness: .fromThe304(600)),
+        // The Age a cache reported for the first response is not the 304's, which has none: the server
+        // answered it itself (before: the stored lifetime less that Age, stale at once).
+        Update(first: "Cache-Control=max-age=600;Age=600", then: "-", freshness: .fromThe304(600)),
+    ]
+
+    @Test(arguments: updates)
+    func a304UpdatesTheStoredFieldsItCarriesAndKeepsTheOthers(_ update: Update) async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache-fields/\(update.first)/\(update.then)/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let store = try fixture.store()
+        let beforeFirst = Date()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        let afterFirst = Date()
+        let isStorable = !update.first.contains("no-store")
+        #expect(store.disk.contains(url) == isStorable)
+        // max-age=1 goes stale after a second.
+        try await waitUntil { store.storedCacheMetadata(for: url)?.isStale() == true }
+        let before = Date()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 80))
+        try await waitUntil { try await fixture.server.statuses(for: path) == [200, 304] }
+        try await waitUntil { store.statistics.notModified == 1 }
+        let after = Date()
+        let (lifetime, start, end): (TimeInterval?, Date, Date) =
+            switch update.freshness {
+            case .fromThe304(let lifetime): (lifetime, before, after)
+            // Expires less Date, both in whole seconds, may be a second short.
+            case .fromThe200(let lifetime): (lifetime, beforeFirst.addingTimeInterval(-1), afterFirst)
+            case .untilEvicted: (nil, before, after)
+            }
+        var kept = [store.storedCacheMetadata(for: url)]
+        if isStorable { kept.append(store.disk.cacheMetadata(for: url)) }
+        for metadata in kept {
+            let metadata = try #require(metadata)
+            let seconds = metadata.expires.map { "\($0.timeIntervalSince(after).rounded()) s" } ?? "never"
+            #expect(
+                metadata.expires(after: lifetime, receivedBetween: start, and: end),
+                "expires \(seconds) after the 304")
+        }
+        #expect(store.disk.contains(url) == isStorable)
+    }
+}
+
+extension ImageStoreNotModifiedUpdateTests {
+    /// The validators a 304 carries replace the stored ones, each on its own.
+    @Test(arguments: ["ETag=%22v2%22", "Last-Modified=Tue,%2001%20Jan%202030%2000:00:00%20GMT"])
+    func a304ReplacesTheValidatorsItCarries(then: String) async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache-fields/Cache-Control=no-cache/\(then)/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let store = try fixture.store()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        let first = try #require(store.disk.cacheMetadata(for: url))
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 80))
+        try await waitUntil { store.statistics.notModified == 1 }
+        for metadata in [store.disk.cacheMetadata(for: url), store.storedCacheMetadata(for: url)] {
+            let metadata = try #require(metadata)
+            if then.hasPrefix("ETag") {
+                #expect(metadata.entityTag == "\"v2\"" && metadata.lastModified == first.lastModified)
+            } else {
+                #expect(metadata.lastModified == "Tue, 01 Jan 2030 00:00:00 GMT")
+                #expect(metadata.entityTag == first.entityTag)
+            }
+        }
+    }
+
+    /// A response that may not be stored stays so after a 304 without Cache-Control: its facts say so in
+    /// memory, and it gets no file.
+    @Test func noStoreOutlivesA304WithoutCacheControl() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache-fields/Cache-Control=no-store,max-age=0/Expires=+3600/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let store = try fixture.store()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        #expect(store.storedCacheMetadata(for: url)?.isStorable == false)
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 80))
+        try await waitUntil { store.statistics.notModified == 1 }
+        let metadata = try #require(store.storedCacheMetadata(for: url))
+        #expect(metadata.isStorable == false && metadata.cacheControlLifetime == 0 && metadata.isStale())
+        #expect(!store.disk.contains(url))
+    }
+}
