@@ -30,6 +30,25 @@ import Testing
         return (file, store, loader, decoder)
     }
 
+    /// Writes a 300x200 photo where `request` points, starts a load of `request` whose decode of that
+    /// photo a gate holds (a store that decodes two at a time), then rewrites the file as a 200x200 one:
+    /// a load of the old version still in flight. The caller opens the gate.
+    private func loadHeldWhileTheFileChanges(_ request: ImageRequest, in folder: TemporaryDirectory) async throws -> (
+        store: ImageStore, gate: GatedDecoder, oldLoad: Task<PixelSize, any Error>
+    ) {
+        let old = try SampleImages.jpeg(width: 300, height: 200)
+        try old.write(to: request.url)
+        let gate = GatedDecoder(holdingOnly: old)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+            $0.decodeConcurrency = 2
+        }
+        let oldLoad = Task { try await store.image(for: request).pixelSize }
+        try await waitUntil { gate.enteredCount == 1 }
+        try SampleImages.jpeg(width: 200, height: 200, seed: 3).write(to: request.url)
+        return (store, gate, oldLoad)
+    }
+
     @Test func cachedImageForAFileIsAMemoryLookupThatNeverStatsOrReads() async throws {
         let folder = TemporaryDirectory("local")
         try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)
@@ -237,19 +256,10 @@ import Testing
     /// new one, the old one's decode landing late keeps nothing: memory answers with the file as it is now.
     @Test func anOldVersionDecodedAfterALoadOfTheNewOneIsDeliveredButNotKept() async throws {
         let folder = TemporaryDirectory("local")
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        let old = try SampleImages.jpeg(width: 300, height: 200)
-        try old.write(to: file)
-        let gate = GatedDecoder(holdingOnly: old)
+        let wide = ImageRequest(url: folder.url.appendingPathComponent("photo.jpg"), targetWidth: 150)
+        let (store, gate, oldLoad) = try await loadHeldWhileTheFileChanges(wide, in: folder)
         defer { gate.open() }  // a failed expectation below must not leave a decode waiting for ever
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decoder = gate
-            $0.decodeConcurrency = 2
-        }
-        let wide = ImageRequest(url: file, targetWidth: 150)
-        let oldLoad = Task { try await store.image(for: wide).pixelSize }
-        try await waitUntil { gate.enteredCount == 1 }
-        try SampleImages.jpeg(width: 200, height: 200, seed: 3).write(to: file)
+        let file = wide.url
         let narrow = try await store.image(for: ImageRequest(url: file, targetWidth: 100))
         #expect(narrow.pixelSize == PixelSize(width: 100, height: 100))
         gate.open()
@@ -263,19 +273,10 @@ import Testing
     /// the old version: it reads the file as it is now.
     @Test func aLoadAfterTheFileChangedDoesNotJoinALoadDecodingTheOldVersion() async throws {
         let folder = TemporaryDirectory("local")
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        let old = try SampleImages.jpeg(width: 300, height: 200)
-        try old.write(to: file)
-        let gate = GatedDecoder(holdingOnly: old)
+        let request = ImageRequest(url: folder.url.appendingPathComponent("photo.jpg"), targetWidth: 100)
+        let (store, gate, oldLoad) = try await loadHeldWhileTheFileChanges(request, in: folder)
         defer { gate.open() }  // a failed expectation below must not leave a decode waiting for ever
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decoder = gate
-            $0.decodeConcurrency = 2
-        }
-        let request = ImageRequest(url: file, targetWidth: 100)
-        let oldLoad = Task { try await store.image(for: request).pixelSize }
-        try await waitUntil { gate.enteredCount == 1 }
-        try SampleImages.jpeg(width: 200, height: 200, seed: 3).write(to: file)
+        let file = request.url
         let newLoad = Task { try await store.image(for: request).pixelSize }
         // The new version is not held at the gate: its load ends while the old one's decode waits.
         try await waitUntil { store.statistics.decodes == 2 && store.cachedImage(for: request) != nil }
