@@ -41,10 +41,7 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     public var maxAge: TimeInterval? {
         get {
             // RFC 9111 4.2.1 and 5.3: max-age (or no-cache) before Expires.
-            var lifetime = cacheControl?.lifetime ?? expiresLifetime
-            if age > 0, let given = lifetime { lifetime = max(0, given - age) }
-            guard let limit = redirectLifetime else { return lifetime }
-            return min(lifetime ?? limit, limit)
+            Self.remainingLifetime(cacheControl?.lifetime ?? expiresLifetime, age: age, limit: redirectLifetime)
         }
         set {
             cacheControl =
@@ -147,6 +144,14 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     static func lifetime(_ seconds: TimeInterval) -> TimeInterval? {
         seconds.isNaN ? nil : min(max(0, seconds), longestLifetime)
     }
+
+    /// What is left of `lifetime` (`nil`: none given) once a cache on the way has kept the response
+    /// `age` seconds, within `limit`, the shortest lifetime the redirects allow (`nil`: no limit).
+    static func remainingLifetime(_ lifetime: TimeInterval?, age: TimeInterval, limit: TimeInterval?) -> TimeInterval? {
+        let remaining = lifetime.map { max(0, $0 - age) }
+        guard let limit else { return remaining }
+        return min(remaining ?? limit, limit)
+    }
 }
 
 /// What a conditional load found.
@@ -232,11 +237,9 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     /// The expiry these fields give a response received at `now` through the fetch that gave `policy`:
     /// less its `Age`, within what its redirects allow.
     private func expiry(of policy: HTTPCachePolicy, at now: Date) -> Date? {
-        var lifetime = cacheControlLifetime ?? expiresAt.map { $0.timeIntervalSince(now) }
-        if let given = lifetime { lifetime = max(0, given - policy.age) }
-        if let limit = policy.redirectLifetime.flatMap(HTTPCachePolicy.lifetime) {
-            lifetime = min(lifetime ?? limit, limit)
-        }
+        let lifetime = HTTPCachePolicy.remainingLifetime(
+            cacheControlLifetime ?? expiresAt.map { $0.timeIntervalSince(now) }, age: policy.age,
+            limit: policy.redirectLifetime.flatMap(HTTPCachePolicy.lifetime))
         return lifetime.map { now.addingTimeInterval($0) }
     }
 
