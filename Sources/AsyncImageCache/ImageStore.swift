@@ -136,17 +136,38 @@ public final class ImageStore: Sendable {
     /// The folder that holds the disk tier's files.
     public var directory: URL { configuration.directory }
 
-    /// A per-tier memory budget in bytes scaled to the machine's physical memory: a sixteenth of
-    /// it, clamped to 32...192 MiB on iOS, tvOS and visionOS (where the system also purges memory
-    /// under pressure) and to 64...512 MiB on macOS and Linux.
+    /// A per-tier memory budget in bytes scaled to the memory the process may use: a sixteenth of it,
+    /// clamped to 32...192 MiB on iOS, tvOS and visionOS (where the system also purges memory under
+    /// pressure) and to 64...512 MiB on macOS and Linux, and never more than an eighth of it.
+    ///
+    /// The memory the process may use is the machine's physical memory or, on Linux, the memory limit
+    /// of the process's control groups (a container's or a systemd unit's) where that is lower, read
+    /// at each call. `ProcessInfo.physicalMemory` reports the host's memory inside a container.
     public static func recommendedMemoryByteLimit() -> Int {
-        let share = Int(clamping: ProcessInfo.processInfo.physicalMemory / 16)
+        recommendedMemoryByteLimit(usableMemory: usableMemoryBytes())
+    }
+
+    /// ``recommendedMemoryByteLimit()`` for a process that may use `usableMemory` bytes.
+    static func recommendedMemoryByteLimit(usableMemory: UInt64) -> Int {
+        let usable = Int(clamping: usableMemory)
         let mebibyte = 1024 * 1024
         #if os(iOS) || os(tvOS) || os(visionOS) || os(watchOS)
-        return min(max(share, 32 * mebibyte), 192 * mebibyte)
+        let clamped = min(max(usable / 16, 32 * mebibyte), 192 * mebibyte)
         #else
-        return min(max(share, 64 * mebibyte), 512 * mebibyte)
+        let clamped = min(max(usable / 16, 64 * mebibyte), 512 * mebibyte)
         #endif
+        // The floor must not take a small container's memory: two tiers of 64 MiB are half of 256 MiB.
+        return min(clamped, max(usable / 8, 1))
+    }
+
+    /// The bytes of memory this process may use: physical memory, lowered on Linux to the control
+    /// groups' limit.
+    static func usableMemoryBytes() -> UInt64 {
+        let physical = ProcessInfo.processInfo.physicalMemory
+        #if os(Linux) || os(Android)
+        if let limit = ControlGroupMemoryLimit.bytes(), limit < physical { return limit }
+        #endif
+        return physical
     }
 
     func report(_ stage: Stage, _ url: URL) {

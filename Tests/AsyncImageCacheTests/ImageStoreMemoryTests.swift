@@ -100,9 +100,15 @@ import Testing
         #expect(configuration.directory.path == expectedRoot + "/AsyncImageCache/thumbs")
     }
 
-    @Test func theRecommendedBudgetScalesWithMemoryWithinItsClamp() {
-        let limit = ImageStore.recommendedMemoryByteLimit()
-        let expected = min(max(Int(ProcessInfo.processInfo.physicalMemory / 16), 64 << 20), 512 << 20)
-        #expect(limit == expected)
+    @Test func theRecommendedBudgetScalesWithTheMemoryThisProcessMayUse() {
+        let physical = ProcessInfo.processInfo.physicalMemory
+        let usable = ImageStore.usableMemoryBytes()
+        #if os(Linux)
+        #expect(usable == min(physical, ControlGroupMemoryLimit.bytes() ?? physical))
+        #else
+        #expect(usable == physical)
+        #endif
+        let expected = min(max(Int(usable / 16), 64 << 20), 512 << 20, Int(usable / 8))
+        #expect(ImageStore.recommendedMemoryByteLimit() == expected)
     }
 }
