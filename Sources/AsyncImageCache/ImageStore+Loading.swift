@@ -107,14 +107,23 @@ extension ImageStore {
     ///
     /// A file of the disk tier was stored only after it decoded, so cached bytes that now fail as
     /// damaged (cut short, corrupt, unrecognisable) were damaged on disk: they leave both tiers and,
-    /// once, the image is fetched afresh from the source within the same load (`afterDamagedFile`).
+    /// once, the image is fetched afresh from the source within the same load (`isSecondTry`).
+    ///
+    /// A local file that fails to read or decode after it changed under the load (read while another
+    /// program rewrote it in place: cut short, empty, or gone for a moment) is read again, once, at
+    /// its new version within the same load.
     private func prepare(
-        _ request: ImageRequest, fileVersion: FileStamp?, priority: RunPriority, afterDamagedFile: Bool = false
+        _ request: ImageRequest, fileVersion: FileStamp?, priority: RunPriority, isSecondTry: Bool = false
     ) async -> Result<PreparedImage, ImageLoadingError> {
         let fetched: FetchedOriginal
         switch await original(for: request.url, fileVersion: fileVersion, priority: priority) {
-        case .success(let value): fetched = value
-        case .failure(let error): return .failure(error)
+        case .success(let value):
+            fetched = value
+        case .failure(let error):
+            if error != .cancelled, !isSecondTry, let changed = changedVersion(of: request.url, since: fileVersion) {
+                return await prepare(request, fileVersion: changed, priority: priority, isSecondTry: true)
+            }
+            return .failure(error)
         }
         // Until it is stored (or dropped), another width of the URL shares these bytes.
         decodingOriginals.withLock { $0[request.url.cacheKey, default: []].append(fetched) }
@@ -146,14 +155,18 @@ extension ImageStore {
         case .failure(let error)?:
             // Held bytes that fail are let go like any failed download: the next load asks again.
             if fetched.origin == .source { undecodedOriginals.removeValue(forKey: request.url.cacheKey) }
+            if !isSecondTry, let changed = changedVersion(of: request.url, since: fetched.original.fileStamp) {
+                forgetDecoding(fetched, for: request.url, everyHold: true)  // torn: no other width takes them
+                return await prepare(request, fileVersion: changed, priority: priority, isSecondTry: true)
+            }
             // Anything else (a pixel budget a larger request exceeds) would fail from the source too.
             guard fetched.origin != .source, error.reason.suggestsDamage else {
                 return .failure(.decodingFailed(error))
             }
             removeDamaged(fetched.original.data, for: request.url)
             forgetDecoding(fetched, for: request.url, everyHold: true)  // damaged: no other width takes them
-            if afterDamagedFile || Task.isCancelled { return .failure(.decodingFailed(error)) }
-            return await prepare(request, fileVersion: fileVersion, priority: priority, afterDamagedFile: true)
+            if isSecondTry || Task.isCancelled { return .failure(.decodingFailed(error)) }
+            return await prepare(request, fileVersion: fileVersion, priority: priority, isSecondTry: true)
         case .success(let value)?:
             bitmap = value
         }
@@ -180,6 +193,13 @@ extension ImageStore {
         }
         if storesOriginal == true { keepOnDisk(fetched, for: request.url) }
         return .success(prepared)
+    }
+
+    /// The version of the local file `url` now, when it is not `read`, the version a load that failed
+    /// found; `nil` when the file is unchanged, gone as it was, not local, or nobody wants the load.
+    private func changedVersion(of url: URL, since read: FileStamp?) -> FileStamp? {
+        guard url.isLocalFileURL, !Task.isCancelled, let now = fileStamp(of: url), now != read else { return nil }
+        return now
     }
 
     /// Removes `damaged`, bytes of `url` from the tiers that failed to decode, from memory originals (where

@@ -325,26 +325,3 @@ import Testing
         #expect(decoder.count == 1)
     }
 }
-
-/// Reads files with the real loader and, once its gate is armed, holds the next read after it has read
-/// the bytes: a read of a slow disk, still in flight while the test changes the file.
-private final class ParkingLoader: DataLoading, Sendable {
-    let gate = ParkingGate()
-    private let base = DataLoader()
-
-    func loadData(for url: URL) async throws(ImageLoadingError) -> Data {
-        let data = try await base.loadData(for: url)
-        await parkOffThePool()
-        return data
-    }
-
-    /// Parks at the gate on a thread of its own, so a held read does not take one of the pool's threads.
-    private func parkOffThePool() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread { [gate] in
-                gate.parkIfArmed()
-                continuation.resume()
-            }
-        }
-    }
-}
