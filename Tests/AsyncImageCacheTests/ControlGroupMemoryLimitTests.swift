@@ -95,6 +95,15 @@ import Testing
             "/sys/fs/cgroup/memory/memory.limit_in_bytes": "268435456\n",
         ])
         #expect(ControlGroupMemoryLimit.bytes(root: elsewhere.url.path) == 256 * Self.mebibyte)
+
+        // A process in a group above its cgroup namespace's root: nothing outside the mount is read.
+        let above = try machine([
+            "/proc/self/mountinfo": Self.unifiedMount,
+            "/proc/self/cgroup": "0::/../sibling\n",
+            "/sys/fs/cgroup/memory.max": "268435456\n",
+            "/sys/fs/sibling/memory.max": "1048576\n",
+        ])
+        #expect(ControlGroupMemoryLimit.bytes(root: above.url.path) == 256 * Self.mebibyte)
     }
 
     @Test func escapedMountPointsAndOptionalFieldsAreRead() throws {

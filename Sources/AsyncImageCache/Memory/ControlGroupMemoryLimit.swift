@@ -108,12 +108,15 @@ enum ControlGroupMemoryLimit {
 
         /// The folders of the group at `path` and of every group above it that this mount shows, from the
         /// group's own up to the mount point. A group outside the mount's root (a container shown only
-        /// its own group) is read at the mount point alone.
+        /// its own group, or a group above a namespace's root) is read at the mount point alone.
         func folders(from path: String) -> [String] {
             let point = mountPoint == "/" ? "" : mountPoint
             var components = path.split(separator: "/").map(String.init)
             let rootComponents = root.split(separator: "/").map(String.init)
-            guard components.starts(with: rootComponents) else { return [point.isEmpty ? "/" : point] }
+            // A group above a cgroup namespace's root shows as `/..`: not a folder under the mount.
+            guard components.starts(with: rootComponents), !components.contains("..") else {
+                return [point.isEmpty ? "/" : point]
+            }
             components.removeFirst(rootComponents.count)
             var folders: [String] = []
             while true {
