@@ -79,22 +79,33 @@ import Testing
             ],
             limitMebibytes: 256),
         Machine(
-            testDescription: "a group outside the mount's root: read at the mount point",
+            testDescription: "another group's bind mount: not the process's limit",
+            files: [
+                "/proc/self/mountinfo": unifiedMount
+                    + "301 23 0:26 /system.slice/db.service /mnt/db-cgroup rw,relatime - cgroup2 cgroup2 rw\n",
+                "/proc/self/cgroup": "0::/user.slice/session-2.scope\n",
+                "/sys/fs/cgroup/user.slice/memory.max": "\(2048 * mebibyte)\n",
+                "/mnt/db-cgroup/memory.max": "\(64 * mebibyte)\n",
+            ],
+            limitMebibytes: 2048),
+        Machine(
+            testDescription: "a mount that shows none of the process's groups",
             files: [
                 "/proc/self/mountinfo": dockerMemoryMount,
                 "/proc/self/cgroup": "4:memory:/system.slice/other\n",
                 "/sys/fs/cgroup/memory/memory.limit_in_bytes": "268435456\n",
             ],
-            limitMebibytes: 256),
+            limitMebibytes: nil),
         Machine(
-            testDescription: "a group above the cgroup namespace's root: nothing outside the mount is read",
+            testDescription:
+                "a group outside the cgroup namespace's root: neither the namespace's limit nor a sibling's",
             files: [
                 "/proc/self/mountinfo": unifiedMount,
                 "/proc/self/cgroup": "0::/../sibling\n",
                 "/sys/fs/cgroup/memory.max": "268435456\n",
-                "/sys/fs/sibling/memory.max": "1048576\n",
+                "/sys/fs/sibling/memory.max": "\(128 * mebibyte)\n",
             ],
-            limitMebibytes: 256),
+            limitMebibytes: nil),
         Machine(
             testDescription: "an escaped mount point, optional fields, and a throttling limit below the hard one",
             files: [
@@ -112,6 +123,9 @@ import Testing
                 "/proc/self/cgroup": "0::/a\nbroken\n",
                 "/sys/fs/cgroup/a/memory.max": "lots\n",
                 "/sys/fs/cgroup/a/memory.high": "-5\n",
+                // Below 1 MiB (the kernel takes a memory.high of 0): no budget could come of it.
+                "/sys/fs/cgroup/memory.max": "0\n",
+                "/sys/fs/cgroup/memory.high": "4096\n",
             ],
             limitMebibytes: nil),
         Machine(

@@ -7,9 +7,10 @@ import Foundation
 /// It finds the cgroup file systems in `/proc/self/mountinfo` and the process's groups in
 /// `/proc/self/cgroup`, then reads the limits of the process's group and of every group above it
 /// up to the mount's root (a parent's limit binds its children): `memory.max` and `memory.high`
-/// under cgroup v2, `memory.limit_in_bytes` under v1. The lowest one wins. Groups outside the mount
-/// (a container that sees only its own group, mounted as the root) are read from the mount's root.
-/// Only plain text files are read; nothing is written.
+/// under cgroup v2, `memory.limit_in_bytes` under v1. The lowest one wins. A mount whose root is the
+/// process's group (a container that sees only its own group) is read at its mount point; a mount
+/// that shows none of the process's groups (another group bind-mounted somewhere) is not read. Only
+/// plain text files are read; nothing is written.
 enum ControlGroupMemoryLimit {
     /// The lowest memory limit of the process's control groups in bytes, or `nil` where none is set
     /// (or there are no control groups, as off Linux). `root` prefixes every path read, for tests.
@@ -32,11 +33,12 @@ enum ControlGroupMemoryLimit {
     }
 
     /// A limit file's value: `nil` for `max` (v2), for v1's "no limit" (the largest page-aligned
-    /// 63-bit number) and for anything unreadable.
+    /// 63-bit number), for anything unreadable, and for less than 1 MiB, which no running process
+    /// lives within (the kernel accepts `memory.high` of 0): a budget from it would turn the cache off.
     static func parseLimit(_ text: String) -> UInt64? {
-        guard let value = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines)), value < 1 << 62 else {
-            return nil
-        }
+        guard let value = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines)), value < 1 << 62,
+            value >= 1 << 20
+        else { return nil }
         return value
     }
 
@@ -80,7 +82,9 @@ enum ControlGroupMemoryLimit {
         /// A line reads `ID parent major:minor root mount-point options [optional fields...] - type source
         /// super-options`, with spaces and backslashes in paths written as octal escapes (`\040`).
         static func parse(_ text: String) -> [Mount] {
+            // A host may have thousands of mounts: only cgroup ones are split into fields.
             text.split(separator: "\n").compactMap { line in
+                guard line.contains(" - cgroup") else { return nil }
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
                 // Six fields come first, then optional ones up to the lone "-".
                 guard fields.count > 7, let separator = fields[6...].firstIndex(of: "-"), separator + 1 < fields.count
@@ -107,16 +111,13 @@ enum ControlGroupMemoryLimit {
         var limitFileNames: [String] { isUnified ? ["memory.max", "memory.high"] : ["memory.limit_in_bytes"] }
 
         /// The folders of the group at `path` and of every group above it that this mount shows, from the
-        /// group's own up to the mount point. A group outside the mount's root (a container shown only
-        /// its own group, or a group above a namespace's root) is read at the mount point alone.
+        /// group's own up to the mount point; none when the mount's root is neither the group nor above
+        /// it (another group's bind mount; a group outside a cgroup namespace's root, shown as `/..`).
         func folders(from path: String) -> [String] {
             let point = mountPoint == "/" ? "" : mountPoint
             var components = path.split(separator: "/").map(String.init)
             let rootComponents = root.split(separator: "/").map(String.init)
-            // A group above a cgroup namespace's root shows as `/..`: not a folder under the mount.
-            guard components.starts(with: rootComponents), !components.contains("..") else {
-                return [point.isEmpty ? "/" : point]
-            }
+            guard components.starts(with: rootComponents), !components.contains("..") else { return [] }
             components.removeFirst(rootComponents.count)
             var folders: [String] = []
             while true {
