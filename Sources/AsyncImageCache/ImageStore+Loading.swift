@@ -503,27 +503,12 @@ extension ImageStore {
         }
         guard !Task.isCancelled else { return .failure(.cancelled) }
         report(.fetch, url)
-        let stamp = url.isFileURL ? fileStamp(of: url) : nil
-        if url.isFileURL { forgetOtherVersions(of: url, than: stamp, generation: generation) }
-        if let stamp, stamp.byteCount > Self.largeFileBytes, let error = Self.headerError(ofFileAt: url) {
-            return .failure(.decodingFailed(error))
-        }
         let data: Data
         let policy: HTTPCachePolicy
-        do {
-            guard
-                case .modified(let body, let responsePolicy) = try await configuration.dataLoader.loadData(
-                    for: url, revalidating: nil)
-            else {
-                return .failure(.network(url: url, description: "not-modified answer to an unconditional request"))
-            }
-            (data, policy) = (body, responsePolicy)
-        } catch {
-            return .failure(error)
-        }
-        count {
-            $0.sourceFetches += 1
-            $0.bytesFetched += data.count
+        let stamp: FileStamp?
+        switch await readFromSource(url, generation: generation) {
+        case .success(let read): (data, policy, stamp) = read
+        case .failure(let error): return .failure(error)
         }
         do {
             let header = try ImageHeader.parse(data)
@@ -536,6 +521,51 @@ extension ImageStore {
             return .failure(.decodingFailed(error))
         }
     }
+
+    /// Reads `url` from its source, with a local file's version as found just before the read.
+    ///
+    /// A local file is statted again after it is read: one that changed meanwhile (another program
+    /// rewriting it in place) may have given bytes of two versions that still decode, so it is read
+    /// again, up to ``localReadAttempts`` reads in all. The last read stands, under the version found
+    /// before it: a later load finds the file changed and reads it again.
+    private func readFromSource(_ url: URL, generation: Int) async -> Result<
+        (data: Data, policy: HTTPCachePolicy, stamp: FileStamp?), ImageLoadingError
+    > {
+        var attempt = 1
+        while true {
+            let stamp = url.isFileURL ? fileStamp(of: url) : nil
+            if url.isFileURL { forgetOtherVersions(of: url, than: stamp, generation: generation) }
+            if let stamp, stamp.byteCount > Self.largeFileBytes, let error = Self.headerError(ofFileAt: url) {
+                return .failure(.decodingFailed(error))
+            }
+            let data: Data
+            let policy: HTTPCachePolicy
+            do {
+                guard
+                    case .modified(let body, let responsePolicy) = try await configuration.dataLoader.loadData(
+                        for: url, revalidating: nil)
+                else {
+                    return .failure(
+                        .network(url: url, description: "not-modified answer to an unconditional request"))
+                }
+                (data, policy) = (body, responsePolicy)
+            } catch {
+                return .failure(error)
+            }
+            count {
+                $0.sourceFetches += 1
+                $0.bytesFetched += data.count
+            }
+            if stamp != nil, attempt < Self.localReadAttempts, !Task.isCancelled, fileStamp(of: url) != stamp {
+                attempt += 1
+                continue
+            }
+            return .success((data, policy, stamp))
+        }
+    }
+
+    /// The most reads of a local file that keeps changing while it is read, within one fetch.
+    static let localReadAttempts = 3
 
     /// Forgets what memory holds of versions of the local file `url` other than `stamp` (`nil`: the file is gone),
     /// as a load reads the file: its size (the memo does not say which version it came from), its original and its

@@ -3,9 +3,23 @@ import Testing
 
 @testable import AsyncImageCache
 
-/// A local file read while another program rewrites it in place: the load reads it again, once, at
-/// its new version, instead of failing on the bytes it caught halfway.
+/// A local file read while another program rewrites it in place: the load reads it again at its new
+/// version, instead of failing on, or keeping, the bytes it caught halfway.
 @Suite struct ImageStoreLocalFileRewriteTests {
+    private static let photo = try! SampleImages.jpeg(width: 300, height: 200)
+    private static let portrait = try! SampleImages.jpeg(width: 160, height: 240, seed: 5)
+
+    /// The outcome of a load of `request`, error included.
+    private func outcome(
+        of request: ImageRequest, in store: ImageStore
+    ) async -> Result<PlatformImage, ImageLoadingError> {
+        do throws(ImageLoadingError) {
+            return .success(try await store.image(for: request))
+        } catch {
+            return .failure(error)
+        }
+    }
+
     /// Writes `caught` where a store's load will read it, holds that load right after its read, writes
     /// `finished` over it, lets the load go and returns what it gave, with the store and its loader.
     private func loadCaughtMidRewrite(
@@ -19,13 +33,7 @@ import Testing
             $0.dataLoader = loader
         }
         loader.gate.arm()
-        let load = Task { () async -> Result<PlatformImage, ImageLoadingError> in
-            do throws(ImageLoadingError) {
-                return .success(try await store.image(for: ImageRequest(url: file, targetWidth: 150)))
-            } catch {
-                return .failure(error)
-            }
-        }
+        let load = Task { await outcome(of: ImageRequest(url: file, targetWidth: 150), in: store) }
         try await waitUntil { loader.gate.parkedCount == 1 }
         try finished.write(to: file)
         loader.gate.open()
@@ -34,7 +42,7 @@ import Testing
 
     @Test func aFileCaughtHalfWrittenIsReadAgainAtItsNewVersion() async throws {
         let folder = TemporaryDirectory("rewrite")
-        let photo = try SampleImages.jpeg(width: 300, height: 200)
+        let photo = Self.photo
         let (result, store, loader) = try await loadCaughtMidRewrite(
             caught: photo.prefix(photo.count / 2), finished: photo, in: folder)
         #expect(try result.get().pixelSize == PixelSize(width: 150, height: 100))
@@ -46,15 +54,29 @@ import Testing
 
     @Test func aFileCaughtEmptyIsReadAgainAtItsNewVersion() async throws {
         let folder = TemporaryDirectory("rewrite")
-        let photo = try SampleImages.jpeg(width: 300, height: 200)
-        let (result, _, loader) = try await loadCaughtMidRewrite(caught: Data(), finished: photo, in: folder)
+        let (result, _, loader) = try await loadCaughtMidRewrite(caught: Data(), finished: Self.photo, in: folder)
         #expect(try result.get().pixelSize == PixelSize(width: 150, height: 100))
         #expect(loader.readCount == 2)
     }
 
+    /// Bytes read while the file changed may mix two versions and still decode, as a picture that is
+    /// neither: the load reads the file again, and delivers and keeps the new version.
+    @Test func aReadThatSpannedARewriteIsReadAgainAtTheNewVersion() async throws {
+        let folder = TemporaryDirectory("rewrite")
+        let (photo, portrait) = (Self.photo, Self.portrait)
+        let (result, store, loader) = try await loadCaughtMidRewrite(caught: photo, finished: portrait, in: folder)
+        #expect(try result.get().pixelSize == PixelSize(width: 150, height: 225))
+        #expect(loader.readCount == 2)
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        #expect(
+            store.cachedImage(for: ImageRequest(url: file, targetWidth: 150))?.pixelSize
+                == PixelSize(width: 150, height: 225))
+        #expect(store.cachedOriginalBytes(for: file)?.data == portrait)
+    }
+
     @Test func aFileStillCutShortAfterItChangedFailsAfterTheSecondRead() async throws {
         let folder = TemporaryDirectory("rewrite")
-        let photo = try SampleImages.jpeg(width: 300, height: 200)
+        let photo = Self.photo
         let (result, store, loader) = try await loadCaughtMidRewrite(
             caught: photo.prefix(photo.count / 3), finished: photo.prefix(photo.count / 2), in: folder)
         guard case .failure(.decodingFailed(let error)) = result else {
@@ -63,23 +85,107 @@ import Testing
         }
         #expect(error.reason == .truncated)
         #expect(loader.readCount == 2)
-        #expect(
-            store.cachedImage(for: ImageRequest(url: folder.url.appendingPathComponent("photo.jpg"), targetWidth: 150))
-                == nil)
+        let request = ImageRequest(url: folder.url.appendingPathComponent("photo.jpg"), targetWidth: 150)
+        #expect(store.cachedImage(for: request) == nil)
     }
 
     @Test func aFileCutShortThatDoesNotChangeIsReadOnce() async throws {
         let folder = TemporaryDirectory("rewrite")
         let file = folder.url.appendingPathComponent("photo.jpg")
-        let photo = try SampleImages.jpeg(width: 300, height: 200)
-        try photo.prefix(photo.count / 2).write(to: file)
+        try Self.photo.prefix(Self.photo.count / 2).write(to: file)
         let loader = ParkingLoader()
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
             $0.dataLoader = loader
         }
-        await #expect(throws: ImageLoadingError.self) {
-            try await store.image(for: ImageRequest(url: file, targetWidth: 150))
+        let result = await outcome(of: ImageRequest(url: file, targetWidth: 150), in: store)
+        guard case .failure(.decodingFailed(let error)) = result else {
+            Issue.record("expected a decoding failure, got \(result)")
+            return
         }
+        #expect(error.reason == .truncated)
         #expect(loader.readCount == 1)
+    }
+
+    /// The file is finished after the read found it unchanged, while its bytes wait to decode.
+    @Test func aFileFinishedWhileItsCutShortBytesWaitToDecodeIsReadAgain() async throws {
+        let folder = TemporaryDirectory("rewrite")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        let half = Self.photo.prefix(Self.photo.count / 2)
+        try half.write(to: file)
+        let gate = GatedDecoder(holdingOnly: Data(half))
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+        }
+        let load = Task { await outcome(of: ImageRequest(url: file, targetWidth: 150), in: store) }
+        try await waitUntil { gate.enteredCount == 1 }
+        try Self.photo.write(to: file)
+        gate.open()
+        #expect(try await load.value.get().pixelSize == PixelSize(width: 150, height: 100))
+        #expect(store.statistics.sourceFetches == 2)
+    }
+
+    /// Replaced by deleting it and writing a new one: the read finds no file, which is there again
+    /// by the time the load looks.
+    @Test func aFileGoneForAMomentWhileItIsReplacedIsReadAgain() async throws {
+        let folder = TemporaryDirectory("rewrite")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try Self.photo.write(to: file)
+        let loader = RewritingLoader { read, url in
+            guard read == 1 else { return nil }
+            try? FileManager.default.removeItem(at: url)
+            try? Self.portrait.write(to: url)
+            return .fileUnavailable(path: url.path, reason: "No such file or directory")
+        }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+        }
+        let result = await outcome(of: ImageRequest(url: file, targetWidth: 150), in: store)
+        #expect(try result.get().pixelSize == PixelSize(width: 150, height: 225))
+        #expect(loader.readCount == 2)
+    }
+
+    /// A file rewritten after every read: three reads, then the last one stands, and the next load
+    /// reads the file again.
+    @Test func aFileThatKeepsChangingIsReadThreeTimesAtMost() async throws {
+        let folder = TemporaryDirectory("rewrite")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try Self.photo.write(to: file)
+        let loader = RewritingLoader { read, url in
+            // Larger every time, so each write is a new version even within one timestamp tick.
+            try? (Self.photo + Data(repeating: 0, count: read)).write(to: url)
+            return nil
+        }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+        }
+        let request = ImageRequest(url: file, targetWidth: 150)
+        #expect(try await outcome(of: request, in: store).get().pixelSize == PixelSize(width: 150, height: 100))
+        #expect(loader.readCount == ImageStore.localReadAttempts)
+        _ = try await outcome(of: request, in: store).get()
+        #expect(loader.readCount > ImageStore.localReadAttempts)
+    }
+}
+
+/// Reads files with the real loader, then calls `afterRead` with the count of reads so far and the
+/// URL: it may change the file, and the error it returns is thrown instead of the bytes.
+private final class RewritingLoader: DataLoading, Sendable {
+    private let base = DataLoader()
+    private let reads = LockedBox(0)
+    private let afterRead: @Sendable (Int, URL) -> ImageLoadingError?
+
+    init(afterRead: @escaping @Sendable (Int, URL) -> ImageLoadingError?) {
+        self.afterRead = afterRead
+    }
+
+    var readCount: Int { reads.withLock { $0 } }
+
+    func loadData(for url: URL) async throws(ImageLoadingError) -> Data {
+        let data = try await base.loadData(for: url)
+        let read = reads.withLock {
+            $0 += 1
+            return $0
+        }
+        if let error = afterRead(read, url) { throw error }
+        return data
     }
 }
