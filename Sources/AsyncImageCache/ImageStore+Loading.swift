@@ -526,8 +526,8 @@ extension ImageStore {
     ///
     /// A local file is statted again after it is read: one that changed meanwhile (another program
     /// rewriting it in place) may have given bytes of two versions that still decode, so it is read
-    /// again, up to ``localReadAttempts`` reads in all. The last read stands, under the version found
-    /// before it: a later load finds the file changed and reads it again.
+    /// again, up to ``localReadAttempts`` reads in all. A file that changed during each of them fails
+    /// with ``ImageLoadingError/fileUnavailable(path:reason:)``: its bytes are never delivered or kept.
     private func readFromSource(_ url: URL, generation: Int) async -> Result<
         (data: Data, policy: HTTPCachePolicy, stamp: FileStamp?), ImageLoadingError
     > {
@@ -556,7 +556,12 @@ extension ImageStore {
                 $0.sourceFetches += 1
                 $0.bytesFetched += data.count
             }
-            if stamp != nil, attempt < Self.localReadAttempts, !Task.isCancelled, fileStamp(of: url) != stamp {
+            if stamp != nil, !Task.isCancelled, fileStamp(of: url) != stamp {
+                guard attempt < Self.localReadAttempts else {
+                    return .failure(
+                        .fileUnavailable(path: url.path, reason: "changed while it was read, \(attempt) times in a row")
+                    )
+                }
                 attempt += 1
                 continue
             }

@@ -144,9 +144,9 @@ import Testing
         #expect(loader.readCount == 2)
     }
 
-    /// A file rewritten after every read: three reads, then the last one stands, and the next load
-    /// reads the file again.
-    @Test func aFileThatKeepsChangingIsReadThreeTimesAtMost() async throws {
+    /// A file rewritten after every read fails after three reads, then three more when the load tries
+    /// again at the version it finds: none of those reads can be trusted.
+    @Test func aFileThatKeepsChangingWhileItIsReadFails() async throws {
         let folder = TemporaryDirectory("rewrite")
         let file = folder.url.appendingPathComponent("photo.jpg")
         try Self.photo.write(to: file)
@@ -159,10 +159,15 @@ import Testing
             $0.dataLoader = loader
         }
         let request = ImageRequest(url: file, targetWidth: 150)
-        #expect(try await outcome(of: request, in: store).get().pixelSize == PixelSize(width: 150, height: 100))
-        #expect(loader.readCount == ImageStore.localReadAttempts)
-        _ = try await outcome(of: request, in: store).get()
-        #expect(loader.readCount > ImageStore.localReadAttempts)
+        let result = await outcome(of: request, in: store)
+        guard case .failure(.fileUnavailable(let path, let reason)) = result else {
+            Issue.record("expected the file to be unavailable, got \(result)")
+            return
+        }
+        #expect(path == file.path)
+        #expect(reason == "changed while it was read, \(ImageStore.localReadAttempts) times in a row")
+        #expect(loader.readCount == 2 * ImageStore.localReadAttempts)
+        #expect(store.cachedImage(for: request) == nil)
     }
 }
 
