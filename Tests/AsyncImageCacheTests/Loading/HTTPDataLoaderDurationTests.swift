@@ -6,7 +6,11 @@ import Testing
 /// Servers that keep a download alive forever by sending a little now and then, never idle long
 /// enough for the inactivity timeout: the body of an image, an error page, and the body of a
 /// redirect the loader refuses. Each ends, and the connection is closed.
-@Suite(.timeLimit(.minutes(1))) struct HTTPDataLoaderDurationTests {
+///
+/// The limit catches a load that never ends. It leaves room for the compression-bomb tests of another
+/// suite, which under ThreadSanitizer hold corelibs' shared URLSession queue for about 100 s, and
+/// every download in the process waits meanwhile (`scripts/test-tsan` ran into a one-minute limit).
+@Suite(.timeLimit(.minutes(3))) struct HTTPDataLoaderDurationTests {
     let directory = TemporaryDirectory("http-duration")
     let server: TestHTTPServer
 
