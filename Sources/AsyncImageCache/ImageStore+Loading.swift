@@ -526,12 +526,15 @@ extension ImageStore {
     ///
     /// A local file is statted again after it is read: one that changed meanwhile (another program
     /// rewriting it in place) may have given bytes of two versions that still decode, so it is read
-    /// again, up to ``localReadAttempts`` reads in all. A file that changed during each of them fails
-    /// with ``ImageLoadingError/fileUnavailable(path:reason:)``: its bytes are never delivered or kept.
+    /// again, up to ``localReadAttempts`` reads in all. A read that gives the same bytes as the one
+    /// before it stands whatever the dates say (something touched the file), as does one of a file
+    /// deleted since. A file that changed during each read fails with
+    /// ``ImageLoadingError/fileUnavailable(path:reason:)``: its bytes are never delivered or kept.
     private func readFromSource(_ url: URL, generation: Int) async -> Result<
         (data: Data, policy: HTTPCachePolicy, stamp: FileStamp?), ImageLoadingError
     > {
         var attempt = 1
+        var previous: Data?
         while true {
             let stamp = url.isFileURL ? fileStamp(of: url) : nil
             if url.isFileURL { forgetOtherVersions(of: url, than: stamp, generation: generation) }
@@ -556,13 +559,15 @@ extension ImageStore {
                 $0.sourceFetches += 1
                 $0.bytesFetched += data.count
             }
-            if stamp != nil, !Task.isCancelled, fileStamp(of: url) != stamp {
+            // A file gone since is not read again: the bytes came whole from the file that was there.
+            if url.isLocalFileURL, !Task.isCancelled, let now = fileStamp(of: url), now != stamp, data != previous {
                 guard attempt < Self.localReadAttempts else {
                     return .failure(
                         .fileUnavailable(path: url.path, reason: "changed while it was read, \(attempt) times in a row")
                     )
                 }
                 attempt += 1
+                previous = data
                 continue
             }
             return .success((data, policy, stamp))

@@ -169,27 +169,94 @@ import Testing
         #expect(loader.readCount == 2 * ImageStore.localReadAttempts)
         #expect(store.cachedImage(for: request) == nil)
     }
+
+    /// Something that touches each file it reads (a loader keeping its own recency by date) changes
+    /// the dates, not the bytes: the second read gives the same bytes, and it stands.
+    @Test func aFileTouchedAfterEachReadLoadsAfterTwoReads() async throws {
+        let folder = TemporaryDirectory("rewrite")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try Self.photo.write(to: file)
+        let loader = RewritingLoader { _, url in
+            _ = utimensat(AT_FDCWD, url.path, nil, 0)  // now, to the nanosecond
+            return nil
+        }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+        }
+        let result = await outcome(of: ImageRequest(url: file, targetWidth: 150), in: store)
+        #expect(try result.get().pixelSize == PixelSize(width: 150, height: 100))
+        #expect(loader.readCount == 2)
+    }
+
+    /// The bytes came whole from the file that was there; a later load finds it gone.
+    @Test func aFileDeletedRightAfterItsReadIsDelivered() async throws {
+        let folder = TemporaryDirectory("rewrite")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try Self.photo.write(to: file)
+        let loader = RewritingLoader { _, url in
+            try? FileManager.default.removeItem(at: url)
+            return nil
+        }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+        }
+        let request = ImageRequest(url: file, targetWidth: 150)
+        #expect(try await outcome(of: request, in: store).get().pixelSize == PixelSize(width: 150, height: 100))
+        #expect(loader.readCount == 1)
+        guard case .failure(.fileUnavailable) = await outcome(of: request, in: store) else {
+            Issue.record("a load of the deleted file should fail")
+            return
+        }
+    }
+
+    /// Missing when the load looks, written just before the read and rewritten during it: the read is
+    /// checked like any other.
+    @Test func aFileThatAppearsAndChangesDuringTheReadIsReadAgain() async throws {
+        let folder = TemporaryDirectory("rewrite")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        let loader = RewritingLoader(
+            beforeRead: { read, url in if read == 1 { try? Self.photo.write(to: url) } },
+            afterRead: { read, url in
+                if read == 1 { try? Self.portrait.write(to: url) }
+                return nil
+            })
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+        }
+        let request = ImageRequest(url: file, targetWidth: 150)
+        #expect(try await outcome(of: request, in: store).get().pixelSize == PixelSize(width: 150, height: 225))
+        #expect(loader.readCount == 2)
+        #expect(store.cachedImage(for: request)?.pixelSize == PixelSize(width: 150, height: 225))
+        #expect(store.cachedPixelSize(for: file) == CGSize(width: 160, height: 240))
+    }
 }
 
-/// Reads files with the real loader, then calls `afterRead` with the count of reads so far and the
-/// URL: it may change the file, and the error it returns is thrown instead of the bytes.
+/// Reads files with the real loader, calling `beforeRead` and then `afterRead` with the number of the
+/// read (from 1) and the URL: either may change the file, and the error `afterRead` returns is thrown
+/// instead of the bytes.
 private final class RewritingLoader: DataLoading, Sendable {
     private let base = DataLoader()
     private let reads = LockedBox(0)
+    private let beforeRead: @Sendable (Int, URL) -> Void
     private let afterRead: @Sendable (Int, URL) -> ImageLoadingError?
 
-    init(afterRead: @escaping @Sendable (Int, URL) -> ImageLoadingError?) {
+    init(
+        beforeRead: @escaping @Sendable (Int, URL) -> Void = { _, _ in },
+        afterRead: @escaping @Sendable (Int, URL) -> ImageLoadingError?
+    ) {
+        self.beforeRead = beforeRead
         self.afterRead = afterRead
     }
 
     var readCount: Int { reads.withLock { $0 } }
 
     func loadData(for url: URL) async throws(ImageLoadingError) -> Data {
-        let data = try await base.loadData(for: url)
         let read = reads.withLock {
             $0 += 1
             return $0
         }
+        beforeRead(read, url)
+        let data = try await base.loadData(for: url)
         if let error = afterRead(read, url) { throw error }
         return data
     }
