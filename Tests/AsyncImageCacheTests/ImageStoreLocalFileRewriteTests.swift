@@ -20,18 +20,27 @@ import Testing
         }
     }
 
+    /// `photo.jpg` in `folder`, holding `contents` (`nil`: no such file yet), and a store that reads
+    /// it through `loader`.
+    private func makeStore(
+        reading contents: Data?, through loader: some DataLoading, in folder: TemporaryDirectory
+    ) throws -> (file: URL, store: ImageStore) {
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try contents?.write(to: file)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+        }
+        return (file, store)
+    }
+
     /// Writes `caught` where a store's load will read it, holds that load right after its read, writes
     /// `finished` over it, lets the load go and returns what it gave, with the store and its loader.
     private func loadCaughtMidRewrite(
         caught: Data, finished: Data, in folder: TemporaryDirectory
     ) async throws -> (result: Result<PlatformImage, ImageLoadingError>, store: ImageStore, loader: ParkingLoader) {
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try caught.write(to: file)
         let loader = ParkingLoader()
         defer { loader.gate.open() }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.dataLoader = loader
-        }
+        let (file, store) = try makeStore(reading: caught, through: loader, in: folder)
         loader.gate.arm()
         let load = Task { await outcome(of: ImageRequest(url: file, targetWidth: 150), in: store) }
         try await waitUntil { loader.gate.parkedCount == 1 }
@@ -91,12 +100,9 @@ import Testing
 
     @Test func aFileCutShortThatDoesNotChangeIsReadOnce() async throws {
         let folder = TemporaryDirectory("rewrite")
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try Self.photo.prefix(Self.photo.count / 2).write(to: file)
         let loader = ParkingLoader()
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.dataLoader = loader
-        }
+        let (file, store) = try makeStore(
+            reading: Self.photo.prefix(Self.photo.count / 2), through: loader, in: folder)
         let result = await outcome(of: ImageRequest(url: file, targetWidth: 150), in: store)
         guard case .failure(.decodingFailed(let error)) = result else {
             Issue.record("expected a decoding failure, got \(result)")
@@ -128,17 +134,13 @@ import Testing
     /// by the time the load looks.
     @Test func aFileGoneForAMomentWhileItIsReplacedIsReadAgain() async throws {
         let folder = TemporaryDirectory("rewrite")
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try Self.photo.write(to: file)
         let loader = RewritingLoader { read, url in
             guard read == 1 else { return nil }
             try? FileManager.default.removeItem(at: url)
             try? Self.portrait.write(to: url)
             return .fileUnavailable(path: url.path, reason: "No such file or directory")
         }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.dataLoader = loader
-        }
+        let (file, store) = try makeStore(reading: Self.photo, through: loader, in: folder)
         let result = await outcome(of: ImageRequest(url: file, targetWidth: 150), in: store)
         #expect(try result.get().pixelSize == PixelSize(width: 150, height: 225))
         #expect(loader.readCount == 2)
@@ -148,16 +150,12 @@ import Testing
     /// again at the version it finds: none of those reads can be trusted.
     @Test func aFileThatKeepsChangingWhileItIsReadFails() async throws {
         let folder = TemporaryDirectory("rewrite")
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try Self.photo.write(to: file)
         let loader = RewritingLoader { read, url in
             // Larger every time, so each write is a new version even within one timestamp tick.
             try? (Self.photo + Data(repeating: 0, count: read)).write(to: url)
             return nil
         }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.dataLoader = loader
-        }
+        let (file, store) = try makeStore(reading: Self.photo, through: loader, in: folder)
         let request = ImageRequest(url: file, targetWidth: 150)
         let result = await outcome(of: request, in: store)
         guard case .failure(.fileUnavailable(let path, let reason)) = result else {
@@ -174,15 +172,11 @@ import Testing
     /// the dates, not the bytes: the second read gives the same bytes, and it stands.
     @Test func aFileTouchedAfterEachReadLoadsAfterTwoReads() async throws {
         let folder = TemporaryDirectory("rewrite")
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try Self.photo.write(to: file)
         let loader = RewritingLoader { _, url in
             _ = utimensat(AT_FDCWD, url.path, nil, 0)  // now, to the nanosecond
             return nil
         }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.dataLoader = loader
-        }
+        let (file, store) = try makeStore(reading: Self.photo, through: loader, in: folder)
         let result = await outcome(of: ImageRequest(url: file, targetWidth: 150), in: store)
         #expect(try result.get().pixelSize == PixelSize(width: 150, height: 100))
         #expect(loader.readCount == 2)
@@ -191,15 +185,11 @@ import Testing
     /// The bytes came whole from the file that was there; a later load finds it gone.
     @Test func aFileDeletedRightAfterItsReadIsDelivered() async throws {
         let folder = TemporaryDirectory("rewrite")
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try Self.photo.write(to: file)
         let loader = RewritingLoader { _, url in
             try? FileManager.default.removeItem(at: url)
             return nil
         }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.dataLoader = loader
-        }
+        let (file, store) = try makeStore(reading: Self.photo, through: loader, in: folder)
         let request = ImageRequest(url: file, targetWidth: 150)
         #expect(try await outcome(of: request, in: store).get().pixelSize == PixelSize(width: 150, height: 100))
         #expect(loader.readCount == 1)
@@ -213,16 +203,13 @@ import Testing
     /// checked like any other.
     @Test func aFileThatAppearsAndChangesDuringTheReadIsReadAgain() async throws {
         let folder = TemporaryDirectory("rewrite")
-        let file = folder.url.appendingPathComponent("photo.jpg")
         let loader = RewritingLoader(
             beforeRead: { read, url in if read == 1 { try? Self.photo.write(to: url) } },
             afterRead: { read, url in
                 if read == 1 { try? Self.portrait.write(to: url) }
                 return nil
             })
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.dataLoader = loader
-        }
+        let (file, store) = try makeStore(reading: nil, through: loader, in: folder)
         let request = ImageRequest(url: file, targetWidth: 150)
         #expect(try await outcome(of: request, in: store).get().pixelSize == PixelSize(width: 150, height: 225))
         #expect(loader.readCount == 2)
