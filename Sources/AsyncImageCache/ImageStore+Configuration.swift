@@ -35,8 +35,9 @@ extension ImageStore {
         /// ``ImageDecoders/Default``, gets none of that: its bitmap is resized whole, and its pixels are
         /// shown in whatever colour space it returns.
         public var decoder: any ImageDecoding = ImageDecoders.Default()
-        /// The most pixels one decoded bitmap may have; 64 megapixels by default.
-        public var pixelBudget = ImageDecodingContext.defaultPixelBudget
+        /// The most pixels one decoded bitmap may have; ``ImageStore/recommendedPixelBudget()`` by
+        /// default, 64 megapixels where the process may use 1 GiB of memory or more.
+        public var pixelBudget = ImageStore.recommendedPixelBudget()
         /// The most decodes run at once; the active processor count by default. Loads beyond it
         /// wait for a slot, visible loads before prefetches.
         public var decodeConcurrency = ProcessInfo.processInfo.activeProcessorCount

@@ -160,6 +160,24 @@ public final class ImageStore: Sendable {
         return min(clamped, max(usable / 8, 1))
     }
 
+    /// The most pixels one decoded bitmap may have, scaled to the memory the process may use (as for
+    /// ``recommendedMemoryByteLimit()``): a sixteenth of its bytes, so that the RGBA bitmap takes at
+    /// most a quarter of it, capped at ``ImageDecodingContext/defaultPixelBudget`` (64 megapixels) and
+    /// never under 1 megapixel.
+    ///
+    /// A process that may use 1 GiB or more gets the full 64 megapixels. In a container limited to
+    /// 256 MiB it is 16 megapixels: a 64 MiB bitmap, where 64 megapixels would be all of the memory
+    /// and the kernel would end the process in the middle of one decode.
+    public static func recommendedPixelBudget() -> Int {
+        recommendedPixelBudget(usableMemory: usableMemoryBytes())
+    }
+
+    /// ``recommendedPixelBudget()`` for a process that may use `usableMemory` bytes.
+    static func recommendedPixelBudget(usableMemory: UInt64) -> Int {
+        let pixels = Int(clamping: usableMemory / 16)
+        return min(max(pixels, 1 << 20), ImageDecodingContext.defaultPixelBudget)
+    }
+
     /// The bytes of memory this process may use: physical memory, lowered on Linux to the control
     /// groups' limit.
     static func usableMemoryBytes() -> UInt64 {

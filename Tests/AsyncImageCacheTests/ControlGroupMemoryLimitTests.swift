@@ -161,4 +161,17 @@ import Testing
         #expect(budget == expected << 20)
         #endif
     }
+
+    @Test(arguments: [
+        // usable memory -> pixels one decode may have, in megapixels
+        (24 * 1024, 64),  // a sixteenth would be 1.5 Gpx: the default's 64 Mpx
+        (1024, 64),  // exactly the default: a 256 MiB bitmap in 1 GiB
+        (512, 32),  // a 128 MiB bitmap
+        (256, 16),  // a 64 MiB bitmap
+        (8, 1),  // a sixteenth would be half a megapixel: the floor
+    ])
+    func thePixelBudgetScalesWithTheMemoryTheProcessMayUse(mebibytes: Int, megapixels: Int) {
+        let budget = ImageStore.recommendedPixelBudget(usableMemory: UInt64(mebibytes) * Self.mebibyte)
+        #expect(budget == megapixels << 20)
+    }
 }

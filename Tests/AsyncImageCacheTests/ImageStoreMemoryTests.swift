@@ -110,5 +110,8 @@ import Testing
         #endif
         let expected = min(max(Int(usable / 16), 64 << 20), 512 << 20, Int(usable / 8))
         #expect(ImageStore.recommendedMemoryByteLimit() == expected)
+        let pixels = min(max(Int(usable / 16), 1 << 20), 64 << 20)
+        #expect(ImageStore.recommendedPixelBudget() == pixels)
+        #expect(ImageStore.Configuration(name: "budget").pixelBudget == pixels)
     }
 }

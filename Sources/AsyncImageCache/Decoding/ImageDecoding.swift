@@ -32,7 +32,9 @@ public struct ImageDecodingContext: Sendable {
         self.pixelBudget = pixelBudget
     }
 
-    /// The default pixel budget: 64 megapixels, a 256 MiB RGBA bitmap.
+    /// The default pixel budget of a context you make: 64 megapixels, a 256 MiB RGBA bitmap. A store's
+    /// default, ``ImageStore/recommendedPixelBudget()``, is this or less where the process may use
+    /// less than 1 GiB of memory.
     public static let defaultPixelBudget = 64 * 1024 * 1024
 
     /// Throws ``ImageDecodingError/Reason/pixelBudgetExceeded(pixels:budget:)``, naming `format`, when
