@@ -92,7 +92,8 @@ public final class ImageStore: Sendable {
     ///     It must be a plain name, not a path: see ``Configuration/name``. An invalid name stops the
     ///     program; use ``init(configuration:)`` to get an error instead.
     ///   - memoryCountLimit: The most entries in each memory tier; 150 by default.
-    ///   - memoryByteLimit: The most bytes in each memory tier; scaled to the device's RAM by default.
+    ///   - memoryByteLimit: The most bytes in each memory tier; by default scaled to the memory the
+    ///     process may use (see ``recommendedMemoryByteLimit()``).
     ///   - diskByteLimit: The disk tier's budget in bytes; 200 MiB by default.
     public convenience init(
         name: String = "default", memoryCountLimit: Int = 150,
