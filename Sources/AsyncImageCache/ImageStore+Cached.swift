@@ -88,10 +88,24 @@ extension ImageStore {
         }
         if url.isLocalFileURL {
             let path = url.path
+            let stamp = fileStamp(of: url)
             guard let header = Self.readHeader(from: { DiskStore.prefix(ofFileAtPath: path, maxLength: $0) }) else {
                 return nil
             }
-            return remember(header.displaySize, forKey: key, generation: generation, replacement: replacement)
+            count { $0.sizesFromHeader += 1 }
+            _ = ifCurrent(generation: generation, replacement: replacement, forKey: key) {
+                // A header read while the file changed is answered, not remembered: it may be of either
+                // version. Statted again under the lock a load takes to record the version it reads: a
+                // version recorded before and different is older than the one still there now.
+                guard let stamp, stamp == fileStamp(of: url) else { return }
+                // Recorded as the latest, a decode of an older version that lands later is delivered but
+                // not kept, and cannot take the size back to the old one.
+                if localFileVersions.value(forKey: key) != stamp {
+                    localFileVersions.insert(stamp, forKey: key, cost: 0)
+                }
+                memoize(header.displaySize, forKey: key)
+            }
+            return header.displaySize
         }
         if url.scheme?.lowercased() == "data", let data = try? DataURL(url: url).data,
             let header = try? ImageHeader.parse(data)

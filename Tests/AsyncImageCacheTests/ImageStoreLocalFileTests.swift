@@ -325,4 +325,27 @@ import Testing
         #expect(loader.startedCount == 1)
         #expect(decoder.count == 1)
     }
+
+    /// A load reads a local file and decodes it; meanwhile the file is rewritten with a picture of
+    /// another size, and `cachedPixelSize(for:)` reads the new header and answers the new size. The
+    /// decode of the old version, landing after that, was kept and took the size back to the old one,
+    /// though the store had seen the new version.
+    @Test func aDecodeOfAnOlderVersionLandingLateDoesNotTakeTheSizeBack() async throws {
+        let folder = TemporaryDirectory("local-late-size")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try SampleImages.jpeg(width: 100, height: 50).write(to: file)
+        let decoder = GatedDecoder(open: false)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = decoder
+        }
+        let load = Task { try await store.image(for: ImageRequest(url: file, targetWidth: 40)) }
+        try await waitUntil { decoder.enteredCount == 1 }  // the old version read, its decode held
+
+        try SampleImages.jpeg(width: 200, height: 50, seed: 3).write(to: file)
+        #expect(store.cachedPixelSize(for: file) == CGSize(width: 200, height: 50))
+        decoder.open()
+        #expect(try await load.value.pixelSize == PixelSize(width: 40, height: 20), "the old version is delivered")
+        #expect(store.cachedPixelSize(for: file) == CGSize(width: 200, height: 50))
+        #expect(store.cachedImage(for: ImageRequest(url: file, targetWidth: 40))?.pixelSize == nil, "but not kept")
+    }
 }
