@@ -41,12 +41,13 @@ extension ImageStore {
         // Its caching facts come into memory with it, as with a load's read of the file: once the file
         // is gone (trimmed, purged), a load served these bytes from memory would find none and take
         // them for fresh until evicted, never revalidated.
-        _ = storedCacheMetadata(for: url)
+        let metadata = storedCacheMetadata(for: url)
         // Handed out, but not kept when a `removeAll()` or a revalidation's new image came since the
         // file was read.
         _ = ifCurrent(generation: generation, replacement: replacement, forKey: key) {
             keepOriginal(original, forKey: key)
             memoize(original.pixelSize, forKey: key)
+            restoreCacheMetadata(metadata, for: url)  // a `clearMemory()` may have emptied them since
         }
         return (data, original.pixelSize.cgSize)
     }

@@ -189,6 +189,7 @@ extension ImageStore {
             if first { keepInMemory(fetched, for: request.url) }
             if fetched.origin == .source { undecodedOriginals.removeValue(forKey: request.url.cacheKey) }
             variants.insert(prepared, for: request)
+            restoreCacheMetadata(fetched.cacheMetadata, for: request.url)
             return first
         }
         if storesOriginal == true { keepOnDisk(fetched, for: request.url) }
@@ -439,9 +440,11 @@ extension ImageStore {
         if let original = originals.value(forKey: url.cacheKey), isCurrent(original, for: url, at: fileVersion) {
             count { $0.originalMemoryHits += 1 }
             markDiskUse(of: url, original.diskUse)
-            revalidateIfStale(url)
+            let metadata = revalidateIfStale(url)
             return .success(
-                FetchedOriginal(original, origin: .memory, generation: generation, replacement: replacement))
+                FetchedOriginal(
+                    original, origin: .memory, generation: generation, replacement: replacement,
+                    cacheMetadata: metadata))
         }
         if let decoding = decodingOriginals.withLock({ $0[url.cacheKey]?.last }),
             decoding.generation == generation, decoding.replacement == replacement,
@@ -493,11 +496,11 @@ extension ImageStore {
                     }
                 }
                 // A stale entry is shown while it revalidates.
-                revalidateIfStale(url)
+                let metadata = revalidateIfStale(url)
                 return .success(
                     FetchedOriginal(
                         OriginalImage(data: data, header: header, fileStamp: nil), origin: .disk,
-                        generation: generation, replacement: replacement))
+                        generation: generation, replacement: replacement, cacheMetadata: metadata))
             }
             disk.remove(url)  // not an image any more: fall through to the source
         }

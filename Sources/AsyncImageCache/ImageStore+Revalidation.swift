@@ -68,18 +68,29 @@ extension ImageStore {
 
     /// Starts a background revalidation of `url` when its entry is stale; one at a time per URL, and
     /// after a failed one not before its retry delay (see ``HTTPCacheMetadata/afterFailedRevalidation(at:)``).
-    func revalidateIfStale(_ url: URL) {
-        guard url.isRemote, let metadata = storedCacheMetadata(for: url), metadata.needsRevalidation() else {
-            return
-        }
+    /// Returns the entry's caching facts (``storedCacheMetadata(for:)``), `nil` for a URL that is not remote.
+    @discardableResult
+    func revalidateIfStale(_ url: URL) -> HTTPCacheMetadata? {
+        guard url.isRemote, let metadata = storedCacheMetadata(for: url) else { return nil }
+        guard metadata.needsRevalidation() else { return metadata }
         let key = url.cacheKey
         let isNew = revalidating.withLock { $0.insert(key).inserted }
-        guard isNew else { return }
+        guard isNew else { return metadata }
         Task(priority: .utility) { [self] in
             // A background check, even when a visible load's fetch started it (task-locals are inherited).
             await HTTPDataLoader.$runPriority.withValue(nil) { await revalidate(url, metadata: metadata) }
             revalidating.withLock { _ = $0.remove(key) }
         }
+        return metadata
+    }
+
+    /// Puts `metadata`, the caching facts looked up with bytes that are now being kept in memory, back in
+    /// memory when a `clearMemory()` has emptied them since: bytes kept without them would be found
+    /// fresh forever once their disk file is gone (trimmed, purged), and never revalidated. Newer facts
+    /// (a `304` since) stay. Call it in the same step that keeps the bytes.
+    func restoreCacheMetadata(_ metadata: HTTPCacheMetadata?, for url: URL) {
+        guard let metadata, !cacheMetadata.contains(url.cacheKey) else { return }
+        cacheMetadata.insert(metadata, forKey: url.cacheKey, cost: 0)
     }
 
     /// Asks the source whether `url` changed. Failures keep the stale entry: an error page or a

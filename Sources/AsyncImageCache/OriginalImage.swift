@@ -101,11 +101,14 @@ final class FetchedOriginal: Sendable {
     /// The URL's ``ImageStore/replacements`` count before the bytes were looked up: after a revalidation
     /// has replaced the image since, they are old and handed out but not kept.
     let replacement: Int
+    /// For remote bytes found in memory or on disk, their caching facts as the lookup found them, put
+    /// back with the bytes when they are kept (see ``ImageStore/restoreCacheMetadata(_:for:)``).
+    let cacheMetadata: HTTPCacheMetadata?
     private let isStored = LockedBox(false)
 
     init(
         _ original: OriginalImage, origin: Origin, policy: HTTPCachePolicy? = nil, generation: Int, replacement: Int,
-        receivedAt: Date = Date()
+        receivedAt: Date = Date(), cacheMetadata: HTTPCacheMetadata? = nil
     ) {
         self.original = original
         self.origin = origin
@@ -113,6 +116,7 @@ final class FetchedOriginal: Sendable {
         self.receivedAt = receivedAt
         self.generation = generation
         self.replacement = replacement
+        self.cacheMetadata = cacheMetadata
     }
 
     /// True exactly once: for the first successful decode, which then stores the original.

@@ -322,6 +322,39 @@ import Testing
                 == PixelSize(width: 100, height: 100))
     }
 
+    /// The same for bytes a load read from disk and kept when its decode ended after a `clearMemory()`
+    /// (a memory warning) had emptied the caching facts that came into memory with them: once the file
+    /// was gone, later loads served them from memory as fresh and never asked the server again.
+    @Test func bytesALoadKeepsAfterAClearMemoryAreRevalidatedAfterTheirFileIsGone() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let url = fixture.server.url("/cache/no-cache/images/photo.jpg")
+        let decoder = GatedDecoder(open: true)
+        let store = try fixture.store { $0.decoder = decoder }
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
+        store.clearMemory()
+
+        // A load from the disk tier, its decode held; the entry is stale (no-cache), so the read also
+        // revalidates it: a 304, which finishes while the decode waits.
+        decoder.close()
+        let load = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
+        try await waitUntil { decoder.enteredCount == 2 }
+        try await waitUntil { store.statistics.notModified == 1 && store.revalidating.withLock { $0.isEmpty } }
+        store.clearMemory()  // a memory warning while it decodes
+        decoder.open()
+        _ = try await load.value
+        #expect(store.originals.contains(url.cacheKey), "the load kept the bytes it read from disk")
+
+        try FileManager.default.removeItem(at: store.disk.fileURL(for: url))
+        try fixture.replacePhoto(width: 200, height: 200)
+        // Stale (no-cache): served from memory while it revalidates.
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 40))
+        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        #expect(store.statistics.revalidations == 2, "the stale bytes were taken for fresh")
+        #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
+    }
+
     /// A changed image's lifetime runs from its response, not from the end of the check decode that
     /// waits for a low-priority slot before it is kept.
     @Test func aChangedImageIsFreshForItsLifetimeFromItsResponse() async throws {
