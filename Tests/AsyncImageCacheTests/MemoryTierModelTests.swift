@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// Long random runs of the memory tiers' structures, each step checked against a plain model: a list in
+/// recency order for the LRU, and what a request may be served for the variants.
+@Suite struct MemoryTierModelTests {
+    @Test(arguments: 1...8)
+    func theLRUEvictsAndOrdersAsAPlainListWould(seed: Int) {
+        var random = SeededGenerator(seed: UInt64(seed))
+        let countLimit = Int.random(in: 1...6, using: &random)
+        let costLimit = Int.random(in: 0..<40, using: &random)
+        var lru = LRUStorage<Int, Int>(countLimit: countLimit, costLimit: costLimit)
+        // The model: keys from least to most recently used, and each key's value and cost.
+        var order: [Int] = []
+        var entries: [Int: (value: Int, cost: Int)] = [:]
+        var modelCost: Int { entries.values.reduce(0) { $0 + $1.cost } }
+        func forget(_ key: Int) {
+            order.removeAll { $0 == key }
+            entries[key] = nil
+        }
+        for step in 0..<3000 {
+            let key = Int.random(in: 0..<10, using: &random)
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0, 1:
+                let cost = Int.random(in: 0..<15, using: &random)
+                _ = lru.insert(step, forKey: key, cost: cost) { $1 }
+                forget(key)
+                // An entry over the whole budget is refused; otherwise the least recent go until it fits.
+                if cost <= costLimit {
+                    while !order.isEmpty,
+                        order.count >= countLimit || modelCost > costLimit - cost
+                    {
+                        forget(order[0])
+                    }
+                    order.append(key)
+                    entries[key] = (step, cost)
+                }
+            case 2:
+                #expect(lru.value(forKey: key, markingUsed: true) == entries[key]?.value, "step \(step)")
+                if entries[key] != nil {
+                    order.removeAll { $0 == key }
+                    order.append(key)
+                }
+            default:
+                #expect(lru.removeValue(forKey: key) == entries[key]?.value, "step \(step)")
+                forget(key)
+            }
+            #expect(lru.totalCost == modelCost, "step \(step)")
+            #expect(lru.count <= countLimit && lru.totalCost <= costLimit, "step \(step)")
+            guard lru.keysFromLeastRecent() == order else {
+                Issue.record("step \(step): \(lru.keysFromLeastRecent()) in the LRU, \(order) in the model")
+                return
+            }
+        }
+    }
+
+    /// Whatever the mix of inserts, removals and lookups, a hit is of the same URL, at least as wide as
+    /// the request needs (never a smaller decode for a larger request), with corners that look the same
+    /// at the requested width (within half a pixel), and the budgets hold.
+    @Test(arguments: 1...12)
+    func theVariantsServeOnlyWhatLooksLikeTheRequest(seed: Int) {
+        var random = SeededGenerator(seed: UInt64(seed) &* 977)
+        let sources = [
+            (URL(string: "https://example.com/0.jpg")!, PixelSize(width: 40, height: 30)),
+            (URL(string: "https://example.com/1.jpg")!, PixelSize(width: 64, height: 64)),
+            (URL(string: "https://example.com/2.jpg")!, PixelSize(width: 25, height: 50)),
+        ]
+        let countLimit = Int.random(in: 2..<8, using: &random)
+        let costLimit = Int.random(in: 2000..<22_000, using: &random)
+        let cache = VariantCache(countLimit: countLimit, costLimit: costLimit)
+        for step in 0..<4000 {
+            let (url, natural) = sources[Int.random(in: 0..<sources.count, using: &random)]
+            let width: CGFloat? =
+                Int.random(in: 0..<5, using: &random) == 0 ? nil : CGFloat(Int.random(in: 1...80, using: &random))
+            let radius = CGFloat(Int.random(in: 0..<4, using: &random) == 0 ? 0 : Int.random(in: 0..<12, using: &random))
+            let request = ImageRequest(url: url, targetWidth: width, cornerRadius: radius)
+            if Bool.random(using: &random) {
+                cache.insert(Self.prepared(request, natural: natural), for: request)
+            } else if Int.random(in: 0..<20, using: &random) == 0 {
+                cache.removeVariants(of: url)
+            } else if let hit = cache.value(for: request) {
+                let wanted = (
+                    width: min(request.targetPixelWidth ?? natural.width, natural.width),
+                    radius: request.cornerPixelRadius(atNaturalWidth: natural.width)
+                )
+                let radiusAtWantedWidth =
+                    Double(hit.cornerPixelRadius) * Double(wanted.width) / Double(hit.pixelSize.width)
+                let looksTheSame =
+                    hit.request.url == url && hit.pixelSize.width >= wanted.width
+                    && (wanted.radius == 0) == (hit.cornerPixelRadius == 0)
+                    && abs(radiusAtWantedWidth - Double(wanted.radius)) <= 0.5
+                guard looksTheSame else {
+                    Issue.record(
+                        "step \(step): \(hit.request) (\(hit.pixelSize.width) px, r=\(hit.cornerPixelRadius)) served \(request)")
+                    return
+                }
+            }
+            #expect(cache.count <= countLimit && cache.totalCost <= costLimit, "step \(step)")
+        }
+    }
+
+    /// A variant prepared for `request` from a source `natural` pixels wide: its width is the request's,
+    /// never more than the source's.
+    static func prepared(_ request: ImageRequest, natural: PixelSize) -> PreparedImage {
+        let width = min(request.targetPixelWidth ?? natural.width, natural.width)
+        let height = max(1, Int((Double(natural.height) * Double(width) / Double(natural.width)).rounded()))
+        let bitmap = Bitmap(width: width, height: height, pixels: [UInt8](repeating: 0, count: width * height * 4))
+        return PreparedImage(bitmap, request: request, naturalWidth: natural.width, fileStamp: nil)
+    }
+}
