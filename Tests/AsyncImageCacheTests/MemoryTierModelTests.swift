@@ -74,7 +74,8 @@ import Testing
             let (url, natural) = sources[Int.random(in: 0..<sources.count, using: &random)]
             let width: CGFloat? =
                 Int.random(in: 0..<5, using: &random) == 0 ? nil : CGFloat(Int.random(in: 1...80, using: &random))
-            let radius = CGFloat(Int.random(in: 0..<4, using: &random) == 0 ? 0 : Int.random(in: 0..<12, using: &random))
+            let radius = CGFloat(
+                Int.random(in: 0..<4, using: &random) == 0 ? 0 : Int.random(in: 0..<12, using: &random))
             let request = ImageRequest(url: url, targetWidth: width, cornerRadius: radius)
             if Bool.random(using: &random) {
                 cache.insert(Self.prepared(request, natural: natural), for: request)
@@ -93,7 +94,8 @@ import Testing
                     && abs(radiusAtWantedWidth - Double(wanted.radius)) <= 0.5
                 guard looksTheSame else {
                     Issue.record(
-                        "step \(step): \(hit.request) (\(hit.pixelSize.width) px, r=\(hit.cornerPixelRadius)) served \(request)")
+                        "step \(step): \(hit.request) (\(hit.pixelSize.width) px, r=\(hit.cornerPixelRadius)) served \(request)"
+                    )
                     return
                 }
             }
