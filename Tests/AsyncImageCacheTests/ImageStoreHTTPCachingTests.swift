@@ -226,12 +226,16 @@ import Testing
         let read = try #require(HTTPCacheMetadata(encoded: made.encoded))
         #expect(read.cacheControlLifetime == 2.5 && read.expires == Date(timeIntervalSince1970: 1002))
         #expect(read.entityTag == "\"e\"" && !read.lifetimeSourceIsUnknown)
-        // So is when an Expires passes, beside the max-age that comes before it.
-        let hourFromDate = [
-            "Date": "Thu, 01 Jan 1970 00:00:00 GMT", "Expires": "Thu, 01 Jan 1970 01:00:00 GMT",
-        ]
+        // So is when an Expires passes, beside the max-age that comes before it. `hourFrom(made)`: a
+        // response made `made` seconds after 1970 (its Date) that expires an hour later.
+        func hourFrom(_ made: Int) -> [String: String] {
+            func date(_ seconds: Int) -> String {
+                String(format: "Thu, 01 Jan 1970 %02d:%02d:%02d GMT", seconds / 3600, seconds / 60 % 60, seconds % 60)
+            }
+            return ["Date": date(made), "Expires": date(made + 3600)]
+        }
         let both = HTTPCacheMetadata(
-            policy: policy(hourFromDate.merging(["Cache-Control": "max-age=60"]) { $1 }),
+            policy: policy(hourFrom(1000).merging(["Cache-Control": "max-age=60"]) { $1 }),
             receivedAt: Date(timeIntervalSince1970: 1000))
         #expect(both.expires == Date(timeIntervalSince1970: 1060))
         #expect(both.expiresAt == Date(timeIntervalSince1970: 4600) && both.cacheControlLifetime == 60)
@@ -253,9 +257,9 @@ import Testing
         #expect(given.cacheControlLifetime == 60 && given.expires == now.addingTimeInterval(60))
         #expect(given.entityTag == "\"f\"")
         // The kept max-age comes before an Expires the 304 brings; a kept Expires stays where it was.
-        let withExpires = policy(hourFromDate)
+        let withExpires = policy(hourFrom(5000))  // a 304 made as it arrives
         #expect(made.refreshed(by: withExpires, at: now).expires == now.addingTimeInterval(2.5))
-        let expiring = HTTPCacheMetadata(policy: withExpires, receivedAt: Date(timeIntervalSince1970: 1000))
+        let expiring = HTTPCacheMetadata(policy: policy(hourFrom(1000)), receivedAt: Date(timeIntervalSince1970: 1000))
         let soon = Date(timeIntervalSince1970: 2000)
         #expect(expiring.refreshed(by: HTTPCachePolicy(), at: soon).expires == Date(timeIntervalSince1970: 4600))
         #expect(expiring.refreshed(by: HTTPCachePolicy(), at: now).expires == now)
@@ -353,6 +357,121 @@ import Testing
         try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
         #expect(store.statistics.revalidations == 2, "the stale bytes were taken for fresh")
         #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
+    }
+
+    /// A response that varies on `*` matches no later request (RFC 9111 4.1): shown from the cache, but
+    /// asked for again at every load, in this process and after a relaunch. It was fresh for its hour.
+    @Test func aResponseThatVariesOnStarIsAskedForAgainAtEveryLoad() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache-fields/Cache-Control=max-age=3600;Vary=*/-/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let store = try fixture.store()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 80))
+        try await waitUntil { try await fixture.server.statuses(for: path) == [200, 304] }
+        _ = try await fixture.store().image(for: ImageRequest(url: url, targetWidth: 60))  // relaunched
+        try await waitUntil { try await fixture.server.statuses(for: path) == [200, 304, 304] }
+    }
+
+    /// A `no-store` image is kept in memory to show, but stale at once (RFC 9111 5.2.2.5): the next load
+    /// shows it and asks the server, and a changed image replaces it. Before, it was fresh until evicted:
+    /// a webcam still or a generated avatar never changed while it stayed in memory.
+    @Test func aNoStoreImageIsAskedForAgainAtTheNextLoad() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache-plain/no-store/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let store = try fixture.store()
+        #expect(
+            try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize
+                == PixelSize(width: 100, height: 75))
+        try fixture.replacePhoto(width: 200, height: 200)
+        // Shown from memory at once, and asked for again.
+        #expect(
+            try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize
+                == PixelSize(width: 100, height: 75))
+        try await waitUntil { store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200) }
+        #expect(try await fixture.server.hits(for: path) == 2)
+        #expect(
+            try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize
+                == PixelSize(width: 100, height: 100))
+        #expect(store.diskFileNames.isEmpty)
+    }
+
+    /// Without a freshness lifetime in its headers, only a heuristically cacheable status (of the 2xx:
+    /// 200, 203, 204, 206; RFC 9110 15.1) is kept as fresh until evicted (RFC 9111 4.2.2). A `202
+    /// Accepted` placeholder served while an image is made was never asked for again, even after a relaunch.
+    @Test(arguments: [
+        (202, "-", true), (201, "-", true), (200, "-", false), (203, "-", false), (202, "max-age=3600", false),
+    ])
+    func aStatusThatMayNotBeKeptOnAGuessIsStaleWithoutALifetime(status: Int, directives: String, isStale: Bool)
+        async throws
+    {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache-status/\(status)/\(directives)/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let store = try fixture.store()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
+        #expect(store.storedCacheMetadata(for: url)?.isStale() == isStale)
+        #expect(store.disk.cacheMetadata(for: url)?.isStale() == isStale)
+        guard isStale else { return }
+        _ = try await fixture.store().image(for: ImageRequest(url: url, targetWidth: 80))  // relaunched
+        try await waitUntil { try await fixture.server.hits(for: path) == 2 }
+    }
+
+    /// A response is at least as old as its `Date` says (RFC 9111 4.2.3), less the second its whole
+    /// seconds hide: made a day ago with `max-age=3600` and no `Age`, it is stale on arrival (before:
+    /// fresh for an hour); made half an hour ago, fresh for the other half; dated in the future (a server
+    /// clock ahead), fresh for the whole hour.
+    @Test(arguments: [("-86400", nil), ("-1800", 1800), ("+86400", 3600)] as [(String, TimeInterval?)])
+    func aResponsesAgeCountsFromItsDate(date: String, freshFor seconds: TimeInterval?) async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let url = fixture.server.url("/cache-fields/Cache-Control=max-age=3600;Date=\(date)/-/images/photo.jpg")
+        let store = try fixture.store()
+        let before = Date()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        let after = Date()
+        store.waitForDiskMaintenance()
+        for metadata in [store.storedCacheMetadata(for: url), store.disk.cacheMetadata(for: url)] {
+            let expires = try #require(metadata?.expires)
+            guard let seconds else {
+                #expect(expires <= after, "fresh for \(expires.timeIntervalSince(after).rounded()) s")
+                continue
+            }
+            // Whole seconds in the Date, and on disk: within two seconds.
+            #expect(expires > before.addingTimeInterval(seconds - 2) && expires < after.addingTimeInterval(seconds + 2))
+        }
+    }
+
+    /// The parts of a `Cache-Control` field and of the age that need no server: directive spelling, and
+    /// the age a `Date` gives at the time a response arrives.
+    @Test func directivesAndDatesGiveTheLifetimesARFC9111CacheWould() {
+        func policy(_ fields: [String: String]) -> HTTPCachePolicy {
+            HTTPCachePolicy { name in fields.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value }
+        }
+        // A max-age without a value is invalid, so stale (before: ignored, fresh until evicted); spaces
+        // around its "=" are forgiven (before: ignored too).
+        #expect(policy(["Cache-Control": "max-age"]).maxAge == 0)
+        #expect(policy(["Cache-Control": "max-age = 3600"]).maxAge == 3600)
+        #expect(policy(["Cache-Control": "MAX-AGE =\"60\""]).maxAge == 60)
+        #expect(policy(["Cache-Control": "no-cache=\"Set-Cookie\", max-age=60"]).maxAge == 60)
+        #expect(policy(["Cache-Control": "max-age=3600, no-store"]).maxAge == 0)
+        #expect(policy(["Cache-Control": "max-age=3600", "Vary": "Accept-Encoding, *"]).maxAge == 0)
+        #expect(policy(["Cache-Control": "max-age=3600", "Vary": "Accept-Encoding"]).maxAge == 3600)
+        // Made at 1000 s, an hour's Expires, arriving two days later: its lifetime was used up long ago.
+        let made = ["Date": "Thu, 01 Jan 1970 00:16:40 GMT", "Expires": "Thu, 01 Jan 1970 01:16:40 GMT"]
+        let lateExpires = HTTPCacheMetadata(policy: policy(made), receivedAt: Date(timeIntervalSince1970: 173_800))
+        #expect(lateExpires.isStale(at: Date(timeIntervalSince1970: 173_800)))
+        // A max-age of an hour, arriving half an hour after the Date: fresh for the other half, less the
+        // second the Date's whole seconds may hide, which the store gives back.
+        let halfway = HTTPCacheMetadata(
+            policy: policy(["Date": made["Date"]!, "Cache-Control": "max-age=3600"]),
+            receivedAt: Date(timeIntervalSince1970: 2800))
+        #expect(halfway.expires == Date(timeIntervalSince1970: 2800 + 1801))
     }
 
     /// A changed image's lifetime runs from its response, not from the end of the check decode that

@@ -68,8 +68,12 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
                                      <first>; answers every conditional request with a 304 that carries
                                      the ETag and the fields <then>, which may replace it. Each is "-"
                                      for none, or Name=value pairs joined by ";", the values
-                                     percent-decoded, an Expires of +<s> or -<s> seconds from now as at
-                                     /cache-expires (e.g. Cache-Control=max-age=60;Expires=+3600).
+                                     percent-decoded, an Expires or Date of +<s> or -<s> seconds from now
+                                     as at /cache-expires (e.g. Cache-Control=max-age=60;Expires=+3600).
+                                     A Date given takes the place of the server's own.
+  GET /cache-status/<code>/<directives>/images/<name>
+                                     the file with status <code> (a 2xx), and Cache-Control:
+                                     <directives> ("-" for none); no validators.
   GET /redirect-to/<code>?<location>
                                      status <code> (a 3xx) with Location: <location>, the query
                                      percent-decoded: any URL, e.g. ?file%3A%2F%2F%2Fetc%2Fpasswd.
@@ -306,6 +310,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_cacheable(path, rest[2], "-", with_etag=True, expires=rest[0])
         elif head == "cache-fields" and len(rest) == 4 and rest[2] == "images":
             self.send_with_fields(path, rest[3], rest[0], rest[1])
+        elif head == "cache-status" and len(rest) == 4 and rest[0].isdigit() and rest[2] == "images":
+            found = self.read_served_file(rest[3])
+            if found is not None:
+                headers = {} if rest[1] == "-" else {"Cache-Control": urllib.parse.unquote(rest[1])}
+                self.state.record_status(path, int(rest[0]))
+                self.send_body(int(rest[0]), found[1], "image/jpeg", headers)
         elif head == "alias" and len(rest) == 3 and rest[0].isdigit() and rest[1] == "images":
             self.send_file(rest[2])
         elif head == "malformed" and len(rest) == 3 and rest[1] == "images":
@@ -503,7 +513,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         for field in [] if fields == "-" else fields.split(";"):
             key, _, value = field.partition("=")
             value = urllib.parse.unquote(value)
-            if key.lower() == "expires":
+            if key.lower() in ("expires", "date"):
                 value = self.relative_date(value)
             headers[key] = value
         code = 304 if not_modified else 200
@@ -528,7 +538,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_body(200, json.dumps(value, sort_keys=True).encode(), "application/json")
 
     def send_body(self, code, body, content_type, headers=None):
-        self.send_response(code)
+        if "Date" in (headers or {}):
+            # The caller's Date only: send_response would add the server's own beside it.
+            self.send_response_only(code)
+        else:
+            self.send_response(code)
         if content_type:
             self.send_header("Content-Type", content_type)
         for key, value in (headers or {}).items():

@@ -23,20 +23,26 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     var expiresLifetime: TimeInterval?
     /// The `Age` a cache on the way reports; `0` without one.
     var age: TimeInterval = 0
+    /// The response's `Date`, when it was made; `nil` without one. See ``apparentAge(at:)``.
+    var date: Date?
     /// The shortest lifetime the redirects on the way allow; `nil` for no limit. A fact of this fetch,
     /// not of the response: a revalidation follows the redirects again.
     var redirectLifetime: TimeInterval?
 
-    /// `false` for `Cache-Control: no-store`: the bytes are never written to disk.
+    /// `false` for `Cache-Control: no-store`: the bytes are never written to disk, and the copy kept in
+    /// memory is stale at once (every load asks the server again).
     public var isStorable: Bool {
         get { cacheControl?.isStorable ?? true }
         set { cacheControl = CacheControl(isStorable: newValue, lifetime: cacheControl?.lifetime) }
     }
 
     /// Seconds the response stays fresh (`max-age`, else `Expires` less `Date`, less the `Age` a cache
-    /// on the way such as a CDN reports; `0` for `no-cache`, for a `max-age` that is not a whole number
-    /// of seconds, and for an `Expires` in the past or that is not a date, such as `0`); `nil` when the
-    /// server said nothing, which the store treats as fresh until evicted, as image caches commonly do.
+    /// on the way such as a CDN reports; `0` for `no-cache`, `no-store` and `Vary: *`, for a `max-age`
+    /// that is not a whole number of seconds, and for an `Expires` in the past or that is not a date,
+    /// such as `0`); `nil` when the server said nothing, which the store treats as fresh until evicted,
+    /// as image caches commonly do (but for a status other than 200, 203, 204 and 206 among the 2xx,
+    /// which is stale at once). The store also takes off how long before its arrival the response's
+    /// `Date` was, where that is more than its `Age` (RFC 9111 4.2.3).
     /// Set, it is what the policy's `Cache-Control` says, in place of any `Expires`, `Age` or redirect.
     public var maxAge: TimeInterval? {
         get {
@@ -46,7 +52,7 @@ public struct HTTPCachePolicy: Sendable, Equatable {
         set {
             cacheControl =
                 newValue == nil && isStorable ? nil : CacheControl(isStorable: isStorable, lifetime: newValue)
-            (expiresLifetime, age, redirectLifetime) = (nil, 0, nil)
+            (expiresLifetime, age, date, redirectLifetime) = (nil, 0, nil, nil)
         }
     }
 
@@ -68,26 +74,43 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     init(header: (String) -> String?) {
         if let field = header("Cache-Control") {
             var cacheControl = CacheControl()
-            let directives = field.lowercased().split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            for directive in directives {
-                if directive == "no-store" {
+            for directive in field.lowercased().split(separator: ",") {
+                // name[=value], with any spaces around either taken away and a quoted value unquoted.
+                let parts = directive.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                let name = parts[0].trimmingCharacters(in: .whitespaces)
+                let value =
+                    parts.count > 1
+                    ? parts[1].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: .init(charactersIn: "\""))
+                    : nil
+                if name == "no-store" {
                     cacheControl.isStorable = false
-                } else if directive == "no-cache" {
+                } else if name == "no-cache", value == nil {
+                    // The qualified no-cache="field" only keeps fields from being reused: not our concern.
                     cacheControl.lifetime = 0
-                } else if directive.hasPrefix("max-age="), cacheControl.lifetime == nil {
-                    // Delta-seconds, digits only (RFC 9111 1.2.2). Anything else ("abc", "1.5", "0x10") is
-                    // invalid, and a response with invalid freshness is stale (4.2.1), as with Expires. Of
-                    // two max-age the first counts (4.2.1); no-cache wins wherever it is.
-                    let value = directive.dropFirst("max-age=".count).trimmingCharacters(in: .init(charactersIn: "\""))
-                    cacheControl.lifetime = Self.deltaSeconds(value) ?? 0
+                } else if name == "max-age", cacheControl.lifetime == nil {
+                    // Delta-seconds, digits only (RFC 9111 1.2.2). Anything else (none, "abc", "1.5", "0x10")
+                    // is invalid, and a response with invalid freshness is stale (4.2.1), as with Expires.
+                    // Of two max-age the first counts (4.2.1); no-cache wins wherever it is.
+                    cacheControl.lifetime = value.flatMap(Self.deltaSeconds) ?? 0
                 }
             }
+            // May not be stored (RFC 9111 5.2.2.5): the copy kept in memory to show is stale at once, so
+            // every load asks the server again, as for a redirect that says no-store.
+            if !cacheControl.isStorable { cacheControl.lifetime = 0 }
             self.cacheControl = cacheControl
+        }
+        // A response that varies on `*` matches no later request (RFC 9111 4.1): stale at once, so every
+        // load asks the server. Other Vary fields name request headers that are the same on every load.
+        if let vary = header("Vary"),
+            vary.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "*" })
+        {
+            cacheControl = CacheControl(isStorable: cacheControl?.isStorable ?? true, lifetime: 0)
         }
         // RFC 9111 4.2.1 and 5.3: Expires counts from the response's Date; an invalid one ("0") is in the
         // past. Read even beside a max-age: a 304 that replaces the Cache-Control can leave it to count.
+        date = header("Date").flatMap { HTTPDate.parse($0) }
         if let expires = header("Expires") {
-            let sent = header("Date").flatMap { HTTPDate.parse($0) } ?? Date()
+            let sent = date ?? Date()
             expiresLifetime = HTTPDate.parse(expires).flatMap { Self.lifetime($0.timeIntervalSince(sent)) } ?? 0
         }
         // A cache on the way has kept the response `Age` seconds already (RFC 9111 4.2.3). Of a list
@@ -122,6 +145,26 @@ public struct HTTPCachePolicy: Sendable, Equatable {
         var limited = self
         limited.redirectLifetime = min(redirectLifetime ?? limit, limit)
         return limited
+    }
+
+    /// This policy for a response with `status`: one whose status is not heuristically cacheable (RFC 9110
+    /// 15.1; of the 2xx, all but 200, 203, 204 and 206) and whose headers give no freshness lifetime is
+    /// stale at once (RFC 9111 4.2.2), not fresh until evicted: a `202 Accepted` placeholder served while
+    /// an image is made is asked for again at the next load.
+    func forStatus(_ status: Int) -> HTTPCachePolicy {
+        guard ![200, 203, 204, 206, 300, 301, 304, 308, 404, 405, 410, 414, 501].contains(status),
+            cacheControl?.lifetime == nil, expiresLifetime == nil
+        else { return self }
+        var policy = self
+        policy.cacheControl = CacheControl(isStorable: isStorable, lifetime: 0)
+        return policy
+    }
+
+    /// How old the response was on arriving at `now` by its `Date` (RFC 9111 4.2.3), less the second a
+    /// Date's whole seconds hide; `0` without a `Date` or for one in the future. One made a day ago with
+    /// `max-age=3600` and no `Age` (a cache on the way that adds none) is stale on arrival.
+    func apparentAge(at now: Date) -> TimeInterval {
+        date.flatMap { Self.lifetime(now.timeIntervalSince($0) - 1) } ?? 0
     }
 
     /// Whether a request can ask the server if the stored bytes are still current.
@@ -235,10 +278,12 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     }
 
     /// The expiry these fields give a response received at `now` through the fetch that gave `policy`:
-    /// less its `Age`, within what its redirects allow.
+    /// less its age (its `Age`, or how long before `now` its `Date` was where that is longer), within what
+    /// its redirects allow.
     private func expiry(of policy: HTTPCachePolicy, at now: Date) -> Date? {
         let lifetime = HTTPCachePolicy.remainingLifetime(
-            cacheControlLifetime ?? expiresAt.map { $0.timeIntervalSince(now) }, age: policy.age,
+            cacheControlLifetime ?? expiresAt.map { $0.timeIntervalSince(now) },
+            age: max(policy.age, policy.apparentAge(at: now)),
             limit: policy.redirectLifetime.flatMap(HTTPCachePolicy.lifetime))
         return lifetime.map { now.addingTimeInterval($0) }
     }

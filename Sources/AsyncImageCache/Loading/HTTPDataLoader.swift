@@ -243,9 +243,10 @@ struct HTTPLoadedResponse: Sendable {
     /// The shortest freshness lifetime the redirects on the way allow; `nil` for no limit.
     var redirectLifetime: TimeInterval? = nil
 
-    /// What the headers say about caching, its freshness cut to what the redirects allow.
+    /// What the headers (and, for a response without a freshness lifetime, the status) say about
+    /// caching, its freshness cut to what the redirects allow.
     var cachePolicy: HTTPCachePolicy {
-        HTTPCachePolicy(header: header).limited(toLifetime: redirectLifetime)
+        HTTPCachePolicy(header: header).forStatus(statusCode).limited(toLifetime: redirectLifetime)
     }
 
     /// The value of the header named `name`, compared case-insensitively.
