@@ -47,14 +47,16 @@ extension ImageStore {
     }
 
     /// ``load(_:completion:)`` that also cancels `replaced`, once this load has started, while holding
-    /// the URL's fetch: a load of the same URL replaced by a wider one hands its download over instead
-    /// of stopping it and starting it again.
+    /// the URL's fetch and the run of this very request: a load of the same URL replaced by a wider one
+    /// hands its download over instead of stopping it and starting it again, and one replaced by a load
+    /// of the same request (a model made for another display scale whose width is capped the same) hands
+    /// over its decode too.
     func load(
         _ request: ImageRequest, replacing replaced: ImageLoadTask?,
         completion: @escaping @MainActor (PlatformImage?) -> Void
     ) -> ImageLoadTask {
         let task = Task { @MainActor [self] in
-            let release = replaced == nil ? nil : holdFetched(request.url)
+            let release = replaced == nil ? nil : holdFetched(request)
             replaced?.cancel()
             let image = try? await prepared(request).get().image
             release?()
@@ -222,11 +224,14 @@ extension ImageStore {
             fetched, forKey: key, cost: fetched.original.data.count + Self.payloadCost(ofKey: key))
     }
 
-    /// Keeps what loads of `url` fetch or have fetched, for a load that replaces one of them, until the
-    /// returned closure is called: the fetch run in flight, and the bytes waiting for a decode in
-    /// ``decodingOriginals`` (the replaced load, cancelled, would otherwise drop them, racing the new
-    /// load's lookup, and the URL would be fetched again).
-    private func holdFetched(_ url: URL) -> @Sendable () -> Void {
+    /// Keeps what loads of `request`'s URL fetch or have fetched, for a load of `request` that replaces
+    /// one of them, until the returned closure is called: the fetch run in flight, the bytes waiting for a
+    /// decode in ``decodingOriginals`` (the replaced load, cancelled, would otherwise drop them, racing
+    /// the new load's lookup, and the URL would be fetched again), and the run of `request` itself, whose
+    /// decode the new load joins. Runs of other widths are not held: they would go on decoding an image
+    /// nobody wants until the new load ends.
+    private func holdFetched(_ request: ImageRequest) -> @Sendable () -> Void {
+        let url = request.url
         let key = url.cacheKey
         // A local file's run is held whatever version it reads: the main actor does not stat, and a
         // wider load of a file that changed meanwhile starts a run of its own all the same.
@@ -234,12 +239,16 @@ extension ImageStore {
         let releaseRun = fetchRuns.hold {
             $0.subject == key && $0.generation == current.generation && $0.replacement == current.replacement
         }
+        let releaseVariant = variantRuns.hold {
+            $0.subject == request && $0.generation == current.generation && $0.replacement == current.replacement
+        }
         let bytes = decodingOriginals.withLock { table -> FetchedOriginal? in
             guard let last = table[key]?.last else { return nil }
             table[key]?.append(last)
             return last
         }
         return { [self] in
+            releaseVariant?()
             releaseRun?()
             if let bytes { forgetDecoding(bytes, for: url) }
         }

@@ -89,4 +89,40 @@ import Testing
         #expect(model.image == nil)
         #expect(model.reservedSize == nil)
     }
+    /// A model made for another display scale whose request comes out the same (both widths capped by
+    /// `maxPixelWidth`) takes over the load in flight with its decode: before, the decode under way was
+    /// told to stop and the image decoded a second time, its new run queued behind the slot.
+    @Test func aModelTakingOverTheSameRequestKeepsTheDecodeUnderWay() async throws {
+        let folder = TemporaryDirectory("handover-same-request")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 400, height: 300)], into: folder.url)
+        let url = folder.url.appendingPathComponent(names[0])
+        let decoder = GatedDecoder()
+        let files = FileInspectorSpy()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = decoder
+            $0.decodeConcurrency = 1
+            $0.fileInspector = files
+        }
+        let layout = CGSize(width: 100, height: 75)
+        let previous = CachedImageModel(url: url, maxPixelWidth: 150, displayScale: 2, layoutSize: layout, store: store)
+        let first = Task { await previous.load() }
+        try await waitUntil { decoder.enteredCount == 1 }
+        let model = CachedImageModel(
+            url: url, maxPixelWidth: 150, displayScale: 3, layoutSize: layout, replacing: previous, store: store)
+        let request = try #require(model.request)
+        #expect(request == previous.lastRequest, "150 px either way")
+        previous.disappear()
+        await first.value
+        let statted = files.count
+        let second = Task { await model.load() }
+        // The new load has cancelled the one it replaces and looked at the file, then waits on the run of
+        // its request (the old one, or before, a new one).
+        try await waitUntil { files.count > statted }
+        try await waitUntil { store.variantRuns.waiterCount(for: request) == 1 }
+        decoder.open()
+        await second.value
+        #expect(model.image?.pixelSize.width == 150)
+        #expect(decoder.enteredCount == 1, "decodes: \(decoder.enteredCount)")
+        #expect(decoder.cancellationsSeen == [false])
+    }
 }
