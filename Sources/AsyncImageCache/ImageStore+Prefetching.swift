@@ -10,6 +10,8 @@ extension ImageStore {
     /// before ``removeAll()`` does not count (it keeps nothing), and is replaced by a new one.
     /// At most eight prefetches (twice the decode concurrency, when that is more) run at once; the
     /// others wait their turn, so a long list holds the bytes of only a few images at a time.
+    /// Prefetches keep the store alive while they run or wait, each one that ends starting the next:
+    /// call ``stopPrefetching()`` before letting go of a store that is still prefetching.
     ///
     /// ```swift
     /// store.startPrefetching(upcomingRows.map { ImageRequest(url: $0.url, targetWidth: 320) })
