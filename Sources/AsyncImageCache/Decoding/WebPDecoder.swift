@@ -3,10 +3,14 @@ import CWebP
 import Foundation
 
 extension ImageDecoders {
-    /// Decodes WebP with libwebp into 8-bit straight RGBA, at the smallest size that covers the size asked for.
+    /// Decodes WebP with libwebp into 8-bit straight RGBA, at the smallest size that covers the size asked for
+    /// (at full size for a still lossy picture with alpha of up to 4 megapixels).
     ///
     /// Lossy (VP8), lossless (VP8L) and extended files decode, with or without alpha. libwebp scales while it
-    /// decodes, so a 4000x3000 picture shown 300 pixels wide comes out 300x225 and the full bitmap never exists:
+    /// decodes, so a 4000x3000 picture shown 300 pixels wide comes out 300x225 and the full bitmap never exists.
+    /// A still lossy picture with alpha of up to ``fullSizeAlphaPixels`` is decoded at full size instead: libwebp
+    /// scales its colour without weighting it by alpha, which darkens a light shape's edges on a transparent dark
+    /// ground, and the caller's resize does not:
     ///
     /// ```swift
     /// let context = ImageDecodingContext(header: header, minimumSize: PixelSize(width: 300, height: 200))
@@ -28,6 +32,10 @@ extension ImageDecoders {
     /// wants stops there and throws ``ImageDecodingError/Reason/cancelled``. The pixels and errors are those
     /// of the one call that decodes a context you make, which nothing can cancel.
     public struct WebP: ImageDecoding {
+        /// The largest still lossy picture with alpha decoded at full size rather than scaled by libwebp, in
+        /// pixels: 4 megapixels, a 16 MiB bitmap (stickers and logos). Larger ones are scaled, as other WebPs are.
+        public static let fullSizeAlphaPixels = 4 << 20
+
         /// How many bytes a decode that can be cancelled hands libwebp at a time; `nil` for
         /// ``chunkSize(for:)`` (tests make it small to stop and resume the decoder many times).
         let chunkSize: Int?
@@ -61,7 +69,15 @@ extension ImageDecoders {
             var features = WebPBitstreamFeatures()
             try check(WebPGetFeatures(base, bytes.count, &features))
             let canvas = PixelSize(width: Int(features.width), height: Int(features.height))
-            let output = canvas.scaledDown(toCover: context.minimumSize)
+            // libwebp scales a lossy picture's colour and its alpha apart, so the colour under transparent
+            // pixels bleeds into the edges (white on transparent black came out grey, 104 at alpha 8). Such a
+            // picture, up to ``fullSizeAlphaPixels``, is decoded at full size and the caller's resize, which
+            // weights colour by alpha, makes it smaller. Lossless pictures scale cleanly; a larger one, or an
+            // animation's canvas, stays scaled: memory before edges.
+            let isLossyWithAlpha = features.has_alpha != 0 && features.format == 1 && features.has_animation == 0
+            let output =
+                isLossyWithAlpha && canvas.pixelCount <= Self.fullSizeAlphaPixels
+                ? canvas : canvas.scaledDown(toCover: context.minimumSize)
             try context.checkBudget(output.pixelCount, format: .webp)
             if features.has_animation != 0 {
                 // Frame 1's own bitstream is checked there; the canvas is only ever made at the output size.
