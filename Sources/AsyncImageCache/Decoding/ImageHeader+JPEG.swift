@@ -1,24 +1,34 @@
 extension ImageHeader {
-    /// Reads a JPEG's size from its first frame header (SOFn) and its orientation from an EXIF APP1
-    /// segment, walking the marker segments that come before the first scan.
+    /// Reads a JPEG's size from its first frame header (SOFn) and its orientation from the first EXIF
+    /// APP1 segment, walking the marker segments that come before the first scan.
+    ///
+    /// The EXIF segment may come after the frame header, as libjpeg, browsers and Pillow all allow, so
+    /// the walk goes on to the scan. Past the frame header, bytes that end (a prefix of the file) or make
+    /// no sense only end the search: the size is known, and the orientation is what was found.
     static func parseJPEG(_ bytes: HeaderBytes) throws(ImageDecodingError) -> ImageHeader {
         var orientation: ImageOrientation?
-        var header: ImageHeader?
-        let end = try walkJPEGSegments(bytes) { marker, offset, length throws(ImageDecodingError) in
-            if isStartOfFrame(marker) {
-                header = try frameHeader(bytes, at: offset, length: length, orientation: orientation ?? .up)
-                return false
-            }
-            if marker == 0xE1, orientation == nil {
-                let segment = try bytes.window(at: offset + 2, length: length - 2)
-                if segment.matches(Array("Exif".utf8) + [0, 0], at: 0) {
-                    orientation = exifOrientation(in: segment)
+        var frame: (offset: Int, length: Int)?
+        do throws(ImageDecodingError) {
+            let end = try walkJPEGSegments(bytes) { marker, offset, length throws(ImageDecodingError) in
+                if isStartOfFrame(marker), frame == nil {
+                    frame = (offset, length)
+                } else if marker == 0xE1, orientation == nil {
+                    let segment = try bytes.window(at: offset + 2, length: length - 2)
+                    if segment.matches(Array("Exif".utf8) + [0, 0], at: 0) {
+                        orientation = exifOrientation(in: segment)
+                    }
                 }
+                return true
             }
-            return true
+            guard frame != nil else {
+                throw bytes.corrupt(
+                    end.marker == 0xD9 ? "end of image before a frame header" : "scan before a frame header")
+            }
+        } catch  where frame != nil {
+            // After the frame header: the header stands with the orientation found so far.
         }
-        if let header { return header }
-        throw bytes.corrupt(end.marker == 0xD9 ? "end of image before a frame header" : "scan before a frame header")
+        guard let frame else { throw bytes.corrupt("no frame header") }
+        return try frameHeader(bytes, at: frame.offset, length: frame.length, orientation: orientation ?? .up)
     }
 
     /// Walks a JPEG's marker segments after SOI, up to its first scan, calling `visit` with each
