@@ -87,14 +87,19 @@ struct DrawnPixelsTests {
     /// (when the radius leaves a straight edge), opaque centre.
     @Test func roundedCornersAreSymmetricWithoutHoles() throws {
         var failures: [String] = []
-        for (width, height) in [(7, 7), (8, 8), (9, 5), (5, 9), (2, 2), (3, 2), (1, 5), (64, 33), (33, 64), (101, 100)] {
+        for (width, height) in [(7, 7), (8, 8), (9, 5), (5, 9), (2, 2), (3, 2), (1, 5), (64, 33), (33, 64), (101, 100)]
+        {
             for radius in [1, 2, 3, 4, 16, 50, 10_000] {
-                let opaque = Bitmap.drawing(width: width, height: height) { x, y in (UInt8(x % 256), UInt8(y % 256), 9, 255) }
+                let opaque = Bitmap.drawing(width: width, height: height) { x, y in
+                    (UInt8(x % 256), UInt8(y % 256), 9, 255)
+                }
                 let rounded = opaque.roundingCorners(radius: radius)
                 let alpha = { (x: Int, y: Int) in rounded.pixel(x: x, y: y).alpha }
                 for y in 0..<height {
                     for x in 0..<width {
-                        let mirrors = [alpha(width - 1 - x, y), alpha(x, height - 1 - y), alpha(width - 1 - x, height - 1 - y)]
+                        let mirrors = [
+                            alpha(width - 1 - x, y), alpha(x, height - 1 - y), alpha(width - 1 - x, height - 1 - y),
+                        ]
                         if mirrors.contains(where: { $0 != alpha(x, y) }) {
                             failures.append("\(width)x\(height) r=\(radius): asymmetric at (\(x), \(y))")
                         }
@@ -107,11 +112,14 @@ struct DrawnPixelsTests {
                 }
                 let clamped = min(radius, min(width, height) / 2)
                 if clamped > 0 {
-                    for (x, y) in [(0, 0), (width - 1, 0), (0, height - 1), (width - 1, height - 1)] where alpha(x, y) == 255 {
+                    for (x, y) in [(0, 0), (width - 1, 0), (0, height - 1), (width - 1, height - 1)]
+                    where alpha(x, y) == 255 {
                         failures.append("\(width)x\(height) r=\(radius): corner (\(x), \(y)) opaque")
                     }
                 }
-                if width > 2, height > 2, alpha(width / 2, height / 2) != 255 { failures.append("\(width)x\(height) r=\(radius): centre") }
+                if width > 2, height > 2, alpha(width / 2, height / 2) != 255 {
+                    failures.append("\(width)x\(height) r=\(radius): centre")
+                }
             }
         }
         #expect(failures.isEmpty, "\(failures.prefix(20))")
@@ -158,9 +166,11 @@ struct DrawnPixelsTests {
         var failures: [String] = []
         for width in [nil, 31, 13, 7, 1] as [Int?] {
             let sequential = try await store.image(
-                for: ImageRequest(url: Fixtures.url("pngsuite", "basn\(kind).png"), targetWidth: width.map { CGFloat($0) }))
+                for: ImageRequest(
+                    url: Fixtures.url("pngsuite", "basn\(kind).png"), targetWidth: width.map { CGFloat($0) }))
             let interlaced = try await store.image(
-                for: ImageRequest(url: Fixtures.url("pngsuite", "basi\(kind).png"), targetWidth: width.map { CGFloat($0) }))
+                for: ImageRequest(
+                    url: Fixtures.url("pngsuite", "basi\(kind).png"), targetWidth: width.map { CGFloat($0) }))
             guard sequential.pixelSize == interlaced.pixelSize else {
                 failures.append("w=\(String(describing: width)): \(sequential.pixelSize) vs \(interlaced.pixelSize)")
                 continue
@@ -175,7 +185,8 @@ struct DrawnPixelsTests {
             }
             if worst > 1 {
                 failures.append(
-                    "w=\(String(describing: width)): \(worst) levels apart at byte \(at) (pixel \(at / 4), channel \(at % 4)): \(sequential.pixels[at]) vs \(interlaced.pixels[at])")
+                    "w=\(String(describing: width)): \(worst) levels apart at byte \(at) (pixel \(at / 4), channel \(at % 4)): \(sequential.pixels[at]) vs \(interlaced.pixels[at])"
+                )
             }
         }
         #expect(failures.isEmpty, "\(kind): \(failures)")
@@ -204,8 +215,12 @@ struct DrawnPixelsTests {
                 let cancellable = try store.render(original, for: request, cancellation: DecodeCancellation())
                 let alone = try store.render(
                     original, for: request, cancellation: DecodeCancellation(), mayUseOtherCores: false)
-                if plain != cancellable { failures.append("w=\(String(describing: width)) r=\(radius): plain vs cancellable") }
-                if cancellable != alone { failures.append("w=\(String(describing: width)) r=\(radius): other cores vs alone") }
+                if plain != cancellable {
+                    failures.append("w=\(String(describing: width)) r=\(radius): plain vs cancellable")
+                }
+                if cancellable != alone {
+                    failures.append("w=\(String(describing: width)) r=\(radius): other cores vs alone")
+                }
             }
         }
         #expect(failures.isEmpty, "\(name): \(failures)")
@@ -267,9 +282,10 @@ struct DrawnPixelsTests {
             // A store per width: a wider variant in memory would serve the narrower requests as it is.
             let store = try ImageStore.makeForTesting(
                 root: folder.url.appendingPathComponent("cache-\(String(describing: width))"))
-            let expectedSize = width.map {
-                PixelSize(width: $0, height: max(1, Int((90.0 * Double($0) / 60).rounded())))
-            } ?? upright.pixelSize
+            let expectedSize =
+                width.map {
+                    PixelSize(width: $0, height: max(1, Int((90.0 * Double($0) / 60).rounded())))
+                } ?? upright.pixelSize
             let reference = width == nil ? upright : upright.resized(to: expectedSize)
             for url in [webp, png] {
                 let image = try await store.image(for: ImageRequest(url: url, targetWidth: width.map { CGFloat($0) }))
@@ -279,7 +295,9 @@ struct DrawnPixelsTests {
                 }
                 if (width ?? 60) >= 7 {
                     let psnr = image.alphaPSNR(against: reference)
-                    if psnr < 30 { failures.append("\(url.lastPathComponent) w=\(String(describing: width)): alpha \(psnr) dB") }
+                    if psnr < 30 {
+                        failures.append("\(url.lastPathComponent) w=\(String(describing: width)): alpha \(psnr) dB")
+                    }
                 }
             }
         }
@@ -303,7 +321,9 @@ struct DrawnPixelsTests {
         var requests: [ImageRequest] = []
         for name in names + ["a.png", "r.webp"] {
             for width in [75, 301, 13] {
-                requests.append(ImageRequest(url: server.url("/images/\(name)?w=\(width)"), targetWidth: CGFloat(width), cornerRadius: 6))
+                requests.append(
+                    ImageRequest(
+                        url: server.url("/images/\(name)?w=\(width)"), targetWidth: CGFloat(width), cornerRadius: 6))
             }
         }
         var first: [Bitmap] = []
