@@ -35,6 +35,28 @@ import Testing
         #expect(loader.conditionalTags.count == 1)
         #expect(loader.conditionalTags.first == tag)
     }
+
+    /// Where no extended attribute can be written, an entry that goes stale is not kept on disk: read
+    /// back after a relaunch without its caching facts, it counted as fresh until evicted, and a
+    /// `no-cache` image was served from disk without the server being asked again.
+    @Test func anEntryThatGoesStaleIsNotKeptWhereItsCachingFactsCannotBeWritten() async throws {
+        let folder = TemporaryDirectory("no-attributes-no-cache")
+        let loader = ValidatorLoader(bytes: try SampleImages.jpeg(width: 64, height: 48), entityTag: "\"v1\"")
+        let url = URL(string: "https://images.example.com/photo.jpg")!
+        func store() throws -> ImageStore {
+            try ImageStore.makeForTesting(root: folder.url) {
+                $0.dataLoader = loader
+                $0.extendedAttributes = RefusingAttributes()
+            }
+        }
+        let first = try store()
+        #expect(try await first.image(for: ImageRequest(url: url, targetWidth: 32)).pixelSize.width == 32)
+        first.waitForDiskMaintenance()
+        #expect(first.diskFileNames.isEmpty)
+        let relaunched = try store()
+        _ = try await relaunched.image(for: ImageRequest(url: url, targetWidth: 32))
+        #expect(relaunched.statistics.sourceFetches == 1, "served from disk without asking the server")
+    }
 }
 
 /// Answers `bytes` with `Cache-Control: no-cache` and `entityTag`, and `304` to a request that sends

@@ -430,21 +430,24 @@ final class DiskStore: Sendable {
         writeCacheMetadata(metadata, atPath: path)
     }
 
-    /// Writes `metadata` as the attribute of the file at `path`. Where the file system refuses it, it is
-    /// written again without its validators: ext4 keeps all of a file's attributes in one 4 KiB block,
-    /// and a server's entity tag can be longer. The entry's freshness then still holds, and once stale
-    /// it is fetched whole instead of revalidated; without any attribute it would count as fresh until
-    /// evicted, whatever `max-age` or `no-cache` the response said.
-    private func writeCacheMetadata(_ metadata: HTTPCacheMetadata, atPath path: String) {
+    /// Writes `metadata` as the attribute of the file at `path`; whether it was written. Where the file
+    /// system refuses it, it is written again without its validators: ext4 keeps all of a file's
+    /// attributes in one 4 KiB block, and a server's entity tag can be longer. The entry's freshness then
+    /// still holds, and once stale it is fetched whole instead of revalidated; without any attribute it
+    /// would count as fresh until evicted, whatever `max-age` or `no-cache` the response said.
+    @discardableResult
+    private func writeCacheMetadata(_ metadata: HTTPCacheMetadata, atPath path: String) -> Bool {
         do {
             try attributes.setValue(metadata.encoded, named: HTTPCacheMetadata.attributeName, atPath: path)
+            return true
         } catch {
-            guard metadata.entityTag != nil || metadata.lastModified != nil else { return }
+            guard metadata.entityTag != nil || metadata.lastModified != nil else { return false }
             var withoutValidators = metadata
             withoutValidators.entityTag = nil
             withoutValidators.lastModified = nil
-            try? attributes.setValue(
-                withoutValidators.encoded, named: HTTPCacheMetadata.attributeName, atPath: path)
+            return
+                (try? attributes.setValue(
+                    withoutValidators.encoded, named: HTTPCacheMetadata.attributeName, atPath: path)) != nil
         }
     }
 
@@ -496,7 +499,13 @@ final class DiskStore: Sendable {
         // the header.
         try? attributes.setValue(
             PixelSizeAttribute.encode(pixelSize), named: PixelSizeAttribute.name, atPath: temporary.path)
-        if let metadata { writeCacheMetadata(metadata, atPath: temporary.path) }
+        // Where the caching facts cannot be written (a file system without extended attributes), a file
+        // that goes stale is not kept: without them it would be read back, after a relaunch, as fresh
+        // until evicted and never asked for again. Facts that never go stale need no attribute.
+        if let metadata, !writeCacheMetadata(metadata, atPath: temporary.path), metadata.expires != nil {
+            try? FileManager.default.removeItem(at: temporary)
+            throw POSIXError(.EOPNOTSUPP)
+        }
         let name = Self.fileName(for: url)
         let destination = directoryPath + name
         // Room is made before the file appears, so the budget holds throughout, not only once a
