@@ -231,6 +231,25 @@ import Testing
             kept == PixelSize(width: 32, height: 24),
             "the prefetch started after removeAll() left nothing in memory: \(String(describing: kept))")
     }
+
+    /// Two stores with one name share their folder: a `removeAll()` of one also drops a write the other
+    /// began before it. Before, the other's load fetched first and wrote its file after, and the store
+    /// that had just emptied its tier served those bytes from disk.
+    @Test func aRemoveAllOfOneStoreDropsAWriteAnotherStoreOnTheFolderBeganBefore() async throws {
+        let folder = TemporaryDirectory("remove-all-two-stores")
+        let loader = GatedLoader(bytes: try SampleImages.jpeg(width: 64, height: 48))
+        let emptied = try ImageStore.makeForTesting(root: folder.url)
+        let other = try ImageStore.makeForTesting(root: folder.url) { $0.dataLoader = loader }
+        let url = URL(string: "https://images.example.com/photo.jpg")!
+        let load = Task { try await other.image(for: ImageRequest(url: url, targetWidth: 32)) }
+        try await waitUntil { loader.hasStarted }
+        emptied.removeAll()
+        loader.open()
+        #expect(try await load.value.pixelSize == PixelSize(width: 32, height: 24), "delivered all the same")
+        other.waitForDiskMaintenance()
+        #expect(emptied.diskFileNames.isEmpty)
+        #expect(emptied.cachedOriginalBytes(for: url) == nil)
+    }
 }
 
 /// The real attributes, except that once armed the next read of the pixel-size attribute waits, on its

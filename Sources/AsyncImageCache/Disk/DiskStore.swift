@@ -43,8 +43,9 @@ final class DiskStore: Sendable {
     var listingCount: Int { folder.listings.withLock { $0 } }
     /// The bytes the stores on the folder count in it without listing it; `nil` until listed (for tests).
     var countedByteCount: Int? { usage.withLock { $0.bytes } }
-    /// Raised by every ``removeAll()``: a write that began before one is dropped, not committed.
-    private let generationBox = LockedBox(0)
+    /// Raised by every ``removeAll()`` of any store on the folder: a write that began before one is
+    /// dropped, not committed, whichever store began it.
+    private var generationBox: LockedBox<Int> { folder.generation }
     /// The URLs whose files memory hits marked used, waiting for the disk queue to date them, and
     /// whether a run that dates them is queued.
     private let pendingUses = LockedBox((urls: [URL](), isQueued: false))
@@ -70,6 +71,7 @@ final class DiskStore: Sendable {
         let queue = DispatchQueue(label: "AsyncImageCache.DiskStore.trim", qos: .utility)
         let usage = LockedBox(Usage())
         let listings = LockedBox(0)
+        let generation = LockedBox(0)
 
         /// Every folder a store has open, by path; a folder goes with its last store.
         private static let open = LockedBox([String: WeakFolder]())
