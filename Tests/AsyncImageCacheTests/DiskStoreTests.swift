@@ -511,6 +511,29 @@ import Testing
     private func setDate(of file: URL, to date: Date) throws {
         try FileManager.default.setAttributes([.modificationDate: date], ofItemAtPath: file.path)
     }
+
+    /// Reads are not queued behind a trim: a file read after the trim listed the folder is no longer
+    /// among the coldest, and the next one goes instead. Before, the trim went by the dates it listed
+    /// and removed the file just read, keeping a colder one.
+    @Test func aTrimKeepsAFileReadSinceItsListing() throws {
+        let folder = TemporaryDirectory("disk-trim-read")
+        let disk = DiskStore(directory: folder.url, byteLimit: 2000)
+        let size = PixelSize(width: 2, height: 2)
+        func url(_ index: Int) -> URL { URL(string: "https://images.example.com/\(index).jpg")! }
+        for index in 0..<2 { try disk.store(Data(repeating: 1, count: 1000), pixelSize: size, for: url(index)) }
+        disk.waitForPendingTrims()
+        // Another process adds a third file: one must go.
+        try Data(repeating: 2, count: 1000).write(to: URL(fileURLWithPath: disk.filePath(for: url(2))))
+        for (index, age) in [(0, 300.0), (1, 200.0), (2, 100.0)] {
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date().addingTimeInterval(-age)], ofItemAtPath: disk.filePath(for: url(index)))
+        }
+        disk.trim {
+            #expect(disk.data(for: url(0)) != nil)  // the coldest file, read once the folder is listed
+        }
+        #expect(disk.contains(url(0)), "the file read just now was trimmed")
+        #expect(!disk.contains(url(1)) && disk.contains(url(2)))
+    }
 }
 
 /// A file system without extended attributes: every write is refused, nothing is ever there.

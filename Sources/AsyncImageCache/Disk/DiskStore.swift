@@ -788,9 +788,12 @@ final class DiskStore: Sendable {
         var total = entries.reduce(0) { $0 + $1.byteCount }
         if total > limit {
             entries.sort { $0.lastUsed < $1.lastUsed }
-            // Noted as any removal during the count is, so the count below takes them off.
-            for entry in entries where total > limit && removeCounted(named: entry.name) {
-                total -= entry.byteCount
+            for entry in entries where total > limit {
+                // Reads are not queued: a file read since the listing is no longer among the coldest, and
+                // stays; the next one goes instead.
+                if let lastUsed = Self.modificationDate(atPath: entry.path), lastUsed > entry.lastUsed { continue }
+                // Noted as any removal during the count is, so the count below takes them off.
+                if removeCounted(named: entry.name) { total -= entry.byteCount }
             }
         }
         recordCount(listed.reduce(0) { $0 + $1.byteCount }, listed: listed)
