@@ -405,7 +405,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             if !target.isRemote {
                 unsupported = target
             } else if target.host != nil {
-                request.url = target
+                // Followed as a new task, whose URL URLSession refuses with an upper-case scheme.
+                request.url = target.withLowercaseScheme
             }
         }
         // The stored bytes answer the URL that was asked, through this redirect: they stay fresh no

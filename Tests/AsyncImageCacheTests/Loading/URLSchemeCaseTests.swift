@@ -23,6 +23,21 @@ import Testing
         #expect(try await server.hits(for: "/images/0.jpg") == 1)
     }
 
+    /// A redirect to another host whose Location has an upper-case scheme is followed as a new task; it
+    /// failed with "unsupported URL" (URLSession refuses `HTTP://`), where one to the same host loaded.
+    @Test(arguments: ["127.0.0.1", "localhost"])
+    func aRedirectToAnUpperCaseSchemeLoads(host: String) async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 320, height: 240)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let target = "HTTP://\(host):\(server.port)/images/0.jpg"
+        let url = server.url(
+            "/redirect-to/302?" + target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+        let loader = HTTPDataLoader()
+        #expect(try await loader.loadData(for: url) == Data(contentsOf: folder.url.appendingPathComponent("0.jpg")))
+    }
+
     @Test func onlyTheSchemeIsFolded() throws {
         let url = try #require(URL(string: "Data:image/png;base64,QUJD"))
         #expect(url.cacheKey == "data:image/png;base64,QUJD")
