@@ -39,7 +39,8 @@ public struct CachedImage: View {
     ///     default) asks the store, which knows the size of any image it has cached.
     ///   - cornerRadius: The corner radius in points, rounded into the decoded pixels; `0` by default.
     ///   - contentMode: How the image fills the view's frame; `.fill` by default.
-    ///   - maxPixelWidth: A cap on the decoded width in pixels; `nil` (the default) means none.
+    ///   - maxPixelWidth: A cap on the decoded width in pixels, at least 1 (a smaller one is 1); `nil`
+    ///     (the default) means none.
     ///   - store: The store to load from; ``ImageStore/shared`` by default.
     public init(
         url: URL?, intrinsicSize: CGSize? = nil, cornerRadius: CGFloat = 0, contentMode: ContentMode = .fill,

@@ -111,7 +111,8 @@ public final class CachedImageModel {
     ///   - cornerRadius: The corner radius in points; `0` by default.
     ///   - contentMode: How the image is drawn in its frame; ``ContentMode/fit`` (the frame's width)
     ///     by default.
-    ///   - maxPixelWidth: A cap on the decoded width in pixels; `nil` (the default) means none.
+    ///   - maxPixelWidth: A cap on the decoded width in pixels, at least 1 (a smaller one is 1); `nil`
+    ///     (the default) means none.
     ///   - displayScale: Pixels per point; `1` by default.
     ///   - layoutSize: The laid-out size in points if already known; `nil` by default.
     ///   - previous: The model this one replaces on screen, for example one made for the display

@@ -9,14 +9,15 @@ enum DisplayPixels {
     }
 
     /// The width in whole pixels that fills `layoutWidth` points at `scale`, capped at
-    /// `maxPixelWidth`; `nil` when the frame has no width yet (zero, negative or not finite).
+    /// `maxPixelWidth` (see ``cap(_:)``); `nil` when the frame has no width yet (zero, negative or not
+    /// finite).
     ///
     /// Rounded up, so the decode never falls short of the screen's pixels; a hair of floating-point
     /// noise (`200 * 1.1 = 220.00000000000003`) is not rounded up to a whole extra pixel.
     static func width(forLayoutWidth layoutWidth: CGFloat, scale: CGFloat, maxPixelWidth: CGFloat?) -> Int? {
         guard layoutWidth.isFinite, layoutWidth > 0, isUsable(scale: scale) else { return nil }
         var pixels = layoutWidth * scale
-        if let maxPixelWidth, maxPixelWidth.isFinite, maxPixelWidth >= 1 { pixels = min(pixels, maxPixelWidth) }
+        if let cap = cap(maxPixelWidth) { pixels = min(pixels, cap) }
         // Beyond any real screen; also keeps the conversion to Int from trapping.
         let rounded = min((pixels - 1e-6).rounded(.up), 1_000_000)
         return max(1, Int(rounded))
@@ -50,9 +51,14 @@ enum DisplayPixels {
     ) -> CGFloat {
         guard cornerRadius > 0, layoutWidth.isFinite, layoutWidth > 0, scale.isFinite, scale > 0 else { return 0 }
         let pixels = layoutWidth * scale
-        guard let maxPixelWidth, maxPixelWidth.isFinite, maxPixelWidth >= 1, maxPixelWidth < pixels else {
-            return cornerRadius * scale
-        }
-        return cornerRadius * scale * maxPixelWidth / pixels
+        guard let cap = cap(maxPixelWidth), cap < pixels else { return cornerRadius * scale }
+        return cornerRadius * scale * cap / pixels
+    }
+
+    /// The cap `maxPixelWidth` sets in pixels: at least one pixel (a cap computed as 0 or less is the
+    /// smallest, not none, which would decode at the frame's full width); `nil` for none, NaN or infinity.
+    static func cap(_ maxPixelWidth: CGFloat?) -> CGFloat? {
+        guard let maxPixelWidth, maxPixelWidth.isFinite else { return nil }
+        return max(1, maxPixelWidth)
     }
 }
