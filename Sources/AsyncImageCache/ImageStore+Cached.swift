@@ -108,9 +108,12 @@ extension ImageStore {
             }
             return header.displaySize
         }
-        if url.scheme?.lowercased() == "data", let data = try? DataURL(url: url).data,
-            let header = try? ImageHeader.parse(data)
-        {
+        if url.scheme?.lowercased() == "data" {
+            // Only as much of the payload as the header takes is decoded, not the whole image.
+            let text = url.absoluteString
+            guard let header = Self.readHeader(from: { DataURL.payloadPrefix(of: text, maxLength: $0) }) else {
+                return nil
+            }
             return remember(header.displaySize, forKey: key, generation: generation, replacement: replacement)
         }
         return nil

@@ -54,6 +54,35 @@ public struct DataURL: Sendable, Equatable {
         data = isBase64 ? try Self.base64Decoded(payload) : Data(try Self.percentDecoded(payload, what: "payload"))
     }
 
+    /// At most the first `maxLength` bytes of the payload of the `data:` URL `string`, decoding no more of
+    /// it than they take (a header needs a few kilobytes of a payload that may be megabytes); `nil` when
+    /// the URL is not well-formed as far as it is read. Bytes past the cut are not looked at, so a
+    /// payload damaged further on still gives its start.
+    static func payloadPrefix(of string: String, maxLength: Int) -> Data? {
+        let utf8 = string.utf8
+        guard let comma = utf8.firstIndex(of: UInt8(ascii: ",")) else { return nil }
+        let start = utf8.index(after: comma)
+        // Each decoded byte takes at most three characters (%XX), or 4/3 in base64 with room for line breaks.
+        let limit = maxLength.multipliedReportingOverflow(by: 3).partialValue + 64
+        let end = utf8.index(start, offsetBy: limit, limitedBy: utf8.endIndex) ?? utf8.endIndex
+        var raw = Array(utf8[start..<end])
+        if let fragment = raw.firstIndex(of: UInt8(ascii: "#")) { raw.removeSubrange(fragment...) }
+        let header = String(string[..<start])
+        guard end < utf8.endIndex, !raw.isEmpty else {
+            // The whole payload is short: parsed as a load would.
+            return (try? DataURL(string: header + String(decoding: raw, as: UTF8.self)))?.data.prefix(maxLength)
+        }
+        // Checked as a load would, with an empty payload.
+        guard let parsed = try? DataURL(string: header) else { return nil }
+        // A cut through an escape leaves it out.
+        if let percent = raw.suffix(2).lastIndex(of: UInt8(ascii: "%")) { raw.removeSubrange(percent...) }
+        guard var text = try? percentDecoded(raw[...], what: "payload") else { return nil }
+        guard parsed.isBase64 else { return Data(text.prefix(maxLength)) }
+        text.removeAll { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
+        text.removeLast(text.count % 4)
+        return Data(base64Encoded: Data(text)).map { $0.prefix(maxLength) }
+    }
+
     private static func mediaType(_ parameters: [Substring]) throws(ImageLoadingError) -> String {
         let type = parameters[0].trimmingCharacters(in: .whitespaces)
         if !type.isEmpty {

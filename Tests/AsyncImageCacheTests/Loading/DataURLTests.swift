@@ -82,4 +82,35 @@ import Testing
     func malformedURLsFailWithAReason(text: String, reason: String) {
         #expect(throws: ImageLoadingError.invalidDataURL(reason: reason)) { try DataURL(string: text) }
     }
+
+    /// What the size of a `data:` URL reads: the start of its payload, decoded alone, the same bytes as
+    /// the whole decode's start, for base64 with line breaks and escapes and for percent-encoded bytes.
+    @Test func aPayloadsPrefixIsTheStartOfItsDecode() throws {
+        let image = try SampleImages.jpeg(width: 300, height: 200)
+        let base64 = image.base64EncodedString(options: .lineLength76Characters)
+            .replacingOccurrences(of: "+", with: "%2B")
+        let percent = image.map { String(format: "%%%02X", $0) }.joined()
+        for url in ["data:image/jpeg;base64," + base64, "data:image/jpeg," + percent, "DATA:;BASE64," + base64] {
+            let whole = try DataURL(string: url).data
+            #expect(whole == image)
+            for length in [1, 2, 3, 4, 5, 100, 16_384, image.count - 1, image.count, image.count + 5] {
+                #expect(DataURL.payloadPrefix(of: url, maxLength: length) == whole.prefix(length), "\(length)")
+            }
+        }
+        #expect(DataURL.payloadPrefix(of: "data:image/jpeg;base64", maxLength: 16) == nil)  // no comma
+        #expect(DataURL.payloadPrefix(of: "data:image,x;base64,\(base64)", maxLength: 16) == nil)  // not type/subtype
+    }
+
+    /// `cachedPixelSize(for:)` of a `data:` URL decodes only what the header takes: before, it decoded the
+    /// whole payload at every call (a 64 MiB URL grew the process by 135 MiB for a size), and a payload
+    /// damaged far past its header (which a load refuses) shows that it no longer does.
+    @Test func theSizeOfADataURLReadsOnlyTheStartOfItsPayload() throws {
+        let image = try SampleImages.jpeg(width: 2400, height: 1600)
+        try #require(image.count > 100_000, "the damage is far past what the header takes")
+        let url = try #require(URL(string: "data:image/jpeg;base64," + image.base64EncodedString() + "!!!!"))
+        #expect(throws: ImageLoadingError.self) { try DataURL(url: url) }
+        let folder = TemporaryDirectory("data-url-size")
+        let store = try ImageStore.makeForTesting(root: folder.url)
+        #expect(store.cachedPixelSize(for: url) == CGSize(width: 2400, height: 1600))
+    }
 }
