@@ -66,9 +66,11 @@ public struct DataURL: Sendable, Equatable {
         let limit = maxLength.multipliedReportingOverflow(by: 3).partialValue + 64
         let end = utf8.index(start, offsetBy: limit, limitedBy: utf8.endIndex) ?? utf8.endIndex
         var raw = Array(utf8[start..<end])
-        if let fragment = raw.firstIndex(of: UInt8(ascii: "#")) { raw.removeSubrange(fragment...) }
+        // A fragment ends the payload (it is not part of the data).
+        let fragment = raw.firstIndex(of: UInt8(ascii: "#"))
+        if let fragment { raw.removeSubrange(fragment...) }
         let header = String(string[..<start])
-        guard end < utf8.endIndex, !raw.isEmpty else {
+        guard end < utf8.endIndex, fragment == nil else {
             // The whole payload is short: parsed as a load would.
             return (try? DataURL(string: header + String(decoding: raw, as: UTF8.self)))?.data.prefix(maxLength)
         }

@@ -90,13 +90,19 @@ import Testing
         let base64 = image.base64EncodedString(options: .lineLength76Characters)
             .replacingOccurrences(of: "+", with: "%2B")
         let percent = image.map { String(format: "%%%02X", $0) }.joined()
-        for url in ["data:image/jpeg;base64," + base64, "data:image/jpeg," + percent, "DATA:;BASE64," + base64] {
+        for url in [
+            "data:image/jpeg;base64," + base64, "data:image/jpeg," + percent, "DATA:;BASE64," + base64,
+            "data:image/jpeg;base64," + base64 + "#fragment",
+        ] {
             let whole = try DataURL(string: url).data
             #expect(whole == image)
             for length in [1, 2, 3, 4, 5, 100, 16_384, image.count - 1, image.count, image.count + 5] {
                 #expect(DataURL.payloadPrefix(of: url, maxLength: length) == whole.prefix(length), "\(length)")
             }
         }
+        // A fragment ends the payload, however far the string goes on: all of "ABCD", unpadded.
+        let fragment = "data:;base64,QUJDRA#" + String(repeating: "x", count: 100)
+        #expect(DataURL.payloadPrefix(of: fragment, maxLength: 4) == Data("ABCD".utf8))
         #expect(DataURL.payloadPrefix(of: "data:image/jpeg;base64", maxLength: 16) == nil)  // no comma
         #expect(DataURL.payloadPrefix(of: "data:image,x;base64,\(base64)", maxLength: 16) == nil)  // not type/subtype
     }
