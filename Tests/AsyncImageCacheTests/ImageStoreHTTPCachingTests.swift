@@ -33,6 +33,11 @@ import Testing
         }
     }
 
+    /// The policy response headers `fields` give, names compared case-insensitively.
+    static func policy(headers fields: [String: String]) -> HTTPCachePolicy {
+        HTTPCachePolicy { name in fields.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value }
+    }
+
     @Test func noStoreResponsesAreNeverWrittenToDisk() async throws {
         let fixture = try await Fixture()
         defer { fixture.server.stop() }
@@ -216,9 +221,6 @@ import Testing
     }
 
     @Test func freshnessFieldsAreKeptOnDiskAndOlderEntriesStillRead() throws {
-        func policy(_ fields: [String: String]) -> HTTPCachePolicy {
-            HTTPCachePolicy { name in fields.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value }
-        }
         let made = HTTPCacheMetadata(
             policy: HTTPCachePolicy(maxAge: 2.5, entityTag: "\"e\""), receivedAt: Date(timeIntervalSince1970: 1000))
         #expect(made.cacheControlLifetime == 2.5 && made.expiresAt == nil)
@@ -235,7 +237,7 @@ import Testing
             return ["Date": date(made), "Expires": date(made + 3600)]
         }
         let both = HTTPCacheMetadata(
-            policy: policy(hourFrom(1000).merging(["Cache-Control": "max-age=60"]) { $1 }),
+            policy: Self.policy(headers: hourFrom(1000).merging(["Cache-Control": "max-age=60"]) { $1 }),
             receivedAt: Date(timeIntervalSince1970: 1000))
         #expect(both.expires == Date(timeIntervalSince1970: 1060))
         #expect(both.expiresAt == Date(timeIntervalSince1970: 4600) && both.cacheControlLifetime == 60)
@@ -257,13 +259,15 @@ import Testing
         #expect(given.cacheControlLifetime == 60 && given.expires == now.addingTimeInterval(60))
         #expect(given.entityTag == "\"f\"")
         // The kept max-age comes before an Expires the 304 brings; a kept Expires stays where it was.
-        let withExpires = policy(hourFrom(5000))  // a 304 made as it arrives
+        let withExpires = Self.policy(headers: hourFrom(5000))  // a 304 made as it arrives
         #expect(made.refreshed(by: withExpires, at: now).expires == now.addingTimeInterval(2.5))
-        let expiring = HTTPCacheMetadata(policy: policy(hourFrom(1000)), receivedAt: Date(timeIntervalSince1970: 1000))
+        let expiring = HTTPCacheMetadata(
+            policy: Self.policy(headers: hourFrom(1000)), receivedAt: Date(timeIntervalSince1970: 1000))
         let soon = Date(timeIntervalSince1970: 2000)
         #expect(expiring.refreshed(by: HTTPCachePolicy(), at: soon).expires == Date(timeIntervalSince1970: 4600))
         #expect(expiring.refreshed(by: HTTPCachePolicy(), at: now).expires == now)
-        #expect(both.refreshed(by: policy(["Cache-Control": "public"]), at: soon).expires == both.expiresAt)
+        #expect(
+            both.refreshed(by: Self.policy(headers: ["Cache-Control": "public"]), at: soon).expires == both.expiresAt)
         // An older entry's response limited freshness by an unknown lifetime, or one that may have come
         // from Expires: stale at once after a bare 304 (before: fresh until evicted), or the lifetime
         // kept; a 304 that gives a lifetime, from max-age or from Expires, uses it.
@@ -450,26 +454,24 @@ import Testing
     /// The parts of a `Cache-Control` field and of the age that need no server: directive spelling, and
     /// the age a `Date` gives at the time a response arrives.
     @Test func directivesAndDatesGiveTheLifetimesARFC9111CacheWould() {
-        func policy(_ fields: [String: String]) -> HTTPCachePolicy {
-            HTTPCachePolicy { name in fields.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value }
-        }
         // A max-age without a value is invalid, so stale (before: ignored, fresh until evicted); spaces
         // around its "=" are forgiven (before: ignored too).
-        #expect(policy(["Cache-Control": "max-age"]).maxAge == 0)
-        #expect(policy(["Cache-Control": "max-age = 3600"]).maxAge == 3600)
-        #expect(policy(["Cache-Control": "MAX-AGE =\"60\""]).maxAge == 60)
-        #expect(policy(["Cache-Control": "no-cache=\"Set-Cookie\", max-age=60"]).maxAge == 60)
-        #expect(policy(["Cache-Control": "max-age=3600, no-store"]).maxAge == 0)
-        #expect(policy(["Cache-Control": "max-age=3600", "Vary": "Accept-Encoding, *"]).maxAge == 0)
-        #expect(policy(["Cache-Control": "max-age=3600", "Vary": "Accept-Encoding"]).maxAge == 3600)
+        #expect(Self.policy(headers: ["Cache-Control": "max-age"]).maxAge == 0)
+        #expect(Self.policy(headers: ["Cache-Control": "max-age = 3600"]).maxAge == 3600)
+        #expect(Self.policy(headers: ["Cache-Control": "MAX-AGE =\"60\""]).maxAge == 60)
+        #expect(Self.policy(headers: ["Cache-Control": "no-cache=\"Set-Cookie\", max-age=60"]).maxAge == 60)
+        #expect(Self.policy(headers: ["Cache-Control": "max-age=3600, no-store"]).maxAge == 0)
+        #expect(Self.policy(headers: ["Cache-Control": "max-age=3600", "Vary": "Accept-Encoding, *"]).maxAge == 0)
+        #expect(Self.policy(headers: ["Cache-Control": "max-age=3600", "Vary": "Accept-Encoding"]).maxAge == 3600)
         // Made at 1000 s, an hour's Expires, arriving two days later: its lifetime was used up long ago.
         let made = ["Date": "Thu, 01 Jan 1970 00:16:40 GMT", "Expires": "Thu, 01 Jan 1970 01:16:40 GMT"]
-        let lateExpires = HTTPCacheMetadata(policy: policy(made), receivedAt: Date(timeIntervalSince1970: 173_800))
+        let lateExpires = HTTPCacheMetadata(
+            policy: Self.policy(headers: made), receivedAt: Date(timeIntervalSince1970: 173_800))
         #expect(lateExpires.isStale(at: Date(timeIntervalSince1970: 173_800)))
         // A max-age of an hour, arriving half an hour after the Date: fresh for the other half, less the
         // second the Date's whole seconds may hide, which the store gives back.
         let halfway = HTTPCacheMetadata(
-            policy: policy(["Date": made["Date"]!, "Cache-Control": "max-age=3600"]),
+            policy: Self.policy(headers: ["Date": made["Date"]!, "Cache-Control": "max-age=3600"]),
             receivedAt: Date(timeIntervalSince1970: 2800))
         #expect(halfway.expires == Date(timeIntervalSince1970: 2800 + 1801))
     }
