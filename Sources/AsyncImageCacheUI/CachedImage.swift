@@ -71,7 +71,8 @@ public struct CachedImage: View {
                         Self.image(image).resizable().aspectRatio(contentMode: contentMode)
                     }
                 }
-                .clipped()
+                // The image's own rounded corners, or, where `.fill` draws it past the box, the box's.
+                .clipShape(RoundedRectangle(cornerRadius: model.frameCornerRadius, style: .circular))
         }
         .onGeometryChange(for: CGSize.self) { proxy in
             proxy.size

@@ -64,7 +64,8 @@ public final class CachedImageModel {
     /// The request most recently asked of the store (from memory or loaded); `nil` until the model
     /// has a laid-out size and something asked for the image.
     public internal(set) var lastRequest: ImageRequest?
-    /// Called on the main actor after ``image`` or ``reservedSize`` changes, so a view can redraw.
+    /// Called on the main actor after ``image``, ``reservedSize`` or ``frameCornerRadius`` changes, so a
+    /// view can redraw.
     public var onChange: (() -> Void)?
 
     /// The load in flight: its request, the handle that cancels it and a number telling its
@@ -161,6 +162,19 @@ public final class CachedImageModel {
         return DisplayPixels.width(forLayoutWidth: width, scale: displayScale, maxPixelWidth: maxPixelWidth)
     }
 
+    /// The radius in points of the rounded rectangle to clip the frame to, so that its visible corners
+    /// are rounded: ``cornerRadius`` when the image is drawn past its frame (``ContentMode/fill`` with an
+    /// image of another shape than the frame), which cuts off the corners rounded into its pixels; `0`
+    /// when those are the corners that show, so that a plain clip is right and their edges are not
+    /// smoothed twice. Never more than half the frame's shorter side.
+    public var frameCornerRadius: CGFloat {
+        guard cornerRadius > 0, contentMode == .fill, let layoutSize, let image,
+            DisplayPixels.fillOverflows(
+                layoutSize: layoutSize, imageSize: image.pixelSize.cgSize, scale: displayScale)
+        else { return 0 }
+        return min(cornerRadius, min(layoutSize.width, layoutSize.height) / 2)
+    }
+
     /// The request that fits the current layout; `nil` without a URL or a laid-out width.
     public var request: ImageRequest? {
         guard let url, let layoutSize else { return nil }
@@ -216,7 +230,10 @@ public final class CachedImageModel {
     /// until it lands. A frame the current image covers (a smaller one with square corners) keeps
     /// it and cancels a load in flight for a frame it no longer has.
     public func layoutChanged(to size: CGSize) {
+        let clip = frameCornerRadius
         layoutSize = size
+        // A frame of another shape may cut off the image's own corners, or stop cutting them off.
+        if frameCornerRadius != clip { onChange?() }
         guard let request, needsImage(for: request) else {
             // The frame went back to one the current image fits: a load for the frame in between would
             // bring pixels it does not need or, with rounded corners, replace it with corners that no

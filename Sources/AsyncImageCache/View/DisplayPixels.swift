@@ -43,6 +43,19 @@ enum DisplayPixels {
         return min(layoutSize.height * imageSize.width / imageSize.height, .greatestFiniteMagnitude)
     }
 
+    /// Whether an image of `imageSize`'s shape, drawn with `.fill` over a frame of `layoutSize`, reaches
+    /// past the frame by a pixel or more on a side at `scale`: the frame then cuts off the corners rounded
+    /// into the image's pixels. `false` when any of them is not a positive, finite size.
+    static func fillOverflows(layoutSize: CGSize, imageSize: CGSize, scale: CGFloat) -> Bool {
+        let sides = [layoutSize.width, layoutSize.height, imageSize.width, imageSize.height, scale]
+        guard sides.allSatisfy({ $0.isFinite && $0 > 0 }) else { return false }
+        // Drawn at the larger of the two factors that cover the frame's width and its height.
+        let factor = max(layoutSize.width / imageSize.width, layoutSize.height / imageSize.height)
+        let overflow = max(imageSize.width * factor - layoutSize.width, imageSize.height * factor - layoutSize.height)
+        // Centred, so half of it on each side.
+        return overflow / 2 * scale >= 1
+    }
+
     /// The corner radius in pixels for an image that fills `layoutWidth` points at `scale`, so that
     /// on screen it is `cornerRadius` points: `cornerRadius * scale`, scaled down by the same factor
     /// as the width when `maxPixelWidth` caps it.

@@ -195,3 +195,70 @@ import Testing
         #expect(photo.decoder.enteredCount == 1)
     }
 }
+
+extension CachedImageModelFillTests {
+    /// With rounded corners, the corners that show are rounded whatever the frame's shape: where
+    /// `.fill` draws the image past the frame, the frame cuts off the image's own corners, and the
+    /// model says to clip to rounded ones instead; where the image's own corners show, it says a
+    /// plain clip, so their edges are not smoothed a second time.
+    @Test func theVisibleCornersOfAFilledFrameAreRoundedWhateverItsShape() async throws {
+        let photo = try await WidePhoto()  // 2:1
+        defer { photo.stop() }
+        let frames = [
+            CGSize(width: 100, height: 100), CGSize(width: 200, height: 100), CGSize(width: 300, height: 100),
+            CGSize(width: 100, height: 200), CGSize(width: 201, height: 100),
+        ]
+        for frame in frames {
+            let model = CachedImageModel(
+                url: photo.file, cornerRadius: 10, contentMode: .fill, displayScale: 2, store: photo.store)
+            model.layoutChanged(to: frame)
+            await model.load()
+            let image = try #require(model.image)
+            // The image's pixel at the frame's top-left corner, drawn to cover the frame and centred.
+            let size = image.pixelSize
+            let factor = max(frame.width / CGFloat(size.width), frame.height / CGFloat(size.height))
+            let x = Int(((CGFloat(size.width) * factor - frame.width) / 2 / factor).rounded(.down))
+            let y = Int(((CGFloat(size.height) * factor - frame.height) / 2 / factor).rounded(.down))
+            let ownCornerShows = image.pixel(x: x, y: y).alpha < 128
+            #expect(
+                ownCornerShows != (model.frameCornerRadius == 10),
+                "frame \(frame), image \(size), corner pixel (\(x), \(y)): clip \(model.frameCornerRadius)")
+        }
+        // The shapes that cut off the image's corners are those of another aspect than 2:1.
+        let square = CachedImageModel(
+            url: photo.file, cornerRadius: 10, contentMode: .fill, displayScale: 2, store: photo.store)
+        square.layoutChanged(to: CGSize(width: 100, height: 100))
+        await square.load()
+        #expect(square.frameCornerRadius == 10)
+        // A frame of the image's own shape shows its corners; a change of shape says to redraw.
+        var changes = 0
+        square.onChange = { changes += 1 }
+        square.layoutChanged(to: CGSize(width: 200, height: 100))
+        #expect(square.frameCornerRadius == 0)
+        #expect(changes >= 1)
+    }
+
+    @Test func squareCornersFittedImagesAndNoImageNeedNoRoundedClip() async throws {
+        let photo = try await WidePhoto()
+        defer { photo.stop() }
+        let square = CGSize(width: 100, height: 100)
+        let unloaded = CachedImageModel(
+            url: photo.file, cornerRadius: 10, contentMode: .fill, displayScale: 2, layoutSize: square,
+            store: photo.store)
+        #expect(unloaded.image == nil)
+        #expect(unloaded.frameCornerRadius == 0)
+        #expect(await filled(photo).frameCornerRadius == 0)  // square corners
+        let fitted = CachedImageModel(
+            url: photo.file, cornerRadius: 10, contentMode: .fit, displayScale: 2, store: photo.store)
+        fitted.layoutChanged(to: square)
+        await fitted.load()
+        #expect(fitted.image != nil)
+        #expect(fitted.frameCornerRadius == 0)  // letterboxed: its own corners show
+        // A radius past half the frame is the most a rounded rectangle takes.
+        let round = CachedImageModel(
+            url: photo.file, cornerRadius: 500, contentMode: .fill, displayScale: 2, store: photo.store)
+        round.layoutChanged(to: square)
+        await round.load()
+        #expect(round.frameCornerRadius == 50)
+    }
+}
