@@ -20,7 +20,7 @@ extension ImageStore {
         public var memoryByteLimit = ImageStore.recommendedMemoryByteLimit()
         /// The disk tier's byte budget, which holds after every write (room is made before a new
         /// file appears); 200 MiB by default. Files another process adds to a shared folder count from
-        /// the trim that follows each write.
+        /// the background trim that follows a write, which lists the folder at most once in 10 seconds.
         public var diskByteLimit = 200 * 1024 * 1024
         /// The folder that holds one folder per store name; `nil` (the default) means
         /// `AsyncImageCache` in the user's cache folder (`$XDG_CACHE_HOME` when it is an absolute path,

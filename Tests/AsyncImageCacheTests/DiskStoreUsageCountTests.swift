@@ -116,8 +116,9 @@ import Testing
     static let fileCount = 1500
 
     /// A store on a folder of ``fileCount`` files of sizes of their own, counted once.
+    /// Its background trims run as soon as they are scheduled, however recently the folder was listed.
     private func filledStore() throws -> DiskStore {
-        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 30)
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 30, relistingInterval: 0)
         try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
         for i in 0..<Self.fileCount {
             let file = URL(fileURLWithPath: disk.filePath(for: url(i)))

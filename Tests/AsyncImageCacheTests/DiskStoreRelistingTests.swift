@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// The background trim that follows a write lists the folder to catch what other processes wrote;
+/// it waits until ``DiskStore/relistingInterval`` has passed since the folder was last listed, so a
+/// stream of writes does not list a large folder once per write. The budget still holds at every
+/// write: commits keep their own count.
+@Suite struct DiskStoreRelistingTests {
+    let folder = TemporaryDirectory("disk-relisting")
+
+    private func url(_ index: Int) -> URL {
+        URL(string: "https://images.example.com/\(index).jpg")!
+    }
+
+    private func bytes(_ count: Int, _ seed: Int) -> Data {
+        Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &+ seed) })
+    }
+
+    private let size = PixelSize(width: 4, height: 4)
+
+    @Test func aStreamOfWritesListsTheFolderOnceAnInterval() throws {
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20, relistingInterval: 60)
+        let opened = disk.listingCount
+        for index in 0..<50 {
+            try disk.store(bytes(1000, index), pixelSize: size, for: url(index))
+            // Each write's background trim had time to start.
+            Thread.sleep(forTimeInterval: 0.002)
+        }
+        // The first commit counts the folder once; no background trim has run in the minute since.
+        #expect(disk.listingCount - opened == 1)
+        #expect(disk.countedByteCount == 50 * 1000)
+        #expect(disk.totalByteCount == 50 * 1000)
+    }
+
+    @Test func theBudgetHoldsAtEveryWriteBetweenListings() throws {
+        let disk = DiskStore(directory: folder.url, byteLimit: 10_000, relistingInterval: 60)
+        for index in 0..<40 {
+            try disk.store(bytes(1000, index), pixelSize: size, for: url(index))
+            #expect(disk.totalByteCount <= 10_000, "after write \(index)")
+        }
+        // The ten written last are the ten kept.
+        #expect(disk.entries().count == 10)
+        #expect((30..<40).allSatisfy { disk.contains(url($0)) })
+    }
+
+    /// What another process wrote into the folder counts once the trim after a write lists it: at
+    /// once when waited for, and on its own once the interval has passed.
+    @Test func filesAnotherProcessWroteAreTrimmedByTheNextListing() throws {
+        for waits in [true, false] {
+            let folder = TemporaryDirectory("disk-relisting-shared")
+            let disk = DiskStore(directory: folder.url, byteLimit: 10_000, relistingInterval: waits ? 60 : 0.3)
+            try disk.store(bytes(1000, 0), pixelSize: size, for: url(0))
+            // Another process's files: 12,000 bytes this store's count does not know, last used an hour
+            // ago (the clock that dates files ticks coarsely: written now, they might tie with the next).
+            for index in 1...12 {
+                let file = disk.fileURL(for: url(index))
+                try bytes(1000, index).write(to: file)
+                try FileManager.default.setAttributes(
+                    [.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: file.path)
+            }
+            try disk.store(bytes(1000, 99), pixelSize: size, for: url(99))
+            let start = Date()
+            if waits {
+                disk.waitForPendingTrims()
+                #expect(Date().timeIntervalSince(start) < 30, "the wait ran the trim without waiting its time")
+            } else {
+                while disk.totalByteCount > 10_000, Date().timeIntervalSince(start) < 20 {
+                    Thread.sleep(forTimeInterval: 0.05)
+                }
+            }
+            #expect(disk.totalByteCount <= 10_000, waits ? "waited" : "not waited")
+            #expect(disk.countedByteCount == disk.totalByteCount)
+            #expect(disk.contains(url(0)) && disk.contains(url(99)))
+        }
+    }
+
+    /// A store released with a trim still waiting for its time drops it, rather than living on
+    /// until then.
+    @Test func aWaitingTrimDoesNotKeepItsStoreAlive() throws {
+        weak var released: DiskStore?
+        do {
+            let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20, relistingInterval: 60)
+            try disk.store(bytes(1000, 0), pixelSize: size, for: url(0))
+            released = disk
+        }
+        #expect(released == nil)
+    }
+}
