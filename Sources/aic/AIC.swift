@@ -1,3 +1,9 @@
+// For `stdout`, a C global that Swift 6 refuses without it; aic reads it once, at exit.
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Darwin)
+@preconcurrency import Darwin
+#endif
 import AsyncImageCache
 import Foundation
 
@@ -65,6 +71,15 @@ enum AIC {
     }
 
     static func main() async {
+        await runCommandLine()
+        // stdout is buffered: a write that failed (a full disk) is known only now, and the output is lost.
+        guard fflush(stdout) == 0, ferror(stdout) == 0 else {
+            Console.error("aic: cannot write to stdout: \(String(cString: strerror(errno)))\n")
+            exit(1)
+        }
+    }
+
+    private static func runCommandLine() async {
         var words = Array(CommandLine.arguments.dropFirst())
         let helpWords = ["--help", "-h", "help"]
         // No command but options: they are the demo's (`aic [demo] [--output sheet.png] [--keep]`).

@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// What a careful user of the command line expects of its output and inputs: a write that fails is
+/// a failure, paths and URLs are read as what they are, and a summary says what was done.
+@Suite struct CLIOutputAndInputTests {
+    /// Runs `aic arguments...` with stdout on /dev/full, where every write fails with ENOSPC.
+    private func runWithStdoutOnAFullDisk(_ aic: CommandLineRunner, _ arguments: [String]) async throws -> (
+        status: Int32, stderr: String
+    ) {
+        let stderrFile = aic.workspace.url.appendingPathComponent("stderr.txt")
+        try Data().write(to: stderrFile)
+        let process = Process()
+        process.executableURL = CommandLineRunner.executable
+        process.arguments = arguments
+        process.currentDirectoryURL = aic.workspace.url
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CACHE_HOME"] = aic.cacheHome.url.path
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: "/dev/full"))
+        process.standardError = try FileHandle(forWritingTo: stderrFile)
+        let (exits, exited) = AsyncStream<Int32>.makeStream()
+        process.terminationHandler = { exited.yield($0.terminationStatus) }
+        try process.run()
+        var iterator = exits.makeAsyncIterator()
+        let status = try #require(await iterator.next())
+        return (status, try String(contentsOf: stderrFile, encoding: .utf8))
+    }
+
+    /// `aic info photo.jpg --json > info.json` on a full disk wrote nothing and exited with 0: stdout is
+    /// buffered, and the failed write at exit went unnoticed.
+    @Test(arguments: [["info", "photo.jpg", "--json"], ["cache", "stats"], ["--help"]])
+    func outputThatCannotBeWrittenIsAFailure(arguments: [String]) async throws {
+        let aic = CommandLineRunner()
+        try SampleImages.jpeg(width: 40, height: 30).write(to: aic.file("photo.jpg"))
+
+        let result = try await runWithStdoutOnAFullDisk(aic, arguments)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.hasPrefix("aic: ") && result.stderr.contains("No space left on device"), "\(result)")
+    }
+}
