@@ -117,6 +117,8 @@ struct PNGOutput {
     }
 
     init(path: String) throws(CommandFailure) {
+        // URL(fileURLWithPath:) drops a final "/": `--output thumbs/`, a folder not made yet, wrote a file `thumbs`.
+        guard !path.hasSuffix("/") else { throw CommandFailure("cannot write \(path): a file name cannot end in /") }
         url = URL(fileURLWithPath: path)
         let folder = url.deletingLastPathComponent().path
         var isFolder: ObjCBool = false

@@ -41,4 +41,17 @@ import Testing
         #expect(result.status == 1, "\(result)")
         #expect(result.stderr.hasPrefix("aic: ") && result.stderr.contains("No space left on device"), "\(result)")
     }
+
+    /// `--output thumbs/` names a folder; when there was none yet, the PNG was written as a file named
+    /// `thumbs` and the run succeeded.
+    @Test(arguments: ["thumbnail", "sheet"])
+    func anOutputEndingInASlashIsNotWrittenAsAFile(command: String) async throws {
+        let aic = CommandLineRunner()
+        try SampleImages.jpeg(width: 40, height: 30).write(to: aic.file("photo.jpg"))
+
+        let result = try await aic.run(command, "photo.jpg", "--width", "20", "--output", "thumbs/")
+        #expect(!FileManager.default.fileExists(atPath: aic.file("thumbs").path), "\(result)")
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.contains("thumbs/"), "\(result)")
+    }
 }
