@@ -30,7 +30,7 @@ enum InfoCommand: Subcommand {
     static let flags: Set<String> = ["--json"]
 
     static func run(_ arguments: Arguments) async throws {
-        let url = Inputs.url(for: try arguments.single("INPUT", of: name))
+        let url = try Inputs.url(for: try arguments.single("INPUT", of: name))
         let (header, byteCount) = try await read(url)
         if arguments.flag("--json") {
             let object = JSONObject([

@@ -14,13 +14,15 @@ enum Inputs {
     /// The URL for a command-line INPUT: `http(s)://`, `file:/` (`file:///path`, and `file:/path` as
     /// RFC 8089 allows) and `data:` are URLs, so is anything else of the form `scheme://` (the store
     /// then names the scheme it does not support); the rest is a path, relative to the current folder.
-    static func url(for argument: String) -> URL {
+    /// Throws when it looks like a URL but is none (`http://host:port80/a.jpg`), rather than reading it as a path.
+    static func url(for argument: String) throws(UsageError) -> URL {
         let lowercased = argument.lowercased()
         let looksLikeURL =
             lowercased.hasPrefix("data:") || lowercased.hasPrefix("file:/")
             || (lowercased.range(of: "^[a-z][a-z0-9+.-]*://", options: .regularExpression) != nil)
-        if looksLikeURL, let url = URL(string: argument) { return url }
-        return URL(fileURLWithPath: argument).standardizedFileURL
+        guard looksLikeURL else { return URL(fileURLWithPath: argument).standardizedFileURL }
+        guard let url = URL(string: argument) else { throw UsageError("not a valid URL: \(argument)") }
+        return url
     }
 
     /// The file name of a file or an http(s) URL (its last path component, percent-decoded); `nil` for
@@ -42,9 +44,9 @@ enum Inputs {
     /// The URLs for `arguments`, with each folder replaced by the images inside it (recursively, by
     /// extension, sorted by path so a sheet comes out the same on every run). Files named on the
     /// command line are kept whatever their extension; a missing one fails later, when it loads.
-    static func expandingFolders(_ arguments: [String]) -> [URL] {
-        arguments.flatMap { argument -> [URL] in
-            let url = url(for: argument)
+    static func expandingFolders(_ arguments: [String]) throws -> [URL] {
+        try arguments.flatMap { argument -> [URL] in
+            let url = try url(for: argument)
             var isFolder: ObjCBool = false
             guard url.isLocalFileURL, FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder),
                 isFolder.boolValue

@@ -53,7 +53,7 @@ enum SheetCommand: Subcommand {
         let output = try PNGOutput(path: try PNGOutput.checkedPath(try arguments.required("--output")))
         let store = try Inputs.store()
 
-        let urls = Inputs.expandingFolders(arguments.positionals)
+        let urls = try Inputs.expandingFolders(arguments.positionals)
         guard !urls.isEmpty else {
             throw CommandFailure("no images found in \(arguments.positionals.joined(separator: " "))")
         }

@@ -44,7 +44,7 @@ enum ThumbnailCommand: Subcommand {
             }
             guard !arguments.positionals.isEmpty else { throw UsageError("\(name) needs an INPUT") }
             jobs = try arguments.positionals.enumerated().map { position, input in
-                let url = Inputs.url(for: input)
+                let url = try Inputs.url(for: input)
                 // A URL's last component is percent-decoded: `..%2Fx.jpg` names "../x.jpg", which must not
                 // lead out of the folder, so a "/" (or a NUL) in it becomes "_". An input without a file
                 // name (a `data:` URL, whose "name" would be its payload) is named by its place.
@@ -60,7 +60,7 @@ enum ThumbnailCommand: Subcommand {
         } else {
             let input = try arguments.single("INPUT", of: name)
             let path = try PNGOutput.checkedPath(try arguments.required("--output"))
-            jobs = [(Inputs.url(for: input), try PNGOutput(path: path))]
+            jobs = [(try Inputs.url(for: input), try PNGOutput(path: path))]
         }
         // `--output-dir photos` for photos/a.png would replace the photo with its own thumbnail.
         try PNGOutput.checkNoneOverwrites(jobs.map(\.url), outputs: jobs.map(\.output))

@@ -54,4 +54,20 @@ import Testing
         #expect(result.status == 1, "\(result)")
         #expect(result.stderr.contains("thumbs/"), "\(result)")
     }
+
+    /// An INPUT of the form `scheme://` that Foundation cannot parse (a port that is no number, a space
+    /// in the host) was read as a path in the current folder: "cannot read /cwd/http:/localhost:abc/a.jpg:
+    /// No such file or directory", which names neither the URL nor what is wrong with it.
+    @Test(arguments: [
+        ["info", "http://localhost:abc/a.jpg"],
+        ["thumbnail", "http://exa mple.com/a.jpg", "--width", "20", "--output", "t.png"],
+        ["sheet", "http://[::1/a.jpg", "--output", "s.png"],
+    ])
+    func aMalformedURLIsAUsageErrorNotAMissingFile(arguments: [String]) async throws {
+        let aic = CommandLineRunner()
+        let result = try await aic.run(arguments)
+        #expect(result.status == 2, "\(result)")
+        #expect(result.stderrLines.first?.hasPrefix("aic: not a valid URL: ") == true, "\(result)")
+        #expect(!result.stderr.contains(aic.workspace.url.path), "read as a path: \(result)")
+    }
 }
