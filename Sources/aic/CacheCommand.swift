@@ -67,7 +67,7 @@ enum CacheCommand: Subcommand {
             let removed = store.evictExpired(maxAge: maxAge)
             let after = Usage(store)
             report(removed: removed, before: before, after: after, store: store, json: json) {
-                "trimmed \($0) not used for \(Formatted.age(maxAge))"
+                "trimmed \($0) not used for \(Formatted.exactAge(maxAge))"
             }
             if let oldest = after.oldest, -oldest.timeIntervalSinceNow > maxAge {
                 try failIfUnremovable(left: after, store: store)

@@ -53,6 +53,20 @@ enum Formatted {
         return "\(count) \(unit)\(count == 1 ? "" : "s")"
     }
 
+    /// A duration the user gave, exactly: in the largest unit it is a whole number of (`7 days`,
+    /// `36 hours`, `90 seconds`), else in seconds (`0.5 seconds`). ``age(_:)`` rounds down: 36 hours
+    /// read "1 day" in `aic cache trim --max-age 36h`, which had kept entries a day and more old.
+    static func exactAge(_ seconds: Double) -> String {
+        let units: [(String, Double)] = [("day", 86_400), ("hour", 3600), ("minute", 60), ("second", 1)]
+        for (unit, length) in units where seconds >= length {
+            let count = seconds / length
+            // Past 2^53 a Double holds only whole numbers, and past Int.max Int(_:) traps.
+            guard count == count.rounded(), count < 0x1p53 else { continue }
+            return "\(Int(count)) \(unit)\(count == 1 ? "" : "s")"
+        }
+        return String(format: "%g seconds", seconds)
+    }
+
     /// A date in ISO 8601, UTC, to the second, e.g. `2025-11-30T08:22:00Z`.
     static func date(_ date: Date) -> String {
         ISO8601DateFormatter().string(from: date)

@@ -70,4 +70,16 @@ import Testing
         #expect(result.stderrLines.first?.hasPrefix("aic: not a valid URL: ") == true, "\(result)")
         #expect(!result.stderr.contains(aic.workspace.url.path), "read as a path: \(result)")
     }
+
+    /// `aic cache trim --max-age 36h` said "trimmed 0 entries not used for 1 day" while keeping entries
+    /// unused for 30 hours: the max age was rounded down to a whole day.
+    @Test(arguments: [
+        ("36h", "36 hours"), ("90", "90 seconds"), ("1.5d", "36 hours"), ("7d", "7 days"), ("0.5", "0.5 seconds"),
+    ])
+    func trimSaysTheMaxAgeItWasGiven(maxAge: String, said: String) async throws {
+        let aic = CommandLineRunner()
+        let result = try await aic.run("cache", "trim", "--max-age", maxAge)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("not used for \(said) from"), "\(result)")
+    }
 }
