@@ -56,17 +56,20 @@ enum Inputs {
     }
 
     private static func images(inFolder folder: URL) -> [URL] {
-        let keys: [URLResourceKey] = [.isRegularFileKey]
         // Hidden files and folders are other programs' caches and metadata (.thumbnails, ._photo.jpg).
         guard
             let walker = FileManager.default.enumerator(
-                at: folder, includingPropertiesForKeys: keys, options: .skipsHiddenFiles)
+                at: folder, includingPropertiesForKeys: nil, options: .skipsHiddenFiles)
         else { return [] }
+        // stat, not the walker's isRegularFile: a link to an image is an image, as it is when named on the
+        // command line (the walker does not follow links to folders, so a link loop cannot trap it).
+        func isRegularFile(_ url: URL) -> Bool {
+            var status = stat()
+            return stat(url.path, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
+        }
         var found: [URL] = []
         for case let url as URL in walker
-        where imageExtensions.contains(url.pathExtension.lowercased())
-            && (try? url.resourceValues(forKeys: Set(keys)).isRegularFile) == true
-        {
+        where imageExtensions.contains(url.pathExtension.lowercased()) && isRegularFile(url) {
             found.append(url.standardizedFileURL)
         }
         return found.sorted { $0.path < $1.path }

@@ -83,3 +83,27 @@ import Testing
         #expect(result.stdout.contains("not used for \(said) from"), "\(result)")
     }
 }
+
+/// `aic sheet FOLDER` and links.
+@Suite struct CLISheetLinkTests {
+    /// A link to an image in the folder was left out without a word (the walker's isRegularFile is false
+    /// for a link), though the same link named on the command line makes it into the sheet; a folder of
+    /// links only was "no images found".
+    @Test func aLinkToAnImageInAFolderMakesItIntoTheSheet() async throws {
+        let aic = CommandLineRunner()
+        let album = aic.file("album")
+        try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
+        try SampleImages.jpeg(width: 40, height: 30).write(to: aic.file("elsewhere.jpg"))
+        try SampleImages.jpeg(width: 30, height: 40).write(to: album.appendingPathComponent("own.jpg"))
+        try FileManager.default.createSymbolicLink(
+            at: album.appendingPathComponent("linked.jpg"), withDestinationURL: aic.file("elsewhere.jpg"))
+        // A link to a folder is not followed, so a loop cannot keep the walk going.
+        try FileManager.default.createSymbolicLink(
+            at: album.appendingPathComponent("loop"), withDestinationURL: album)
+
+        let result = try await aic.run("sheet", "album", "--width", "20", "--output", "sheet.png")
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("2 of 2 images"), "\(result)")
+        #expect(result.stderr.contains("linked.jpg"), "\(result)")
+    }
+}
