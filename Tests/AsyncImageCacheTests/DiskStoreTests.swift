@@ -534,6 +534,30 @@ import Testing
         #expect(disk.contains(url(0)), "the file read just now was trimmed")
         #expect(!disk.contains(url(1)) && disk.contains(url(2)))
     }
+
+    /// Reads spare a file from a trim only while others can go: when every file was read since the
+    /// listing, the coldest still go until the folder is within the budget.
+    @Test func aTrimKeepsTheBudgetWhenEveryFileWasReadSinceItsListing() throws {
+        let folder = TemporaryDirectory("disk-trim-all-read")
+        let disk = DiskStore(directory: folder.url, byteLimit: 2000)
+        func url(_ index: Int) -> URL { URL(string: "https://images.example.com/\(index).jpg")! }
+        for index in 0..<4 {
+            // As another process writes them: 4,000 bytes, twice the budget.
+            let path = disk.filePath(for: url(index))
+            try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+            try Data(repeating: UInt8(index), count: 1000).write(to: URL(fileURLWithPath: path))
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date().addingTimeInterval(-Double(400 - index * 100))], ofItemAtPath: path)
+        }
+        disk.trim {
+            for index in 0..<4 { #expect(disk.data(for: url(index)) != nil) }
+        }
+        #expect(disk.totalByteCount <= 2000)
+        #expect(disk.countedByteCount == disk.totalByteCount)
+        // The two coldest as listed went.
+        #expect(!disk.contains(url(0)) && !disk.contains(url(1)))
+        #expect(disk.contains(url(2)) && disk.contains(url(3)))
+    }
 }
 
 /// A file system without extended attributes: every write is refused, nothing is ever there.

@@ -802,11 +802,20 @@ final class DiskStore: Sendable {
         var total = entries.reduce(0) { $0 + $1.byteCount }
         if total > limit {
             entries.sort { $0.lastUsed < $1.lastUsed }
+            var readSinceListing: [Entry] = []
             for entry in entries where total > limit {
                 // Reads are not queued: a file read since the listing is no longer among the coldest, and
                 // stays; the next one goes instead.
-                if let lastUsed = Self.modificationDate(atPath: entry.path), lastUsed > entry.lastUsed { continue }
+                if let lastUsed = Self.modificationDate(atPath: entry.path), lastUsed > entry.lastUsed {
+                    readSinceListing.append(entry)
+                    continue
+                }
                 // Noted as any removal during the count is, so the count below takes them off.
+                if removeCounted(named: entry.name) { total -= entry.byteCount }
+            }
+            // The budget comes first: when too few files were left unread, those read go too, the coldest
+            // as listed first.
+            for entry in readSinceListing where total > limit {
                 if removeCounted(named: entry.name) { total -= entry.byteCount }
             }
         }
