@@ -191,6 +191,23 @@ import Testing
         #expect(disk.contains(other))
     }
 
+    /// Expiry, like a trim, dates a file dated in the future now, so that it expires in its turn; it
+    /// was kept for good by a store that only reads and expires (no write, so no trim).
+    @Test func aFileDatedInTheFutureExpiresInItsTurn() throws {
+        let folder = TemporaryDirectory("disk")
+        let writer = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let url = URL(string: "https://example.com/future.jpg")!
+        try writer.store(Data(repeating: 1, count: 1000), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        writer.waitForPendingTrims()
+        let start = Date()
+        try setDate(of: writer.fileURL(for: url), to: start.addingTimeInterval(365 * 24 * 3600))
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        #expect(disk.removeEntries(unusedFor: 3600, now: start.addingTimeInterval(60)) == 0)
+        #expect(disk.contains(url))
+        #expect(disk.removeEntries(unusedFor: 3600, now: start.addingTimeInterval(7200)) == 1)
+        #expect(!disk.contains(url))
+    }
+
     @Test func writesTrimInTheBackgroundToTheBudget() throws {
         let folder = TemporaryDirectory("disk")
         let disk = DiskStore(directory: folder.url, byteLimit: 10_000)

@@ -712,8 +712,10 @@ final class DiskStore: Sendable {
     func removeEntries(unusedFor maxAge: TimeInterval, now: Date = Date(), afterListing: () -> Void = {}) -> Int {
         let cutoff = now.addingTimeInterval(-maxAge)
         return trimQueue.sync {
-            let entries = entries()
+            var entries = entries()
             afterListing()
+            // As a trim does: a file dated in the future would otherwise never be unused long enough.
+            Self.dateFutureUseNow(&entries, now: now)
             var removed = 0
             for entry in entries where entry.lastUsed < cutoff {
                 guard let lastUsed = Self.modificationDate(atPath: entry.path), lastUsed < cutoff,
