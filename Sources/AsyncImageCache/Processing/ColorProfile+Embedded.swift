@@ -12,7 +12,8 @@ extension ColorProfile {
     ///
     /// A gray profile counts only for a grayscale image (a JPEG of one component, a PNG of colour type 0
     /// or 4), as the ICC and PNG specifications have it: on a colour image it describes other samples,
-    /// and is passed over as ImageIO and browsers pass it over.
+    /// and is passed over as ImageIO and browsers pass it over. So is an RGB profile on a CMYK or YCCK JPEG
+    /// (four components), which the decoder has already turned into sRGB.
     static func embedded(in data: Data, format: ImageFormat) -> ColorProfile? {
         #if canImport(CHEIF)
         if format == .heif || format == .avif {
@@ -22,7 +23,11 @@ extension ColorProfile {
         if format == .jpeg {
             let segments = jpegColorSegments(data)
             if let icc = segments.icc {
-                return ColorProfile(iccData: icc).flatMap { !$0.isGray || segments.components == 1 ? $0 : nil }
+                // A CMYK or YCCK JPEG (four components) comes out of the decoder as sRGB already: an RGB
+                // profile in it describes other samples (Chromium drops it; littleCMS builds no transform).
+                return ColorProfile(iccData: icc).flatMap {
+                    $0.isGray ? (segments.components == 1 ? $0 : nil) : (segments.components != 4 ? $0 : nil)
+                }
             }
             // A camera's Adobe RGB JPEG often says so only in its EXIF, without a profile. The EXIF outlives
             // an editor's turning the photo CMYK or gray, whose samples are then no Adobe RGB: a CMYK JPEG
