@@ -230,9 +230,73 @@ static void write_transformed_png(const char *folder, const char *heif_name, con
     heif_context_free(context);
 }
 
+/* The square picture of the thumbnail fixtures: the top left 64x64 of the usual one. */
+enum { SIDE = 64 };
+
+static struct heif_encoder *hevc_encoder(struct heif_context *context) {
+    struct heif_encoder *encoder = NULL;
+    check(heif_context_get_encoder_for_format(context, heif_compression_HEVC, &encoder), "encoder");
+    check(heif_encoder_set_lossy_quality(encoder, 90), "quality");
+    return encoder;
+}
+
+static void write_context(struct heif_context *context, const char *folder, const char *name) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", folder, name);
+    check(heif_context_write_to_file(context, path), "write");
+}
+
+/* The files of Fixtures/heif-thumbnails: thumbnails that may not stand in for their primary image. */
+static void write_thumbnail_choice_fixtures(const char *folder, const unsigned char *opaque,
+                                            const unsigned char *translucent) {
+    /* 1. alpha-opaque-thumbnail.heic: source-alpha.png as HEVC with alpha, and a 48x32 thumbnail made
+     * from the same picture without its alpha plane (a thumbnail need not have one). */
+    struct heif_context *context = heif_context_alloc();
+    struct heif_encoder *encoder = hevc_encoder(context);
+    struct heif_encoding_options *options = heif_encoding_options_alloc();
+    struct heif_image_handle *handle = NULL, *thumbnail = NULL;
+    check(heif_context_encode_image(context, new_image(translucent, 0, 0, WIDTH, HEIGHT, 1), encoder, options,
+                                    &handle), "encode");
+    check(heif_context_encode_thumbnail(context, new_image(translucent, 0, 0, WIDTH, HEIGHT, 0), handle, encoder,
+                                        options, 48, &thumbnail), "thumbnail");
+    write_context(context, folder, "alpha-opaque-thumbnail.heic");
+    heif_context_free(context);
+
+    /* 2. square-rotated-6-upright-thumbnail.heic: the top left 64x64 of source.png coded as is with an irot
+     * for EXIF orientation 6, and a 32x32 thumbnail coded from the picture as shown (turned a quarter
+     * clockwise), so without an irot of its own. */
+    static unsigned char square[SIDE * SIDE * 4], turned[SIDE * SIDE * 4];
+    for (int y = 0; y < SIDE; y++) memcpy(square + y * SIDE * 4, opaque + y * WIDTH * 4, SIDE * 4);
+    for (int y = 0; y < SIDE; y++)
+        for (int x = 0; x < SIDE; x++)
+            memcpy(turned + (x * SIDE + (SIDE - 1 - y)) * 4, square + (y * SIDE + x) * 4, 4);
+    write_png_sized(folder, "square-source.png", square, SIDE, SIDE, 0);
+    context = heif_context_alloc();
+    encoder = hevc_encoder(context);
+    struct heif_encoding_options *rotated = heif_encoding_options_alloc();
+    rotated->image_orientation = heif_orientation_rotate_90_cw;
+    struct heif_image *image = NULL, *upright = NULL;
+    check(heif_image_create(SIDE, SIDE, heif_colorspace_RGB, heif_chroma_interleaved_RGB, &image), "create");
+    check(heif_image_create(SIDE, SIDE, heif_colorspace_RGB, heif_chroma_interleaved_RGB, &upright), "create");
+    check(heif_image_add_plane(image, heif_channel_interleaved, SIDE, SIDE, 8), "plane");
+    check(heif_image_add_plane(upright, heif_channel_interleaved, SIDE, SIDE, 8), "plane");
+    int stride = 0, upright_stride = 0;
+    uint8_t *plane = heif_image_get_plane(image, heif_channel_interleaved, &stride);
+    uint8_t *upright_plane = heif_image_get_plane(upright, heif_channel_interleaved, &upright_stride);
+    for (int y = 0; y < SIDE; y++)
+        for (int x = 0; x < SIDE; x++) {
+            memcpy(plane + y * stride + x * 3, square + (y * SIDE + x) * 4, 3);
+            memcpy(upright_plane + y * upright_stride + x * 3, turned + (y * SIDE + x) * 4, 3);
+        }
+    check(heif_context_encode_image(context, image, encoder, rotated, &handle), "encode");
+    check(heif_context_encode_thumbnail(context, upright, handle, encoder, options, 32, &thumbnail), "thumbnail");
+    write_context(context, folder, "square-rotated-6-upright-thumbnail.heic");
+    heif_context_free(context);
+}
+
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: make-heif-fixtures OUTPUT_FOLDER DISPLAY_P3_ICC_FILE\n");
+    if (argc != 4) {
+        fprintf(stderr, "usage: make-heif-fixtures OUTPUT_FOLDER DISPLAY_P3_ICC_FILE THUMBNAIL_FIXTURES_FOLDER\n");
         return 2;
     }
     const char *folder = argv[1];
@@ -286,6 +350,7 @@ int main(int argc, char **argv) {
     write_transformed_png(folder, "cropped-left-edge.heic", "cropped-left-edge.libheif.png");
     write_transformed_png(folder, "cropped-offset.heic", "cropped-offset.libheif.png");
     write_transformed_png(folder, "cropped-offset-rotated-6.heic", "cropped-offset-rotated-6.libheif.png");
+    write_thumbnail_choice_fixtures(argv[3], opaque, translucent);
     heif_deinit();
     return 0;
 }

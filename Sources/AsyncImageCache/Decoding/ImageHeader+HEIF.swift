@@ -48,6 +48,14 @@ extension ImageHeader {
             ?? nil
     }
 
+    /// The orientation (`irot` and `imir`) of an item of an HEIF or AVIF file (by default its primary item),
+    /// `.up` when it cannot be matched to its properties; `nil` when the file cannot be read that far.
+    static func heifOrientation(in data: Data, item: Int? = nil) -> ImageOrientation? {
+        let bytes = HeaderBytes(data, format: nil)
+        guard let (file, properties, _) = try? heifItem(bytes, id: item) else { return nil }
+        return try? file.completeBoxes { () throws(ImageDecodingError) in try file.orientation(from: properties) }
+    }
+
     /// The properties associated with the item `id` (`nil`: the primary item), and the size its `ispe`
     /// declares. When the item cannot be matched to its properties: no properties, and the largest `ispe`.
     private static func heifItem(
