@@ -5,7 +5,9 @@ import Foundation
 extension ImageDecoders {
     /// Decodes the first frame of a GIF with giflib, composited on the logical screen, as 8-bit straight RGBA.
     ///
-    /// The bitmap has the logical screen's size from the file's header. The first frame sits at its own offset
+    /// The bitmap has the logical screen's size from the file's header, grown to take in the first frame where
+    /// that reaches past it (as browsers and Pillow draw such a file, and as ``ImageHeader`` reads its size).
+    /// The first frame sits at its own offset
     /// and may be smaller than the screen; pixels it does not cover, and pixels of its transparent color index
     /// (from the Graphics Control Extension), are fully transparent. Interlaced frames are put back in row
     /// order; a local color table wins over the global one. Reading stops after the first frame's pixels, so
@@ -24,7 +26,7 @@ extension ImageDecoders {
         /// Creates a GIF decoder.
         public init() {}
 
-        /// Decodes the first frame of `data` at the logical screen size.
+        /// Decodes the first frame of `data` at the logical screen's size, grown to take in the frame.
         public func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
             guard !data.isEmpty else { throw ImageDecodingError(format: .gif, reason: .truncated) }
             return try data.withUnsafeBytes { bytes in
@@ -40,9 +42,9 @@ extension ImageDecoders {
             throws(ImageDecodingError)
             -> Bitmap
         {
-            let screen = file.screenSize
-            guard screen.width > 0, screen.height > 0 else { throw corrupt("zero width or height (\(screen))") }
-            try context.checkBudget(screen.pixelCount, format: .gif)
+            let declared = file.screenSize
+            // A huge screen is refused before anything is read; a screen of 0x0 takes the first image's size.
+            try context.checkBudget(declared.pixelCount, format: .gif)
             var transparentIndex: Int?
             while true {
                 switch try file.nextRecordType() {
@@ -56,6 +58,11 @@ extension ImageDecoders {
                     }
                 case IMAGE_DESC_RECORD_TYPE:
                     let frame = GIFFrame(try file.readImageDescriptor(), transparentIndex: transparentIndex)
+                    // The screen grown to take in the first image, as the header reads it.
+                    let screen = declared.grown(
+                        toRight: frame.left + frame.size.width, bottom: frame.top + frame.size.height)
+                    guard screen.width > 0, screen.height > 0 else { throw corrupt("zero width or height (\(screen))") }
+                    try context.checkBudget(screen.pixelCount, format: .gif)
                     try context.checkBudget(frame.size.pixelCount, format: .gif)
                     guard let palette = frame.palette(global: file.handle.pointee.SColorMap) else {
                         throw corrupt("no color table for the first image")

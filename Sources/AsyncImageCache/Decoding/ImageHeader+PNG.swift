@@ -46,9 +46,42 @@ extension ImageHeader {
         return length
     }
 
-    /// Reads the logical screen size of a GIF87a or GIF89a file.
+    /// Reads the size of a GIF87a or GIF89a file: its logical screen, grown to take in the first image
+    /// where that reaches past it, as browsers (Wuffs) and Pillow show such a file. Encoders that write a
+    /// screen of 0x0, or one smaller than the frames, are common on the web; clipped to the screen the
+    /// picture lost what fell outside it.
     static func parseGIF(_ bytes: HeaderBytes) throws(ImageDecodingError) -> ImageHeader {
-        try validated(bytes, width: bytes.uint16LE(at: 6), height: bytes.uint16LE(at: 8))
+        let screen = PixelSize(width: try bytes.uint16LE(at: 6), height: try bytes.uint16LE(at: 8))
+        let size = try firstGIFImageEdges(bytes).map { screen.grown(toRight: $0.right, bottom: $0.bottom) } ?? screen
+        return try validated(bytes, width: size.width, height: size.height)
+    }
+
+    /// The right and bottom edges on the screen of a GIF's first image; `nil` when a trailer or an
+    /// unknown block comes first (the decoder then says what is wrong). Extensions before it are
+    /// skipped sub-block by sub-block, as giflib reads them.
+    private static func firstGIFImageEdges(_ bytes: HeaderBytes) throws(ImageDecodingError) -> (
+        right: Int, bottom: Int
+    )? {
+        let flags = try bytes.byte(at: 10)
+        // The global color table, when there is one: 2^(n+1) entries of 3 bytes.
+        var offset = 13 + (flags & 0x80 != 0 ? 3 << (Int(flags & 0x07) + 1) : 0)
+        while true {
+            switch try bytes.byte(at: offset) {
+            case 0x21:  // an extension: its label, then sub-blocks up to an empty one
+                offset += 2
+                while true {
+                    let length = Int(try bytes.byte(at: offset))
+                    offset += 1 + length
+                    if length == 0 { break }
+                }
+            case 0x2C:  // the image descriptor: left, top, width, height
+                let left = try bytes.uint16LE(at: offset + 1)
+                let top = try bytes.uint16LE(at: offset + 3)
+                return (left + (try bytes.uint16LE(at: offset + 5)), top + (try bytes.uint16LE(at: offset + 7)))
+            default:
+                return nil
+            }
+        }
     }
 
     /// Reads a BMP's size from a BITMAPCOREHEADER (12 bytes, unsigned 16-bit sizes) or from a
@@ -68,5 +101,13 @@ extension ImageHeader {
         default:
             throw bytes.corrupt("unknown bitmap header size \(headerSize)")
         }
+    }
+}
+
+extension PixelSize {
+    /// This size grown to reach `right` and `bottom` where they lie past it: a GIF's screen grown to take in
+    /// its first image.
+    func grown(toRight right: Int, bottom: Int) -> PixelSize {
+        PixelSize(width: max(width, right), height: max(height, bottom))
     }
 }

@@ -48,20 +48,56 @@ struct GIFDecoderLayoutTests {
         #expect(rows(try decode(data)) == [[clear, clear, clear], [clear, green, green]])
     }
 
-    @Test func aFrameReachingPastTheScreenIsClipped() throws {
-        // A 3x3 frame at (2, 1) on a 3x2 screen: only its top-left pixel shows, at (2, 1).
+    /// A first frame that reaches past the screen grows it, as browsers (Wuffs) and Pillow draw the file,
+    /// and the header says the same size; clipped, the picture lost what fell outside the screen.
+    @Test func aFirstFrameReachingPastTheScreenGrowsIt() throws {
+        // A 3x3 frame at (2, 1) on a 3x2 screen: the screen grows to 5x4 (Pillow 13 opens it as 5x4).
         let frame = SyntheticGIF.Frame(left: 2, top: 1, width: 3, height: 3, indices: [0, 1, 1, 1, 1, 1, 1, 1, 1])
         let data = SyntheticGIF.make(width: 3, height: 2, globalColors: [Self.red, Self.green], frames: [frame])
         let bitmap = try decode(data)
-        #expect(bitmap.pixelSize == PixelSize(width: 3, height: 2))
-        #expect(bitmap.alphaValues == [0, 0, 0, 0, 0, 255])
-        #expect(rows(bitmap)[1][2] == [255, 0, 0, 255])
+        #expect(bitmap.pixelSize == PixelSize(width: 5, height: 4))
+        #expect(try ImageHeader.parse(data).storedSize == bitmap.pixelSize)
+        let clear: [UInt8] = [0, 0, 0, 0]
+        let (red, green): ([UInt8], [UInt8]) = ([255, 0, 0, 255], [0, 255, 0, 255])
+        #expect(
+            rows(bitmap) == [
+                [clear, clear, clear, clear, clear], [clear, clear, red, green, green],
+                [clear, clear, green, green, green], [clear, clear, green, green, green],
+            ])
     }
 
-    @Test func aFrameEntirelyOffTheScreenGivesATransparentScreen() throws {
+    @Test func aFirstFrameOffTheScreenGrowsItToTheFrame() throws {
+        // A 2x2 frame at (10, 0) on a 3x2 screen: 12x2, the frame at its right end.
         let frame = SyntheticGIF.Frame(left: 10, top: 0, width: 2, height: 2, indices: [1, 1, 1, 1])
         let data = SyntheticGIF.make(width: 3, height: 2, globalColors: [Self.red, Self.green], frames: [frame])
-        #expect(try decode(data).alphaValues.allSatisfy { $0 == 0 })
+        let bitmap = try decode(data)
+        try #require(bitmap.pixelSize == PixelSize(width: 12, height: 2))
+        #expect(try ImageHeader.parse(data).storedSize == bitmap.pixelSize)
+        #expect(
+            (0..<2).allSatisfy { y in (0..<12).allSatisfy { x in (bitmap.pixel(x: x, y: y).alpha == 255) == (x >= 10) }
+            })
+    }
+
+    /// A screen of 0x0, which careless encoders write, takes the first frame's size; it was refused as corrupt.
+    @Test func aScreenOfZeroTakesTheFirstFramesSize() throws {
+        let frame = SyntheticGIF.Frame(width: 2, height: 1, indices: [1, 0])
+        let data = SyntheticGIF.make(width: 0, height: 0, globalColors: [Self.red, Self.green], frames: [frame])
+        #expect(rows(try decode(data)) == [[[0, 255, 0, 255], [255, 0, 0, 255]]])
+        #expect(try ImageHeader.parse(data).storedSize == PixelSize(width: 2, height: 1))
+    }
+
+    /// The header walks past the extensions before the first image to find it, and needs the bytes that far.
+    @Test func theHeaderFindsTheFirstImagePastItsExtensions() throws {
+        let frame = SyntheticGIF.Frame(
+            left: 1, top: 2, width: 4, height: 1, indices: [1, 1, 1, 1], transparentIndex: 0)
+        let data = SyntheticGIF.make(width: 2, height: 2, globalColors: [Self.red, Self.green], frames: [frame])
+        #expect(try ImageHeader.parse(data).storedSize == PixelSize(width: 5, height: 3))
+        #expect(try decode(data).pixelSize == PixelSize(width: 5, height: 3))
+        // Cut before the image descriptor's size fields: more bytes are needed, not a different size.
+        let descriptor = try #require(data.indices.dropFirst(13 + 6).first { data[$0] == 0x2C })
+        #expect(throws: ImageDecodingError(format: .gif, reason: .truncated)) {
+            try ImageHeader.parse(data.prefix(descriptor + 6))
+        }
     }
 
     @Test func theTransparentIndexIsTransparentAndOtherIndicesAreOpaque() throws {

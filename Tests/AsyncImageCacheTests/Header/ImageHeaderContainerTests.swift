@@ -18,7 +18,9 @@ import Testing
     }
 
     @Test func gif87aIsRecognisedToo() throws {
-        let bytes = Data(Array("GIF87a".utf8) + [0x40, 0x01, 0xF0, 0x00, 0, 0, 0])
+        // The screen descriptor, then the first image's descriptor: a 320x240 image at (0, 0).
+        let bytes = Data(
+            Array("GIF87a".utf8) + [0x40, 0x01, 0xF0, 0x00, 0, 0, 0] + [0x2C, 0, 0, 0, 0, 0x40, 0x01, 0xF0, 0x00, 0])
         #expect(
             try ImageHeader.parse(bytes) == ImageHeader(format: .gif, storedSize: PixelSize(width: 320, height: 240)))
     }
