@@ -64,7 +64,8 @@ extension ImageStore {
 
     /// The most prefetches that run at once: enough to keep the decode slots busy while the next
     /// ones fetch, few enough that their bytes stay small.
-    var prefetchConcurrency: Int { max(8, 2 * decodeSlots.limit) }
+    /// (A `decodeConcurrency` near `Int.max`, "no limit", caps it at `Int.max` instead of overflowing.)
+    var prefetchConcurrency: Int { max(8, decodeSlots.limit > Int.max / 2 ? .max : 2 * decodeSlots.limit) }
 
     /// Starts waiting prefetches, first queued first, while fewer than ``prefetchConcurrency`` run.
     /// Returns the prefetches of the same requests begun before a `removeAll()` that they replace, for the
