@@ -216,12 +216,15 @@ extension ImageStore {
     }
 
     /// Holds bytes fresh from the source whose decode never finished, nobody wanting it any more, in
-    /// ``undecodedOriginals`` for the next load of `url`; bytes from the tiers stay where they are.
+    /// ``undecodedOriginals`` for the next load of `url`; bytes from the tiers stay where they are. Not
+    /// after a `removeAll()` or a replacement since they were looked up: no load could use them.
     private func holdUndecoded(_ fetched: FetchedOriginal, for url: URL) {
         guard fetched.origin == .source else { return }
         let key = url.cacheKey
-        undecodedOriginals.insert(
-            fetched, forKey: key, cost: fetched.original.data.count + Self.payloadCost(ofKey: key))
+        _ = ifCurrent(generation: fetched.generation, replacement: fetched.replacement, forKey: key) {
+            undecodedOriginals.insert(
+                fetched, forKey: key, cost: fetched.original.data.count + Self.payloadCost(ofKey: key))
+        }
     }
 
     /// Keeps what loads of `request`'s URL fetch or have fetched, for a load of `request` that replaces

@@ -22,4 +22,41 @@ import Testing
             }
         }
     }
+
+    /// A download cancelled while it waited for a decode slot is held for the next load. Fetched before a
+    /// `removeAll()` (or a `removeImage(for:)` of its URL) that ran since, it can never be used again (the
+    /// next load finds it out of date and drops it), so it must not be held: "Empties memory", and a load
+    /// already under way "keeps nothing".
+    @Test(arguments: [true, false])
+    func aDownloadCancelledAfterTheStoreWasEmptiedIsNotHeld(removingEverything: Bool) async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs(
+            [PixelSize(width: 64, height: 48), PixelSize(width: 80, height: 60)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let decoder = GatedDecoder()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+            $0.decoder = decoder
+        }
+        let busy = ImageRequest(url: server.url("/images/0.jpg"), targetWidth: 32)
+        let request = ImageRequest(url: server.url("/images/1.jpg"), targetWidth: 32)
+        let occupying = Task { try await store.image(for: busy) }
+        try await waitUntil { decoder.enteredCount == 1 }
+        // Downloaded, and waiting for the one slot the gated decode holds.
+        let waiting = Task { try await store.image(for: request) }
+        try await waitUntil { store.decodeSlots.waitingCount == 1 }
+        if removingEverything { store.removeAll() } else { store.removeImage(for: request.url) }
+        waiting.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await waiting.value }
+        decoder.open()
+        _ = try await occupying.value
+
+        // Before: 1 entry, the old download's bytes, held until evicted or the URL is loaded again.
+        #expect(store.undecodedOriginals.count == 0)
+        #expect(store.undecodedOriginals.totalCost == 0)
+        // The next load fetches afresh all the same.
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 32, height: 24))
+        #expect(try await server.hits(for: "/images/1.jpg") == 2)
+    }
 }
