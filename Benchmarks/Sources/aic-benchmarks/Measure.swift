@@ -26,7 +26,8 @@ struct Contest {
 
     func median(_ name: String) -> Double {
         let sorted = (samples[name] ?? [.nan]).sorted()
-        return sorted[sorted.count / 2]
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
     }
 }
 
