@@ -24,6 +24,24 @@ let linuxProducts: [Product] = []
 let linuxTargets: [Target] = []
 #endif
 
+// Xcode (and SwiftPM's swiftbuild build system) ignore `condition:` on target dependencies: an iOS or
+// macOS build would see the codec modules, so `canImport(CPNG)` and the like would hold there and pull
+// in the Linux decoders (png.h, webp, gif, heif not found; cjpeg_* undefined). Declared only where
+// the manifest runs on Linux; an Apple build decodes with ImageIO.
+#if os(Linux)
+let linuxCodecs: [Target.Dependency] = [
+    .target(name: "CJPEGSupport", condition: linux),
+    .target(name: "CPNGSupport", condition: linux),
+    .target(name: "CPNG", condition: linux),
+    .target(name: "CWebP", condition: linux),
+    .target(name: "CGIF", condition: linux),
+    .target(name: "CHEIF", condition: linux),
+    .target(name: "CXattr", condition: linux),
+]
+#else
+let linuxCodecs: [Target.Dependency] = []
+#endif
+
 let package = Package(
     name: "AsyncImageCache",
     platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .visionOS(.v1)],
@@ -60,17 +78,7 @@ let package = Package(
         .target(name: "CAtomicFlag"),
         .target(
             name: "AsyncImageCache",
-            dependencies: [
-                "CAtomicFlag",
-                "CResample",
-                .target(name: "CJPEGSupport", condition: linux),
-                .target(name: "CPNGSupport", condition: linux),
-                .target(name: "CPNG", condition: linux),
-                .target(name: "CWebP", condition: linux),
-                .target(name: "CGIF", condition: linux),
-                .target(name: "CHEIF", condition: linux),
-                .target(name: "CXattr", condition: linux),
-            ]
+            dependencies: ["CAtomicFlag", "CResample"] + linuxCodecs
         ),
         // SwiftUI's CachedImage: a thin binding of the portable CachedImageModel (empty on Linux).
         .target(name: "AsyncImageCacheUI", dependencies: ["AsyncImageCache"]),
