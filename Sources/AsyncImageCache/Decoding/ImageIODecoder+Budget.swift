@@ -5,7 +5,8 @@ extension ImageDecodingContext {
     /// `ImageDecoders.ImageIO` checks against ``pixelBudget`` before it calls ImageIO.
     ///
     /// - A JPEG coded in one interleaved scan: ``coveringSize``, since ImageIO decodes it at a reduced
-    ///   scale, as libjpeg does for ``ImageDecoders/JPEG``.
+    ///   scale, as libjpeg does for ``ImageDecoders/JPEG``; never less than an eighth of each side, the
+    ///   smallest scale either decodes at.
     /// - A progressive or multi-scan JPEG: the full stored size. Its scans refine every block of the
     ///   image in turn, so a decoder keeps the coefficients of the whole image whatever the output scale;
     ///   ``ImageDecoders/JPEG`` checks the full size for such a file too.
@@ -19,7 +20,11 @@ extension ImageDecodingContext {
         let stored = header.storedSize.pixelCount
         switch header.format {
         case .jpeg:
-            return ImageHeader.jpegDecodesItsFullSize(data) ? stored : coveringSize.pixelCount
+            if ImageHeader.jpegDecodesItsFullSize(data) { return stored }
+            // A JPEG decoder scales by 1/8 at most while it decodes (DCT scaling), then resamples: it holds at
+            // least an eighth of each side, as ``ImageDecoders/JPEG`` counts its n/8 output.
+            let eighth = PixelSize(width: (header.storedSize.width + 7) / 8, height: (header.storedSize.height + 7) / 8)
+            return max(coveringSize.pixelCount, eighth.pixelCount)
         case .heif, .avif:
             return max(stored, HEIFCodedSize.largest(in: data)?.pixelCount ?? 0)
         default:

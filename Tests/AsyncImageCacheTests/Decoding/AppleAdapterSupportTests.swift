@@ -89,11 +89,16 @@ import Testing
             "video-001.progressive.jpeg", claiming: PixelSize(width: 30000, height: 30000),
             minimum: PixelSize(width: 100, height: 100))
         #expect(context.imageIODecodedPixels(of: data) == 900_000_000)
-        // One interleaved scan decodes at a reduced scale: the covering size is what is held.
+        // One interleaved scan decodes at a reduced scale, 1/8 at the least: 3750x3750 is held for 100x100.
         let (baseline, baselineContext) = try Self.jpeg(
             "video-001.q50.420.jpeg", claiming: PixelSize(width: 30000, height: 30000),
             minimum: PixelSize(width: 100, height: 100))
-        #expect(baselineContext.imageIODecodedPixels(of: baseline) == 100 * 100)
+        #expect(baselineContext.imageIODecodedPixels(of: baseline) == 3750 * 3750)
+        // Asked for more than an eighth, the covering size is what is held.
+        let (large, largeContext) = try Self.jpeg(
+            "video-001.q50.420.jpeg", claiming: PixelSize(width: 30000, height: 30000),
+            minimum: PixelSize(width: 6000, height: 6000))
+        #expect(largeContext.imageIODecodedPixels(of: large) == 6000 * 6000)
     }
 
     @Test(arguments: ["declares-64-codes-4096.heic", "declares-64-codes-4096.avif"])
