@@ -837,8 +837,8 @@ final class DiskStore: Sendable {
     }
 
     /// Runs a trim on the background queue, at least ``relistingInterval`` after the folder was last
-    /// listed; writes that arrive while one is pending share it. A store released meanwhile drops it:
-    /// the next write of any store counts the folder again.
+    /// listed; writes that arrive while one is pending share it. A store released meanwhile drops it;
+    /// the next write of a store on the folder schedules another.
     func scheduleTrim() {
         let alreadyQueued = trimIsQueued.withLock { queued in
             defer { queued = true }
