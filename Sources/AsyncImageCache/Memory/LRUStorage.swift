@@ -81,18 +81,13 @@ struct LRUStorage<Key: Hashable, Value> {
     ) -> [Left] {
         if !pendingUses.isEmpty { applyPendingUses() }
         var evicted: [Left] = []
-        if let old = removeValue(forKey: key) { evicted.append(left(key, old)) }
         guard cost <= costLimit, countLimit > 0 else {
+            if let old = removeValue(forKey: key) { evicted.append(left(key, old)) }
             evicted.append(left(key, value))
             return evicted
         }
-        // Room is made before the entry goes in, so the total never passes the limit: adding first
-        // and evicting after would overflow it when the limit is near `Int.max`. As `cost` is at
-        // most `costLimit`, `costLimit - cost` cannot overflow, and the new entry is never a victim.
-        while index.count >= countLimit || totalCost > costLimit - cost, leastRecent != -1 {
-            let victim = keys[Int(leastRecent)]!
-            if let value = removeValue(forKey: victim) { evicted.append(left(victim, value)) }
-        }
+        // The entry's slot is filled first, so that one hash of `key` both finds an older entry under it
+        // and points it at the new slot (a lookup and then an insert hashed it twice).
         let slot: Int32
         if let free = freeSlots.popLast() {
             slot = free
@@ -106,7 +101,16 @@ struct LRUStorage<Key: Hashable, Value> {
             costs.append(cost)
             links.append(Link(previous: -1, next: -1))
         }
-        index[key] = slot
+        if let old = index.updateValue(slot, forKey: key), let oldValue = release(old) {
+            evicted.append(left(key, oldValue))
+        }
+        // Room is made before the entry counts, so the total never passes the limit: counting first and
+        // evicting after would overflow it when the limit is near `Int.max`. As `cost` is at most
+        // `costLimit`, `costLimit - cost` cannot overflow; the new entry is not linked yet, so never a victim.
+        while index.count > countLimit || totalCost > costLimit - cost, leastRecent != -1 {
+            let victim = keys[Int(leastRecent)]!
+            if let value = removeValue(forKey: victim) { evicted.append(left(victim, value)) }
+        }
         totalCost += cost
         linkAsMostRecent(slot)
         return evicted
@@ -116,6 +120,12 @@ struct LRUStorage<Key: Hashable, Value> {
     mutating func removeValue(forKey key: Key) -> Value? {
         if !pendingUses.isEmpty { applyPendingUses() }
         guard let slot = index.removeValue(forKey: key) else { return nil }
+        return release(slot)
+    }
+
+    /// Unlinks and empties `slot`, whose key is already out of ``index``, for reuse; returns its value.
+    @inlinable
+    mutating func release(_ slot: Int32) -> Value? {
         unlink(slot)
         let position = Int(slot)
         let value = values[position]
