@@ -76,9 +76,12 @@ let package = Package(
         .target(name: "CResample"),
         // The flag that asks a running decode to stop, polled atomically from Swift and from C.
         .target(name: "CAtomicFlag"),
+        // SHA-256 of cache keys (the disk tier's file names), with the processor's SHA instructions
+        // where it has them.
+        .target(name: "CSHA256"),
         .target(
             name: "AsyncImageCache",
-            dependencies: ["CAtomicFlag", "CResample"] + linuxCodecs
+            dependencies: ["CAtomicFlag", "CResample", "CSHA256"] + linuxCodecs
         ),
         // SwiftUI's CachedImage: a thin binding of the portable CachedImageModel (empty on Linux).
         .target(name: "AsyncImageCacheUI", dependencies: ["AsyncImageCache"]),

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import AsyncImageCache
@@ -18,6 +19,20 @@ import Testing
     ])
     func digestsMatchThePublishedVectors(message: String, expected: String) {
         #expect(SHA256.hexDigest(of: message) == expected)
+        // The portable rounds too, which processors without SHA instructions use.
+        let portable = SHA256.portableDigest(Array(message.utf8)).map { String(format: "%02x", $0) }.joined()
+        #expect(portable == expected)
+    }
+
+    /// The processor's SHA instructions, where this machine has them, give the portable rounds' digest for
+    /// every length through four blocks and the padding's one- and two-block tails.
+    @Test func theAcceleratedAndPortableRoundsAgree() {
+        var generator = SystemRandomNumberGenerator()
+        for length in Array(0...300) + [1000, 4096, 65_537] {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            #expect(SHA256.digest(bytes) == SHA256.portableDigest(bytes), "length \(length)")
+        }
+        print("SHA-256 with the processor's SHA instructions: \(SHA256.isAccelerated)")
     }
 
     @Test func aMillionRepetitionsOfAMatchThePublishedVector() {
