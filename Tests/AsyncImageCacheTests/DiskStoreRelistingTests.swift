@@ -87,4 +87,32 @@ import Testing
         }
         #expect(released == nil)
     }
+
+    /// A full tier, a cache's steady state, makes room at every commit: from the last trim's listing, kept
+    /// up since, not by listing the folder again (it listed 30 times for 30 writes).
+    @Test func aStreamOfWritesIntoAFullTierListsTheFolderOnceAnInterval() throws {
+        let disk = DiskStore(directory: folder.url, byteLimit: 10_000, relistingInterval: 60)
+        for index in 0..<10 { try disk.store(bytes(1000, index), pixelSize: size, for: url(index)) }
+        let full = disk.listingCount
+        for index in 10..<40 {
+            try disk.store(bytes(1000, index), pixelSize: size, for: url(index))
+            #expect(disk.totalByteCount <= 10_000)
+        }
+        let listings = disk.listingCount - full - 30  // totalByteCount lists once per write above
+        #expect(listings <= 1, "30 writes into a full tier listed the folder \(listings) times")
+    }
+
+    /// After `waitForPendingTrims()` ran a trim early, the timer it pre-empted fires at its old time and
+    /// must not run the next write's trim then, well within the interval.
+    @Test func aTrimRunEarlyLeavesNoTimerThatListsTooSoon() throws {
+        let interval: TimeInterval = 1
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20, relistingInterval: interval)
+        try disk.store(bytes(1000, 0), pixelSize: size, for: url(0))  // counts the folder; trim due at 1 s
+        Thread.sleep(forTimeInterval: 0.8 * interval)
+        disk.waitForPendingTrims()  // lists now, at 0.8 s
+        let waited = disk.listingCount
+        try disk.store(bytes(1000, 1), pixelSize: size, for: url(1))  // due 1.8 s
+        Thread.sleep(forTimeInterval: 0.5 * interval)  // 1.3 s: the old timer (1 s) has fired
+        #expect(disk.listingCount == waited, "listed again \(disk.listingCount - waited) times within the interval")
+    }
 }

@@ -33,8 +33,9 @@ final class DiskStore: Sendable {
     private let folder: Folder
     /// Commits, trims and removals, one at a time for every store on the folder.
     private var trimQueue: DispatchQueue { folder.queue }
-    /// Whether a background trim is queued and not yet started; writes meanwhile share it.
-    private let trimIsQueued = LockedBox(false)
+    /// Whether a background trim is queued and not yet started, and the number of the schedule that
+    /// queued it; writes meanwhile share it. A timer whose trim a wait ran early runs no later one.
+    private let trimIsQueued = LockedBox((isQueued: false, ticket: 0))
     /// The least time, in seconds, from one listing of the folder to the background trim a write
     /// schedules. The count of the folder's bytes that commits keep holds the budget at every write of
     /// this process; the trim's listing catches what other processes wrote and what interrupted
@@ -84,6 +85,10 @@ final class DiskStore: Sendable {
         let listings = LockedBox(0)
         /// When a store last began to list the folder; `nil` before any did.
         let lastListed = LockedBox<DispatchTime?>(nil)
+        /// The files as the last trim listed them, coldest first, less what trims removed and plus what
+        /// commits wrote since, and when it listed them: a commit making room within the relisting
+        /// interval works from it instead of listing the folder again.
+        let snapshot = LockedBox<(entries: [Entry], listedAt: DispatchTime)?>(nil)
         let generation = LockedBox(0)
 
         /// Every folder a store has open, by path; a folder goes with its last store.
@@ -540,6 +545,15 @@ final class DiskStore: Sendable {
                 if result == 0 { usage.bytes = usage.bytes.map { $0 - replaced + data.count } }
                 return result
             }
+            if result == 0 {
+                let written = Entry(
+                    name: name, path: destination, byteCount: data.count,
+                    lastUsed: Self.modificationDate(atPath: destination) ?? Date())
+                folder.snapshot.withLock { snapshot in
+                    snapshot?.entries.removeAll { $0.name == name }
+                    snapshot?.entries.append(written)
+                }
+            }
             if result == 0 { committed() }
             return result
         }
@@ -693,6 +707,7 @@ final class DiskStore: Sendable {
         trimQueue.sync {
             for entry in entries() { _ = entry.remove() }
             usage.withLock { $0.bytes = nil }
+            folder.snapshot.withLock { $0 = nil }
             generationBox.withLock { generation in
                 generation += 1
                 emptyingMemory()
@@ -795,6 +810,17 @@ final class DiskStore: Sendable {
     private func trim(
         toBytes limit: Int, sparing spared: String? = nil, now: Date = Date(), afterListing: () -> Void = {}
     ) {
+        // A commit within the relisting interval makes room from the last listing, kept up since.
+        if let spared, let (kept, listedAt) = folder.snapshot.withLock({ $0 }),
+            DispatchTime.now() < listedAt + relistingInterval, let counted = usage.withLock({ $0.bytes })
+        {
+            var entries = kept.filter { $0.name != spared }
+            var total = counted - (Self.fileSize(atPath: directoryPath + spared) ?? 0)
+            let removed = removeColdest(from: &entries, total: &total, limit: limit)
+            folder.snapshot.withLock { $0?.entries.removeAll { removed.contains($0.name) } }
+            return
+        }
+        let listedAt = DispatchTime.now()
         var (entries, temporaries) = listingForCount()
         afterListing()
         Self.dateFutureUseNow(&entries, now: now)
@@ -802,26 +828,42 @@ final class DiskStore: Sendable {
         let listed = entries
         entries.removeAll { $0.name == spared }
         var total = entries.reduce(0) { $0 + $1.byteCount }
-        if total > limit {
-            entries.sort { $0.lastUsed < $1.lastUsed }
-            var readSinceListing: [Entry] = []
-            for entry in entries where total > limit {
-                // Reads are not queued: a file read since the listing is no longer among the coldest, and
-                // stays; the next one goes instead.
-                if let lastUsed = Self.modificationDate(atPath: entry.path), lastUsed > entry.lastUsed {
-                    readSinceListing.append(entry)
-                    continue
-                }
-                // Noted as any removal during the count is, so the count below takes them off.
-                if removeCounted(named: entry.name) { total -= entry.byteCount }
+        entries.sort { $0.lastUsed < $1.lastUsed }
+        let removed = removeColdest(from: &entries, total: &total, limit: limit)
+        recordCount(listed.reduce(0) { $0 + $1.byteCount }, listed: listed)
+        folder.snapshot.withLock {
+            $0 = (listed.filter { !removed.contains($0.name) }.sorted { $0.lastUsed < $1.lastUsed }, listedAt)
+        }
+    }
+
+    /// Removes files of `entries`, sorted coldest first, until `total` is at most `limit`; the names removed.
+    private func removeColdest(from entries: inout [Entry], total: inout Int, limit: Int) -> Set<String> {
+        var removed = Set<String>()
+        guard total > limit else { return removed }
+        var readSinceListing: [Entry] = []
+        for entry in entries where total > limit {
+            // Reads are not queued: a file read since the listing is no longer among the coldest, and
+            // stays; the next one goes instead.
+            if let lastUsed = Self.modificationDate(atPath: entry.path), lastUsed > entry.lastUsed {
+                readSinceListing.append(entry)
+                continue
             }
-            // The budget comes first: when too few files were left unread, those read go too, the coldest
-            // as listed first.
-            for entry in readSinceListing where total > limit {
-                if removeCounted(named: entry.name) { total -= entry.byteCount }
+            // Noted as any removal during the count is, so the count takes them off.
+            if removeCounted(named: entry.name) {
+                total -= entry.byteCount
+                removed.insert(entry.name)
             }
         }
-        recordCount(listed.reduce(0) { $0 + $1.byteCount }, listed: listed)
+        // The budget comes first: when too few files were left unread, those read go too, the coldest
+        // as listed first.
+        for entry in readSinceListing where total > limit {
+            if removeCounted(named: entry.name) {
+                total -= entry.byteCount
+                removed.insert(entry.name)
+            }
+        }
+        entries.removeAll { removed.contains($0.name) }
+        return removed
     }
 
     /// Dates `now` the entries last used after `now` (a clock set back, a file copied in), in the list
@@ -840,22 +882,26 @@ final class DiskStore: Sendable {
     /// listed; writes that arrive while one is pending share it. A store released meanwhile drops it;
     /// the next write of a store on the folder schedules another.
     func scheduleTrim() {
-        let alreadyQueued = trimIsQueued.withLock { queued in
-            defer { queued = true }
-            return queued
+        let ticket = trimIsQueued.withLock { state -> Int? in
+            guard !state.isQueued else { return nil }
+            state.isQueued = true
+            state.ticket += 1
+            return state.ticket
         }
-        guard !alreadyQueued else { return }
+        guard let ticket else { return }
         let due = folder.lastListed.withLock { $0 }.map { $0 + relistingInterval } ?? .now()
-        trimQueue.asyncAfter(deadline: due) { [weak self] in self?.runScheduledTrim() }
+        trimQueue.asyncAfter(deadline: due) { [weak self] in self?.runScheduledTrim(ticket: ticket) }
     }
 
-    /// The trim ``scheduleTrim()`` scheduled, on the disk queue, unless a wait ran it already.
-    private func runScheduledTrim() {
-        let isQueued = trimIsQueued.withLock { queued in
-            defer { queued = false }
-            return queued
+    /// The trim ``scheduleTrim()`` scheduled as `ticket` (`nil`: whichever is waiting), on the disk queue,
+    /// unless a wait ran it already.
+    private func runScheduledTrim(ticket: Int? = nil) {
+        let runs = trimIsQueued.withLock { state in
+            guard state.isQueued, ticket == nil || ticket == state.ticket else { return false }
+            state.isQueued = false
+            return true
         }
-        if isQueued { trim(toBytes: byteLimit) }
+        if runs { trim(toBytes: byteLimit) }
     }
 
     /// Runs the trim scheduled by earlier writes now, if one is still waiting for its time, and blocks
