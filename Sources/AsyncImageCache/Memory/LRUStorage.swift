@@ -41,7 +41,18 @@ struct LRUStorage<Key: Hashable, Value> {
         // Slots are Int32; no memory tier holds two billion entries.
         self.countLimit = min(countLimit, Int(Int32.max))
         self.costLimit = costLimit
+        // Room for the first entries from the start (a new or emptied cache, as after a relaunch), so that
+        // they are not inserted through one regrowth of the table and the arrays after another.
+        let initial = min(self.countLimit, Self.initialCapacity)
+        index.reserveCapacity(initial)
+        keys.reserveCapacity(initial)
+        values.reserveCapacity(initial)
+        costs.reserveCapacity(initial)
+        links.reserveCapacity(initial)
     }
+
+    /// The entries a new cache has room for before its storage first grows.
+    @usableFromInline static var initialCapacity: Int { 128 }
 
     @inlinable
     var count: Int { index.count }
