@@ -21,18 +21,17 @@ enum SHA256 {
 
     /// The 32-byte digest of `bytes`.
     static func digest(_ bytes: some Collection<UInt8>) -> [UInt8] {
-        let words = Array(bytes).withUnsafeBufferPointer { state(of: $0) }
-        return words.flatMap { word in
-            stride(from: 24, through: 0, by: -8).map { UInt8(truncatingIfNeeded: word >> $0) }
-        }
+        bigEndianBytes(of: Array(bytes).withUnsafeBufferPointer { state(of: $0) })
     }
 
     /// The 32-byte digest of `bytes` by the portable rounds alone, whatever the processor (for tests).
     static func portableDigest(_ bytes: [UInt8]) -> [UInt8] {
-        let words = bytes.withUnsafeBufferPointer { state(of: $0, csha256_hash_portable) }
-        return words.flatMap { word in
-            stride(from: 24, through: 0, by: -8).map { UInt8(truncatingIfNeeded: word >> $0) }
-        }
+        bigEndianBytes(of: bytes.withUnsafeBufferPointer { state(of: $0, csha256_hash_portable) })
+    }
+
+    /// The digest's bytes: the state's words, each big-endian.
+    private static func bigEndianBytes(of words: [UInt32]) -> [UInt8] {
+        words.flatMap { word in stride(from: 24, through: 0, by: -8).map { UInt8(truncatingIfNeeded: word >> $0) } }
     }
 
     /// Whether ``digest(_:)`` uses the processor's SHA instructions here.
