@@ -216,10 +216,11 @@ extension ImageStore {
     }
 
     /// Holds bytes fresh from the source whose decode never finished, nobody wanting it any more, in
-    /// ``undecodedOriginals`` for the next load of `url`; bytes from the tiers stay where they are. Not
-    /// after a `removeAll()` or a replacement since they were looked up: no load could use them.
+    /// ``undecodedOriginals`` for the next load of `url`; bytes from the tiers stay where they are, and a
+    /// local file or `data:` URL, read again at no network cost, is not held. Not after a `removeAll()` or a
+    /// replacement since they were looked up: no load could use them.
     private func holdUndecoded(_ fetched: FetchedOriginal, for url: URL) {
-        guard fetched.origin == .source else { return }
+        guard fetched.origin == .source, url.isRemote else { return }
         let key = url.cacheKey
         _ = ifCurrent(generation: fetched.generation, replacement: fetched.replacement, forKey: key) {
             undecodedOriginals.insert(

@@ -59,4 +59,35 @@ import Testing
         #expect(try await store.image(for: request).pixelSize == PixelSize(width: 32, height: 24))
         #expect(try await server.hits(for: "/images/1.jpg") == 2)
     }
+
+    /// The docs hold back only *downloads* whose load was cancelled before they decoded ("bytes just
+    /// downloaded are held for the next load"; TuningTheBudgets: "downloads whose load was cancelled before
+    /// they decoded, held"). A local file is read in place and costs one read to get again: a fling past
+    /// rows of local photos must not leave their whole files in memory, outside the originals' budget.
+    @Test func aLocalFileWhoseLoadWasCancelledBeforeItDecodedIsNotHeldInMemory() async throws {
+        let folder = TemporaryDirectory("local")
+        try SampleImages.writeJPEGs(
+            [PixelSize(width: 64, height: 48), PixelSize(width: 80, height: 60)], into: folder.url)
+        let decoder = GatedDecoder()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+            $0.decoder = decoder
+        }
+        let busy = ImageRequest(url: folder.url.appendingPathComponent("0.jpg"), targetWidth: 32)
+        let request = ImageRequest(url: folder.url.appendingPathComponent("1.jpg"), targetWidth: 32)
+        let occupying = Task { try await store.image(for: busy) }
+        try await waitUntil { decoder.enteredCount == 1 }
+        // Read, and waiting for the one slot the gated decode holds.
+        let waiting = Task { try await store.image(for: request) }
+        try await waitUntil { store.decodeSlots.waitingCount == 1 }
+        waiting.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await waiting.value }
+        decoder.open()
+        _ = try await occupying.value
+
+        // Before the fix: 1 entry holding the whole file's bytes.
+        #expect(store.undecodedOriginals.count == 0)
+        #expect(store.undecodedOriginals.totalCost == 0)
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 32, height: 24))
+    }
 }
