@@ -23,40 +23,60 @@ import Testing
         }
     }
 
-    /// A download cancelled while it waited for a decode slot is held for the next load. Fetched before a
-    /// `removeAll()` (or a `removeImage(for:)` of its URL) that ran since, it can never be used again (the
-    /// next load finds it out of date and drops it), so it must not be held: "Empties memory", and a load
-    /// already under way "keeps nothing".
-    @Test(arguments: [true, false])
-    func aDownloadCancelledAfterTheStoreWasEmptiedIsNotHeld(removingEverything: Bool) async throws {
-        let folder = TemporaryDirectory("images")
+    /// Two images, `0.jpg` and `1.jpg`, in `folder`, and a store with one decode slot and a gated decoder.
+    private static func storeWithOneGatedSlot(
+        images folder: TemporaryDirectory
+    ) throws -> (store: ImageStore, decoder: GatedDecoder) {
         try SampleImages.writeJPEGs(
             [PixelSize(width: 64, height: 48), PixelSize(width: 80, height: 60)], into: folder.url)
-        let server = try await TestHTTPServer(serving: folder.url)
-        defer { server.stop() }
         let decoder = GatedDecoder()
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
             $0.decodeConcurrency = 1
             $0.decoder = decoder
         }
-        let busy = ImageRequest(url: server.url("/images/0.jpg"), targetWidth: 32)
-        let request = ImageRequest(url: server.url("/images/1.jpg"), targetWidth: 32)
+        return (store, decoder)
+    }
+
+    /// Loads `request` while a load of `busy` holds the one decode slot, runs `whileWaiting` once `request`'s
+    /// bytes wait for the slot, cancels that load, and lets the slot go; then checks that nothing was held for
+    /// the next load, and that the next load still gives the image.
+    private static func cancelWhileWaitingForTheSlot(
+        _ request: ImageRequest, behind busy: ImageRequest, store: ImageStore, decoder: GatedDecoder,
+        whileWaiting: () -> Void = {}
+    ) async throws {
         let occupying = Task { try await store.image(for: busy) }
         try await waitUntil { decoder.enteredCount == 1 }
-        // Downloaded, and waiting for the one slot the gated decode holds.
         let waiting = Task { try await store.image(for: request) }
         try await waitUntil { store.decodeSlots.waitingCount == 1 }
-        if removingEverything { store.removeAll() } else { store.removeImage(for: request.url) }
+        whileWaiting()
         waiting.cancel()
         await #expect(throws: ImageLoadingError.cancelled) { try await waiting.value }
         decoder.open()
         _ = try await occupying.value
 
-        // Before: 1 entry, the old download's bytes, held until evicted or the URL is loaded again.
         #expect(store.undecodedOriginals.count == 0)
         #expect(store.undecodedOriginals.totalCost == 0)
-        // The next load fetches afresh all the same.
         #expect(try await store.image(for: request).pixelSize == PixelSize(width: 32, height: 24))
+    }
+
+    /// A download cancelled while it waited for a decode slot is held for the next load. Fetched before a
+    /// `removeAll()` (or a `removeImage(for:)` of its URL) that ran since, it can never be used again (the
+    /// next load finds it out of date and drops it), so it must not be held: "Empties memory", and a load
+    /// already under way "keeps nothing". (Before: 1 entry, the old download's bytes.)
+    @Test(arguments: [true, false])
+    func aDownloadCancelledAfterTheStoreWasEmptiedIsNotHeld(removingEverything: Bool) async throws {
+        let folder = TemporaryDirectory("images")
+        let (store, decoder) = try Self.storeWithOneGatedSlot(images: folder)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let request = ImageRequest(url: server.url("/images/1.jpg"), targetWidth: 32)
+        try await Self.cancelWhileWaitingForTheSlot(
+            request, behind: ImageRequest(url: server.url("/images/0.jpg"), targetWidth: 32), store: store,
+            decoder: decoder
+        ) {
+            if removingEverything { store.removeAll() } else { store.removeImage(for: request.url) }
+        }
+        // The next load fetched afresh.
         #expect(try await server.hits(for: "/images/1.jpg") == 2)
     }
 
@@ -64,30 +84,13 @@ import Testing
     /// downloaded are held for the next load"; TuningTheBudgets: "downloads whose load was cancelled before
     /// they decoded, held"). A local file is read in place and costs one read to get again: a fling past
     /// rows of local photos must not leave their whole files in memory, outside the originals' budget.
+    /// (Before: 1 entry holding the whole file's bytes.)
     @Test func aLocalFileWhoseLoadWasCancelledBeforeItDecodedIsNotHeldInMemory() async throws {
         let folder = TemporaryDirectory("local")
-        try SampleImages.writeJPEGs(
-            [PixelSize(width: 64, height: 48), PixelSize(width: 80, height: 60)], into: folder.url)
-        let decoder = GatedDecoder()
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decodeConcurrency = 1
-            $0.decoder = decoder
-        }
-        let busy = ImageRequest(url: folder.url.appendingPathComponent("0.jpg"), targetWidth: 32)
-        let request = ImageRequest(url: folder.url.appendingPathComponent("1.jpg"), targetWidth: 32)
-        let occupying = Task { try await store.image(for: busy) }
-        try await waitUntil { decoder.enteredCount == 1 }
-        // Read, and waiting for the one slot the gated decode holds.
-        let waiting = Task { try await store.image(for: request) }
-        try await waitUntil { store.decodeSlots.waitingCount == 1 }
-        waiting.cancel()
-        await #expect(throws: ImageLoadingError.cancelled) { try await waiting.value }
-        decoder.open()
-        _ = try await occupying.value
-
-        // Before the fix: 1 entry holding the whole file's bytes.
-        #expect(store.undecodedOriginals.count == 0)
-        #expect(store.undecodedOriginals.totalCost == 0)
-        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 32, height: 24))
+        let (store, decoder) = try Self.storeWithOneGatedSlot(images: folder)
+        try await Self.cancelWhileWaitingForTheSlot(
+            ImageRequest(url: folder.url.appendingPathComponent("1.jpg"), targetWidth: 32),
+            behind: ImageRequest(url: folder.url.appendingPathComponent("0.jpg"), targetWidth: 32), store: store,
+            decoder: decoder)
     }
 }
