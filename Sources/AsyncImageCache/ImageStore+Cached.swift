@@ -72,7 +72,7 @@ extension ImageStore {
         // has removed or replaced since is answered, but neither remembered nor written onto the new file.
         let (generation, replacement) = (disk.generation, replacementCount(ofKey: key))
         if url.isRemote {
-            if let size = sizeFromAttribute(for: url) {
+            if let size = disk.pixelSize(forKey: key) {
                 count { $0.sizesFromAttribute += 1 }
                 _ = ifCurrent(generation: generation, replacement: replacement, forKey: key) {
                     memoize(size, forKey: key)

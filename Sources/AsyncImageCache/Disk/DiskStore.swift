@@ -394,7 +394,12 @@ final class DiskStore: Sendable {
     /// This is the size lookup after a relaunch, so the path and the value stay on the stack: the
     /// work around the one `getxattr` is a hash and two small copies.
     func pixelSize(for url: URL) -> PixelSize? {
-        withFilePath(for: url) { path in
+        pixelSize(forKey: url.cacheKey)
+    }
+
+    /// ``pixelSize(for:)`` by the URL's ``URL/cacheKey``, for a caller that has it already.
+    func pixelSize(forKey key: String) -> PixelSize? {
+        withFilePath(forKey: key) { path in
             withUnsafeTemporaryAllocation(byteCount: 16, alignment: 8) { buffer in
                 guard let length = attributes.read(named: PixelSizeAttribute.name, atPath: path, into: buffer) else {
                     return nil
@@ -406,11 +411,16 @@ final class DiskStore: Sendable {
 
     /// Calls `body` with the NUL-terminated path of `url`'s file, built in a stack buffer.
     private func withFilePath<Result>(for url: URL, _ body: (UnsafePointer<CChar>) -> Result) -> Result {
+        withFilePath(forKey: url.cacheKey, body)
+    }
+
+    /// ``withFilePath(for:_:)`` by the URL's ``URL/cacheKey``.
+    private func withFilePath<Result>(forKey key: String, _ body: (UnsafePointer<CChar>) -> Result) -> Result {
         let directoryLength = directoryPathBytes.count
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: directoryLength + 65) { buffer in
             _ = buffer.initialize(from: directoryPathBytes)
             SHA256.writeHexDigest(
-                of: url.cacheKey,
+                of: key,
                 into: UnsafeMutableBufferPointer(rebasing: buffer[directoryLength..<(directoryLength + 64)]))
             buffer[directoryLength + 64] = 0
             return buffer.withMemoryRebound(to: CChar.self) { body($0.baseAddress!) }
