@@ -142,9 +142,13 @@ extension CachedImageModel {
         onChange?()
     }
 
-    /// Cancels the load in flight when the current image already covers what it would bring.
+    /// Cancels the load in flight when the current image already covers what it would bring, or the
+    /// current layout: then the load is for a frame the model no longer has (one it grew to and shrank
+    /// back from), whose image, with rounded corners, would only replace this one with corners that no
+    /// longer fit.
     func cancelLoadIfCovered() {
-        guard let loading, !needsImage(for: loading.request) else { return }
+        guard let loading else { return }
+        guard !needsImage(for: loading.request) || request.map({ !needsImage(for: $0) }) == true else { return }
         cancelLoad()
     }
 
