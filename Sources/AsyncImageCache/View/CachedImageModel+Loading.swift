@@ -129,16 +129,14 @@ extension CachedImageModel {
         draw(image)
     }
 
-    /// Draws `image`, fills in the reserved box if it was unknown and, with `.fill`, takes the
-    /// image's aspect for the requests that follow.
+    /// Draws `image`, fills in the reserved box if it was unknown and takes the image's aspect for the
+    /// requests that follow.
     func draw(_ image: PlatformImage) {
         self.image = image
-        if reservedSize == nil || contentMode == .fill {
-            // The store's size is the source's own; a scaled-down image's height is rounded.
-            let size = url.flatMap(store.cachedPixelSize(for:)) ?? image.pixelSize.cgSize
-            if reservedSize == nil { reservedSize = size }
-            if contentMode == .fill { naturalSize = size }
-        }
+        // The store's size is the source's own; a scaled-down image's height is rounded.
+        let size = url.flatMap(store.cachedPixelSize(for:)) ?? image.pixelSize.cgSize
+        if reservedSize == nil { reservedSize = size }
+        naturalSize = size
         onChange?()
     }
 

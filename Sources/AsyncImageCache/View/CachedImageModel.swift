@@ -21,13 +21,14 @@ import Foundation
 ///   points on screen. A source narrower than that is not scaled up; its corners get fewer pixels
 ///   in proportion, so they are still `cornerRadius` points once the image is drawn over the frame.
 ///   With ``ContentMode/fill``, an image wider in aspect than its frame is drawn wider than the
-///   frame, to cover its height: the width is the one it is drawn at, from the aspect of
-///   `intrinsicSize`, else of the store's size, else (before the first image) the frame's own.
+///   frame, to cover its height; with ``ContentMode/fit``, one taller in aspect is drawn narrower, to
+///   fit it: the width is the one it is drawn at, from the aspect of `intrinsicSize`, else of the
+///   store's size, else (before the first image) the frame's own.
 /// - Asking again: a frame that grows wider than the current image's pixels starts a larger
 ///   request and keeps drawing the current image until it lands (for a source narrower than the
 ///   frame, only when its corners are rounded); a frame that shrinks reuses it, unless its corners
-///   are rounded: drawn smaller, they would no longer be `cornerRadius` points. With `.fill`, so
-///   does an image that lands with an aspect wider than was known, which needs a wider one.
+///   are rounded: drawn smaller, they would no longer be `cornerRadius` points. So does an image that
+///   lands with another aspect than was known, which is drawn at another width.
 ///
 /// Memory: the store keeps its memory tiers until ``ImageStore/clearMemory()``. On iOS, tvOS and
 /// visionOS stores that opt in (the default) empty them on a memory warning; on Linux and macOS
@@ -97,9 +98,9 @@ public final class CachedImageModel {
     /// The corner radius of the current image per pixel of its width, as asked for. Drawn over a frame
     /// of another width, its corners keep that proportion, not their size in points.
     var cornerRadiusPerPixel = 0.0
-    /// The image's size as far as the model knows it, whose aspect ratio a `.fill` image covers its
-    /// frame with: ``reservedSize`` at first, then (with `.fill`) the store's size of the image, else
-    /// the image's own, once one lands, which may tell an `intrinsicSize` of the wrong shape.
+    /// The image's size as far as the model knows it, whose aspect ratio decides the width it is drawn
+    /// at in its frame: ``reservedSize`` at first, then the store's size of the image, else the image's
+    /// own, once one lands, which may tell an `intrinsicSize` of the wrong shape.
     var naturalSize: CGSize?
 
     /// Creates a model and, when `layoutSize` is given, takes the image from memory at once if the
@@ -110,8 +111,8 @@ public final class CachedImageModel {
     ///   - intrinsicSize: The image's size if the caller knows it; `nil` (the default), or a size
     ///     without area, asks the store.
     ///   - cornerRadius: The corner radius in points; `0` by default.
-    ///   - contentMode: How the image is drawn in its frame; ``ContentMode/fit`` (the frame's width)
-    ///     by default.
+    ///   - contentMode: How the image is drawn in its frame; ``ContentMode/fit`` (the frame's width, or
+    ///     the narrower one an image taller in aspect than the frame is drawn at) by default.
     ///   - maxPixelWidth: A cap on the decoded width in pixels, at least 1 (a smaller one is 1); `nil`
     ///     (the default) means none.
     ///   - displayScale: Pixels per point; `1` by default.
@@ -198,12 +199,12 @@ public final class CachedImageModel {
     ///   - layoutSize: The frame the image is laid out in, in points.
     ///   - cornerRadius: The corner radius in points; `0` by default.
     ///   - contentMode: How the image is drawn in its frame; ``ContentMode/fit`` by default.
-    ///   - imageSize: With ``ContentMode/fill``, the image's size as the model knows it before its
-    ///     first image, its ``reservedSize``: the `intrinsicSize` when it has a positive, finite width
-    ///     and height, else the store's ``ImageStore/cachedPixelSize(for:)`` (pass that, not an
-    ///     `intrinsicSize` of `.zero`, or the request differs from the model's and a prefetch misses);
-    ///     only its aspect ratio counts. `nil` (the default), as for a model that knows neither, asks
-    ///     for the frame's width. Unused with `.fit`.
+    ///   - imageSize: The image's size as the model knows it before its first image, its
+    ///     ``reservedSize``: the `intrinsicSize` when it has a positive, finite width and height, else
+    ///     the store's ``ImageStore/cachedPixelSize(for:)`` (pass that, not an `intrinsicSize` of
+    ///     `.zero`, or the request differs from the model's and a prefetch misses); only its aspect
+    ///     ratio counts. `nil` (the default), as for a model that knows neither, asks
+    ///     for the frame's width.
     ///   - maxPixelWidth: A cap on the width in pixels; `nil` (the default) means none.
     ///   - displayScale: Pixels per point; `1` by default.
     public nonisolated static func request(

@@ -25,19 +25,26 @@ enum DisplayPixels {
 
     /// The width in points an image of `imageSize`'s shape is drawn at in a frame of `layoutSize`:
     /// the frame's width, or with `.fill` the wider width that covers the frame's height too when the
-    /// image is wider in aspect than the frame. The frame's width when the image's shape is not known.
+    /// image is wider in aspect than the frame, or with `.fit` the narrower width that fits the frame's
+    /// height when the image is taller in aspect than the frame. The frame's width when the image's
+    /// shape is not known.
     ///
-    /// An image that, at the frame's width, falls short of its height by less than half a pixel at
+    /// An image that, at the frame's width, misses the frame's height by less than half a pixel at
     /// `scale` is drawn at the frame's width: layout rounds a box of the image's aspect to whole
-    /// pixels, which must not ask for a pixel more than the box's width.
+    /// pixels, which must not ask for a pixel more or less than the box's width.
     static func drawnWidth(
         layoutSize: CGSize, contentMode: CachedImageModel.ContentMode, imageSize: CGSize?, scale: CGFloat
     ) -> CGFloat {
-        guard contentMode == .fill, let imageSize, layoutSize.width.isFinite, layoutSize.width > 0,
+        guard let imageSize, layoutSize.width.isFinite, layoutSize.width > 0,
             layoutSize.height.isFinite, layoutSize.height > 0, imageSize.width.isFinite, imageSize.width > 0,
             imageSize.height.isFinite, imageSize.height > 0, scale.isFinite, scale > 0
         else { return layoutSize.width }
         let heightAtFrameWidth = layoutSize.width * imageSize.height / imageSize.width
+        if contentMode == .fit {
+            guard (heightAtFrameWidth - layoutSize.height) * scale >= 0.5 else { return layoutSize.width }
+            // At least a pixel for any aspect: an underflow to 0 would be no width at all, so no request.
+            return max(layoutSize.height * imageSize.width / imageSize.height, 1 / scale)
+        }
         guard (layoutSize.height - heightAtFrameWidth) * scale >= 0.5 else { return layoutSize.width }
         // Finite for any aspect: an overflow would be no width at all, so no request.
         return min(layoutSize.height * imageSize.width / imageSize.height, .greatestFiniteMagnitude)
