@@ -7,10 +7,11 @@ extension CachedImageModel {
         loading == nil && request != nil
     }
 
-    /// Starts loading the request for the current layout unless the model is not shown, the image
-    /// already covers it, or a load at least as wide, with the same corners, is in flight.
+    /// Starts loading the request for the current layout unless the model is not shown, its last load
+    /// failed, the image already covers it, or a load at least as wide, with the same corners, is in flight.
     func startLoadIfNeeded() {
-        guard isActive, let request, let width = request.targetPixelWidth, needsImage(for: request) else {
+        guard isActive, !lastLoadFailed, let request, let width = request.targetPixelWidth, needsImage(for: request)
+        else {
             resumeWaitersIfSettled()
             return
         }
@@ -115,7 +116,12 @@ extension CachedImageModel {
         // The frame may have grown past this load while it ran without a wider one starting (the
         // model was not active then), or a `.fill` image shown an aspect that needs a wider one; a
         // failure is not retried until the next load().
-        if image != nil { startLoadIfNeeded() } else { resumeWaitersIfSettled() }
+        if image != nil {
+            startLoadIfNeeded()
+        } else {
+            lastLoadFailed = true
+            resumeWaitersIfSettled()
+        }
     }
 
     /// Draws `image`, which came for `request`, and notes the widths and corners it serves.

@@ -91,6 +91,9 @@ public final class CachedImageModel {
     /// Whether a view shows the image: set by ``load()``, cleared by ``disappear()``. Only an
     /// active model starts loads; an inactive one still takes images from memory.
     var isActive = false
+    /// Whether the model's last load failed: it starts no load again until the next ``load()``, so that
+    /// a missing or broken image is not asked for again at every layout.
+    var lastLoadFailed = false
     /// The widest pixel width the current image serves: its own width; when it came out narrower
     /// than asked (the source is that small), unlimited, or with rounded corners the width asked for
     /// (a wider frame needs corners of fewer source pixels to look the same).
@@ -228,7 +231,7 @@ public final class CachedImageModel {
     /// Records the laid-out size in points. When the frame needs more pixels than the current
     /// image has, or other corners (rounded corners are `cornerRadius` points at any width), takes the
     /// image from memory or, while the model is shown, starts loading it; the current image stays
-    /// until it lands. A frame the current image covers (a smaller one with square corners) keeps
+    /// until it lands. After a load that failed, none starts until the next ``load()``. A frame the current image covers (a smaller one with square corners) keeps
     /// it and cancels a load in flight for a frame it no longer has.
     public func layoutChanged(to size: CGSize) {
         let clip = frameCornerRadius
@@ -264,6 +267,7 @@ public final class CachedImageModel {
         guard url != nil, DisplayPixels.isUsable(scale: displayScale), !Task.isCancelled else { return }
         let returning = !isActive
         isActive = true
+        lastLoadFailed = false
         if let layoutSize { layoutChanged(to: layoutSize) }
         // Shown again with the image it kept: a local file may have changed on disk while it was away, so it
         // is checked as an image drawn from memory is, unless a load under way reads the file anyway.
