@@ -16,6 +16,25 @@ final class CachedImageModelHolder: ObservableObject {
         var maxPixelWidth: CGFloat?
         var displayScale: CGFloat
         var store: ObjectIdentifier
+
+        /// Equal when every input is, taking a NaN as equal to a NaN: the model takes NaN sizes, caps and
+        /// radii (as unknown, none, or square), and with `==` on them every body evaluation would make a new
+        /// model and start its load again, whose image would evaluate the body again.
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            lhs.url == rhs.url && same(lhs.intrinsicSize?.width, rhs.intrinsicSize?.width)
+                && same(lhs.intrinsicSize?.height, rhs.intrinsicSize?.height)
+                && same(lhs.cornerRadius, rhs.cornerRadius) && lhs.contentMode == rhs.contentMode
+                && same(lhs.maxPixelWidth, rhs.maxPixelWidth) && same(lhs.displayScale, rhs.displayScale)
+                && lhs.store == rhs.store
+        }
+
+        private static func same(_ lhs: CGFloat?, _ rhs: CGFloat?) -> Bool {
+            switch (lhs, rhs) {
+            case (nil, nil): return true
+            case let (lhs?, rhs?): return lhs == rhs || (lhs.isNaN && rhs.isNaN)
+            default: return false
+            }
+        }
     }
 
     private var key: Key?
