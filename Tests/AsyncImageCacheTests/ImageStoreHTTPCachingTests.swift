@@ -378,6 +378,25 @@ import Testing
         try await waitUntil { try await fixture.server.statuses(for: path) == [200, 304, 304] }
     }
 
+    /// A response with `Pragma: no-cache` and no `Cache-Control` (an older server's way to say no-cache) is
+    /// revalidated at every load, as browsers treat it (Chromium and Firefox make it stale at once):
+    /// before, without a lifetime, it was fresh until evicted, and a changed image never showed.
+    @Test func aPragmaNoCacheWithoutCacheControlIsAskedForAgainAtEveryLoad() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache-fields/Pragma=no-cache/-/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let store = try fixture.store()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
+        try #require(store.disk.cacheMetadata(for: url)?.isStale() == true, "fresh until evicted")
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 80))
+        try await waitUntil { try await fixture.server.statuses(for: path) == [200, 304] }
+        // A Cache-Control beside it decides, as it does beside a request's Pragma (RFC 7234 5.4).
+        #expect(Self.policy(headers: ["Pragma": "no-cache", "Cache-Control": "max-age=60"]).maxAge == 60)
+        #expect(Self.policy(headers: ["Pragma": "No-Cache", "Expires": "Thu, 01 Jan 2099 00:00:00 GMT"]).maxAge == 0)
+    }
+
     /// A `no-store` image is kept in memory to show, but stale at once (RFC 9111 5.2.2.5): the next load
     /// shows it and asks the server, and a changed image replaces it. Before, it was fresh until evicted:
     /// a webcam still or a generated avatar never changed while it stayed in memory.

@@ -37,7 +37,7 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     }
 
     /// Seconds the response stays fresh (`max-age`, else `Expires` less `Date`, less the `Age` a cache
-    /// on the way such as a CDN reports; `0` for `no-cache`, `no-store` and `Vary: *`, for a `max-age`
+    /// on the way such as a CDN reports; `0` for `no-cache` (or, without `Cache-Control`, `Pragma: no-cache`), `no-store` and `Vary: *`, for a `max-age`
     /// that is not a whole number of seconds, and for an `Expires` in the past or that is not a date,
     /// such as `0`); `nil` when the server said nothing, which the store treats as fresh until evicted,
     /// as image caches commonly do (but for a status other than 200, 203, 204 and 206 among the 2xx,
@@ -98,6 +98,14 @@ public struct HTTPCachePolicy: Sendable, Equatable {
             // every load asks the server again, as for a redirect that says no-store.
             if !cacheControl.isStorable { cacheControl.lifetime = 0 }
             self.cacheControl = cacheControl
+        } else if let pragma = header("Pragma"),
+            pragma.lowercased().split(separator: ",").contains(where: {
+                $0.trimmingCharacters(in: .whitespaces) == "no-cache"
+            })
+        {
+            // An older server's no-cache (RFC 9111 5.4), which browsers honour in a response without
+            // Cache-Control: stale at once, not fresh until evicted for want of a lifetime.
+            cacheControl = CacheControl(lifetime: 0)
         }
         // A response that varies on `*` matches no later request (RFC 9111 4.1): stale at once, so every
         // load asks the server. Other Vary fields name request headers that are the same on every load.
