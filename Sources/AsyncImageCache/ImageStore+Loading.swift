@@ -178,6 +178,7 @@ extension ImageStore {
         // Bytes looked up before a `removeAll()` that ran since, or before a revalidation replaced the
         // image, are delivered, not kept. Checked and kept in memory in one step: a `removeAll()` or a
         // replacement between the two would empty memory before they land.
+        var wasHeld = false
         let storesOriginal = ifCurrent(
             generation: fetched.generation, replacement: fetched.replacement, forKey: request.url.cacheKey
         ) { () -> Bool in
@@ -189,12 +190,20 @@ extension ImageStore {
             }
             let first = fetched.claimStoring()
             if first { keepInMemory(fetched, for: request.url) }
-            if fetched.origin == .source { undecodedOriginals.removeValue(forKey: request.url.cacheKey) }
+            if fetched.origin == .source {
+                wasHeld = undecodedOriginals.value(forKey: request.url.cacheKey) === fetched
+                undecodedOriginals.removeValue(forKey: request.url.cacheKey)
+            }
             variants.insert(prepared, for: request)
             restoreCacheMetadata(fetched.cacheMetadata, for: request.url)
             return first
         }
-        if storesOriginal == true { keepOnDisk(fetched, for: request.url) }
+        if storesOriginal == true {
+            keepOnDisk(fetched, for: request.url)
+            // Held since an earlier load, they may have gone stale meanwhile: asked for again now, as a
+            // stale entry from memory or disk is when shown, not only at the load after this one.
+            if wasHeld { revalidateIfStale(request.url) }
+        }
         return .success(prepared)
     }
 

@@ -214,6 +214,28 @@ import Testing
             onDisk <= latest, "fresh on disk until \(onDisk.timeIntervalSince(heldSince)) s after the bytes were held")
     }
 
+    /// Held bytes that went stale while they waited are shown, as a stale entry from memory or disk is, and
+    /// asked for again at the load that shows them. Before, that load kept them without asking (stale on
+    /// disk, in memory), and only the load after it revalidated: a stale image shown one load too many.
+    @Test func heldBytesThatWentStaleAreRevalidatedByTheLoadThatShowsThem() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache/max-age=1/images/large.jpg"
+        let url = fixture.server.url(path)
+        let store = fixture.store
+        let request = ImageRequest(url: url, targetWidth: 1000)
+        try await fixture.cancelEveryWaiterMidDecode(request, waiters: 1)
+        try await Task.sleep(for: .milliseconds(2100))  // past the max-age, held all the while
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 1000, height: 667))
+        store.waitForDiskMaintenance()
+        try #require(store.disk.cacheMetadata(for: url)?.isStale() == true)
+        // Room for the background check, then the server's tally.
+        try await Task.sleep(for: .milliseconds(500))
+        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        let statuses = try await fixture.server.statuses(for: path)
+        #expect(statuses == [200, 304], "stale held bytes kept without asking: \(statuses)")
+    }
+
     /// Held bytes that then fail to decode are let go, as bytes that fail at their first decode are: the
     /// next load asks the server again (it may have been fixed).
     @Test func heldBytesThatFailToDecodeAreFetchedAgainByTheNextLoad() async throws {
