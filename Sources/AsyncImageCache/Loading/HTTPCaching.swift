@@ -238,8 +238,10 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     /// The freshness lifetime the stored response's `Cache-Control` gives (`max-age`, `0` for `no-cache`),
     /// which still holds after a `304` without `Cache-Control`; `nil` for none.
     var cacheControlLifetime: TimeInterval?
-    /// When the stored response's `Expires` passes: its distance from the response's `Date`, counted
-    /// from its arrival; `nil` without `Expires`. It counts when no `Cache-Control` lifetime does.
+    /// The stored response's `Expires` as its server's clock has it (its `Date`, or its arrival without
+    /// one, plus the lifetime they give); `nil` without `Expires`. It counts when no `Cache-Control`
+    /// lifetime does, from the `Date` of the latest response: after a `304` that keeps it, the 304's
+    /// (RFC 9111 4.2.1, 4.3.4), not the stored response's age again.
     var expiresAt: Date?
     /// `false` when the stored response's `Cache-Control` says `no-store` (kept in memory only: such an
     /// entry has no file).
@@ -255,7 +257,9 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     init(policy: HTTPCachePolicy, receivedAt now: Date = Date()) {
         // A policy a custom loader made may hold any value: bounded here, so that every expiry encodes.
         cacheControlLifetime = policy.cacheControl?.lifetime.flatMap(HTTPCachePolicy.lifetime)
-        expiresAt = policy.expiresLifetime.flatMap(HTTPCachePolicy.lifetime).map { now.addingTimeInterval($0) }
+        expiresAt = policy.expiresLifetime.flatMap(HTTPCachePolicy.lifetime).map {
+            (policy.date ?? now).addingTimeInterval($0)
+        }
         isStorable = policy.isStorable
         entityTag = policy.entityTag
         lastModified = policy.lastModified
@@ -290,7 +294,7 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     /// its redirects allow.
     private func expiry(of policy: HTTPCachePolicy, at now: Date) -> Date? {
         let lifetime = HTTPCachePolicy.remainingLifetime(
-            cacheControlLifetime ?? expiresAt.map { $0.timeIntervalSince(now) },
+            cacheControlLifetime ?? expiresAt.map { $0.timeIntervalSince(policy.date ?? now) },
             age: max(policy.age, policy.apparentAge(at: now)),
             limit: policy.redirectLifetime.flatMap(HTTPCachePolicy.lifetime))
         return lifetime.map { now.addingTimeInterval($0) }
