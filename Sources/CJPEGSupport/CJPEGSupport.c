@@ -64,6 +64,20 @@ static void guarded_emit_message(j_common_ptr cinfo, int message_level) {
     // needed bits. libjpeg would fill the rest with gray and carry on, through every row a header
     // declares (a 5.7 KB file saying 65500x65500 took seconds of CPU), and the decode fails as
     // truncated whatever follows; so it stops here, through the jump every wrapper call sets.
+    // A restart marker is not the end of the data: the interval before it was damaged, and libjpeg
+    // resumes with the next one (what restart markers are for), so that is a corrupt band, not a stop.
+    // The rest of such an interval is filled with zeros, up to a restart interval of MCUs for two bytes
+    // of marker: past 65536 MCUs of that fill, it stops as above. Without a restart interval the marker
+    // is never read as a restart, and the fill runs to the end of the scan: that stops too.
+    if (error->pub.msg_code == JWRN_HIT_MARKER && cinfo->is_decompressor) {
+        j_decompress_ptr decompress = (j_decompress_ptr)cinfo;
+        int marker = decompress->unread_marker;
+        if (marker >= JPEG_RST0 && marker <= JPEG_RST0 + 7 && decompress->restart_interval > 0 &&
+            (long)decompress->restart_interval <= error->restart_fill_left) {
+            error->restart_fill_left -= (long)decompress->restart_interval;
+            return;
+        }
+    }
     if (error->pub.msg_code == JWRN_JPEG_EOF || error->pub.msg_code == JWRN_HIT_MARKER) {
         error->saw_premature_end = 1;
         error->failure = CJPEG_STATUS_TRUNCATED;
@@ -77,6 +91,7 @@ static void guarded_output_message(j_common_ptr cinfo) {
 
 static void guarded_error_install(guarded_error *error, j_common_ptr cinfo) {
     memset(error, 0, sizeof *error);
+    error->restart_fill_left = 1L << 16;
     cinfo->err = jpeg_std_error(&error->pub);
     error->pub.error_exit = guarded_error_exit;
     error->pub.emit_message = guarded_emit_message;

@@ -15,6 +15,8 @@ typedef struct {
     jmp_buf jump;
     cjpeg_status failure;
     int saw_premature_end;
+    /* The MCUs libjpeg may still fill with zeros after damaged restart intervals (see guarded_emit_message). */
+    long restart_fill_left;
     int has_message;
     char message[JMSG_LENGTH_MAX];
 } guarded_error;
