@@ -29,6 +29,7 @@ static cjpeg_status status_for_error(guarded_error *error) {
     case JERR_NOT_COMPILED:
     case JERR_ARITH_NOTIMPL:
     case JERR_SOF_UNSUPPORTED:
+    case JERR_IMAGE_TOO_BIG:  // a side over 65500: JPEG allows 65535
         return CJPEG_STATUS_UNSUPPORTED;
     case JERR_NO_BACKING_STORE:
     case JERR_OUT_OF_MEMORY:

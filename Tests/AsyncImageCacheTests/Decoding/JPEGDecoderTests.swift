@@ -70,6 +70,24 @@ struct JPEGDecoderTests {
         #expect(error == ImageDecodingError(format: .jpeg, reason: .unsupportedFeature("12-bit")))
     }
 
+    /// JPEG allows sides up to 65535; libjpeg-turbo reads up to 65500 (JPEG_MAX_DIMENSION). A wider file is
+    /// valid, and no refetch would mend it: it threw `.corrupt`, which a store takes for damage (it
+    /// removes a cached copy and downloads it again, each load).
+    @Test func aSideOverLibjpegsMaximumIsAnUnsupportedFeature() throws {
+        var data = try Fixtures.data("jpeg", "testorig.jpg")
+        let frame = try #require(ImageHeader.frameHeaderOffset(in: data))
+        data.replaceSubrange((frame + 3)..<(frame + 7), with: [0x00, 0x10, 0xFF, 0xFF])  // 65535x16
+        let error = try #require(
+            decodingError { () throws(ImageDecodingError) in
+                try decoder.decode(data, context: decodingContext(.jpeg, minimumSize: PixelSize(width: 100, height: 1)))
+            })
+        #expect(
+            error
+                == ImageDecodingError(
+                    format: .jpeg, reason: .unsupportedFeature("Maximum supported image dimension is 65500 pixels")))
+        #expect(!error.reason.suggestsDamage)
+    }
+
     @Test func adobeCMYKDecodesToTheColorsOfTheSamePictureInYCbCr() throws {
         let cmyk = try decoder.decode(
             try Fixtures.data("jpeg", "video-001.cmyk.jpeg"), context: decodingContext(.jpeg))
