@@ -56,19 +56,8 @@ struct JPEGRestartIntervalDamageTests {
         bytes += huge[scan..<(huge.count - 2)]
         bytes += markers
         bytes += [0xFF, 0xD9]
-        let data = Data(bytes)
-        let header = try ImageHeader.parse(data)
-        #expect(header.storedSize == PixelSize(width: 65500, height: 4096))
-        let furthest = LockedBox(0)
-        var context = ImageDecodingContext(header: header, minimumSize: PixelSize(width: 100, height: 7))
-        context.cancellation = DecodeCancellation { rows, _ in furthest.withLock { $0 = max($0, rows) } }
-        #expect(throws: ImageDecodingError(format: .jpeg, reason: .truncated)) {
-            try ImageDecoders.JPEG().decode(
-                data, context: context, resizedTo: PixelSize(width: 100, height: 7), overlapping: overlapping)
-        }
-        // At 1/8 the image is 8188x512; one interval of fill covers 16 rows of MCUs, 32 rows at 1/8.
-        let rows = furthest.withLock { $0 }
-        #expect(rows <= 64, "decoded \(rows) of 512 rows")
+        // One interval of fill covers 16 rows of MCUs, 32 rows at 1/8.
+        try JPEGTruncationStopsEarlyTests.expectTruncatedEarly(Data(bytes), overlapping: overlapping)
     }
 }
 #endif

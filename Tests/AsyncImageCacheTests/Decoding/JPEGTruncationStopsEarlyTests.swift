@@ -20,7 +20,13 @@ import Testing
 
     @Test(arguments: [true, false])
     func aFileCutShortFailsAsTruncatedWithoutDecodingTheRowsItLacks(overlapping: Bool) throws {
-        let data = try Self.declaringAHugeFrame(height: 4096)
+        // Its data holds the first row of blocks, 8 rows of 1/8 scale at most.
+        try Self.expectTruncatedEarly(Self.declaringAHugeFrame(height: 4096), overlapping: overlapping)
+    }
+
+    /// Decodes `data`, testorig.jpg's scan under a 65500x4096 frame, at 1/8 (8188x512) resized to 100x7,
+    /// and checks that it fails as truncated within 64 of those 512 rows.
+    static func expectTruncatedEarly(_ data: Data, overlapping: Bool) throws {
         let header = try ImageHeader.parse(data)
         #expect(header.storedSize == PixelSize(width: 65500, height: 4096))
         let furthest = LockedBox(0)
@@ -31,9 +37,8 @@ import Testing
             try ImageDecoders.JPEG().decode(
                 data, context: context, resizedTo: PixelSize(width: 100, height: 7), overlapping: overlapping)
         }
-        // At 1/8 the image is 8188x512; its data holds the first row of blocks, 8 rows of 1/8 scale at most.
         let rows = furthest.withLock { $0 }
-        #expect(rows <= 64, "decoded \(rows) of 512 rows past the end of the data")
+        #expect(rows <= 64, "decoded \(rows) of 512 rows")
     }
 }
 
