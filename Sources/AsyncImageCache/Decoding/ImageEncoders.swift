@@ -26,8 +26,12 @@ public enum ImageEncoders {
         ///
         /// Written for speed: libpng picks a filter per row and zlib codes runs only. On photographs
         /// that is within a few percent of zlib's default level in size, at about a fifth of the time.
+        /// A bitmap with a side over 1,000,000 pixels (libpng's limit) throws
+        /// ``ImageDecodingError/Reason/unsupportedFeature(_:)`` with its size.
         public func encode(_ bitmap: Bitmap) throws(ImageDecodingError) -> Data {
             #if canImport(CPNGSupport)
+            // libpng's PNG_USER_WIDTH_MAX and PNG_USER_HEIGHT_MAX.
+            try ImageEncoders.checkSides(of: bitmap, format: .png, maximum: 1_000_000)
             var result = cpng_encoded()
             let status = bitmap.pixels.withUnsafeBytes { pixels in
                 cpng_encode_rgba(
@@ -55,9 +59,13 @@ public enum ImageEncoders {
         /// Creates a JPEG encoder with `quality` from 1 to 100.
         public init(quality: Int = 90) { self.quality = quality }
 
-        /// The JPEG bytes of `bitmap`: baseline, 4:2:0, with the alpha channel ignored.
+        /// The JPEG bytes of `bitmap`: baseline, 4:2:0, with the alpha channel ignored. A bitmap with a
+        /// side over 65,500 pixels (JPEG's limit) throws ``ImageDecodingError/Reason/unsupportedFeature(_:)``
+        /// with its size.
         public func encode(_ bitmap: Bitmap) throws(ImageDecodingError) -> Data {
             #if canImport(CJPEGSupport)
+            // libjpeg's JPEG_MAX_DIMENSION.
+            try ImageEncoders.checkSides(of: bitmap, format: .jpeg, maximum: 65_500)
             var encoded = cjpeg_encoded()
             let clampedQuality = Int32(min(max(quality, 1), 100))
             let status = bitmap.pixels.withUnsafeBufferPointer { pixels in
@@ -82,5 +90,14 @@ public enum ImageEncoders {
             throw ImageDecodingError(format: .jpeg, reason: .unsupportedFormat)
             #endif
         }
+    }
+
+    /// Refuses a bitmap with a side over what `format` can hold, saying so: the C wrappers turn it away
+    /// with no more than "invalid arguments", which read as corrupt data.
+    static func checkSides(of bitmap: Bitmap, format: ImageFormat, maximum: Int) throws(ImageDecodingError) {
+        guard bitmap.width > maximum || bitmap.height > maximum else { return }
+        throw ImageDecodingError(
+            format: format,
+            reason: .unsupportedFeature("\(bitmap.pixelSize) px: \(format)'s sides are at most \(maximum) px"))
     }
 }

@@ -103,6 +103,39 @@ struct ImageEncodersTests {
                 == ImageEncoders.JPEG(quality: 1).encode(Self.gradient))
         #expect(try ImageEncoders.JPEG(quality: 500).encode(Self.gradient) == high)
     }
+
+    /// A bitmap with a side over what the format allows (JPEG 65,500 px, libpng 1,000,000) is refused
+    /// with its size and the limit. Before, both encoders said "corrupt data (invalid arguments)" of a
+    /// bitmap that is fine: the C wrappers' message for arguments they turn away.
+    @Test(arguments: [(65_501, 1), (1, 65_501)])
+    func aBitmapTooLargeForJPEGIsRefusedWithItsSizeAndTheLimit(width: Int, height: Int) {
+        let bitmap = Bitmap(width: width, height: height, pixels: Array(repeating: 200, count: width * height * 4))
+        let error = encodingError { () throws(ImageDecodingError) in try ImageEncoders.JPEG().encode(bitmap) }
+        #expect(
+            error?.description == "JPEG: unsupported feature (\(width)x\(height) px: JPEG's sides are at most 65500 px)"
+        )
+        // The largest side JPEG allows still encodes.
+        let largest = Bitmap(width: 65_500, height: 1, pixels: Array(repeating: 200, count: 65_500 * 4))
+        #expect(throws: Never.self) { try ImageEncoders.JPEG().encode(largest) }
+    }
+
+    @Test(arguments: [(1_000_001, 1), (1, 1_000_001)])
+    func aBitmapTooLargeForPNGIsRefusedWithItsSizeAndTheLimit(width: Int, height: Int) {
+        let bitmap = Bitmap(width: width, height: height, pixels: Array(repeating: 200, count: width * height * 4))
+        let error = encodingError { () throws(ImageDecodingError) in try ImageEncoders.PNG().encode(bitmap) }
+        #expect(
+            error?.description == "PNG: unsupported feature (\(width)x\(height) px: PNG's sides are at most 1000000 px)"
+        )
+    }
+
+    private func encodingError(_ body: () throws(ImageDecodingError) -> Data) -> ImageDecodingError? {
+        do {
+            _ = try body()
+            return nil
+        } catch {
+            return error
+        }
+    }
 }
 
 @Suite("Default decoder")
