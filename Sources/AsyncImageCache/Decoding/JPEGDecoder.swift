@@ -80,10 +80,12 @@ extension ImageDecoders {
             guard let minimumSize, minimumSize.width < imageSize.width, minimumSize.height < imageSize.height else {
                 return 8
             }
+            // A side under 0 asks for no pixels, as 0 does; below Int.min / 8 its product would overflow too.
+            let (width, height) = (max(0, minimumSize.width), max(0, minimumSize.height))
             let shortSide = min(imageSize.width, imageSize.height)
             for numerator in 1..<8
-            where imageSize.width * numerator >= minimumSize.width * 8
-                && imageSize.height * numerator >= minimumSize.height * 8 && shortSide * numerator >= 64
+            where imageSize.width * numerator >= width * 8 && imageSize.height * numerator >= height * 8
+                && shortSide * numerator >= 64
             {
                 return numerator
             }

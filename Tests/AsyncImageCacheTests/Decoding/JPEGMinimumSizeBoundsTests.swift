@@ -22,5 +22,21 @@ import Testing
             #expect(bitmap.pixelSize == header.storedSize)
         }
     }
+
+    /// A side below Int.min / 8 trapped the same way (arithmetic overflow in `minimumSize.height * 8`,
+    /// the process gone) where -5 or 0 decodes at the smallest scale: it asks for no pixels on that side.
+    @Test(arguments: [Int.min, Int.min / 8 - 1])
+    func aNegativeMinimumSideOfAnySizeAsksForNoPixelsOnThatSide(side: Int) throws {
+        let data = try Fixtures.data("jpeg", "testorig.jpg")
+        let header = try ImageHeader.parse(data)
+        let smallest = try ImageDecoders.JPEG().decode(
+            data, context: ImageDecodingContext(header: header, minimumSize: PixelSize(width: 0, height: 0)))
+        for minimum in [
+            PixelSize(width: side, height: side), PixelSize(width: 0, height: side), PixelSize(width: side, height: 0),
+        ] {
+            let context = ImageDecodingContext(header: header, minimumSize: minimum)
+            #expect(try ImageDecoders.JPEG().decode(data, context: context).pixelSize == smallest.pixelSize)
+        }
+    }
 }
 #endif
