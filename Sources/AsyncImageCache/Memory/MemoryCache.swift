@@ -6,13 +6,15 @@ import Foundation
 /// used entries are evicted until it is back within both; a read counts as a use. Eviction order is
 /// deterministic. The store uses one for ready-to-draw variants (cost: `width * height * 4`) and
 /// one for original bytes (cost: their byte count, and for a `data:` URL its key's as well).
+/// It is `Sendable` when its keys and values are: a value read on one thread is the one inserted on
+/// another.
 ///
 /// ```swift
 /// let cache = MemoryCache<String, Data>(countLimit: 100, costLimit: 10 << 20)
 /// cache.insert(data, forKey: "a", cost: data.count)
 /// let hit = cache.value(forKey: "a")
 /// ```
-public final class MemoryCache<Key: Hashable, Value>: @unchecked Sendable {
+public final class MemoryCache<Key: Hashable, Value> {
     // `storage` is only touched inside `lock`. Both are `@usableFromInline` so the hot methods can
     // be inlined and specialised in client modules. The storage sits behind a pointer: the lock
     // already makes access exclusive, and a stored `var` would add a dynamic exclusivity check to
@@ -101,3 +103,7 @@ public final class MemoryCache<Key: Hashable, Value>: @unchecked Sendable {
         return storage.pointee.keysFromLeastRecent()
     }
 }
+
+// The lock makes the cache itself safe to share, but what goes in comes out on another thread: only
+// Sendable keys and values may cross that way, or a class instance would be shared unchecked.
+extension MemoryCache: @unchecked Sendable where Key: Sendable, Value: Sendable {}
