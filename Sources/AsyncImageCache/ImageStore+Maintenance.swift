@@ -49,7 +49,8 @@ extension ImageStore {
     /// Deletes disk-tier files not used (read, written, or served from memory) for longer than `maxAge`
     /// seconds.
     ///
-    /// - Parameter maxAge: The age in seconds past which a file goes; 7 days by default.
+    /// - Parameter maxAge: The age in seconds past which a file goes; 7 days by default. `0` or less
+    ///   deletes every file last used before the call; `.infinity` and `.nan` delete none.
     /// - Returns: The number of files deleted.
     @discardableResult
     public func evictExpired(maxAge: TimeInterval = 7 * 24 * 60 * 60) -> Int {
