@@ -45,3 +45,9 @@ public struct Bitmap: Hashable, Sendable {
         return (pixels[offset], pixels[offset + 1], pixels[offset + 2], pixels[offset + 3])
     }
 }
+
+extension Bitmap: CustomStringConvertible {
+    /// The size, as `Bitmap(320x213)`: printing a bitmap (or a test failure that shows one) would
+    /// otherwise list every byte of its pixels.
+    public var description: String { "Bitmap(\(pixelSize))" }
+}
