@@ -286,10 +286,11 @@ extension ImageStore {
     ///
     /// With `cancellation` raised, it stops at the decoder's next check or before the next step, and
     /// throws ``ImageDecodingError/Reason/cancelled``. Without `mayUseOtherCores` every step runs on
-    /// the calling thread alone.
+    /// the calling thread alone; it is read as each step starts, so a prefetch that a visible load joins
+    /// while it decodes resizes as the visible load.
     func render(
         _ original: OriginalImage, for request: ImageRequest, cancellation: DecodeCancellation? = nil,
-        mayUseOtherCores: Bool = true
+        mayUseOtherCores: @autoclosure () -> Bool = true
     ) throws(ImageDecodingError) -> Bitmap {
         let header = original.header
         let natural = header.displaySize
@@ -316,7 +317,7 @@ extension ImageStore {
         var bitmap: Bitmap
         if let stored = minimumStored,
             let resized = try decodeResizing(
-                original.data, context, to: stored, url: request.url, mayUseOtherCores: mayUseOtherCores)
+                original.data, context, to: stored, url: request.url, mayUseOtherCores: mayUseOtherCores())
         {
             bitmap = resized
         } else {
@@ -326,7 +327,7 @@ extension ImageStore {
             if let stored = minimumStored, let extent = scaledJPEGExtent(of: bitmap, context) {
                 try checkCancellation()
                 report(.resize, request.url)
-                bitmap = try resized(bitmap, to: stored, sourceExtent: extent, context, mayUseOtherCores)
+                bitmap = try resized(bitmap, to: stored, sourceExtent: extent, context, mayUseOtherCores())
             }
         }
         if header.orientation != .up {
@@ -343,7 +344,7 @@ extension ImageStore {
         if let target, bitmap.pixelSize != target {
             try checkCancellation()
             report(.resize, request.url)
-            bitmap = try resized(bitmap, to: target, sourceExtent: nil, context, mayUseOtherCores)
+            bitmap = try resized(bitmap, to: target, sourceExtent: nil, context, mayUseOtherCores())
         }
         #if !canImport(ImageIO)
         // The Linux decoders hand out samples as stored; converted now, there are the fewest of them.

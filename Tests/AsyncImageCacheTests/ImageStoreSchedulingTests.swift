@@ -320,6 +320,30 @@ import FoundationNetworking
         #expect(choices.withLock { $0 } == [false, true])
     }
 
+    @Test func aPrefetchThatAVisibleLoadJoinsWhileItDecodesResizesAsTheVisibleLoad() async throws {
+        // The row appears while its prefetch decodes: the resize that follows the decode is the visible
+        // load's, split across the cores as for any visible load (before: on one thread, as chosen for the
+        // prefetch when its decode started).
+        let folder = TemporaryDirectory("joined-resize")
+        let url = folder.url.appendingPathComponent("0.png")
+        try SampleImages.png(width: 1200, height: 900).write(to: url)
+        let request = ImageRequest(url: url, targetWidth: 100)
+        let gate = GatedDecoder()
+        let choices = LockedBox<[Bool]>([])
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+            $0.resizeThreadsObserver = { usesOtherThreads in choices.withLock { $0.append(usesOtherThreads) } }
+        }
+        store.startPrefetching([request])
+        try await waitUntil { gate.enteredCount == 1 }
+        let visible = Task { try await store.image(for: request) }
+        try await waitUntil { store.variantRuns.waiterCount(for: request) == 2 }
+        gate.open()
+        #expect(try await visible.value.pixelSize == PixelSize(width: 100, height: 75))
+        #expect(gate.enteredCount == 1)
+        #expect(choices.withLock { $0 } == [true])
+    }
+
     @Test func hundredsOfPrefetchesFetchOnlyAFewImagesAheadOfTheDecodes() async throws {
         // A long list prefetched at once, decodes slower than reads: the bytes of every image must not
         // pile up in memory waiting for a decode slot.
