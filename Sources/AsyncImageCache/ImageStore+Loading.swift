@@ -91,7 +91,9 @@ extension ImageStore {
             if !request.url.isFileURL || hit.fileStamp == version {
                 count { $0.variantHits += 1 }
                 markDiskUse(of: request.url, hit.diskUse)
-                revalidateIfStale(request.url)
+                // Not for a load cancelled before it started (a row flung past): it shows nothing, so it
+                // asks the server nothing; the next load that shows the image revalidates it.
+                if !Task.isCancelled { revalidateIfStale(request.url) }
                 return .success(hit)
             }
             variants.removeVariants(of: request.url)

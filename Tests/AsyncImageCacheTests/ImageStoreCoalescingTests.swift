@@ -163,6 +163,35 @@ extension ImageStoreCoalescingTests {
 }
 
 extension ImageStoreCoalescingTests {
+    /// A row flung past whose image is in memory but stale: its load, cancelled in the same turn, shows
+    /// nothing, so it asks the server nothing either (before: a revalidation went out for it, status 304
+    /// on the loopback server, a whole download and a check decode had the image changed).
+    @MainActor
+    @Test func aLoadCancelledBeforeItStartsDoesNotRevalidateAStaleImageInMemory() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 100, height: 75)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        let path = "/cache/no-cache/images/0.jpg"
+        let request = ImageRequest(url: server.url(path))
+        _ = try await store.image(for: request)
+        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        #expect(store.cachedImage(for: request) != nil)
+        #expect(try await server.statuses(for: path) == [200])
+        let calls = LockedBox([Bool]())
+        let task = store.load(request) { image in calls.withLock { $0.append(image != nil) } }
+        task.cancel()
+        try await waitUntil { !calls.withLock { $0 }.isEmpty }
+        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        #expect(calls.withLock { $0 } == [false])
+        #expect(store.statistics.revalidations == 0)
+        let statuses = try await server.statuses(for: path)
+        #expect(statuses == [200], "the server was asked for a row flung past: \(statuses)")
+    }
+}
+
+extension ImageStoreCoalescingTests {
     /// A wider load that replaces one whose bytes wait for a decode slot (as `CachedImageModel` replaces
     /// its load when the frame grows) takes those bytes: there is no fetch run left to share, and the
     /// replaced load's cleanup, racing the new load's lookup, must not send it to the server again.
