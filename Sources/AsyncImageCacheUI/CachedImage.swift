@@ -17,8 +17,9 @@ import SwiftUI
 ///   takes that aspect ratio at once and keeps it when the image lands. Otherwise it fills the
 ///   frame the caller gives it until the image arrives.
 /// - The pixels: the width the image is drawn at (the laid-out width, or with `.fill` the wider
-///   width that covers the frame for an image wider in aspect) times the screen's scale, capped at
-///   `maxPixelWidth`. A frame that grows gets a larger decode; the current image stays until it lands.
+///   width that covers the frame for an image wider in aspect, with `.fit` the narrower width that
+///   fits it for an image taller in aspect) times the screen's scale, capped at `maxPixelWidth`. A
+///   frame that grows gets a larger decode; the current image stays until it lands.
 /// - The placeholder is clear; put a background behind the view to show one.
 public struct CachedImage: View {
     private let url: URL?

@@ -45,7 +45,7 @@ extension CachedImageModel {
             uncheckedFileRequest = request
             checkFileDrawnFromMemory()
         }
-        // With `.fill`, the image may have shown an aspect wider than was known, that needs more pixels.
+        // The image may have shown an aspect wider than was known, that needs more pixels (in either content mode).
         if let wider = self.request, wider != request, needsImage(for: wider) {
             if !takeFromMemory(wider) { startLoadIfNeeded() }
         } else {
@@ -114,8 +114,8 @@ extension CachedImageModel {
         self.loading = nil
         if let image { show(image, for: loading.request) }
         // The frame may have grown past this load while it ran without a wider one starting (the
-        // model was not active then), or a `.fill` image shown an aspect that needs a wider one; a
-        // failure is not retried until the next load().
+        // model was not active then), or the image shown an aspect that needs a wider one (in either
+        // content mode); a failure is not retried until the next load().
         if image != nil {
             startLoadIfNeeded()
         } else {
