@@ -231,8 +231,9 @@ public final class CachedImageModel {
     /// Records the laid-out size in points. When the frame needs more pixels than the current
     /// image has, or other corners (rounded corners are `cornerRadius` points at any width), takes the
     /// image from memory or, while the model is shown, starts loading it; the current image stays
-    /// until it lands. After a load that failed, none starts until the next ``load()``. A frame the current image covers (a smaller one with square corners) keeps
-    /// it and cancels a load in flight for a frame it no longer has.
+    /// until it lands. After a load that failed, none starts until the next ``load()``. A frame the
+    /// current image covers (a smaller one with square corners) keeps it, and one whose image memory has
+    /// draws that: either cancels a load in flight for a frame it no longer has.
     public func layoutChanged(to size: CGSize) {
         let clip = frameCornerRadius
         layoutSize = size
