@@ -22,7 +22,10 @@ extension ImageDecoders {
     /// ```
     ///
     /// Errors: data that ends early throws ``ImageDecodingError/Reason/truncated`` (libjpeg would pad it
-    /// with gray); 12-bit files throw `.unsupportedFeature("12-bit")`; anything malformed throws
+    /// with gray), while a damaged interval of a file with restart markers costs only its band (libjpeg
+    /// goes on at the next marker, as djpeg does); 12-bit files throw `.unsupportedFeature("12-bit")`, and
+    /// a side over libjpeg-turbo's 65500 pixels (JPEG allows 65535) `.unsupportedFeature` with libjpeg's
+    /// message; anything malformed throws
     /// `.corrupt` with libjpeg's message; once ``ImageDecodingContext/isCancelled`` is raised the decode
     /// stops within a few rows with `.cancelled`. A bitmap past ``ImageDecodingContext/pixelBudget`` is
     /// refused before it is allocated. Progressive and multi-scan files keep the coefficients of the *full*

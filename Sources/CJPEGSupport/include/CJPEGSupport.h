@@ -19,9 +19,11 @@ typedef enum {
     CJPEG_STATUS_OK = 0,
     /* The data is malformed; the message is libjpeg's. */
     CJPEG_STATUS_CORRUPT = 1,
-    /* The data ends before the image does (libjpeg warned about a premature end of data). */
+    /* The data ends before the image does: libjpeg ran out of it, or met a marker while a scan still
+     * needed bits (a restart marker only without a restart interval, or past the zero fill that
+     * guarded_emit_message allows). */
     CJPEG_STATUS_TRUNCATED = 2,
-    /* A valid file that this build cannot decode, such as 12-bit precision. */
+    /* A valid file that this build cannot decode, such as 12-bit precision or a side over 65500. */
     CJPEG_STATUS_UNSUPPORTED = 3,
     /* libjpeg needed more memory than the limit given at creation allows. */
     CJPEG_STATUS_MEMORY_LIMIT = 4,
