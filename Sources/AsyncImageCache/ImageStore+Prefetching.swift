@@ -4,8 +4,9 @@ extension ImageStore {
     /// Prefetches fetch and decode like ordinary loads and fill the same caches, but a visible
     /// load waiting for a decode slot always goes first, and a prefetch that a visible load joins
     /// is raised to its priority. A prefetch decodes and resizes on its slot's thread alone, where a
-    /// visible load may spread its resize over idle cores. Requests already cached or already
-    /// prefetching are skipped, except a local file in memory: its prefetch checks the file's version
+    /// visible load may spread its resize over idle cores; one that a visible load joins, even while it
+    /// decodes, runs each step that starts after that as the visible load would. Requests already cached
+    /// or already prefetching are skipped, except a local file in memory: its prefetch checks the file's version
     /// in the background, as a load does, and decodes it again only if it changed. A prefetch begun
     /// before ``removeAll()`` does not count (it keeps nothing), and is replaced by a new one.
     /// At most eight prefetches (twice the decode concurrency, when that is more) run at once; the
