@@ -17,6 +17,7 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     }
 
     /// The response's `Cache-Control`; `nil` when it has none (a `304` without one keeps the stored one).
+    /// A `Pragma: no-cache` without `Cache-Control` stands as `Cache-Control: no-cache`.
     var cacheControl: CacheControl?
     /// Seconds from the response's `Date` (its arrival, without one) to its `Expires`: `0` for one in the
     /// past or that is not a date; `nil` without `Expires`.
@@ -37,9 +38,10 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     }
 
     /// Seconds the response stays fresh (`max-age`, else `Expires` less `Date`, less the `Age` a cache
-    /// on the way such as a CDN reports; `0` for `no-cache` (or, without `Cache-Control`, `Pragma: no-cache`), `no-store` and `Vary: *`, for a `max-age`
-    /// that is not a whole number of seconds, and for an `Expires` in the past or that is not a date,
-    /// such as `0`); `nil` when the server said nothing, which the store treats as fresh until evicted,
+    /// on the way such as a CDN reports; `0` for `no-cache` (or, without `Cache-Control`,
+    /// `Pragma: no-cache`), `no-store` and `Vary: *`, for a `max-age` that is not a whole number of
+    /// seconds, and for an `Expires` in the past or that is not a date, such as `0`); `nil` when the
+    /// server said nothing, which the store treats as fresh until evicted,
     /// as image caches commonly do (but for a status other than 200, 203, 204 and 206 among the 2xx,
     /// which is stale at once). The store also takes off how long before its arrival the response's
     /// `Date` was, where that is more than its `Age` (RFC 9111 4.2.3).
