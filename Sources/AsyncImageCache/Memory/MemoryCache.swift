@@ -1,13 +1,13 @@
 import Foundation
 
-/// A thread-safe least-recently-used cache bounded by entry count and by total cost.
+/// A least-recently-used cache bounded by entry count and by total cost, behind a lock.
 ///
 /// Every operation is O(1). When an insert takes the cache past either limit, the least recently
 /// used entries are evicted until it is back within both; a read counts as a use. Eviction order is
 /// deterministic. The store uses one for ready-to-draw variants (cost: `width * height * 4`) and
 /// one for original bytes (cost: their byte count, and for a `data:` URL its key's as well).
-/// It is `Sendable` when its keys and values are: a value read on one thread is the one inserted on
-/// another.
+/// It is `Sendable` only when its keys and values are: a value read on one thread is the one inserted
+/// on another, so a cache of a class that is not `Sendable` stays in one concurrency domain.
 ///
 /// ```swift
 /// let cache = MemoryCache<String, Data>(countLimit: 100, costLimit: 10 << 20)
