@@ -13,8 +13,8 @@ extension ImageDecoders {
     ///
     /// libjpeg scales in the DCT domain by `n/8` for `n` in 1...8, so a 4000x3000 photo shown 300 pixels
     /// wide decodes as 500x375 and the full bitmap never exists. At 1/8, a baseline file goes through
-    /// the package's own DC-only decoder instead, split between two threads (in the store: when a core is idle), with the
-    /// same pixels as libjpeg-turbo's:
+    /// the package's own DC-only decoder instead, split between two threads (in the store: for a visible
+    /// load, when a core is idle), with the same pixels as libjpeg-turbo's:
     ///
     /// ```swift
     /// let context = ImageDecodingContext(header: header, minimumSize: PixelSize(width: 300, height: 225))
