@@ -668,13 +668,16 @@ extension ImageStore {
         memoize(original.pixelSize, forKey: url.cacheKey)
     }
 
-    /// Keeps a decoded original on disk when it is remote and new.
+    /// Keeps a decoded original on disk when it is remote and new: written in the background, so that
+    /// the load is delivered without waiting for the disk queue (another commit, a trim, a `removeAll()`
+    /// of any store on the folder) and holds no thread of the cooperative pool meanwhile. Memory serves
+    /// the bytes and the size until the file is in place; ``waitForDiskMaintenance()`` waits for it.
     private func keepOnDisk(_ fetched: FetchedOriginal, for url: URL) {
         if fetched.origin == .source, url.isRemote, let policy = fetched.policy {
             // A download held while nobody wanted it (``undecodedOriginals``) has aged meanwhile.
             keepRemote(
                 fetched.original, policy: policy, receivedAt: fetched.receivedAt, for: url,
-                generation: fetched.generation, replacement: fetched.replacement)
+                generation: fetched.generation, replacement: fetched.replacement, inBackground: true)
         }
     }
 

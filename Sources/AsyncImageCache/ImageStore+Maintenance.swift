@@ -69,7 +69,8 @@ extension ImageStore {
         disk.entries().lazy.map(\.lastUsed).min()
     }
 
-    /// Blocks until the disk trims scheduled by earlier writes have run (for tools and tests).
+    /// Blocks until the disk writes of earlier loads are in place (a load delivers its image without
+    /// waiting for its file) and the disk trims scheduled by earlier writes have run (for tools and tests).
     public func waitForDiskMaintenance() {
         disk.waitForPendingTrims()
     }

@@ -14,17 +14,32 @@ extension ImageStore {
     /// be stored. A lookup that reads the count it raises finds no older bytes on disk, unless the folder
     /// refuses even the removal of the old file (read-only): then they are found, as before. Returns
     /// whether it ran.
+    ///
+    /// `inBackground` (a load's write) queues the file's write and returns at once: the load's delivery
+    /// never waits for the disk queue. Its commit checks the generation and the count when it runs, as
+    /// any other does; memory serves the bytes meanwhile.
     @discardableResult
     func keepRemote(
         _ original: OriginalImage, policy: HTTPCachePolicy, receivedAt: Date = Date(), for url: URL, generation: Int,
-        replacement: Int? = nil, replacing: (() -> Void)? = nil
+        replacement: Int? = nil, inBackground: Bool = false, replacing: (() -> Void)? = nil
     ) -> Bool {
         let metadata = HTTPCacheMetadata(policy: policy, receivedAt: receivedAt)
         let key = url.cacheKey
-        let isCurrent = { replacement.map { $0 == self.replacementCount(ofKey: key) } ?? true }
+        // Weak: a write queued in the background does not keep the store alive; once it is gone, nothing
+        // can replace the image any more.
+        let isCurrent: @Sendable () -> Bool = { [weak self] in
+            guard let replacement, let self else { return true }
+            return replacement == self.replacementCount(ofKey: key)
+        }
         // Nor the caching facts, for an image a `removeAll()` has dropped (the write below would be refused).
         guard isCurrent(), generation == disk.generation else { return false }
         cacheMetadata.insert(metadata, forKey: key, cost: 0)
+        if policy.isStorable, inBackground, replacing == nil {
+            disk.storeInBackground(
+                original.data, pixelSize: original.pixelSize, metadata: metadata, for: url, generation: generation,
+                isCurrent: isCurrent)
+            return true
+        }
         if policy.isStorable {
             do {
                 // Returning, it has committed the file, and `replacing` has run.
@@ -117,6 +132,9 @@ extension ImageStore {
         guard let result = try? await configuration.dataLoader.loadData(for: url, revalidating: validators) else {
             return generation
         }
+        // A load's write of the entry, queued in the background, lands first: the answer applies to the
+        // file it leaves (a no-store `304` removes it, a refresh dates it), never to a folder it then overwrites.
+        await disk.queuedWrites()
         // Freshness runs from the response, however long the check decode below waits for a slot.
         let receivedAt = Date()
         // A `removeAll()` meanwhile removed the entry: nothing is left to refresh or replace.

@@ -65,7 +65,9 @@ import Testing
         let fixture = try await Fixture()
         defer { fixture.server.stop() }
         let url = fixture.server.url(path)
-        _ = try await fixture.store().image(for: ImageRequest(url: url, targetWidth: 100))
+        let first = try fixture.store()
+        _ = try await first.image(for: ImageRequest(url: url, targetWidth: 100))
+        first.waitForDiskMaintenance()
         let relaunched = try fixture.store()
         let disk = relaunched.disk
         let file = disk.fileURL(for: url)
@@ -165,12 +167,14 @@ import Testing
         let store = try fixture.store()
         let start = Date()
         _ = try await store.image(for: ImageRequest(url: partly, targetWidth: 100))
+        store.waitForDiskMaintenance()
         let partlyKept = store.disk.cacheMetadata(for: partly)
         #expect(partlyKept?.expires(after: 600, receivedBetween: start, and: Date()) == true)
         #expect(partlyKept?.cacheControlLifetime == 3600)
         let path = "/cache-age/3600/max-age=3600/images/photo.jpg"
         let url = fixture.server.url(path)
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
         try #require(store.disk.cacheMetadata(for: url)?.isStale() == true, "kept fresh for another hour")
         let relaunched = try fixture.store()
         _ = try await relaunched.image(for: ImageRequest(url: url, targetWidth: 80))
@@ -185,11 +189,13 @@ import Testing
         let hour = fixture.server.url("/cache-expires/+3600/images/photo.jpg")
         let start = Date()
         _ = try await store.image(for: ImageRequest(url: hour, targetWidth: 100))
+        store.waitForDiskMaintenance()
         let expires = try #require(store.disk.cacheMetadata(for: hour)?.expires, "no lifetime from Expires")
         #expect(expires > start.addingTimeInterval(3590) && expires <= Date().addingTimeInterval(3600))
         for when in ["0", "-60"] {
             let url = fixture.server.url("/cache-expires/\(when)/images/photo.jpg")
             _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+            store.waitForDiskMaintenance()
             #expect(store.disk.cacheMetadata(for: url)?.isStale() == true, "Expires: \(when) kept fresh")
         }
     }
@@ -203,6 +209,7 @@ import Testing
         let url = fixture.server.url(path)
         let store = try fixture.store()
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
         #expect(store.disk.cacheMetadata(for: url)?.cacheControlLifetime == 1)
         try await Task.sleep(for: .milliseconds(1100))  // stale now
         let before = Date()
@@ -649,6 +656,7 @@ import Testing
         let store = try fixture.store()
         let start = Date()
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
         let end = Date()
         for metadata in [store.disk.cacheMetadata(for: url), store.storedCacheMetadata(for: url)] {
             #expect(metadata?.expires(after: lifetime, receivedBetween: start, and: end) == true)
@@ -673,6 +681,7 @@ import Testing
             let url = fixture.server.url(path + "/cache/max-age=3600/images/photo.jpg")
             let start = Date()
             _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+            store.waitForDiskMaintenance()
             let metadata = store.disk.cacheMetadata(for: url)
             #expect(metadata?.expires(after: lifetime, receivedBetween: start, and: Date()) == true, "\(path)")
         }
@@ -685,6 +694,7 @@ import Testing
         let url = fixture.server.url(path)
         let store = try fixture.store()
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
         let original = try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))
         // The server now sends an HTML page under the same name: it must not replace the image.
         try Data("<html>moved</html>".utf8).write(to: fixture.folder.url.appendingPathComponent("photo.jpg"))
@@ -780,6 +790,7 @@ import Testing
         let store = try fixture.store()
         let url = fixture.server.url("/cache/max-age=99999999999999999999/images/photo.jpg")
         let image = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
         #expect(image.pixelSize.width == 100)
         // Written to disk, with its expiry 2^31 seconds from now.
         let metadata = try #require(store.disk.cacheMetadata(for: url))

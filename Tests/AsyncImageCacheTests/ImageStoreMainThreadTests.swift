@@ -33,6 +33,7 @@ final class ImageStoreMainThreadTests: XCTestCase {
         XCTAssertEqual(outcomes["/status/404"], [false])
         XCTAssertEqual(outcomes["/html-as-jpeg"], [false])
         XCTAssertEqual(outcomes["/truncated/images/0.jpg"], [false])
+        store.waitForDiskMaintenance()
         XCTAssertEqual(store.diskFileNames.count, 1)  // only the good image
     }
 

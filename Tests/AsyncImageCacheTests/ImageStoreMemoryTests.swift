@@ -46,6 +46,7 @@ import Testing
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         let request = ImageRequest(url: server.url("/images/0.jpg"))
         _ = try await store.image(for: request)
+        store.waitForDiskMaintenance()
         store.clearMemory()
         #expect(store.cachedImage(for: request) == nil)
         #expect(store.cachedPixelSize(for: request.url) == CGSize(width: 120, height: 90))  // from the disk tier
@@ -65,6 +66,7 @@ import Testing
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         let url = server.url("/images/0.jpg")
         _ = try await store.image(for: ImageRequest(url: url))
+        store.waitForDiskMaintenance()
         #expect(store.evictExpired(maxAge: 3600) == 0)
         let file = store.disk.fileURL(for: url)
         try FileManager.default.setAttributes(

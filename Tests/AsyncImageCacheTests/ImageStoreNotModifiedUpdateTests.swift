@@ -79,6 +79,7 @@ import Testing
         let store = try fixture.store()
         let beforeFirst = Date()
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
         let afterFirst = Date()
         let isStorable = !update.first.contains("no-store")
         #expect(store.disk.contains(url) == isStorable)
@@ -121,6 +122,7 @@ extension ImageStoreNotModifiedUpdateTests {
         let url = fixture.server.url(path)
         let store = try fixture.store()
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
         let first = try #require(store.disk.cacheMetadata(for: url))
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 80))
         try await waitUntil { store.statistics.notModified == 1 }

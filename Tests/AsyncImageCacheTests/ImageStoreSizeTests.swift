@@ -22,6 +22,7 @@ import Testing
         for name in names {
             let url = server.url("/images/\(name)")
             _ = try await store.image(for: ImageRequest(url: url, targetWidth: 50))
+            store.waitForDiskMaintenance()
             urls.append(url)
         }
         return urls
@@ -112,6 +113,7 @@ import Testing
         let store = try ImageStore.makeForTesting(root: root.url)
         let url = server.url("/images/Landscape_6.jpg")  // stored 1200x1800, rotated to display
         let image = try await store.image(for: ImageRequest(url: url, targetWidth: 180))
+        store.waitForDiskMaintenance()
         #expect(image.pixelSize == PixelSize(width: 180, height: 120))
         #expect(store.cachedPixelSize(for: url) == CGSize(width: 1800, height: 1200))
         let relaunched = try ImageStore.makeForTesting(root: root.url)

@@ -43,6 +43,7 @@ import Testing
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         let url = server.url("/images/0.jpg")
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100, cornerRadius: 8))
+        store.waitForDiskMaintenance()
         let original = try #require(store.cachedOriginalBytes(for: url))
         #expect(original.data == (try Data(contentsOf: folder.url.appendingPathComponent("0.jpg"))))
         #expect(original.pixelSize == CGSize(width: 320, height: 240))

@@ -17,7 +17,8 @@ import Darwin
 /// setting its modification time, as does a memory hit on its image (``markUsed(_:)``). Before a
 /// write's rename, the least recently used files are removed to keep the directory within
 /// `byteLimit`; a trim on a background queue then re-reads the directory, which another process may
-/// share.
+/// share. Loads write on a background queue (``storeInBackground(_:pixelSize:metadata:for:generation:isCurrent:)``):
+/// their delivery never waits for a commit.
 final class DiskStore: Sendable {
     let directory: URL
     /// `directory.path` with a trailing slash, kept as a string: building paths through `URL` costs
@@ -81,6 +82,9 @@ final class DiskStore: Sendable {
     /// What the stores of this process open on one folder share.
     private final class Folder: Sendable {
         let queue = DispatchQueue(label: "AsyncImageCache.DiskStore.trim", qos: .utility)
+        /// The writes of loads (``storeInBackground(_:pixelSize:metadata:for:generation:isCurrent:)``),
+        /// one at a time, each committing through `queue`: a load never waits for either.
+        let writeQueue = DispatchQueue(label: "AsyncImageCache.DiskStore.write", qos: .utility)
         let usage = LockedBox(Usage())
         let listings = LockedBox(0)
         /// When a store last began to list the folder; `nil` before any did.
@@ -539,8 +543,9 @@ final class DiskStore: Sendable {
         let name = Self.fileName(for: url)
         let destination = directoryPath + name
         // Room is made before the file appears, so the budget holds throughout, not only once a
-        // trim catches up. Commits go one at a time on the trim queue (never the caller's thread:
-        // the store writes from its pipeline tasks).
+        // trim catches up. Commits go one at a time on the trim queue, and the caller waits for its
+        // turn there: loads write through ``storeInBackground(_:pixelSize:metadata:for:generation:isCurrent:)``
+        // instead, so that their delivery never waits behind another commit, a trim or a `removeAll()`.
         let renamed = trimQueue.sync { () -> Int32? in
             if let generation, generation != self.generation { return nil }
             guard isCurrent() else { return nil }
@@ -574,6 +579,30 @@ final class DiskStore: Sendable {
         }
         // Another process may share the folder: a background trim re-reads what is really there.
         scheduleTrim()
+    }
+
+    /// ``store(_:pixelSize:metadata:for:generation:isCurrent:committed:)`` on the folder's write queue,
+    /// returning at once: for a load, whose delivery must not wait for the disk queue (another commit, a
+    /// trim listing thousands of files, a `removeAll()` deleting them) nor hold one of the few threads
+    /// of Swift's cooperative pool meanwhile. The write is atomic as any other, and its commit checks
+    /// `generation` and `isCurrent` when it runs: queued before a ``removeAll()``, it is committed
+    /// before it (and removed by it) or dropped. Failures are dropped: the next launch downloads
+    /// the image again. ``waitForPendingTrims()`` waits for the writes queued before it; one queued
+    /// when the process exits may be lost, never left half-written.
+    func storeInBackground(
+        _ data: Data, pixelSize: PixelSize, metadata: HTTPCacheMetadata?, for url: URL, generation: Int,
+        isCurrent: @escaping @Sendable () -> Bool
+    ) {
+        folder.writeQueue.async { [self] in
+            try? store(
+                data, pixelSize: pixelSize, metadata: metadata, for: url, generation: generation, isCurrent: isCurrent)
+        }
+    }
+
+    /// Returns once the writes of ``storeInBackground(_:pixelSize:metadata:for:generation:isCurrent:)``
+    /// queued before the call have committed or been dropped, without holding a thread meanwhile.
+    func queuedWrites() async {
+        await withCheckedContinuation { continuation in folder.writeQueue.async { continuation.resume() } }
     }
 
     /// Room a write needs beyond its bytes on a full file system: the folder's entry, the attributes,
@@ -914,9 +943,12 @@ final class DiskStore: Sendable {
         if runs { trim(toBytes: byteLimit) }
     }
 
-    /// Runs the trim scheduled by earlier writes now, if one is still waiting for its time, and blocks
-    /// until it and any other work on the disk queue have finished (for tests and the command line).
+    /// Blocks until the writes queued in the background before the call have committed (see
+    /// ``storeInBackground(_:pixelSize:metadata:for:generation:isCurrent:)``), then runs the trim
+    /// scheduled by earlier writes now, if one is still waiting for its time, and blocks until it and
+    /// any other work on the disk queue have finished (for tests and the command line).
     func waitForPendingTrims() {
+        folder.writeQueue.sync {}
         trimQueue.sync { runScheduledTrim() }
     }
 }

@@ -26,8 +26,11 @@ import Testing
 
     func url(_ index: Int) -> URL { server.url("/images/\(index).jpg") }
 
+    /// Loads image `index`, and waits for its disk write, which goes on in the background.
     func load(_ store: ImageStore, _ index: Int) async throws -> PlatformImage {
-        try await store.image(for: ImageRequest(url: url(index), targetWidth: 100))
+        let image = try await store.image(for: ImageRequest(url: url(index), targetWidth: 100))
+        store.waitForDiskMaintenance()
+        return image
     }
 
     func expectNothingTorn(in store: ImageStore, sourceLocation: SourceLocation = #_sourceLocation) {
@@ -142,6 +145,7 @@ import Testing
         let gate = RowGate()
         let store = try ImageStore.makeForTesting(root: root.url) { $0.decodeRowObserver = gate.observer }
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
         let file = store.disk.fileURL(for: url)
         try source.prefix(source.count / 2).write(to: file)  // the header still parses, the scan ends early
         store.clearMemory()
@@ -152,6 +156,7 @@ import Testing
         #expect(try await store.image(for: ImageRequest(url: url, targetWidth: 750)).pixelSize.width == 750)
         gate.open()
         #expect(try await parked.value.pixelSize.width == 1000)
+        store.waitForDiskMaintenance()
         let hits = try await server.hits(for: "/images/large.jpg")
         #expect(hits == 2, "\(hits) downloads: the first load's, the replacement's, and one more")
         #expect(try Data(contentsOf: file) == source)

@@ -15,6 +15,7 @@ import Testing
         let upper = try #require(URL(string: "HTTP" + lower.absoluteString.dropFirst("http".count)))
 
         let image = try await store.image(for: ImageRequest(url: upper, targetWidth: 100))
+        store.waitForDiskMaintenance()
         #expect(image.pixelSize == PixelSize(width: 100, height: 75))
         #expect(store.cachedImage(for: ImageRequest(url: lower, targetWidth: 100)) != nil)
         #expect(store.cachedPixelSize(for: lower) == CGSize(width: 320, height: 240))

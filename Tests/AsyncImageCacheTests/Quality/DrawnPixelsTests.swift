@@ -330,6 +330,7 @@ struct DrawnPixelsTests {
         do {
             let store = try ImageStore.makeForTesting(root: root)
             for request in requests { first.append(try await store.image(for: request)) }
+            store.waitForDiskMaintenance()
         }
         let again = try ImageStore.makeForTesting(root: root)
         for (index, request) in requests.enumerated() {

@@ -54,7 +54,9 @@ import Testing
         let root = images.url.appendingPathComponent("cache")
         let server = try await TestHTTPServer(serving: images.url)
         let url = server.url("/images/0.jpg")
-        _ = try await ImageStore.makeForTesting(root: root).image(for: ImageRequest(url: url, targetWidth: 50))
+        let first = try ImageStore.makeForTesting(root: root)
+        _ = try await first.image(for: ImageRequest(url: url, targetWidth: 50))
+        first.waitForDiskMaintenance()
         server.stop()
 
         let relaunched = try ImageStore.makeForTesting(root: root)

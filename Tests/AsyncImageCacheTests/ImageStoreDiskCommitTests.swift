@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// A load delivers its image without waiting for the disk queue: its bytes are written to the disk tier
+/// in the background, and ``ImageStore/waitForDiskMaintenance()`` waits for them.
+@Suite(.timeLimit(.minutes(3))) struct ImageStoreDiskCommitTests {
+    /// The disk queue held by another write's commit (as a commit, a trim listing thousands of files, or
+    /// a `removeAll()` of another store on the folder holds it): the load is delivered meanwhile, served
+    /// from memory, and its file is in place once the queue is let go.
+    @Test func aLoadIsDeliveredWhileTheDiskQueueIsHeld() async throws {
+        let folder = TemporaryDirectory("disk-commit-held")
+        let images = TemporaryDirectory("disk-commit-held-images")
+        let bytes = try SampleImages.jpeg(width: 64, height: 48)
+        try bytes.write(to: images.url.appendingPathComponent("a.jpg"))
+        let server = try await TestHTTPServer(serving: images.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url)
+        let url = server.url("/images/a.jpg")
+
+        // Another write holds the disk queue in its commit step until the load returns.
+        let gate = DispatchSemaphore(value: 0)
+        let state = LockedBox((isHolding: false, isLetGo: false))
+        let letGo: @Sendable () -> Void = {
+            let first = state.withLock { state -> Bool in
+                defer { state.isLetGo = true }
+                return !state.isLetGo
+            }
+            if first { gate.signal() }
+        }
+        let other = URL(string: "https://images.example.com/other.jpg")!
+        DispatchQueue.global().async {
+            try? store.disk.store(
+                Data([1, 2, 3]), pixelSize: PixelSize(width: 1, height: 1), for: other,
+                committed: {
+                    state.withLock { $0.isHolding = true }
+                    gate.wait()
+                })
+        }
+        try await waitUntil { state.withLock { $0.isHolding } }
+        let started = Date()
+        let load = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 32)) }
+        // Decoded, and its original in memory: all that is left is the disk write, then the delivery. Before,
+        // the delivery waited for the queue; the safety net lets it go so that the test ends.
+        try await waitUntil { store.originals.value(forKey: url.cacheKey) != nil }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30) { letGo() }
+
+        let image = try await load.value
+        let seconds = Date().timeIntervalSince(started)
+        let wasLetGo = state.withLock { $0.isLetGo }
+        #expect(
+            !wasLetGo,
+            "image(for:) returned only once the disk queue was let go, after \(String(format: "%.2f", seconds)) s")
+        #expect(image.pixelSize == PixelSize(width: 32, height: 24))
+        // Memory serves the bytes and the size while the file waits for the queue.
+        #expect(store.cachedOriginalBytes(for: url)?.data == bytes)
+        #expect(store.cachedPixelSize(for: url) == CGSize(width: 64, height: 48))
+        #expect(!store.disk.contains(url), "committed while the disk queue was held")
+
+        letGo()
+        store.waitForDiskMaintenance()
+        #expect(store.disk.data(for: url) == bytes, "the load's bytes are not on disk after waitForDiskMaintenance()")
+        #expect(store.disk.pixelSize(for: url) == PixelSize(width: 64, height: 48))
+        #expect(store.disk.data(for: other) == Data([1, 2, 3]))
+        #expect(!store.diskFileNames.contains { $0.hasPrefix(".tmp-") }, "\(store.diskFileNames)")
+    }
+
+    /// A load's write still queued when `removeAll()` runs is dropped, or removed by it: never in place after it.
+    @Test func aWriteQueuedBeforeRemoveAllDoesNotLandAfterIt() async throws {
+        let folder = TemporaryDirectory("disk-commit-remove-all")
+        let images = TemporaryDirectory("disk-commit-remove-all-images")
+        try SampleImages.jpeg(width: 64, height: 48).write(to: images.url.appendingPathComponent("a.jpg"))
+        let server = try await TestHTTPServer(serving: images.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url)
+        let url = server.url("/images/a.jpg")
+        let gate = DispatchSemaphore(value: 0)
+        let isHolding = LockedBox(false)
+        DispatchQueue.global().async {
+            try? store.disk.store(
+                Data([1, 2, 3]), pixelSize: PixelSize(width: 1, height: 1),
+                for: URL(string: "https://images.example.com/other.jpg")!,
+                committed: {
+                    isHolding.withLock { $0 = true }
+                    gate.wait()
+                })
+        }
+        try await waitUntil { isHolding.withLock { $0 } }
+        let safety = DispatchWorkItem { gate.signal() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: safety)
+        let image = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
+        #expect(image.pixelSize.width == 32)
+        let generation = store.disk.generation
+        let removal = Task.detached { store.removeAll() }
+        // removeAll() waits behind the held commit; the load's write is queued too.
+        try await Task.sleep(for: .milliseconds(100))
+        safety.cancel()
+        gate.signal()
+        await removal.value
+        #expect(store.disk.generation == generation + 1)
+        store.waitForDiskMaintenance()
+        #expect(store.diskFileNames.isEmpty, "removeAll() ran, yet the disk tier holds \(store.diskFileNames)")
+        #expect(store.cachedOriginalBytes(for: url) == nil)
+        #expect(store.cachedPixelSize(for: url) == nil)
+    }
+}
