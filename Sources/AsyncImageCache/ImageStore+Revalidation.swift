@@ -17,7 +17,8 @@ extension ImageStore {
     ///
     /// `inBackground` (a load's write) queues the file's write and returns at once: the load's delivery
     /// never waits for the disk queue. Its commit checks the generation and the count when it runs, as
-    /// any other does; memory serves the bytes meanwhile.
+    /// any other does; memory serves the bytes meanwhile. While the writes already waiting hold the
+    /// folder's limit (``DiskStore/backgroundWriteByteLimit``), it writes at once, as without it.
     @discardableResult
     func keepRemote(
         _ original: OriginalImage, policy: HTTPCachePolicy, receivedAt: Date = Date(), for url: URL, generation: Int,
@@ -34,10 +35,12 @@ extension ImageStore {
         // Nor the caching facts, for an image a `removeAll()` has dropped (the write below would be refused).
         guard isCurrent(), generation == disk.generation else { return false }
         cacheMetadata.insert(metadata, forKey: key, cost: 0)
-        if policy.isStorable, inBackground, replacing == nil {
+        // Past the bytes the folder lets wait for the disk, written below on this thread instead.
+        if policy.isStorable, inBackground, replacing == nil,
             disk.storeInBackground(
                 original.data, pixelSize: original.pixelSize, metadata: metadata, for: url, generation: generation,
                 isCurrent: isCurrent)
+        {
             return true
         }
         if policy.isStorable {

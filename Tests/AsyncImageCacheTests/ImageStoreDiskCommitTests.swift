@@ -104,4 +104,41 @@ import Testing
         #expect(store.cachedOriginalBytes(for: url) == nil)
         #expect(store.cachedPixelSize(for: url) == nil)
     }
+
+    /// The bytes waiting for the disk are bounded: with the folder's queue held and one write waiting, a
+    /// write that would take the waiting bytes past the limit is not queued (the store then writes it on
+    /// the load's thread, as before writes went to the background); once the queue moves, writes queue again.
+    @Test func writesWaitingForTheDiskAreBoundedInBytes() async throws {
+        let folder = TemporaryDirectory("disk-commit-backlog")
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20, backgroundWriteByteLimit: 10)
+        let gate = DispatchSemaphore(value: 0)
+        let isHolding = LockedBox(false)
+        DispatchQueue.global().async {
+            try? disk.store(
+                Data([1, 2, 3]), pixelSize: PixelSize(width: 1, height: 1),
+                for: URL(string: "https://images.example.com/held.jpg")!,
+                committed: {
+                    isHolding.withLock { $0 = true }
+                    gate.wait()
+                })
+        }
+        try await waitUntil { isHolding.withLock { $0 } }
+        func url(_ name: String) -> URL { URL(string: "https://images.example.com/\(name).jpg")! }
+        func queue(_ name: String, bytes: Int) -> Bool {
+            disk.storeInBackground(
+                Data(repeating: 7, count: bytes), pixelSize: PixelSize(width: 1, height: 1), metadata: nil,
+                for: url(name), generation: disk.generation, isCurrent: { true })
+        }
+        #expect(queue("a", bytes: 20), "a write is queued whatever its size when none waits")
+        #expect(!queue("b", bytes: 1), "queued past the limit while 20 bytes wait for the disk")
+        gate.signal()
+        disk.waitForPendingTrims()
+        #expect(queue("c", bytes: 6))
+        #expect(queue("d", bytes: 4))
+        disk.waitForPendingTrims()
+        #expect(disk.data(for: url("a"))?.count == 20)
+        #expect(disk.data(for: url("b")) == nil)
+        #expect(disk.data(for: url("c"))?.count == 6)
+        #expect(disk.data(for: url("d"))?.count == 4)
+    }
 }

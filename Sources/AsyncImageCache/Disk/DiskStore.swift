@@ -43,6 +43,11 @@ final class DiskStore: Sendable {
     /// writes left. Run after each write instead, it listed a folder of thousands of files (about
     /// 10 ms for 4,000) once per write.
     let relistingInterval: TimeInterval
+    /// The most bytes ``storeInBackground(_:pixelSize:metadata:for:generation:isCurrent:)`` lets wait for
+    /// the disk; past it a load writes on its own thread, as a slow disk then sets the pace.
+    let backgroundWriteByteLimit: Int
+    /// 32 MiB: dozens of downloaded photos.
+    static let defaultBackgroundWriteByteLimit = 32 << 20
     static let defaultRelistingInterval: TimeInterval = 10
     /// What was last counted in the folder plus what was written since, less what was removed, and
     /// what was removed while a count listed the folder. A file's replacement or removal and its share
@@ -67,10 +72,12 @@ final class DiskStore: Sendable {
     /// nothing behind.
     init(
         directory: URL, byteLimit: Int, attributes: any ExtendedAttributeStoring = FileExtendedAttributes(),
-        relistingInterval: TimeInterval = DiskStore.defaultRelistingInterval
+        relistingInterval: TimeInterval = DiskStore.defaultRelistingInterval,
+        backgroundWriteByteLimit: Int = DiskStore.defaultBackgroundWriteByteLimit
     ) {
         self.directory = directory
         self.relistingInterval = relistingInterval
+        self.backgroundWriteByteLimit = max(0, backgroundWriteByteLimit)
         self.directoryPath = directory.path.hasSuffix("/") ? directory.path : directory.path + "/"
         self.directoryPathBytes = Array(directoryPath.utf8)
         self.byteLimit = max(0, byteLimit)
@@ -85,6 +92,8 @@ final class DiskStore: Sendable {
         /// The writes of loads (``storeInBackground(_:pixelSize:metadata:for:generation:isCurrent:)``),
         /// one at a time, each committing through `queue`: a load never waits for either.
         let writeQueue = DispatchQueue(label: "AsyncImageCache.DiskStore.write", qos: .utility)
+        /// The bytes of the writes on `writeQueue` that have not run yet.
+        let queuedWriteBytes = LockedBox(0)
         let usage = LockedBox(Usage())
         let listings = LockedBox(0)
         /// When a store last began to list the folder; `nil` before any did.
@@ -589,14 +598,29 @@ final class DiskStore: Sendable {
     /// before it (and removed by it) or dropped. Failures are dropped: the next launch downloads
     /// the image again. ``waitForPendingTrims()`` waits for the writes queued before it; one queued
     /// when the process exits may be lost, never left half-written.
+    ///
+    /// - Returns: `false`, queuing nothing, when the writes already queued on the folder hold
+    ///   ``backgroundWriteByteLimit`` bytes or `data` would take them past it (a disk slower than the
+    ///   downloads): the caller writes with ``store(_:pixelSize:metadata:for:generation:isCurrent:committed:)``
+    ///   then, so that the bytes waiting for the disk stay bounded. A write is queued whatever its size when
+    ///   none waits.
     func storeInBackground(
         _ data: Data, pixelSize: PixelSize, metadata: HTTPCacheMetadata?, for url: URL, generation: Int,
         isCurrent: @escaping @Sendable () -> Bool
-    ) {
+    ) -> Bool {
+        let limit = backgroundWriteByteLimit
+        let queued = folder.queuedWriteBytes.withLock { bytes -> Bool in
+            guard bytes == 0 || data.count <= limit - bytes else { return false }
+            bytes += data.count
+            return true
+        }
+        guard queued else { return false }
         folder.writeQueue.async { [self] in
+            defer { folder.queuedWriteBytes.withLock { $0 -= data.count } }
             try? store(
                 data, pixelSize: pixelSize, metadata: metadata, for: url, generation: generation, isCurrent: isCurrent)
         }
+        return true
     }
 
     /// Returns once the writes of ``storeInBackground(_:pixelSize:metadata:for:generation:isCurrent:)``
