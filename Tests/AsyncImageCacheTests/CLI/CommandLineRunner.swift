@@ -91,32 +91,29 @@ final class CommandLineRunner: Sendable {
         try Data().write(to: stdoutFile)
         try Data().write(to: stderrFile)
 
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = arguments
-        process.currentDirectoryURL = workspace.url
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_CACHE_HOME"] = cacheHome.url.path
         for (name, value) in changes { environment[name] = value }
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: stdoutFile)
-        process.standardError = try FileHandle(forWritingTo: stderrFile)
-        // Awaited, not waitUntilExit(): blocking a thread of the test pool on a child would starve
-        // the other tests on a two-core machine. The stream keeps the status if aic exits first.
-        let (exits, exited) = AsyncStream<Int32>.makeStream()
-        process.terminationHandler = { exited.yield($0.terminationStatus) }
-        try process.run()
+        // Spawned directly, not through Foundation's Process (see ChildProcess's init).
+        let child = try ChildProcess(
+            executable: Self.executable.path, arguments: arguments, environment: environment,
+            directory: workspace.url.path, standardOutput: stdoutFile.path, standardError: stderrFile.path)
         // A hung aic must fail its test, not stall the whole suite.
-        let pid = process.processIdentifier
+        let pid = child.pid
         let watchdog = Task {
             try await Task.sleep(for: timeLimit)
             kill(pid, SIGKILL)
         }
-        var iterator = exits.makeAsyncIterator()
-        let status = await iterator.next()
+        // Waited for on a thread of its own, not one of the test pool: blocking those on children would
+        // starve the other tests on a two-core machine.
+        let waitStatus = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
+            Thread.detachNewThread { continuation.resume(returning: child.waitForExit()) }
+        }
         watchdog.cancel()
-        #expect(process.terminationReason == .exit, "aic was killed by a signal: \(arguments)")
+        // The `waitpid` status: the low 7 bits are the signal that ended the child, 0 when it exited.
+        let signal = waitStatus & 0x7f
+        #expect(signal == 0, "aic was killed by signal \(signal): \(arguments)")
+        let status: Int32? = signal == 0 ? (waitStatus >> 8) & 0xff : nil
         return Result(
             status: try #require(status),
             stdout: try String(contentsOf: stdoutFile, encoding: .utf8),

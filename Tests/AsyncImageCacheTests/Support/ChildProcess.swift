@@ -47,17 +47,8 @@ final class ChildProcess: Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, standardInput, STDIN_FILENO)
         posix_spawn_file_actions_adddup2(&actions, standardOutput, STDOUT_FILENO)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
+        var attributes = Self.defaultSignals()
         defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var argv = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
@@ -66,6 +57,68 @@ final class ChildProcess: Sendable {
             throw SpawnError(description: "\(arguments[0]): \(String(cString: strerror(status)))")
         }
         self.pid = pid
+    }
+
+    /// Starts `executable` with `arguments` after its own path, `environment` as its whole environment,
+    /// `directory` as its working directory, `/dev/null` as stdin and its stdout and stderr written into
+    /// the files at `standardOutput` and `standardError`; signals as ``start(_:)`` leaves them.
+    ///
+    /// For the command-line tests, which start hundreds of children: Foundation's `Process.run()` in Swift
+    /// 6.3.1 reads past a `dirent` while it lists `/proc/self/fd` and now and then crashes the whole test
+    /// process (SIGSEGV in its memcpy, seen here in `CommandLineRunner`; swiftlang/swift-corelibs-foundation
+    /// pull request 5472).
+    init(
+        executable: String, arguments: [String], environment: [String: String], directory: String,
+        standardOutput: String, standardError: String
+    ) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, standardOutput, O_WRONLY | O_TRUNC, 0)
+        posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, standardError, O_WRONLY | O_TRUNC, 0)
+        guard let addChdir = Self.addChdir, addChdir(&actions, directory) == 0 else {
+            throw SpawnError(description: "posix_spawn_file_actions_addchdir_np is not available")
+        }
+        var attributes = Self.defaultSignals()
+        defer { posix_spawnattr_destroy(&attributes) }
+        var argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, executable, &actions, &attributes, &argv, &envp)
+        guard status == 0 else {
+            throw SpawnError(description: "\(executable): \(String(cString: strerror(status)))")
+        }
+        self.pid = pid
+    }
+
+    /// glibc's `posix_spawn_file_actions_addchdir_np` (2.29 and later), which its headers show Swift only
+    /// under `_GNU_SOURCE`: looked up by name.
+    private static let addChdir:
+        (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32)? = {
+            guard let symbol = dlsym(nil, "posix_spawn_file_actions_addchdir_np") else { return nil }
+            return unsafeBitCast(
+                symbol,
+                to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32)
+                    .self)
+        }()
+
+    /// Attributes that give a child no blocked signals (a thread of the test pool blocks some, and a child
+    /// inherits its mask) and the default handling of SIGTERM, SIGINT and SIGPIPE. Destroy them after use.
+    private static func defaultSignals() -> posix_spawnattr_t {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        return attributes
     }
 
     /// A pipe whose two ends are close-on-exec, so no child but the one they are duplicated into gets them
