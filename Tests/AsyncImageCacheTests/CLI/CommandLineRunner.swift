@@ -104,16 +104,11 @@ final class CommandLineRunner: Sendable {
             try await Task.sleep(for: timeLimit)
             kill(pid, SIGKILL)
         }
-        // Waited for on a thread of its own, not one of the test pool: blocking those on children would
-        // starve the other tests on a two-core machine.
-        let waitStatus = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
-            Thread.detachNewThread { continuation.resume(returning: child.waitForExit()) }
-        }
+        let waitStatus = await child.exited()
         watchdog.cancel()
-        // The `waitpid` status: the low 7 bits are the signal that ended the child, 0 when it exited.
-        let signal = waitStatus & 0x7f
-        #expect(signal == 0, "aic was killed by signal \(signal): \(arguments)")
-        let status: Int32? = signal == 0 ? (waitStatus >> 8) & 0xff : nil
+        let signal = ChildProcess.signal(of: waitStatus)
+        #expect(signal == nil, "aic was killed by signal \(signal ?? 0): \(arguments)")
+        let status = ChildProcess.exitCode(of: waitStatus)
         return Result(
             status: try #require(status),
             stdout: try String(contentsOf: stdoutFile, encoding: .utf8),

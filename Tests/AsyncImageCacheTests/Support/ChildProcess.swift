@@ -61,7 +61,8 @@ final class ChildProcess: Sendable {
 
     /// Starts `executable` with `arguments` after its own path, `environment` as its whole environment,
     /// `directory` as its working directory, `/dev/null` as stdin and its stdout and stderr written into
-    /// the files at `standardOutput` and `standardError`; signals as ``start(_:)`` leaves them.
+    /// the files at `standardOutput` and `standardError` (the same path: one file for both, in the order
+    /// written); signals as ``start(_:)`` leaves them.
     ///
     /// For the command-line tests, which start hundreds of children: Foundation's `Process.run()` in Swift
     /// 6.3.1 reads past a `dirent` while it lists `/proc/self/fd` and now and then crashes the whole test
@@ -76,7 +77,11 @@ final class ChildProcess: Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, standardOutput, O_WRONLY | O_TRUNC, 0)
-        posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, standardError, O_WRONLY | O_TRUNC, 0)
+        if standardError == standardOutput {
+            posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, standardError, O_WRONLY | O_TRUNC, 0)
+        }
         guard let addChdir = Self.addChdir, addChdir(&actions, directory) == 0 else {
             throw SpawnError(description: "posix_spawn_file_actions_addchdir_np is not available")
         }
@@ -137,6 +142,24 @@ final class ChildProcess: Sendable {
     func terminateAndWait() {
         kill(pid, SIGTERM)
         _ = waitForExit()
+    }
+
+    /// ``waitForExit()`` on a thread of its own, not one of the test pool: blocking those on children
+    /// would starve the other tests on a two-core machine. Call once.
+    func exited() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: self.waitForExit()) }
+        }
+    }
+
+    /// The signal that ended a child whose `waitpid` status is `status`; `nil` when it exited.
+    static func signal(of status: Int32) -> Int32? {
+        status & 0x7f == 0 ? nil : status & 0x7f
+    }
+
+    /// The exit code of a child whose `waitpid` status is `status`; `nil` when a signal ended it.
+    static func exitCode(of status: Int32) -> Int32? {
+        signal(of: status) == nil ? (status >> 8) & 0xff : nil
     }
 
     /// Waits until the child exits, reaps it and returns its `waitpid` status. Call once.
