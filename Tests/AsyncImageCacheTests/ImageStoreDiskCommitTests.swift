@@ -5,7 +5,7 @@ import Testing
 
 /// A load delivers its image without waiting for the disk queue: its bytes are written to the disk tier
 /// in the background, and ``ImageStore/waitForDiskMaintenance()`` waits for them.
-@Suite(.timeLimit(.minutes(3))) struct ImageStoreDiskCommitTests {
+@Suite(.timeLimit(.minutes(4))) struct ImageStoreDiskCommitTests {
     /// The disk queue held by another write's commit (as a commit, a trim listing thousands of files, or
     /// a `removeAll()` of another store on the folder holds it): the load is delivered meanwhile, served
     /// from memory, and its file is in place once the queue is let go.
@@ -42,9 +42,11 @@ import Testing
         let started = Date()
         let load = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 32)) }
         // Decoded, and its original in memory: all that is left is the disk write, then the delivery. Before,
-        // the delivery waited for the queue; the safety net lets it go so that the test ends.
+        // the delivery waited for the queue; the safety net lets it go so that the test ends. It is long, as
+        // the delivery may wait that long for a thread when the whole suite runs under ThreadSanitizer
+        // (once more than 30 s).
         try await waitUntil { store.originals.value(forKey: url.cacheKey) != nil }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 30) { letGo() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 150) { letGo() }
 
         let image = try await load.value
         let seconds = Date().timeIntervalSince(started)
