@@ -20,25 +20,15 @@ import Testing
         let url = server.url("/images/a.jpg")
 
         // Another write holds the disk queue in its commit step until the load returns.
-        let gate = DispatchSemaphore(value: 0)
-        let state = LockedBox((isHolding: false, isLetGo: false))
+        let gate = try await Self.holdDiskQueue(of: store.disk)
+        let isLetGo = LockedBox(false)
         let letGo: @Sendable () -> Void = {
-            let first = state.withLock { state -> Bool in
-                defer { state.isLetGo = true }
-                return !state.isLetGo
+            let first = isLetGo.withLock { isLetGo -> Bool in
+                defer { isLetGo = true }
+                return !isLetGo
             }
             if first { gate.signal() }
         }
-        let other = URL(string: "https://images.example.com/other.jpg")!
-        DispatchQueue.global().async {
-            try? store.disk.store(
-                Data([1, 2, 3]), pixelSize: PixelSize(width: 1, height: 1), for: other,
-                committed: {
-                    state.withLock { $0.isHolding = true }
-                    gate.wait()
-                })
-        }
-        try await waitUntil { state.withLock { $0.isHolding } }
         let started = Date()
         let load = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 32)) }
         // Decoded, and its original in memory: all that is left is the disk write, then the delivery. Before,
@@ -50,7 +40,7 @@ import Testing
 
         let image = try await load.value
         let seconds = Date().timeIntervalSince(started)
-        let wasLetGo = state.withLock { $0.isLetGo }
+        let wasLetGo = isLetGo.withLock { $0 }
         #expect(
             !wasLetGo,
             "image(for:) returned only once the disk queue was let go, after \(String(format: "%.2f", seconds)) s")
@@ -64,7 +54,7 @@ import Testing
         store.waitForDiskMaintenance()
         #expect(store.disk.data(for: url) == bytes, "the load's bytes are not on disk after waitForDiskMaintenance()")
         #expect(store.disk.pixelSize(for: url) == PixelSize(width: 64, height: 48))
-        #expect(store.disk.data(for: other) == Data([1, 2, 3]))
+        #expect(store.disk.data(for: Self.heldURL) == Data([1, 2, 3]))
         #expect(!store.diskFileNames.contains { $0.hasPrefix(".tmp-") }, "\(store.diskFileNames)")
     }
 
@@ -77,18 +67,7 @@ import Testing
         defer { server.stop() }
         let store = try ImageStore.makeForTesting(root: folder.url)
         let url = server.url("/images/a.jpg")
-        let gate = DispatchSemaphore(value: 0)
-        let isHolding = LockedBox(false)
-        DispatchQueue.global().async {
-            try? store.disk.store(
-                Data([1, 2, 3]), pixelSize: PixelSize(width: 1, height: 1),
-                for: URL(string: "https://images.example.com/other.jpg")!,
-                committed: {
-                    isHolding.withLock { $0 = true }
-                    gate.wait()
-                })
-        }
-        try await waitUntil { isHolding.withLock { $0 } }
+        let gate = try await Self.holdDiskQueue(of: store.disk)
         let safety = DispatchWorkItem { gate.signal() }
         DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: safety)
         let image = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
@@ -113,18 +92,7 @@ import Testing
     @Test func writesWaitingForTheDiskAreBoundedInBytes() async throws {
         let folder = TemporaryDirectory("disk-commit-backlog")
         let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20, backgroundWriteByteLimit: 10)
-        let gate = DispatchSemaphore(value: 0)
-        let isHolding = LockedBox(false)
-        DispatchQueue.global().async {
-            try? disk.store(
-                Data([1, 2, 3]), pixelSize: PixelSize(width: 1, height: 1),
-                for: URL(string: "https://images.example.com/held.jpg")!,
-                committed: {
-                    isHolding.withLock { $0 = true }
-                    gate.wait()
-                })
-        }
-        try await waitUntil { isHolding.withLock { $0 } }
+        let gate = try await Self.holdDiskQueue(of: disk)
         func url(_ name: String) -> URL { URL(string: "https://images.example.com/\(name).jpg")! }
         func queue(_ name: String, bytes: Int) -> Bool {
             disk.storeInBackground(
@@ -142,5 +110,26 @@ import Testing
         #expect(disk.data(for: url("b")) == nil)
         #expect(disk.data(for: url("c"))?.count == 6)
         #expect(disk.data(for: url("d"))?.count == 4)
+    }
+
+    /// The URL of the write that ``holdDiskQueue(of:)`` holds.
+    static let heldURL = URL(string: "https://images.example.com/held.jpg")!
+
+    /// Starts a write of 3 bytes for ``heldURL`` that holds `disk`'s folder queue in its commit step, as a
+    /// commit, a trim or a `removeAll()` holds it, until the returned semaphore is signalled; returns once
+    /// it holds it.
+    static func holdDiskQueue(of disk: DiskStore) async throws -> DispatchSemaphore {
+        let gate = DispatchSemaphore(value: 0)
+        let isHolding = LockedBox(false)
+        DispatchQueue.global().async {
+            try? disk.store(
+                Data([1, 2, 3]), pixelSize: PixelSize(width: 1, height: 1), for: heldURL,
+                committed: {
+                    isHolding.withLock { $0 = true }
+                    gate.wait()
+                })
+        }
+        try await waitUntil { isHolding.withLock { $0 } }
+        return gate
     }
 }
