@@ -21,16 +21,15 @@ import Testing
         defer { close(descriptor) }
         try #require(descriptor >= 0 && flock(descriptor, LOCK_EX | LOCK_NB) == 0)
         // A store of uid 65534 opens the folder.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = [
-            "--reuid=65534", "--regid=65534", "--clear-groups", CommandLineRunner.executable.path, "_cache-writer",
-            "--root", root.url.path,
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let child = try ChildProcess(
+            executable: "/usr/bin/setpriv",
+            arguments: [
+                "--reuid=65534", "--regid=65534", "--clear-groups", CommandLineRunner.executable.path,
+                "_cache-writer", "--root", root.url.path,
+            ],
+            environment: ProcessInfo.processInfo.environment, directory: "/", standardOutput: "/dev/null",
+            standardError: "/dev/null")
+        #expect(ChildProcess.exitCode(of: child.waitForExit()) == 0)
         #expect(FileManager.default.fileExists(atPath: writing.path), "a locked write was removed as a leftover")
     }
 }

@@ -513,12 +513,11 @@ import Testing
 
     /// The id of a process that has ended.
     private func endedProcessID() throws -> pid_t {
-        let ended = Process()
-        ended.executableURL = URL(fileURLWithPath: "/bin/sh")
-        ended.arguments = ["-c", "exit 0"]
-        try ended.run()
-        ended.waitUntilExit()
-        return ended.processIdentifier
+        let ended = try ChildProcess(
+            executable: "/bin/sh", arguments: ["-c", "exit 0"], environment: ProcessInfo.processInfo.environment,
+            directory: "/", standardOutput: "/dev/null", standardError: "/dev/null")
+        _ = ended.waitForExit()
+        return ended.pid
     }
 
     private func setLastUsed(of file: URL, secondsAgo: TimeInterval) throws {

@@ -12,21 +12,12 @@ import Testing
     ) {
         let stderrFile = aic.workspace.url.appendingPathComponent("stderr.txt")
         try Data().write(to: stderrFile)
-        let process = Process()
-        process.executableURL = CommandLineRunner.executable
-        process.arguments = arguments
-        process.currentDirectoryURL = aic.workspace.url
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_CACHE_HOME"] = aic.cacheHome.url.path
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: "/dev/full"))
-        process.standardError = try FileHandle(forWritingTo: stderrFile)
-        let (exits, exited) = AsyncStream<Int32>.makeStream()
-        process.terminationHandler = { exited.yield($0.terminationStatus) }
-        try process.run()
-        var iterator = exits.makeAsyncIterator()
-        let status = try #require(await iterator.next())
+        let child = try ChildProcess(
+            executable: CommandLineRunner.executable.path, arguments: arguments, environment: environment,
+            directory: aic.workspace.url.path, standardOutput: "/dev/full", standardError: stderrFile.path)
+        let status = try #require(ChildProcess.exitCode(of: await child.exited()))
         return (status, try String(contentsOf: stderrFile, encoding: .utf8))
     }
 

@@ -62,16 +62,12 @@ final class ScratchFileSystem: @unchecked Sendable {
     }
 
     private static func mount(_ arguments: [String], tool: String = "/bin/mount") throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw MountError(
-                description: "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+        let child = try ChildProcess(
+            executable: tool, arguments: arguments, environment: ProcessInfo.processInfo.environment, directory: "/",
+            standardOutput: "/dev/null", standardError: "/dev/null")
+        let status = child.waitForExit()
+        guard ChildProcess.exitCode(of: status) == 0 else {
+            throw MountError(description: "\(tool) \(arguments.joined(separator: " ")) ended with status \(status)")
         }
     }
 }
