@@ -112,6 +112,27 @@ import Testing
         #expect(disk.data(for: url("d"))?.count == 4)
     }
 
+    /// A store opened on the folder while a load's write still waits for the disk finds the file, as after a
+    /// relaunch: its opening waits for the writes of this process's stores on that folder. Before, it missed
+    /// the file and downloaded the image a second time.
+    @Test func aStoreOpenedOnTheFolderFindsTheWritesOfAnotherStore() async throws {
+        let folder = TemporaryDirectory("disk-commit-reopen")
+        let images = TemporaryDirectory("disk-commit-reopen-images")
+        try SampleImages.jpeg(width: 64, height: 48).write(to: images.url.appendingPathComponent("a.jpg"))
+        let server = try await TestHTTPServer(serving: images.url)
+        defer { server.stop() }
+        let first = try ImageStore.makeForTesting(root: folder.url)
+        let url = server.url("/images/a.jpg")
+        let gate = try await Self.holdDiskQueue(of: first.disk)
+        _ = try await first.image(for: ImageRequest(url: url, targetWidth: 32))
+        // The load's write waits behind the held queue, which goes a moment after the second store starts opening.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { gate.signal() }
+        let second = try ImageStore.makeForTesting(root: folder.url)
+        _ = try await second.image(for: ImageRequest(url: url, targetWidth: 20))
+        #expect(try await server.hits(for: "/images/a.jpg") == 1)
+        #expect(second.statistics.diskHits == 1)
+    }
+
     /// The URL of the write that ``holdDiskQueue(of:)`` holds.
     static let heldURL = URL(string: "https://images.example.com/held.jpg")!
 
