@@ -10,14 +10,9 @@ import Testing
     /// a `removeAll()` of another store on the folder holds it): the load is delivered meanwhile, served
     /// from memory, and its file is in place once the queue is let go.
     @Test func aLoadIsDeliveredWhileTheDiskQueueIsHeld() async throws {
-        let folder = TemporaryDirectory("disk-commit-held")
-        let images = TemporaryDirectory("disk-commit-held-images")
-        let bytes = try SampleImages.jpeg(width: 64, height: 48)
-        try bytes.write(to: images.url.appendingPathComponent("a.jpg"))
-        let server = try await TestHTTPServer(serving: images.url)
-        defer { server.stop() }
-        let store = try ImageStore.makeForTesting(root: folder.url)
-        let url = server.url("/images/a.jpg")
+        let fixture = try await Fixture("disk-commit-held")
+        defer { fixture.server.stop() }
+        let (store, url, bytes) = (try fixture.store(), fixture.url, fixture.bytes)
 
         // Another write holds the disk queue in its commit step until the load returns.
         let gate = try await Self.holdDiskQueue(of: store.disk)
@@ -60,13 +55,9 @@ import Testing
 
     /// A load's write still queued when `removeAll()` runs is dropped, or removed by it: never in place after it.
     @Test func aWriteQueuedBeforeRemoveAllDoesNotLandAfterIt() async throws {
-        let folder = TemporaryDirectory("disk-commit-remove-all")
-        let images = TemporaryDirectory("disk-commit-remove-all-images")
-        try SampleImages.jpeg(width: 64, height: 48).write(to: images.url.appendingPathComponent("a.jpg"))
-        let server = try await TestHTTPServer(serving: images.url)
-        defer { server.stop() }
-        let store = try ImageStore.makeForTesting(root: folder.url)
-        let url = server.url("/images/a.jpg")
+        let fixture = try await Fixture("disk-commit-remove-all")
+        defer { fixture.server.stop() }
+        let (store, url) = (try fixture.store(), fixture.url)
         let gate = try await Self.holdDiskQueue(of: store.disk)
         let safety = DispatchWorkItem { gate.signal() }
         DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: safety)
@@ -116,21 +107,37 @@ import Testing
     /// relaunch: its opening waits for the writes of this process's stores on that folder. Before, it missed
     /// the file and downloaded the image a second time.
     @Test func aStoreOpenedOnTheFolderFindsTheWritesOfAnotherStore() async throws {
-        let folder = TemporaryDirectory("disk-commit-reopen")
-        let images = TemporaryDirectory("disk-commit-reopen-images")
-        try SampleImages.jpeg(width: 64, height: 48).write(to: images.url.appendingPathComponent("a.jpg"))
-        let server = try await TestHTTPServer(serving: images.url)
-        defer { server.stop() }
-        let first = try ImageStore.makeForTesting(root: folder.url)
-        let url = server.url("/images/a.jpg")
+        let fixture = try await Fixture("disk-commit-reopen")
+        defer { fixture.server.stop() }
+        let (first, url, server) = (try fixture.store(), fixture.url, fixture.server)
         let gate = try await Self.holdDiskQueue(of: first.disk)
         _ = try await first.image(for: ImageRequest(url: url, targetWidth: 32))
         // The load's write waits behind the held queue, which goes a moment after the second store starts opening.
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { gate.signal() }
-        let second = try ImageStore.makeForTesting(root: folder.url)
+        let second = try fixture.store()
         _ = try await second.image(for: ImageRequest(url: url, targetWidth: 20))
         #expect(try await server.hits(for: "/images/a.jpg") == 1)
         #expect(second.statistics.diskHits == 1)
+    }
+
+    /// A 64x48 JPEG served on loopback at ``url``, and a folder for stores' disk tiers.
+    struct Fixture {
+        let folder: TemporaryDirectory
+        let images: TemporaryDirectory
+        let bytes: Data
+        let server: TestHTTPServer
+        var url: URL { server.url("/images/a.jpg") }
+
+        init(_ name: String) async throws {
+            folder = TemporaryDirectory(name)
+            images = TemporaryDirectory(name + "-images")
+            bytes = try SampleImages.jpeg(width: 64, height: 48)
+            try bytes.write(to: images.url.appendingPathComponent("a.jpg"))
+            server = try await TestHTTPServer(serving: images.url)
+        }
+
+        /// A store on ``folder``; each call opens another on the same folder.
+        func store() throws -> ImageStore { try ImageStore.makeForTesting(root: folder.url) }
     }
 
     /// The URL of the write that ``holdDiskQueue(of:)`` holds.
