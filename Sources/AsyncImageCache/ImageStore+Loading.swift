@@ -510,12 +510,13 @@ extension ImageStore {
     private func fetchOriginal(_ url: URL, generation: Int, replacement: Int) async -> Result<
         FetchedOriginal, ImageLoadingError
     > {
-        if url.isRemote, let (data, file) = disk.file(for: url) {
+        // Bytes still waiting for the disk count as read from it (a `clearMemory()` has dropped them from memory).
+        if url.isRemote, let (data, file) = disk.stored(for: url) {
             if let header = try? ImageHeader.parse(data) {
                 count { $0.diskHits += 1 }
                 // Repaired only while these bytes are current, and only on the file they came from: not
                 // once a new image has replaced them, here or in another process.
-                if disk.pixelSize(for: url) != header.displaySize {
+                if let file, disk.pixelSize(for: url) != header.displaySize {
                     _ = ifCurrent(generation: generation, replacement: replacement, forKey: url.cacheKey) {
                         disk.setPixelSize(header.displaySize, for: url, readFrom: file)
                     }
@@ -671,7 +672,8 @@ extension ImageStore {
     /// Keeps a decoded original on disk when it is remote and new: written in the background, so that
     /// the load is delivered without waiting for the disk queue (another commit, a trim, a `removeAll()`
     /// of any store on the folder) and holds no thread of the cooperative pool meanwhile. Memory serves
-    /// the bytes and the size until the file is in place; ``waitForDiskMaintenance()`` waits for it.
+    /// the bytes and the size until the file is in place, and the disk tier's reads find the queued write
+    /// once memory has let them go (a `clearMemory()`); ``waitForDiskMaintenance()`` waits for it.
     private func keepOnDisk(_ fetched: FetchedOriginal, for url: URL) {
         if fetched.origin == .source, url.isRemote, let policy = fetched.policy {
             // A download held while nobody wanted it (``undecodedOriginals``) has aged meanwhile.

@@ -17,7 +17,7 @@ extension ImageStore {
     ///
     /// `inBackground` (a load's write) queues the file's write and returns at once: the load's delivery
     /// never waits for the disk queue. Its commit checks the generation and the count when it runs, as
-    /// any other does; memory serves the bytes meanwhile. While the writes already waiting hold the
+    /// any other does; memory serves the bytes meanwhile, and the disk tier's reads find them queued. While the writes already waiting hold the
     /// folder's limit (``DiskStore/backgroundWriteByteLimit``), it writes at once, as without it.
     @discardableResult
     func keepRemote(

@@ -103,6 +103,44 @@ import Testing
         #expect(disk.data(for: url("d"))?.count == 4)
     }
 
+    /// A write waiting for the disk is read as its file would be, and a removal of the URL's file drops it:
+    /// neither read nor put in place after the removal (bytes a load found damaged, or a response said not to
+    /// store, would otherwise come back). A write queued after the removal lands.
+    @Test func aRemovalDropsTheWritesQueuedBeforeIt() async throws {
+        let folder = TemporaryDirectory("disk-commit-drop")
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let url = URL(string: "https://images.example.com/a.jpg")!
+        let metadata = HTTPCacheMetadata(policy: HTTPCachePolicy(), receivedAt: Date())
+        let gate = try await Self.holdDiskQueue(of: disk)
+        func queue(_ byte: UInt8) -> Bool {
+            disk.storeInBackground(
+                Data(repeating: byte, count: 8), pixelSize: PixelSize(width: Int(byte), height: 1), metadata: metadata,
+                for: url, generation: disk.generation, isCurrent: { true })
+        }
+        #expect(queue(1))
+        #expect(queue(2))
+        #expect(disk.data(for: url) == Data(repeating: 2, count: 8), "the latest write is read as its file")
+        #expect(disk.pixelSize(for: url) == PixelSize(width: 2, height: 1))
+        #expect(disk.cacheMetadata(for: url) == metadata)
+        disk.remove(url)
+        #expect(disk.data(for: url) == nil)
+        #expect(disk.pixelSize(for: url) == nil)
+        #expect(disk.cacheMetadata(for: url) == nil)
+        gate.signal()
+        disk.waitForPendingTrims()
+        #expect(!disk.contains(url), "a write queued before the removal landed after it")
+
+        let held = try await Self.holdDiskQueue(of: disk)
+        #expect(queue(3))
+        disk.remove(url)
+        #expect(queue(4))
+        #expect(disk.data(for: url) == Data(repeating: 4, count: 8))
+        held.signal()
+        disk.waitForPendingTrims()
+        #expect(disk.data(for: url) == Data(repeating: 4, count: 8))
+        #expect(disk.pixelSize(for: url) == PixelSize(width: 4, height: 1))
+    }
+
     /// A store opened on the folder while a load's write still waits for the disk finds the file, as after a
     /// relaunch: its opening waits for the writes of this process's stores on that folder. Before, it missed
     /// the file and downloaded the image a second time.
@@ -118,6 +156,57 @@ import Testing
         _ = try await second.image(for: ImageRequest(url: url, targetWidth: 20))
         #expect(try await server.hits(for: "/images/a.jpg") == 1)
         #expect(second.statistics.diskHits == 1)
+    }
+
+    /// After a `clearMemory()` (a memory warning), a load's bytes that still wait for the disk are found as
+    /// if their file were in place: the size and the bytes answer at once, and the next load reads them
+    /// instead of downloading the image again. Before, all three missed until the write landed.
+    @Test func bytesWaitingForTheDiskAreFoundAfterClearMemory() async throws {
+        let fixture = try await Fixture("disk-commit-clear-memory")
+        defer { fixture.server.stop() }
+        let (store, url, bytes) = (try fixture.store(), fixture.url, fixture.bytes)
+        let gate = try await Self.holdDiskQueue(of: store.disk)
+        defer { gate.signal() }  // once more when the test ends early: the semaphore is waited on once
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
+
+        store.clearMemory()
+        #expect(store.cachedPixelSize(for: url) == CGSize(width: 64, height: 48))
+        store.clearMemory()
+        #expect(store.cachedOriginalBytes(for: url)?.data == bytes)
+        store.clearMemory()
+        let image = try await store.image(for: ImageRequest(url: url, targetWidth: 20))
+        #expect(image.pixelSize == PixelSize(width: 20, height: 15))
+        #expect(try await fixture.server.hits(for: "/images/a.jpg") == 1, "downloaded again")
+        #expect(store.statistics.diskHits == 1)
+        #expect(!store.disk.contains(url), "committed while the disk queue was held")
+
+        gate.signal()
+        store.waitForDiskMaintenance()
+        #expect(store.disk.data(for: url) == bytes)
+        #expect(store.disk.pixelSize(for: url) == PixelSize(width: 64, height: 48))
+    }
+
+    /// The caching facts of bytes waiting for the disk come with them: after a `clearMemory()`, an image the
+    /// server marked `no-cache` is revalidated by the load that reads them. Before, the load found no file,
+    /// downloaded the image whole again, and the server answered `[200, 200]` where `[200, 304]` is due.
+    @Test func cachingFactsOfBytesWaitingForTheDiskAreFoundAfterClearMemory() async throws {
+        let fixture = try await Fixture("disk-commit-clear-memory-facts")
+        defer { fixture.server.stop() }
+        let store = try fixture.store()
+        let url = fixture.server.url("/cache/no-cache/images/a.jpg")
+        let gate = try await Self.holdDiskQueue(of: store.disk)
+        defer { gate.signal() }  // once more when the test ends early: the semaphore is waited on once
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
+
+        store.clearMemory()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 20))
+        // The revalidation waits for the writes queued before it, so that its answer applies to the file.
+        gate.signal()
+        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        store.waitForDiskMaintenance()
+        #expect(try await fixture.server.statuses(for: "/cache/no-cache/images/a.jpg") == [200, 304])
+        #expect(store.statistics.revalidations == 1)
+        #expect(store.disk.data(for: url) == fixture.bytes)
     }
 
     /// A 64x48 JPEG served on loopback at ``url``, and a folder for stores' disk tiers.

@@ -18,7 +18,9 @@ import Darwin
 /// write's rename, the least recently used files are removed to keep the directory within
 /// `byteLimit`; a trim on a background queue then re-reads the directory, which another process may
 /// share. Loads write on a background queue (``storeInBackground(_:pixelSize:metadata:for:generation:isCurrent:)``):
-/// their delivery never waits for a commit.
+/// their delivery never waits for a commit. Until a queued write is in place, reads that miss its file
+/// find its bytes, size and caching facts instead (``StagedWrites``), so that neither this store nor
+/// another of this process on the folder downloads the image again meanwhile.
 final class DiskStore: Sendable {
     let directory: URL
     /// `directory.path` with a trailing slash, kept as a string: building paths through `URL` costs
@@ -97,6 +99,9 @@ final class DiskStore: Sendable {
         let writeQueue = DispatchQueue(label: "AsyncImageCache.DiskStore.write", qos: .utility)
         /// The bytes of the writes on `writeQueue` that have not run yet.
         let queuedWriteBytes = LockedBox(0)
+        /// The writes on `writeQueue` not yet committed or dropped: reads that miss a file look here
+        /// before they give up (``staged(forKey:)``).
+        let staged = LockedBox(StagedWrites())
         let usage = LockedBox(Usage())
         let listings = LockedBox(0)
         /// When a store last began to list the folder; `nil` before any did.
@@ -123,6 +128,19 @@ final class DiskStore: Sendable {
                 return folder
             }
         }
+    }
+
+    /// The latest write for the URL with ``URL/cacheKey`` `key` still waiting for the disk, as its file will
+    /// hold it; `nil` when none waits, or when it would not be committed (a ``removeAll()``, a
+    /// replacement or a removal of the file has come since it was queued).
+    ///
+    /// Reads that miss the file look here and then at the file again: a write is forgotten only once its
+    /// file is in place, so one of the three looks finds a write that lands meanwhile.
+    private func staged(forKey key: String) -> StagedWrites.Write? {
+        guard let write = folder.staged.withLock({ $0.latest(forKey: key) }), write.generation == generation,
+            write.isCurrent()
+        else { return nil }
+        return write
     }
 
     /// The count of the bytes in a folder.
@@ -295,8 +313,18 @@ final class DiskStore: Sendable {
     /// one, so anything bigger was put there by someone else (a sparse file of gigabytes would
     /// otherwise be read whole into memory). The source answers for it instead. A symbolic link is
     /// not followed (`O_NOFOLLOW`): the store serves, and dates, only files of its own folder.
+    ///
+    /// Bytes still waiting for the disk (``storeInBackground(_:pixelSize:metadata:for:generation:isCurrent:)``)
+    /// are found too.
     func data(for url: URL) -> Data? {
-        file(for: url)?.data
+        stored(for: url)?.data
+    }
+
+    /// ``data(for:)`` with the identity of the file read, `nil` for bytes that still wait for the disk.
+    func stored(for url: URL) -> (data: Data, identity: FileIdentity?)? {
+        if let (data, identity) = file(for: url) { return (data, identity) }
+        if let staged = staged(forKey: url.cacheKey) { return (staged.data, nil) }
+        return file(for: url).map { ($0.data, $0.identity) }
     }
 
     /// ``data(for:)``, with the identity of the file read: what is repaired from these bytes goes onto
@@ -413,8 +441,14 @@ final class DiskStore: Sendable {
         pixelSize(forKey: url.cacheKey)
     }
 
-    /// ``pixelSize(for:)`` by the URL's ``URL/cacheKey``, for a caller that has it already.
+    /// ``pixelSize(for:)`` by the URL's ``URL/cacheKey``, for a caller that has it already. Without an
+    /// attribute, a write still waiting for the disk answers (the caller's header read finds the file
+    /// if it lands meanwhile).
     func pixelSize(forKey key: String) -> PixelSize? {
+        attributePixelSize(forKey: key) ?? staged(forKey: key)?.pixelSize
+    }
+
+    private func attributePixelSize(forKey key: String) -> PixelSize? {
         withFilePath(forKey: key) { path in
             withUnsafeTemporaryAllocation(byteCount: 16, alignment: 8) { buffer in
                 guard let length = attributes.read(named: PixelSizeAttribute.name, atPath: path, into: buffer) else {
@@ -455,8 +489,14 @@ final class DiskStore: Sendable {
         } ?? false
     }
 
-    /// The HTTP caching facts kept with `url`'s file, if any.
+    /// The HTTP caching facts kept with `url`'s file, if any, or with a write for it still waiting for the disk.
     func cacheMetadata(for url: URL) -> HTTPCacheMetadata? {
+        if let metadata = attributeCacheMetadata(for: url) { return metadata }
+        if let staged = staged(forKey: url.cacheKey) { return staged.metadata }
+        return attributeCacheMetadata(for: url)
+    }
+
+    private func attributeCacheMetadata(for url: URL) -> HTTPCacheMetadata? {
         let path = filePath(for: url)
         func value(capacity: Int) -> [UInt8]? {
             withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 8) { buffer in
@@ -514,12 +554,16 @@ final class DiskStore: Sendable {
     /// (`ECANCELED`), nor are they when `isCurrent`, asked in the same step, says no. `committed` runs in
     /// that step once the file is in place: no other write of this folder commits, and no `removeAll()`
     /// begins, in between.
+    ///
+    /// `isDropped` is asked in one step with the rename, as ``remove(_:)`` removes a file: a write queued
+    /// before a removal of its URL's file is dropped then (`ECANCELED`), never put in place after it.
     func store(
         _ data: Data, pixelSize: PixelSize, metadata: HTTPCacheMetadata? = nil, for url: URL, generation: Int? = nil,
-        isCurrent: () -> Bool = { true }, committed: () -> Void = {}
+        isCurrent: () -> Bool = { true }, committed: () -> Void = {}, isDropped: () -> Bool = { false }
     ) throws {
         guard data.count <= byteLimit else {
-            remove(url)
+            // The older copy only: writes queued after this one stay.
+            _ = removeCounted(named: Self.fileName(for: url))
             throw POSIXError(.EFBIG)
         }
         let temporaryName = Self.temporaryName()
@@ -565,7 +609,8 @@ final class DiskStore: Sendable {
             let before = knownUsage()
             // The older copy of `url` goes with the rename: room is made among the other files.
             if before - replaced + data.count > byteLimit { trim(toBytes: byteLimit - data.count, sparing: name) }
-            let result = usage.withLock { usage -> Int32 in
+            let result = usage.withLock { usage -> Int32? in
+                guard !isDropped() else { return nil }
                 // Asked again in this step: a removal may have taken the older copy since.
                 let replaced = Self.fileSize(atPath: destination) ?? 0
                 let result = rename(temporary.path, destination)
@@ -593,7 +638,7 @@ final class DiskStore: Sendable {
         scheduleTrim()
     }
 
-    /// ``store(_:pixelSize:metadata:for:generation:isCurrent:committed:)`` on the folder's write queue,
+    /// ``store(_:pixelSize:metadata:for:generation:isCurrent:committed:isDropped:)`` on the folder's write queue,
     /// returning at once: for a load, whose delivery must not wait for the disk queue (another commit, a
     /// trim listing thousands of files, a `removeAll()` deleting them) nor hold one of the few threads
     /// of Swift's cooperative pool meanwhile. The write is atomic as any other, and its commit checks
@@ -604,7 +649,7 @@ final class DiskStore: Sendable {
     ///
     /// - Returns: `false`, queuing nothing, when the writes already queued on the folder hold
     ///   ``backgroundWriteByteLimit`` bytes or `data` would take them past it (a disk slower than the
-    ///   downloads): the caller writes with ``store(_:pixelSize:metadata:for:generation:isCurrent:committed:)``
+    ///   downloads): the caller writes with ``store(_:pixelSize:metadata:for:generation:isCurrent:committed:isDropped:)``
     ///   then, so that the bytes waiting for the disk stay bounded. A write is queued whatever its size when
     ///   none waits.
     func storeInBackground(
@@ -618,10 +663,19 @@ final class DiskStore: Sendable {
             return true
         }
         guard queued else { return false }
+        let key = url.cacheKey
+        let write = StagedWrites.Write(
+            data: data, pixelSize: pixelSize, metadata: metadata, generation: generation, isCurrent: isCurrent)
+        let number = folder.staged.withLock { $0.queue(write, forKey: key) }
         folder.writeQueue.async { [self] in
-            defer { folder.queuedWriteBytes.withLock { $0 -= data.count } }
+            defer {
+                folder.queuedWriteBytes.withLock { $0 -= data.count }
+                // After the rename: a read that missed the file finds it once the write is forgotten.
+                folder.staged.withLock { $0.finish(forKey: key) }
+            }
             try? store(
-                data, pixelSize: pixelSize, metadata: metadata, for: url, generation: generation, isCurrent: isCurrent)
+                data, pixelSize: pixelSize, metadata: metadata, for: url, generation: generation, isCurrent: isCurrent,
+                committed: {}, isDropped: { folder.staged.withLock { $0.isDropped(number, forKey: key) } })
         }
         return true
     }
@@ -732,16 +786,20 @@ final class DiskStore: Sendable {
         throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO)
     }
 
-    /// Removes `url`'s file (or a link in its place; never a folder and its contents).
+    /// Removes `url`'s file (or a link in its place; never a folder and its contents), and drops the
+    /// writes for `url` queued in the background before the call: they are neither read nor committed.
     func remove(_ url: URL) {
-        _ = removeCounted(named: Self.fileName(for: url))
+        let key = url.cacheKey
+        // In one step with the unlink, as a write's rename asks: a write queued before lands before it or never.
+        _ = removeCounted(named: Self.fileName(for: url)) { folder.staged.withLock { $0.dropQueued(forKey: key) } }
     }
 
-    /// Removes the file (or link) `name` and takes what it counted off the count, in one step, noting
-    /// it for a count whose listing is in progress (see ``Usage``); whether it went.
-    private func removeCounted(named name: String) -> Bool {
+    /// Removes the file (or link) `name` and takes what it counted off the count, in one step with
+    /// `first` and noting it for a count whose listing is in progress (see ``Usage``); whether it went.
+    private func removeCounted(named name: String, first: () -> Void = {}) -> Bool {
         let path = directoryPath + name
         return usage.withLock { usage in
+            first()
             let size = Self.fileSize(atPath: path) ?? 0
             guard unlink(path) == 0 else { return false }
             usage.bytes = usage.bytes.map { $0 - size }
@@ -750,7 +808,7 @@ final class DiskStore: Sendable {
         }
     }
 
-    /// Removes `url`'s file and runs `committed` in one step, as a ``store(_:pixelSize:metadata:for:generation:isCurrent:committed:)``
+    /// Removes `url`'s file and runs `committed` in one step, as a ``store(_:pixelSize:metadata:for:generation:isCurrent:committed:isDropped:)``
     /// commits: unless a ``removeAll()`` has begun since `generation` was read (then neither happens,
     /// and it returns `false`).
     @discardableResult
