@@ -12,10 +12,13 @@ let linuxProducts: [Product] = [.executable(name: "aic", targets: ["aic"])]
 let linuxTargets: [Target] = [
     // libwebp's encoder, which only the tests use, to make WebP files of any size.
     .systemLibrary(name: "CWebPEncode", path: "Tests/CWebPEncode"),
-    .executableTarget(name: "aic", dependencies: ["AsyncImageCache"]),
+    // Child processes started with posix_spawn, not Foundation's Process (whose run() can crash the
+    // parent in Swift 6.3.1): aic's relaunch and the tests' helpers. In no product; its API is `package`.
+    .target(name: "Spawn"),
+    .executableTarget(name: "aic", dependencies: ["AsyncImageCache", "Spawn"]),
     .testTarget(
         name: "AsyncImageCacheTests",
-        dependencies: ["AsyncImageCache", "CResample", .target(name: "CWebPEncode", condition: linux)],
+        dependencies: ["AsyncImageCache", "CResample", "Spawn", .target(name: "CWebPEncode", condition: linux)],
         resources: [.copy("Fixtures")]
     ),
 ]

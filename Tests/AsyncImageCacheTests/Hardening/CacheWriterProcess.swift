@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 
 /// `aic _cache-writer` run as a child process, for the tests that kill a writer or run two at once.
 ///

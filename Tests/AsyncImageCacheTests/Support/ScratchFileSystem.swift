@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 
 /// A small tmpfs mounted for one test, to produce faults a server cannot: a full disk, a
 /// read-only folder. Root ignores permission bits (`chmod 0555` stops nothing), but not a full

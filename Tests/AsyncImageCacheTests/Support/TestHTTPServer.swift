@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking

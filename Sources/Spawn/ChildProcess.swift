@@ -1,7 +1,8 @@
 import Foundation
 
-/// A child process for the tests' own long-running helpers (the HTTP test server), started with
-/// `posix_spawn` and reaped by ``terminateAndWait()``.
+/// A child process started with `posix_spawn`, for the tests' helpers (the HTTP test server, aic under
+/// test, setpriv, mount) and reaped by ``waitForExit()`` or ``terminateAndWait()``. A target of its own,
+/// outside the library's products, so that aic can use it too.
 ///
 /// Not Foundation's `Process`: on Linux it learns that a child has exited when a socket it shares with
 /// the child closes, and neither that socket nor its pipes are close-on-exec, so a process spawned at
@@ -10,12 +11,12 @@ import Foundation
 /// `@MainActor` tests whose servers held the socket queued behind it. A child started here gets its
 /// own pipes only, close-on-exec in this process, and no blocked signals (a thread of the test pool
 /// blocks some, and a child inherits its mask).
-final class ChildProcess: Sendable {
+package final class ChildProcess: Sendable {
     /// The child's process id.
-    let pid: pid_t
+    package let pid: pid_t
 
-    struct SpawnError: Error, CustomStringConvertible {
-        var description: String
+    package struct SpawnError: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// Starts `arguments[0]`, looked up on `PATH`, with `arguments` as its argument vector, a pipe to its
@@ -23,7 +24,7 @@ final class ChildProcess: Sendable {
     ///
     /// - Returns: The child, the write end of its stdin (it reads end-of-file once this is closed) and
     ///   its stdout.
-    static func start(_ arguments: [String]) throws -> (ChildProcess, input: Int32, output: FileHandle) {
+    package static func start(_ arguments: [String]) throws -> (ChildProcess, input: Int32, output: FileHandle) {
         let (input, output) = (try makePipe(), try makePipe())
         defer {
             close(input.reading)
@@ -68,7 +69,7 @@ final class ChildProcess: Sendable {
     /// 6.3.1 reads past a `dirent` while it lists `/proc/self/fd` and now and then crashes the whole test
     /// process (SIGSEGV in its memcpy, seen here in `CommandLineRunner`; swiftlang/swift-corelibs-foundation
     /// pull request 5472).
-    init(
+    package init(
         executable: String, arguments: [String], environment: [String: String], directory: String,
         standardOutput: String, standardError: String
     ) throws {
@@ -139,31 +140,31 @@ final class ChildProcess: Sendable {
     }
 
     /// Sends `SIGTERM` and waits until the child has exited; reaps it. Call once.
-    func terminateAndWait() {
+    package func terminateAndWait() {
         kill(pid, SIGTERM)
         _ = waitForExit()
     }
 
     /// ``waitForExit()`` on a thread of its own, not one of the test pool: blocking those on children
     /// would starve the other tests on a two-core machine. Call once.
-    func exited() async -> Int32 {
+    package func exited() async -> Int32 {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread { continuation.resume(returning: self.waitForExit()) }
         }
     }
 
     /// The signal that ended a child whose `waitpid` status is `status`; `nil` when it exited.
-    static func signal(of status: Int32) -> Int32? {
+    package static func signal(of status: Int32) -> Int32? {
         status & 0x7f == 0 ? nil : status & 0x7f
     }
 
     /// The exit code of a child whose `waitpid` status is `status`; `nil` when a signal ended it.
-    static func exitCode(of status: Int32) -> Int32? {
+    package static func exitCode(of status: Int32) -> Int32? {
         signal(of: status) == nil ? (status >> 8) & 0xff : nil
     }
 
     /// Waits until the child exits, reaps it and returns its `waitpid` status. Call once.
-    func waitForExit() -> Int32 {
+    package func waitForExit() -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         return status
