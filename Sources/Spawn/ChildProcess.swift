@@ -1,8 +1,9 @@
 import Foundation
 
 /// A child process started with `posix_spawn`, for the tests' helpers (the HTTP test server, aic under
-/// test, setpriv, mount) and reaped by ``waitForExit()`` or ``terminateAndWait()``. A target of its own,
-/// outside the library's products, so that aic can use it too.
+/// test, setpriv, mount) and aic's relaunch in `aic demo`, reaped by ``waitForExit()``,
+/// ``terminateAndWait()`` or ``run(_:arguments:)``. A target of its own, outside the library's products,
+/// so that aic and the tests share it.
 ///
 /// Not Foundation's `Process`: on Linux it learns that a child has exited when a socket it shares with
 /// the child closes, and neither that socket nor its pipes are close-on-exec, so a process spawned at
@@ -40,13 +41,13 @@ package final class ChildProcess: Sendable {
         }
     }
 
-    /// Starts the child reading `standardInput` and writing `standardOutput`, descriptors of this
-    /// process duplicated into the child.
-    private init(_ arguments: [String], standardInput: Int32, standardOutput: Int32) throws {
+    /// Starts the child reading `standardInput` (this process's stdin when `nil`) and writing
+    /// `standardOutput`, descriptors of this process duplicated into the child.
+    private init(_ arguments: [String], standardInput: Int32?, standardOutput: Int32) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, standardInput, STDIN_FILENO)
+        if let standardInput { posix_spawn_file_actions_adddup2(&actions, standardInput, STDIN_FILENO) }
         posix_spawn_file_actions_adddup2(&actions, standardOutput, STDOUT_FILENO)
         var attributes = Self.defaultSignals()
         defer { posix_spawnattr_destroy(&attributes) }
@@ -58,6 +59,43 @@ package final class ChildProcess: Sendable {
             throw SpawnError(description: "\(arguments[0]): \(String(cString: strerror(status)))")
         }
         self.pid = pid
+    }
+
+    /// Runs `executable` (a path, or a name looked up on `PATH`) with `arguments` after it until it exits:
+    /// stdin, stderr and the environment are this process's, stdout comes back through a pipe that is
+    /// read to its end before the child is waited for, so a child that writes more than a pipe holds
+    /// cannot block on a parent that waits for it.
+    ///
+    /// - Returns: What the child wrote on stdout.
+    /// - Throws: ``SpawnError`` when the child cannot start, when its output cannot be read, or when it
+    ///   exits with a code other than 0 or a signal ends it (the error says which, see
+    ///   ``termination(of:)``).
+    package static func run(_ executable: String, arguments: [String]) throws -> Data {
+        let output = try makePipe()
+        let child: ChildProcess
+        do {
+            defer { close(output.writing) }
+            child = try ChildProcess([executable] + arguments, standardInput: nil, standardOutput: output.writing)
+        } catch {
+            close(output.reading)
+            throw error
+        }
+        let name = URL(fileURLWithPath: executable).lastPathComponent
+        let reading = FileHandle(fileDescriptor: output.reading, closeOnDealloc: true)
+        let data: Data
+        do {
+            data = try reading.readToEnd() ?? Data()
+        } catch {
+            // Closed first: a child still writing gets EPIPE instead of blocking on a full pipe.
+            try? reading.close()
+            _ = child.waitForExit()
+            throw SpawnError(description: "\(name): reading its output: \(error)")
+        }
+        let status = child.waitForExit()
+        guard exitCode(of: status) == 0 else {
+            throw SpawnError(description: "\(name) \(termination(of: status))")
+        }
+        return data
     }
 
     /// Starts `executable` with `arguments` after its own path, `environment` as its whole environment,
@@ -161,6 +199,16 @@ package final class ChildProcess: Sendable {
     /// The exit code of a child whose `waitpid` status is `status`; `nil` when a signal ended it.
     package static func exitCode(of status: Int32) -> Int32? {
         signal(of: status) == nil ? (status >> 8) & 0xff : nil
+    }
+
+    /// How a child whose `waitpid` status is `status` ended, in words: "exited with code 3", or "was ended
+    /// by signal 11 (Segmentation fault)".
+    package static func termination(of status: Int32) -> String {
+        if let signal = signal(of: status) {
+            let name = strsignal(signal).map { String(cString: $0) } ?? "unknown signal"
+            return "was ended by signal \(signal) (\(name))"
+        }
+        return "exited with code \(exitCode(of: status) ?? -1)"
     }
 
     /// Waits until the child exits, reaps it and returns its `waitpid` status. Call once.

@@ -1,5 +1,6 @@
 import AsyncImageCache
 import Foundation
+import Spawn
 
 /// `aic demo`: the sample set through the store three times, cold, warm and after a real relaunch
 /// (a fresh `aic` process with the server gone), with what each tier did and a contact sheet.
@@ -113,18 +114,16 @@ enum Demo: Subcommand {
     }
 
     /// Runs the relaunch pass in a fresh process of this executable and returns what it did.
+    ///
+    /// Started with posix_spawn (``ChildProcess``), not Foundation's `Process`, whose `run()` in Swift 6.3.1
+    /// now and then crashes the parent (it reads past a `dirent` while it lists `/proc/self/fd`).
     private static func relaunch(root: URL, urls: [URL]) throws -> DemoPass {
-        let process = Process()
-        process.executableURL = executableURL
-        process.arguments = ["demo", "--pass", "relaunch", "--root", root.path] + urls.map(\.absoluteString)
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        // `readToEnd()` throws where `readDataToEndOfFile()` would stop the process on a read error.
-        let output = try pipe.fileHandleForReading.readToEnd() ?? Data()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw CommandFailure("the relaunched aic failed with exit code \(process.terminationStatus)")
+        let arguments = ["demo", "--pass", "relaunch", "--root", root.path] + urls.map(\.absoluteString)
+        let output: Data
+        do {
+            output = try ChildProcess.run(executableURL.path, arguments: arguments)
+        } catch {
+            throw CommandFailure("the relaunch pass failed: \(error)")
         }
         return try DemoPass(jsonLine: String(decoding: output, as: UTF8.self))
     }
