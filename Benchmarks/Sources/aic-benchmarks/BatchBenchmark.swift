@@ -42,21 +42,16 @@ enum BatchBenchmark {
                 + "interleaved rounds.")
     }
 
-    /// Runs a command line to completion and returns its wall time in milliseconds.
+    /// Runs a command line to completion, its stdout on `/dev/null`, and returns its wall time in
+    /// milliseconds.
     private static func time(_ command: [String]) throws -> Double {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = command
-        process.standardOutput = FileHandle.nullDevice
         let clock = ContinuousClock()
         let start = clock.now
-        try process.run()
-        process.waitUntilExit()
-        let elapsed = clock.now - start
-        guard process.terminationStatus == 0 else {
-            let name = command.prefix(2).joined(separator: " ")
-            throw BenchmarkFailure("\(name) ... exited with \(process.terminationStatus)")
+        do {
+            _ = try runCommand(command, discardingOutput: true)
+        } catch {
+            throw BenchmarkFailure("\(command.prefix(2).joined(separator: " ")) ...: \(error)")
         }
-        return milliseconds(elapsed)
+        return milliseconds(clock.now - start)
     }
 }

@@ -13,17 +13,16 @@ import VipsReference
 enum PeakMemory {
     /// Runs `aic-benchmarks thumb-once TOOL FILE WIDTH WARMUP` and returns its growth in megabytes.
     static func measureInChild(tool: String, file: URL, width: Int, warmUp: URL) throws -> Double {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
-        process.arguments = ["thumb-once", tool, file.path, String(width), warmUp.path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        let kilobytes = Double(output.trimmingCharacters(in: .whitespacesAndNewlines))
-        guard process.terminationStatus == 0, let kilobytes else {
-            throw BenchmarkFailure("thumb-once \(tool) failed: \(output)")
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
+        let data: Data
+        do {
+            data = try runCommand([executable, "thumb-once", tool, file.path, String(width), warmUp.path])
+        } catch {
+            throw BenchmarkFailure("thumb-once \(tool) failed: \(error)")
+        }
+        let output = String(decoding: data, as: UTF8.self)
+        guard let kilobytes = Double(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw BenchmarkFailure("thumb-once \(tool) printed no figure: \(output)")
         }
         return kilobytes / 1024
     }

@@ -25,20 +25,15 @@ enum ScrollBenchmark {
     }
 
     private static func spawnChild(loader: String) throws -> ScrollResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
-        process.arguments = ["scroll", "--loader", loader]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let data: Data
+        do {
+            data = try runCommand(["/proc/self/exe", "scroll", "--loader", loader])
+        } catch {
+            throw BenchmarkFailure("scroll --loader \(loader) failed: \(error)")
+        }
         let line = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
-        guard process.terminationStatus == 0,
-            let result = try? JSONDecoder().decode(ScrollResult.self, from: Data(line.utf8))
-        else {
-            throw CocoaError(
-                .executableLoad, userInfo: [NSLocalizedDescriptionKey: "scroll --loader \(loader) failed: \(line)"])
+        guard let result = try? JSONDecoder().decode(ScrollResult.self, from: Data(line.utf8)) else {
+            throw BenchmarkFailure("scroll --loader \(loader) printed no result: \(line)")
         }
         return result
     }
