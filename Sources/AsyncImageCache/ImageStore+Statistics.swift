@@ -7,7 +7,8 @@ extension ImageStore {
         public var originalMemoryHits = 0
         /// Loads whose bytes came from the disk tier.
         public var diskHits = 0
-        /// Fetches from the source (network, file or `data:` URL).
+        /// Fetches from the source (network, file or `data:` URL) that gave bytes; one that failed (a 404, a
+        /// timeout, a missing file) counts in ``failures`` instead, with the load it failed.
         public var sourceFetches = 0
         /// Bytes received from sources.
         public var bytesFetched = 0
