@@ -57,7 +57,9 @@ extension ImageStore {
         disk.removeEntries(unusedFor: maxAge)
     }
 
-    /// The number of files and their total size in bytes in the disk tier.
+    /// The number of files and their total size in bytes in the disk tier. A load's file is counted once
+    /// it is written, which happens in the background after the load is delivered: call
+    /// ``waitForDiskMaintenance()`` first for a count that includes the loads that have returned.
     public func diskUsage() -> (fileCount: Int, byteCount: Int) {
         let entries = disk.entries()
         return (entries.count, entries.reduce(0) { $0 + $1.byteCount })
