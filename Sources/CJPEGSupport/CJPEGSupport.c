@@ -31,6 +31,10 @@ static cjpeg_status status_for_error(guarded_error *error) {
     case JERR_SOF_UNSUPPORTED:
     case JERR_IMAGE_TOO_BIG:  // a side over 65500: JPEG allows 65535
         return CJPEG_STATUS_UNSUPPORTED;
+    case JERR_COMPONENT_COUNT:
+        // A frame of more than MAX_COMPONENTS (10) components: JPEG allows 255. The same code with a
+        // maximum of 4 is a scan of more components than JPEG allows, which is corrupt.
+        return error->pub.msg_parm.i[1] == MAX_COMPONENTS ? CJPEG_STATUS_UNSUPPORTED : CJPEG_STATUS_CORRUPT;
     case JERR_NO_BACKING_STORE:
     case JERR_OUT_OF_MEMORY:
         return CJPEG_STATUS_MEMORY_LIMIT;

@@ -25,7 +25,8 @@ extension ImageDecoders {
     /// with gray), while a damaged interval of a file with restart markers costs only its band (libjpeg
     /// goes on at the next marker, as djpeg does); 12-bit files throw `.unsupportedFeature("12-bit")`, and
     /// a side over libjpeg-turbo's 65500 pixels (JPEG allows 65535) `.unsupportedFeature` with libjpeg's
-    /// message; anything malformed throws
+    /// message, as does a frame of other than 1, 3 or 4 components (JPEG allows 255, libjpeg reads 10);
+    /// anything malformed throws
     /// `.corrupt` with libjpeg's message; once ``ImageDecodingContext/isCancelled`` is raised the decode
     /// stops within a few rows with `.cancelled`. A bitmap past ``ImageDecodingContext/pixelBudget`` is
     /// refused before it is allocated. Progressive and multi-scan files keep the coefficients of the *full*

@@ -88,6 +88,73 @@ struct JPEGDecoderTests {
         #expect(!error.reason.suggestsDamage)
     }
 
+    /// testorig.jpg (YCbCr, components 1, 2 and 3 in one scan) with a frame of `count` components: its own
+    /// first ones, then ids 4, 5, ... sampled 1x1. With 2, its scan lists components 1 and 2.
+    static func withFrameComponents(_ count: Int) throws -> Data {
+        var data = try Fixtures.data("jpeg", "testorig.jpg")
+        let frame = try #require(ImageHeader.frameHeaderOffset(in: data))
+        let length = Int(data[frame]) << 8 | Int(data[frame + 1])
+        let own = Array(data[(frame + 8)..<(frame + length)])
+        var components: [UInt8] = []
+        for index in 0..<count {
+            components += index < 3 ? Array(own[(3 * index)..<(3 * index + 3)]) : [UInt8(index + 1), 0x11, 0x00]
+        }
+        let newLength = 8 + components.count
+        var segment: [UInt8] = [UInt8(newLength >> 8), UInt8(newLength & 0xFF)]
+        segment += data[(frame + 2)..<(frame + 7)]  // precision, height, width
+        segment += [UInt8(count)] + components
+        data.replaceSubrange(frame..<(frame + length), with: segment)
+        if count < 3 {
+            let scan = try #require((0..<(data.count - 1)).first { data[$0] == 0xFF && data[$0 + 1] == 0xDA })
+            // Length, component count and 3 selectors (2 bytes each), Ss, Se, Ah/Al.
+            let selectors = Array(data[(scan + 5)..<(scan + 5 + 2 * count)])
+            let tail = Array(data[(scan + 11)..<(scan + 14)])
+            var scanHeader: [UInt8] = [0, UInt8(6 + 2 * count), UInt8(count)]
+            scanHeader += selectors
+            scanHeader += tail
+            data.replaceSubrange((scan + 2)..<(scan + 14), with: scanHeader)
+        }
+        return data
+    }
+
+    /// JPEG allows 1 to 255 components; this decoder shows 1 (gray), 3 (YCbCr, RGB) and 4 (CMYK, YCCK),
+    /// and libjpeg-turbo reads at most 10 (MAX_COMPONENTS). Any other count is a valid file this decoder
+    /// cannot show, and no refetch would mend it: `.unsupportedFeature`, which a store does not take for
+    /// damage. Over 10 threw `.corrupt("Too many color components: 11, max 10")` (libjpeg's
+    /// JERR_COMPONENT_COUNT), so a store removed a cached copy and downloaded it again on each load.
+    @Test(arguments: [2, 5, 6, 7, 8, 9, 10, 11, 12, 64, 255])
+    func aFrameOfAComponentCountThisDecoderCannotShowIsAnUnsupportedFeature(count: Int) throws {
+        let data = try Self.withFrameComponents(count)
+        #expect(try ImageHeader.parse(data).storedSize == PixelSize(width: 227, height: 149))
+        for minimumSize in [nil, PixelSize(width: 100, height: 60), PixelSize(width: 1, height: 1)] {
+            let error = try #require(
+                decodingError { () throws(ImageDecodingError) in
+                    try decoder.decode(data, context: decodingContext(.jpeg, minimumSize: minimumSize))
+                })
+            // libjpeg refuses a frame over 10 in jpeg_read_header; converting the others to RGB, in
+            // jpeg_start_decompress.
+            let message =
+                count > 10 ? "Too many color components: \(count), max 10" : "Unsupported color conversion request"
+            #expect(error == ImageDecodingError(format: .jpeg, reason: .unsupportedFeature(message)), "\(count)")
+            #expect(!error.reason.suggestsDamage)
+        }
+        let resized = decodingError { () throws(ImageDecodingError) in
+            try decoder.decode(
+                data, context: decodingContext(.jpeg), resizedTo: PixelSize(width: 50, height: 33), overlapping: false)
+        }
+        #expect(resized?.reason.suggestsDamage == false, "\(count) components: \(String(describing: resized))")
+    }
+
+    /// The counts it shows, built the same way, still decode (the frame and scan rewriting is sound).
+    @Test func theComponentCountsThisDecoderShowsStillDecode() throws {
+        let bitmap = try decoder.decode(try Self.withFrameComponents(3), context: decodingContext(.jpeg))
+        #expect(bitmap.pixelSize == PixelSize(width: 227, height: 149))
+        #expect(
+            bitmap.pixels
+                == (try decoder.decode(try Fixtures.data("jpeg", "testorig.jpg"), context: decodingContext(.jpeg)))
+                .pixels)
+    }
+
     @Test func adobeCMYKDecodesToTheColorsOfTheSamePictureInYCbCr() throws {
         let cmyk = try decoder.decode(
             try Fixtures.data("jpeg", "video-001.cmyk.jpeg"), context: decodingContext(.jpeg))
