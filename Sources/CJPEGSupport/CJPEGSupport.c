@@ -43,7 +43,7 @@ static cjpeg_status status_for_error(guarded_error *error) {
     default:
         // Running out of data makes libjpeg invent an EOI marker; whatever error follows is a
         // consequence of the missing bytes, not of bad ones.
-        return error->saw_premature_end ? CJPEG_STATUS_TRUNCATED : CJPEG_STATUS_CORRUPT;
+        return error->saw_premature_end || error->ran_out ? CJPEG_STATUS_TRUNCATED : CJPEG_STATUS_CORRUPT;
     }
 }
 
@@ -55,10 +55,146 @@ static void guarded_error_exit(j_common_ptr cinfo) {
     longjmp(error->jump, 1);
 }
 
+/* The lowest bit each coefficient of each frame component has been sent to (a scan's Al), or -1 before any
+   scan sent it; a sequential file only uses coefficient 0, for the scan that carries the whole component. */
+typedef signed char coefficient_bits[MAX_COMPONENTS][DCTSIZE2];
+
+static int covers_every_coefficient(coefficient_bits sent, int components, int progressive) {
+    for (int component = 0; component < components; component++) {
+        for (int coefficient = 0; coefficient < (progressive ? DCTSIZE2 : 1); coefficient++) {
+            if (sent[component][coefficient] != 0) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* Whether data without an EOI marker holds its whole image all the same, as far as its bytes tell: it ends
+   inside, or right after, the entropy-coded data of a Huffman-coded scan (with the EOI marker's first 0xFF
+   or not), and the scans up to that one carry every frame component (sequential) or every coefficient of
+   every component down to its last bit (progressive). Whether that last scan's data holds all the bits its
+   decode needs, only the decode tells: libjpeg warns JWRN_HIT_MARKER when it runs short. Data that ends
+   between scans, inside a marker segment or before the scans are all there is cut short. Arithmetic-coded
+   scans are decoded with zeros past their data without a word (hitting a marker is how they may end), so
+   their ending cannot be told from a cut: never. */
+static int ends_where_end_of_image_would_be(const unsigned char *bytes, size_t count) {
+    if (bytes == NULL || count < 2 || bytes[0] != 0xFF || bytes[1] != 0xD8) {
+        return 0;
+    }
+    unsigned char identifiers[MAX_COMPONENTS];
+    coefficient_bits sent;
+    int components = 0;  // 0 until the frame header
+    int progressive = 0;
+    size_t position = 2;
+    for (;;) {
+        // A marker: 0xFF, any fill bytes, its code; then, but for RSTn and TEM, a segment.
+        if (position >= count || bytes[position] != 0xFF) {
+            return 0;
+        }
+        while (position < count && bytes[position] == 0xFF) {
+            position++;
+        }
+        if (position >= count) {
+            return 0;
+        }
+        int marker = bytes[position++];
+        if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {
+            continue;
+        }
+        if (marker == 0xD8 || marker == 0xD9 || count - position < 2) {
+            return 0;
+        }
+        size_t length = (size_t)bytes[position] << 8 | bytes[position + 1];
+        if (length < 2 || count - position < length) {
+            return 0;
+        }
+        const unsigned char *segment = bytes + position + 2;
+        size_t size = length - 2;
+        position += length;
+        if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) {
+            // A frame header: baseline, extended or progressive Huffman coding, the ones libjpeg decodes
+            // that way.
+            if (components != 0 || marker > 0xC2 || size < 6) {
+                return 0;
+            }
+            components = segment[5];
+            if (components < 1 || components > MAX_COMPONENTS || size < 6 + 3 * (size_t)components) {
+                return 0;
+            }
+            for (int component = 0; component < components; component++) {
+                identifiers[component] = segment[6 + 3 * component];
+            }
+            progressive = marker == 0xC2;
+            memset(sent, -1, sizeof sent);
+        } else if (marker == 0xDA) {
+            int in_scan = size > 0 ? segment[0] : 0;
+            if (components == 0 || in_scan < 1 || in_scan > MAX_COMPS_IN_SCAN || size < 4 + 2 * (size_t)in_scan) {
+                return 0;
+            }
+            int first = 0, last = 0, low_bit = 0;  // a sequential scan carries whole components
+            if (progressive) {
+                first = segment[1 + 2 * in_scan];
+                last = segment[2 + 2 * in_scan];
+                low_bit = segment[3 + 2 * in_scan] & 0x0F;
+            }
+            if (first > last || last >= DCTSIZE2) {
+                return 0;
+            }
+            for (int index = 0; index < in_scan; index++) {
+                int component = 0;
+                while (component < components && identifiers[component] != segment[1 + 2 * index]) {
+                    component++;
+                }
+                if (component == components) {
+                    return 0;
+                }
+                for (int coefficient = first; coefficient <= last; coefficient++) {
+                    sent[component][coefficient] = (signed char)low_bit;
+                }
+            }
+            // The entropy-coded data, up to a marker other than RSTn (0xFF 0x00 is a stuffed 0xFF).
+            for (;;) {
+                const unsigned char *found = memchr(bytes + position, 0xFF, count - position);
+                if (found == NULL) {
+                    return covers_every_coefficient(sent, components, progressive);
+                }
+                size_t next = (size_t)(found - bytes) + 1;
+                while (next < count && bytes[next] == 0xFF) {
+                    next++;
+                }
+                if (next >= count) {
+                    return covers_every_coefficient(sent, components, progressive);  // EOI's first byte
+                }
+                if (bytes[next] != 0x00 && (bytes[next] < 0xD0 || bytes[next] > 0xD7)) {
+                    position = (size_t)(found - bytes);
+                    break;
+                }
+                position = next + 1;
+            }
+        }
+    }
+}
+
 static void guarded_emit_message(j_common_ptr cinfo, int message_level) {
     guarded_error *error = (guarded_error *)cinfo->err;
     if (message_level >= 0) {
         return;  // trace messages
+    }
+    // The data ran out where its EOI marker would be, and the memory source supplies one: only a scan
+    // that then needs more bits than it has says the data was cut (JWRN_HIT_MARKER, below). libjpeg reads
+    // ahead, so a whole file without EOI runs out before its last scan's last MCU, or while it looks for
+    // the marker after it.
+    if (error->pub.msg_code == JWRN_JPEG_EOF && cinfo->is_decompressor) {
+        cjpeg_decoder *decoder = (cjpeg_decoder *)cinfo;  // `cinfo` is its first member
+        if (decoder->ends_without_end_of_image == 0) {
+            decoder->ends_without_end_of_image =
+                ends_where_end_of_image_would_be(decoder->bytes, decoder->count) ? 1 : -1;
+        }
+        if (decoder->ends_without_end_of_image > 0) {
+            error->ran_out = 1;
+            return;
+        }
     }
     error->pub.num_warnings++;
     if (!error->has_message) {
@@ -122,6 +258,8 @@ cjpeg_decoder *cjpeg_decoder_create(const unsigned char *bytes, size_t count, lo
     jpeg_create_decompress(&decoder->cinfo);
     // jpeg_mem_src takes an unsigned long count; refuse nothing here, the source stops at `count`.
     jpeg_mem_src(&decoder->cinfo, bytes, (unsigned long)count);
+    decoder->bytes = bytes;
+    decoder->count = count;
     if (max_memory_bytes > 0) {
         // Bounds the whole-image coefficient buffer of progressive files: past it, libjpeg asks for a
         // backing store, which this build does not have, and fails instead of allocating.

@@ -15,6 +15,8 @@ typedef struct {
     jmp_buf jump;
     cjpeg_status failure;
     int saw_premature_end;
+    /* The data ran out where its EOI marker would be (libjpeg goes on with the one its source supplies). */
+    int ran_out;
     /* The MCUs libjpeg may still fill with zeros after damaged restart intervals (see guarded_emit_message). */
     long restart_fill_left;
     int has_message;
@@ -24,6 +26,12 @@ typedef struct {
 struct cjpeg_decoder {
     struct jpeg_decompress_struct cinfo;
     guarded_error error;
+    /* The data the memory source reads, for a look at how it ends once libjpeg runs out of it. */
+    const unsigned char *bytes;
+    size_t count;
+    /* Whether the data, which has no EOI marker, ends where the marker would be (see
+       ends_where_end_of_image_would_be): 0 until libjpeg runs out of data, then 1 or -1. */
+    int ends_without_end_of_image;
     int has_header;
     int has_decoded;
     /* Between jpeg_start_decompress and the last row. */

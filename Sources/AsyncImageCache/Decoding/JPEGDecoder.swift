@@ -22,8 +22,10 @@ extension ImageDecoders {
     /// ```
     ///
     /// Errors: data that ends early throws ``ImageDecodingError/Reason/truncated`` (libjpeg would pad it
-    /// with gray), while a damaged interval of a file with restart markers costs only its band (libjpeg
-    /// goes on at the next marker, as djpeg does); 12-bit files throw `.unsupportedFeature("12-bit")`, and
+    /// with gray); data that holds every scan and stops where its EOI marker would be is the whole image, as
+    /// djpeg and browsers show it (but for arithmetic coding, whose end cannot be told from a cut); a
+    /// damaged interval of a file with restart markers costs only its band (libjpeg goes on at the next
+    /// marker, as djpeg does); 12-bit files throw `.unsupportedFeature("12-bit")`, and
     /// a side over libjpeg-turbo's 65500 pixels (JPEG allows 65535) `.unsupportedFeature` with libjpeg's
     /// message, as does a frame of other than 1, 3 or 4 components (JPEG allows 255, libjpeg reads 10);
     /// anything malformed throws
