@@ -28,7 +28,7 @@
  * half it decodes.
  *
  * Anything this decoder does not expect (a restart interval, an invalid code, data that ends early
- * or is followed by anything but EOI) makes it decline, and the caller decodes with libjpeg, which
+ * or is followed by anything but EOI or the end of the data) makes it decline, and the caller decodes with libjpeg, which
  * gives the canonical result or error. It only reads libjpeg's parsed header and the bytes.
  */
 
@@ -442,7 +442,9 @@ static void *decode_speculatively(void *argument) {
     return NULL;
 }
 
-/* Whether the entropy-coded data ends right after `offset` (padding only) with an EOI marker. */
+/* Whether the entropy-coded data ends right after `offset` (padding only) with an EOI marker, or with the
+   end of the data where that marker would be (its 0xFF or not): the scan is whole either way, as libjpeg
+   decodes it. */
 static int ends_cleanly(bit_reader *reader, uint64_t offset) {
     // Load on to the marker while less than a whole byte of data follows `offset`.
     while (!reader->at_marker && offset <= reader->loaded && reader->loaded - offset < 8) {
@@ -457,7 +459,10 @@ static int ends_cleanly(bit_reader *reader, uint64_t offset) {
     while (position < reader->end && reader->data[position] == 0xFF) {
         position++;
     }
-    return position < reader->end && position > reader->marker && reader->data[position] == 0xD9;
+    if (position == reader->end) {
+        return 1;
+    }
+    return position > reader->marker && reader->data[position] == 0xD9;
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -163,14 +163,32 @@ struct JPEGDCDecoderTests {
         }
     }
 
+    /// Data that holds the whole scan and ends where its EOI marker would be (without the marker, or with its
+    /// 0xFF alone) is the whole image to libjpeg, and so to this decoder: it declined, and libjpeg decoded it
+    /// on one thread.
+    @Test func dataThatEndsWhereItsEOIMarkerWouldBeDecodesAsTheWholeFile() throws {
+        let photo = try Self.texturedJPEG(width: 800, height: 600)
+        let reference = try Self.libjpegEighth(photo)
+        for data in [photo.dropLast(2), photo.dropLast(1)] {
+            #expect(try Self.libjpegEighth(data).pixels == reference.pixels)
+            for threads in [1, 2] {
+                let decoded = ImageDecoders.JPEG().decodeFromDC(data, threads: threads, alwaysSplit: true)
+                #expect(decoded?.pixels == reference.pixels, "\(data.count) bytes, \(threads) threads")
+            }
+        }
+        // One byte of the scan fewer: declined, and libjpeg says truncated.
+        let cut = photo.dropLast(3)
+        #expect(ImageDecoders.JPEG().decodeFromDC(cut, threads: 1, alwaysSplit: false) == nil)
+        #expect(throws: ImageDecodingError(format: .jpeg, reason: .truncated)) { try Self.libjpegEighth(cut) }
+    }
+
     @Test func dataThatEndsEarlyOrCarriesJunkIsLeftToLibjpeg() throws {
         let photo = try Self.texturedJPEG(width: 800, height: 600)
         for threads in [1, 2] {
             // Cut inside the entropy-coded data: declined, and the decode through libjpeg says truncated.
             let cut = photo.prefix(photo.count * 7 / 10)
             #expect(ImageDecoders.JPEG().decodeFromDC(Data(cut), threads: threads, alwaysSplit: true) == nil)
-            // No EOI, and bytes of junk before it: declined as well.
-            #expect(ImageDecoders.JPEG().decodeFromDC(photo.dropLast(2), threads: threads, alwaysSplit: true) == nil)
+            // Bytes of junk before EOI: declined as well.
             var junk = photo.dropLast(2)
             junk.append(contentsOf: [0x12, 0x34, 0x56, 0xFF, 0xD9])
             #expect(ImageDecoders.JPEG().decodeFromDC(Data(junk), threads: threads, alwaysSplit: true) == nil)
