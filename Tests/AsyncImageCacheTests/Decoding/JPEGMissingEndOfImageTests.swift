@@ -24,9 +24,9 @@ struct JPEGMissingEndOfImageTests {
         return data.dropLast(keepingFF ? 1 : 2)
     }
 
-    /// Decodes `data` at full size, at the scale covering a quarter of it (1/4, or 1/8 for the larger
-    /// files, where baseline goes to the DC-only decoder first) and resized to 20 pixels wide on both
-    /// resizing paths.
+    /// Decodes `data` at full size, at the scale covering a quarter of it (1/4; 1/2 for the 64x16 file), at
+    /// 1/8 (where baseline goes to the DC-only decoder first) and resized to 20 pixels wide on both resizing
+    /// paths.
     static func decodes(_ data: Data) throws -> [Bitmap] {
         let decoder = ImageDecoders.JPEG()
         let header = try ImageHeader.parse(data)
