@@ -113,7 +113,8 @@ public final class CachedImageModel {
     ///   - url: The image's location; `nil` shows the placeholder.
     ///   - intrinsicSize: The image's size if the caller knows it; `nil` (the default), or a size
     ///     without area, asks the store.
-    ///   - cornerRadius: The corner radius in points; `0` by default.
+    ///   - cornerRadius: The corner radius in points; `0` by default. Negative and non-finite values
+    ///     mean `0`.
     ///   - contentMode: How the image is drawn in its frame; ``ContentMode/fit`` (the frame's width, or
     ///     the narrower one an image taller in aspect than the frame is drawn at) by default.
     ///   - maxPixelWidth: A cap on the decoded width in pixels, at least 1 (a smaller one is 1); `nil`
@@ -170,9 +171,11 @@ public final class CachedImageModel {
     /// are rounded: ``cornerRadius`` when the image is drawn past its frame (``ContentMode/fill`` with an
     /// image of another shape than the frame), which cuts off the corners rounded into its pixels; `0`
     /// when those are the corners that show, so that a plain clip is right and their edges are not
-    /// smoothed twice. Never more than half the frame's shorter side.
+    /// smoothed twice. Never more than half the frame's shorter side. A radius that is not finite is none,
+    /// as it is in the pixels (``ImageRequest/cornerPixelRadius``): the frame's clip never rounds corners
+    /// the image's own do not have.
     public var frameCornerRadius: CGFloat {
-        guard cornerRadius > 0, contentMode == .fill, let layoutSize, let image,
+        guard cornerRadius > 0, cornerRadius.isFinite, contentMode == .fill, let layoutSize, let image,
             DisplayPixels.fillOverflows(
                 layoutSize: layoutSize, imageSize: image.pixelSize.cgSize, scale: displayScale)
         else { return 0 }

@@ -238,6 +238,21 @@ extension CachedImageModelFillTests {
         #expect(changes >= 1)
     }
 
+    /// A corner radius that is not finite is none, in the clip as in the pixels. Before, `.infinity` gave
+    /// square pixels and, where `.fill` cut off the image's corners, a clip of half the frame's height (a
+    /// capsule in a wide frame), so the corners were round in one frame and square in the next.
+    @Test func anInfiniteCornerRadiusIsNoneInTheClipAsInThePixels() async throws {
+        let photo = try await WidePhoto()  // 2:1
+        defer { photo.stop() }
+        let model = CachedImageModel(
+            url: photo.file, cornerRadius: .infinity, contentMode: .fill, displayScale: 2, store: photo.store)
+        model.layoutChanged(to: CGSize(width: 100, height: 100))
+        await model.load()
+        let image = try #require(model.image)
+        #expect(image.pixel(x: 0, y: 0).alpha == 255, "the pixels have rounded corners")
+        #expect(model.frameCornerRadius == 0)
+    }
+
     @Test func squareCornersFittedImagesAndNoImageNeedNoRoundedClip() async throws {
         let photo = try await WidePhoto()
         defer { photo.stop() }
