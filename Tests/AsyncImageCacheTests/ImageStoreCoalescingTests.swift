@@ -189,6 +189,45 @@ extension ImageStoreCoalescingTests {
         let statuses = try await server.statuses(for: path)
         #expect(statuses == [200], "the server was asked for a row flung past: \(statuses)")
     }
+
+    /// The same where the row's variant is not in memory and its bytes are: in the tier of originals (a
+    /// request with other corners than the decode in memory), or on disk only (after a `clearMemory()`).
+    /// The load, cancelled in the turn that starts it, asks the server nothing; the next load that shows
+    /// the image revalidates it.
+    @MainActor
+    @Test func aLoadCancelledBeforeItStartsDoesNotRevalidateStaleBytesInMemoryOrOnDisk() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 100, height: 75)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        let path = "/cache/no-cache/images/0.jpg"
+        let url = server.url(path)
+        _ = try await store.image(for: ImageRequest(url: url))
+        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        store.waitForDiskMaintenance()
+
+        func loadAndCancel(_ request: ImageRequest) async throws -> [Bool] {
+            let calls = LockedBox([Bool]())
+            let task = store.load(request) { image in calls.withLock { $0.append(image != nil) } }
+            task.cancel()
+            try await waitUntil { !calls.withLock { $0 }.isEmpty }
+            try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+            return calls.withLock { $0 }
+        }
+        let rounded = ImageRequest(url: url, targetWidth: 50, cornerRadius: 10)
+        #expect(store.cachedImage(for: rounded) == nil)
+        #expect(try await loadAndCancel(rounded) == [false])
+        #expect(store.statistics.revalidations == 0, "from memory")
+        store.clearMemory()
+        #expect(try await loadAndCancel(rounded) == [false])
+        #expect(store.statistics.revalidations == 0, "from disk")
+        #expect(try await server.statuses(for: path) == [200])
+
+        _ = try await store.image(for: rounded)
+        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        #expect(try await server.statuses(for: path) == [200, 304], "the load that shows the image revalidates it")
+    }
 }
 
 extension ImageStoreCoalescingTests {
