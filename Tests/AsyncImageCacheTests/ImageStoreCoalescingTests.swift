@@ -168,25 +168,13 @@ extension ImageStoreCoalescingTests {
     /// on the loopback server, a whole download and a check decode had the image changed).
     @MainActor
     @Test func aLoadCancelledBeforeItStartsDoesNotRevalidateAStaleImageInMemory() async throws {
-        let folder = TemporaryDirectory("images")
-        try SampleImages.writeJPEGs([PixelSize(width: 100, height: 75)], into: folder.url)
-        let server = try await TestHTTPServer(serving: folder.url)
-        defer { server.stop() }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
-        let path = "/cache/no-cache/images/0.jpg"
-        let request = ImageRequest(url: server.url(path))
-        _ = try await store.image(for: request)
-        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
-        #expect(store.cachedImage(for: request) != nil)
-        #expect(try await server.statuses(for: path) == [200])
-        let calls = LockedBox([Bool]())
-        let task = store.load(request) { image in calls.withLock { $0.append(image != nil) } }
-        task.cancel()
-        try await waitUntil { !calls.withLock { $0 }.isEmpty }
-        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
-        #expect(calls.withLock { $0 } == [false])
-        #expect(store.statistics.revalidations == 0)
-        let statuses = try await server.statuses(for: path)
+        let stale = try await StaleImage()
+        defer { stale.server.stop() }
+        let request = ImageRequest(url: stale.url)
+        #expect(stale.store.cachedImage(for: request) != nil)
+        #expect(try await stale.loadAndCancel(request) == [false])
+        #expect(stale.store.statistics.revalidations == 0)
+        let statuses = try await stale.server.statuses(for: StaleImage.path)
         #expect(statuses == [200], "the server was asked for a row flung past: \(statuses)")
     }
 
@@ -196,37 +184,53 @@ extension ImageStoreCoalescingTests {
     /// the image revalidates it.
     @MainActor
     @Test func aLoadCancelledBeforeItStartsDoesNotRevalidateStaleBytesInMemoryOrOnDisk() async throws {
-        let folder = TemporaryDirectory("images")
-        try SampleImages.writeJPEGs([PixelSize(width: 100, height: 75)], into: folder.url)
-        let server = try await TestHTTPServer(serving: folder.url)
-        defer { server.stop() }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
-        let path = "/cache/no-cache/images/0.jpg"
-        let url = server.url(path)
-        _ = try await store.image(for: ImageRequest(url: url))
-        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        let stale = try await StaleImage()
+        defer { stale.server.stop() }
+        let store = stale.store
         store.waitForDiskMaintenance()
+        let rounded = ImageRequest(url: stale.url, targetWidth: 50, cornerRadius: 10)
+        #expect(store.cachedImage(for: rounded) == nil)
+        #expect(try await stale.loadAndCancel(rounded) == [false])
+        #expect(store.statistics.revalidations == 0, "from memory")
+        store.clearMemory()
+        #expect(try await stale.loadAndCancel(rounded) == [false])
+        #expect(store.statistics.revalidations == 0, "from disk")
+        #expect(try await stale.server.statuses(for: StaleImage.path) == [200])
 
+        _ = try await store.image(for: rounded)
+        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        let statuses = try await stale.server.statuses(for: StaleImage.path)
+        #expect(statuses == [200, 304], "the load that shows the image revalidates it")
+    }
+
+    /// A 100x75 JPEG served `no-cache` (stale at once), loaded once at its natural width by ``store``.
+    @MainActor
+    struct StaleImage {
+        static let path = "/cache/no-cache/images/0.jpg"
+        let folder = TemporaryDirectory("images")
+        let server: TestHTTPServer
+        let store: ImageStore
+        var url: URL { server.url(Self.path) }
+
+        init() async throws {
+            try SampleImages.writeJPEGs([PixelSize(width: 100, height: 75)], into: folder.url)
+            server = try await TestHTTPServer(serving: folder.url)
+            store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+            _ = try await store.image(for: ImageRequest(url: server.url(Self.path)))
+            try await waitUntil { [store] in store.revalidating.withLock { $0.isEmpty } }
+            #expect(try await server.statuses(for: Self.path) == [200])
+        }
+
+        /// Starts a load of `request` and cancels it in the same turn of the main actor; returns what its
+        /// completion was called with (`true` for an image), once it was called and no revalidation runs.
         func loadAndCancel(_ request: ImageRequest) async throws -> [Bool] {
             let calls = LockedBox([Bool]())
             let task = store.load(request) { image in calls.withLock { $0.append(image != nil) } }
             task.cancel()
             try await waitUntil { !calls.withLock { $0 }.isEmpty }
-            try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+            try await waitUntil { [store] in store.revalidating.withLock { $0.isEmpty } }
             return calls.withLock { $0 }
         }
-        let rounded = ImageRequest(url: url, targetWidth: 50, cornerRadius: 10)
-        #expect(store.cachedImage(for: rounded) == nil)
-        #expect(try await loadAndCancel(rounded) == [false])
-        #expect(store.statistics.revalidations == 0, "from memory")
-        store.clearMemory()
-        #expect(try await loadAndCancel(rounded) == [false])
-        #expect(store.statistics.revalidations == 0, "from disk")
-        #expect(try await server.statuses(for: path) == [200])
-
-        _ = try await store.image(for: rounded)
-        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
-        #expect(try await server.statuses(for: path) == [200, 304], "the load that shows the image revalidates it")
     }
 }
 
