@@ -141,6 +141,28 @@ import Testing
         #expect(disk.pixelSize(for: url) == PixelSize(width: 4, height: 1))
     }
 
+    /// A write dropped by a removal of its URL's file makes no room: the files it would have pushed out of the
+    /// budget stay. Before, its commit trimmed the folder first and asked whether it was dropped only at the
+    /// rename, so a file it never replaced went for nothing.
+    @Test func aDroppedWriteMakesNoRoom() async throws {
+        let folder = TemporaryDirectory("disk-commit-dropped-trim")
+        let disk = DiskStore(directory: folder.url, byteLimit: 100)
+        let kept = URL(string: "https://images.example.com/kept.jpg")!
+        let url = URL(string: "https://images.example.com/a.jpg")!
+        try disk.store(Data(repeating: 9, count: 60), pixelSize: PixelSize(width: 1, height: 1), for: kept)
+        let gate = try await Self.holdDiskQueue(of: disk)
+        let queued = disk.storeInBackground(
+            Data(repeating: 1, count: 50), pixelSize: PixelSize(width: 1, height: 1), metadata: nil, for: url,
+            generation: disk.generation, isCurrent: { true })
+        #expect(queued)
+        disk.remove(url)
+        gate.signal()
+        disk.waitForPendingTrims()
+        #expect(!disk.contains(url), "a write queued before the removal landed after it")
+        #expect(disk.data(for: kept)?.count == 60, "the dropped write's commit trimmed the folder to make room")
+        #expect(disk.data(for: Self.heldURL) == Data([1, 2, 3]))
+    }
+
     /// A store opened on the folder while a load's write still waits for the disk finds the file, as after a
     /// relaunch: its opening waits for the writes of this process's stores on that folder. Before, it missed
     /// the file and downloaded the image a second time.

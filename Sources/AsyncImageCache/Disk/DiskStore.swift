@@ -604,7 +604,8 @@ final class DiskStore: Sendable {
         // instead, so that their delivery never waits behind another commit, a trim or a `removeAll()`.
         let renamed = trimQueue.sync { () -> Int32? in
             if let generation, generation != self.generation { return nil }
-            guard isCurrent() else { return nil }
+            // Dropped already, it makes no room: the files a trim would take for it stay. Asked again at the rename.
+            guard isCurrent(), !isDropped() else { return nil }
             let replaced = Self.fileSize(atPath: destination) ?? 0
             let before = knownUsage()
             // The older copy of `url` goes with the rename: room is made among the other files.
