@@ -163,6 +163,47 @@ import Testing
         #expect(disk.data(for: Self.heldURL) == Data([1, 2, 3]))
     }
 
+    /// A write larger than the budget takes its URL's older copy with it only as its commit would replace it:
+    /// dropped by a removal of the file, or queued before a `removeAll()`, it leaves what was put in place
+    /// since (here a write on the caller's thread, as a load writes while the queue holds its limit). Before,
+    /// it removed that newer file.
+    @Test func aDroppedWriteTooLargeForTheBudgetLeavesANewerFile() async throws {
+        let folder = TemporaryDirectory("disk-commit-dropped-too-large")
+        let attributes = PixelSizeWriteGate()
+        let disk = DiskStore(directory: folder.url, byteLimit: 100, attributes: attributes)
+        func url(_ name: String) -> URL { URL(string: "https://images.example.com/\(name).jpg")! }
+        func queue(_ byte: UInt8, count: Int, for url: URL) -> Bool {
+            disk.storeInBackground(
+                Data(repeating: byte, count: count), pixelSize: PixelSize(width: 1, height: 1), metadata: nil,
+                for: url, generation: disk.generation, isCurrent: { true })
+        }
+        func write(_ byte: UInt8, for url: URL) throws {
+            try disk.store(Data(repeating: byte, count: 8), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        }
+        // Another write holds the folder's write queue before its commit; the disk queue stays free.
+        attributes.gate.arm()
+        #expect(queue(7, count: 10, for: url("other")))
+        try await waitUntil { attributes.gate.parkedCount == 1 }
+        defer { attributes.gate.open() }  // once more when the test ends early
+
+        // Queued before a `removeAll()`; a newer file lands before it runs.
+        #expect(queue(1, count: 200, for: url("a")))
+        disk.removeAll()
+        try write(2, for: url("a"))
+        // Dropped by a removal of its file; a newer file lands before it runs.
+        #expect(queue(3, count: 200, for: url("b")))
+        disk.remove(url("b"))
+        try write(4, for: url("b"))
+
+        attributes.gate.open()
+        disk.waitForPendingTrims()
+        #expect(
+            disk.data(for: url("a")) == Data(repeating: 2, count: 8),
+            "a write of before removeAll() removed a newer file")
+        #expect(
+            disk.data(for: url("b")) == Data(repeating: 4, count: 8), "a dropped write removed the file put after it")
+    }
+
     /// A store opened on the folder while a load's write still waits for the disk finds the file, as after a
     /// relaunch: its opening waits for the writes of this process's stores on that folder. Before, it missed
     /// the file and downloaded the image a second time.

@@ -562,8 +562,13 @@ final class DiskStore: Sendable {
         isCurrent: () -> Bool = { true }, committed: () -> Void = {}, isDropped: () -> Bool = { false }
     ) throws {
         guard data.count <= byteLimit else {
-            // The older copy only: writes queued after this one stay.
-            _ = removeCounted(named: Self.fileName(for: url))
+            // The older copy only (writes queued after this one stay), and only as a commit would replace it: a
+            // write dropped, or queued before a `removeAll()` or a replacement, leaves a file put in place since.
+            trimQueue.sync {
+                if let generation, generation != self.generation { return }
+                guard isCurrent() else { return }
+                _ = removeCounted(named: Self.fileName(for: url), unless: isDropped)
+            }
             throw POSIXError(.EFBIG)
         }
         let temporaryName = Self.temporaryName()
@@ -797,10 +802,14 @@ final class DiskStore: Sendable {
 
     /// Removes the file (or link) `name` and takes what it counted off the count, in one step with
     /// `first` and noting it for a count whose listing is in progress (see ``Usage``); whether it went.
-    private func removeCounted(named name: String, first: () -> Void = {}) -> Bool {
+    /// Nothing goes when `isDropped`, asked in that step, says so.
+    private func removeCounted(
+        named name: String, first: () -> Void = {}, unless isDropped: () -> Bool = { false }
+    ) -> Bool {
         let path = directoryPath + name
         return usage.withLock { usage in
             first()
+            guard !isDropped() else { return false }
             let size = Self.fileSize(atPath: path) ?? 0
             guard unlink(path) == 0 else { return false }
             usage.bytes = usage.bytes.map { $0 - size }
