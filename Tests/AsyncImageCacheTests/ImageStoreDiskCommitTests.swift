@@ -163,6 +163,37 @@ import Testing
         #expect(disk.data(for: Self.heldURL) == Data([1, 2, 3]))
     }
 
+    /// A write dropped by a removal of its URL's file makes no room on a full file system either: the least
+    /// recently used entries stay. Before, the write that ran out of space had them removed first (the
+    /// makeRoom of ``DiskStore/store(_:pixelSize:metadata:for:generation:isCurrent:committed:isDropped:)``), and
+    /// was dropped only at its rename.
+    @Test(.enabled(if: ScratchFileSystem.isAvailable, "needs root to mount a tmpfs"))
+    func aDroppedWriteMakesNoRoomOnAFullFileSystem() async throws {
+        let volume = try ScratchFileSystem(byteCount: 1024 * 1024)
+        let folder = volume.url.appendingPathComponent("store", isDirectory: true)
+        let disk = DiskStore(directory: folder, byteLimit: 10 << 20)
+        let one = PixelSize(width: 1, height: 1)
+        let urls = (0..<4).map { URL(string: "https://images.example.com/\($0).jpg")! }
+        for (index, url) in urls.enumerated() {
+            try disk.store(Data(repeating: UInt8(index), count: 200 * 1024), pixelSize: one, for: url)
+        }
+        let gate = try await Self.holdDiskQueue(of: disk)
+        defer { gate.signal() }  // once more when the test ends early: the semaphore is waited on once
+        let url = URL(string: "https://images.example.com/a.jpg")!
+        // Runs out of space, then waits for the held disk queue to make room.
+        let queued = disk.storeInBackground(
+            Data(repeating: 9, count: 300 * 1024), pixelSize: one, metadata: nil, for: url,
+            generation: disk.generation, isCurrent: { true })
+        #expect(queued)
+        disk.remove(url)
+        gate.signal()
+        disk.waitForPendingTrims()
+        #expect(!disk.contains(url), "a write queued before the removal landed after it")
+        for (index, url) in urls.enumerated() {
+            #expect(disk.contains(url), "entry \(index) was removed to make room for a dropped write")
+        }
+    }
+
     /// A write larger than the budget takes its URL's older copy with it only as its commit would replace it:
     /// dropped by a removal of the file, or queued before a `removeAll()`, it leaves what was put in place
     /// since (here a write on the caller's thread, as a load writes while the queue holds its limit). Before,

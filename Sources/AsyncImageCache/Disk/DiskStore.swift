@@ -561,12 +561,17 @@ final class DiskStore: Sendable {
         _ data: Data, pixelSize: PixelSize, metadata: HTTPCacheMetadata? = nil, for url: URL, generation: Int? = nil,
         isCurrent: () -> Bool = { true }, committed: () -> Void = {}, isDropped: () -> Bool = { false }
     ) throws {
+        // Whether the write would still be committed, asked on the disk queue before anything is removed for
+        // it (and `isDropped` again at the rename): a write dropped, or queued before a `removeAll()` or a
+        // replacement, takes no room from the other files and leaves a file put in place since.
+        func isWanted() -> Bool {
+            if let generation, generation != self.generation { return false }
+            return isCurrent() && !isDropped()
+        }
         guard data.count <= byteLimit else {
-            // The older copy only (writes queued after this one stay), and only as a commit would replace it: a
-            // write dropped, or queued before a `removeAll()` or a replacement, leaves a file put in place since.
+            // The older copy only (writes queued after this one stay), and only as a commit would replace it.
             trimQueue.sync {
-                if let generation, generation != self.generation { return }
-                guard isCurrent() else { return }
+                guard isWanted() else { return }
                 _ = removeCounted(named: Self.fileName(for: url), unless: isDropped)
             }
             throw POSIXError(.EFBIG)
@@ -586,7 +591,8 @@ final class DiskStore: Sendable {
         } catch  where Self.isOutOfSpace(error) {
             // The file system filled before the budget did: the least recently used entries make room,
             // as the budget would have, and the write is tried once more.
-            guard makeRoom(forBytes: data.count) else { throw error }
+            guard let made = makeRoom(forBytes: data.count, if: isWanted) else { throw POSIXError(.ECANCELED) }
+            guard made else { throw error }
             descriptor = try writeLocked(data, to: temporary)
         }
         defer { close(descriptor) }
@@ -608,9 +614,7 @@ final class DiskStore: Sendable {
         // turn there: loads write through ``storeInBackground(_:pixelSize:metadata:for:generation:isCurrent:)``
         // instead, so that their delivery never waits behind another commit, a trim or a `removeAll()`.
         let renamed = trimQueue.sync { () -> Int32? in
-            if let generation, generation != self.generation { return nil }
-            // Dropped already, it makes no room: the files a trim would take for it stay. Asked again at the rename.
-            guard isCurrent(), !isDropped() else { return nil }
+            guard isWanted() else { return nil }
             let replaced = Self.fileSize(atPath: destination) ?? 0
             let before = knownUsage()
             // The older copy of `url` goes with the rename: room is made among the other files.
@@ -706,9 +710,11 @@ final class DiskStore: Sendable {
 
     /// Removes least recently used entries until the file system has room for `byteCount` bytes, on
     /// the commit queue. Removes nothing, and returns `false`, when even every entry would not make
-    /// room: the file system was filled by others, and emptying the tier would not help.
-    private func makeRoom(forBytes byteCount: Int) -> Bool {
+    /// room: the file system was filled by others, and emptying the tier would not help. Removes nothing, and
+    /// returns `nil`, when `isWanted`, asked on that queue, says the write will not be committed.
+    private func makeRoom(forBytes byteCount: Int, if isWanted: () -> Bool = { true }) -> Bool? {
         trimQueue.sync {
+            guard isWanted() else { return nil }
             var info = statvfs()
             guard statvfs(directoryPath, &info) == 0 else { return false }
             let free = Int(info.f_bavail) * Int(info.f_frsize)
