@@ -676,16 +676,21 @@ final class DiskStore: Sendable {
         let key = url.cacheKey
         let write = StagedWrites.Write(
             data: data, pixelSize: pixelSize, metadata: metadata, generation: generation, isCurrent: isCurrent)
-        let number = folder.staged.withLock { $0.queue(write, forKey: key) }
-        folder.writeQueue.async { [self] in
-            defer {
-                folder.queuedWriteBytes.withLock { $0 -= data.count }
-                // After the rename: a read that missed the file finds it once the write is forgotten.
-                folder.staged.withLock { $0.finish(forKey: key) }
+        // Numbered and queued in one step, so that writes run in the order of their numbers: the latest
+        // write a read finds is the one whose file stays, also when two stores on the folder write one URL.
+        folder.staged.withLock { staged in
+            let number = staged.queue(write, forKey: key)
+            folder.writeQueue.async { [self] in
+                defer {
+                    folder.queuedWriteBytes.withLock { $0 -= data.count }
+                    // After the rename: a read that missed the file finds it once the write is forgotten.
+                    folder.staged.withLock { $0.finish(forKey: key) }
+                }
+                try? store(
+                    data, pixelSize: pixelSize, metadata: metadata, for: url, generation: generation,
+                    isCurrent: isCurrent, committed: {},
+                    isDropped: { folder.staged.withLock { $0.isDropped(number, forKey: key) } })
             }
-            try? store(
-                data, pixelSize: pixelSize, metadata: metadata, for: url, generation: generation, isCurrent: isCurrent,
-                committed: {}, isDropped: { folder.staged.withLock { $0.isDropped(number, forKey: key) } })
         }
         return true
     }
