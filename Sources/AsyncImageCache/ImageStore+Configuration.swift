@@ -40,7 +40,10 @@ extension ImageStore {
         /// default, 64 megapixels where the process may use 1 GiB of memory or more.
         public var pixelBudget = ImageStore.recommendedPixelBudget()
         /// The most decodes run at once; the active processor count by default. Loads beyond it
-        /// wait for a slot, visible loads before prefetches.
+        /// wait for a slot, visible loads before prefetches. It also bounds the loads that fetch ahead
+        /// of the decodes: at most twice as many visible loads (and at least 8) are past the start of
+        /// their fetch and short of a slot at once, and as many prefetches; the others wait to start
+        /// their fetch, so a burst of hundreds of loads holds the bytes of only a few images.
         public var decodeConcurrency = ProcessInfo.processInfo.activeProcessorCount
         /// Called at the start of every pipeline stage with the URL it works on, on the thread that
         /// runs it (for instrumentation and tests); `nil` by default. Must be fast and not block.

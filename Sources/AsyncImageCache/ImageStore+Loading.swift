@@ -100,7 +100,16 @@ extension ImageStore {
         }
         let key = runKey(request, for: request.url, fileVersion: version)
         let outcome = await variantRuns.value(for: key, priority: priority) { [self] priority in
-            await prepare(request, fileVersion: version, priority: priority)
+            // A visible run fetches once one of the few ``fetchSlots`` is free, and gives it back as it
+            // gets a decode slot (or ends); a prefetch's run is bounded by ``prefetchConcurrency``, and one
+            // whose bytes are in memory already fetches nothing, so it does not wait behind the fetches.
+            var fetchSlot: (@Sendable () -> Void)?
+            if priority.current == .normal, !holdsOriginal(of: request.url) {
+                guard let slot = await fetchSlots.slot(priority: priority) else { return .failure(.cancelled) }
+                fetchSlot = slot
+            }
+            defer { fetchSlot?() }
+            return await prepare(request, fileVersion: version, priority: priority, fetchSlot: fetchSlot)
         }
         if case .failure(let error) = outcome, error != .cancelled { count { $0.failures += 1 } }
         return outcome
@@ -116,8 +125,13 @@ extension ImageStore {
     /// A local file that fails to read or decode after it changed under the load (read while another
     /// program rewrote it in place: cut short, empty, or gone for a moment) is read again, once, at
     /// its new version within the same load.
+    ///
+    /// `fetchSlot` gives back the run's slot of ``fetchSlots`` (once, however often it is called): the run
+    /// calls it as it gets a decode slot, so that another load may start fetching. A second try after a
+    /// decode that failed fetches without one, once per run at most.
     private func prepare(
-        _ request: ImageRequest, fileVersion: FileStamp?, priority: RunPriority, isSecondTry: Bool = false
+        _ request: ImageRequest, fileVersion: FileStamp?, priority: RunPriority,
+        fetchSlot: (@Sendable () -> Void)? = nil, isSecondTry: Bool = false
     ) async -> Result<PreparedImage, ImageLoadingError> {
         let fetched: FetchedOriginal
         switch await original(for: request.url, fileVersion: fileVersion, priority: priority) {
@@ -125,19 +139,21 @@ extension ImageStore {
             fetched = value
         case .failure(let error):
             if error != .cancelled, !isSecondTry, let changed = changedVersion(of: request.url, since: fileVersion) {
-                return await prepare(request, fileVersion: changed, priority: priority, isSecondTry: true)
+                return await prepare(
+                    request, fileVersion: changed, priority: priority, fetchSlot: fetchSlot, isSecondTry: true)
             }
             return .failure(error)
         }
         // Until it is stored (or dropped), another width of the URL shares these bytes.
         decodingOriginals.withLock { $0[request.url.cacheKey, default: []].append(fetched) }
         defer { forgetDecoding(fetched, for: request.url) }
-        // Waits for a decode slot; a run cancelled meanwhile never decodes, and one cancelled while it
-        // decodes stops at the decoder's next check.
+        // Waits for a decode slot, then lets another load start fetching; a run cancelled meanwhile never
+        // decodes, and one cancelled while it decodes stops at the decoder's next check.
         let cancellation = DecodeCancellation(rowObserver: configuration.decodeRowObserver)
         let rendered = await decodeSlots.run(priority: priority, cancellation: cancellation) {
             [self] () -> Result<Bitmap, ImageDecodingError> in
-            Result { () throws(ImageDecodingError) in
+            fetchSlot?()
+            return Result { () throws(ImageDecodingError) in
                 // Only a visible load spends other cores to finish sooner; a prefetch has nobody waiting.
                 try render(
                     fetched.original, for: request, cancellation: cancellation,
@@ -207,6 +223,16 @@ extension ImageStore {
             if wasHeld { revalidateIfStale(request.url) }
         }
         return .success(prepared)
+    }
+
+    /// Whether memory holds bytes of `url` that a run may decode without fetching: an original, bytes a
+    /// run of another width decodes, or a download held undecoded. A peek: where they go (or turn out to
+    /// be another version of a local file) before the run looks, it fetches without a slot of
+    /// ``fetchSlots``, as rarely.
+    private func holdsOriginal(of url: URL) -> Bool {
+        let key = url.cacheKey
+        return originals.contains(key) || decodingOriginals.withLock { $0[key] != nil }
+            || undecodedOriginals.contains(key)
     }
 
     /// The version of the local file `url` now, when it is not `read`, the version a load that failed

@@ -63,10 +63,13 @@ extension ImageStore {
         tasks.forEach { $0.cancel() }
     }
 
-    /// The most prefetches that run at once: enough to keep the decode slots busy while the next
-    /// ones fetch, few enough that their bytes stay small.
+    /// The most prefetches that run at once: ``loadsAhead(ofDecodeSlots:)``.
+    var prefetchConcurrency: Int { Self.loadsAhead(ofDecodeSlots: decodeSlots.limit) }
+
+    /// How many loads of one kind (prefetches; visible loads) may fetch ahead of `slots` decode slots:
+    /// enough to keep the slots busy while the next ones fetch, few enough that their bytes stay small.
     /// (A `decodeConcurrency` near `Int.max`, "no limit", caps it at `Int.max` instead of overflowing.)
-    var prefetchConcurrency: Int { max(8, decodeSlots.limit > Int.max / 2 ? .max : 2 * decodeSlots.limit) }
+    static func loadsAhead(ofDecodeSlots slots: Int) -> Int { max(8, slots > Int.max / 2 ? .max : 2 * slots) }
 
     /// Starts waiting prefetches, first queued first, while fewer than ``prefetchConcurrency`` run.
     /// Returns the prefetches of the same requests begun before a `removeAll()` that they replace, for the

@@ -363,6 +363,101 @@ import FoundationNetworking
         try await waitUntil { store.prefetches.withLock { $0.running.isEmpty } }
     }
 
+    /// `count` small JPEGs behind a server on 127.0.0.1, a visible load of each started at once, and a
+    /// store with one decode slot whose decoder waits at a gate, with a log of the stages.
+    struct BurstBehindOneGatedSlot {
+        let folder = TemporaryDirectory("burst")
+        let server: TestHTTPServer
+        let gate = GatedDecoder()
+        let log = StageLog()
+        let store: ImageStore
+        let urls: [URL]
+        let loads: [Task<PlatformImage, any Error>]
+
+        init(count: Int) async throws {
+            let names = try SampleImages.writeJPEGs(
+                Array(repeating: PixelSize(width: 200, height: 100), count: count), into: folder.url)
+            server = try await TestHTTPServer(serving: folder.url)
+            let (gate, log) = (gate, log)
+            store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+                $0.decoder = gate
+                $0.decodeConcurrency = 1
+                $0.stageObserver = log.observer
+            }
+            let store = store
+            urls = names.map { [server] in server.url("/images/\($0)") }
+            loads = urls.map { url in Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) } }
+        }
+
+        /// Waits until one decode is held at the gate and the loads fetched ahead of it wait for the slot.
+        func waitForTheLoadsAhead() async throws {
+            let (gate, store) = (gate, store)
+            try await waitUntil { gate.enteredCount == 1 && store.decodeSlots.waitingCount >= store.fetchSlots.limit }
+            try await Task.sleep(for: .milliseconds(500))  // time for more fetches, were they to start
+        }
+    }
+
+    @Test func aBurstOfVisibleLoadsFetchesOnlyAFewImagesAheadOfTheDecodes() async throws {
+        // Hundreds of rows on screen at once, each waiting for its image, downloads faster than decodes:
+        // the bytes of every image must not pile up in memory waiting for a decode slot (before: all 60
+        // fetched and held, 59 of them waiting).
+        let burst = try await BurstBehindOneGatedSlot(count: 60)
+        let (store, log) = (burst.store, burst.log)
+        try await burst.waitForTheLoadsAhead()
+        let ahead = store.fetchSlots.limit
+        let fetched = log.urls(of: .fetch).count
+        let held = store.decodingOriginals.withLock { $0.count }
+        #expect(fetched == ahead + 1, "\(fetched) of 60 images fetched with one decode running")
+        #expect(held == ahead + 1, "\(held) images' bytes held, one decoding and the rest waiting for its slot")
+        #expect(store.decodeSlots.waitingCount == ahead)
+        burst.gate.open()
+        // Every load still ends with its image, each fetched once.
+        for load in burst.loads { _ = try await load.value }
+        let hits = try await burst.server.hits()
+        #expect(hits.count == 60 && hits.values.allSatisfy { $0 == 1 }, "\(hits)")
+        #expect(store.fetchSlots.busyCount == 0)
+    }
+
+    @Test func aVisibleLoadOfBytesInMemoryDoesNotWaitBehindTheFetchesAhead() async throws {
+        // Another width of an image whose bytes wait for the decode slot fetches nothing: it queues for
+        // the slot at once, not behind the loads waiting to fetch.
+        let burst = try await BurstBehindOneGatedSlot(count: 30)
+        let store = burst.store
+        try await burst.waitForTheLoadsAhead()
+        let ahead = store.fetchSlots.limit
+        let fetched = burst.log.urls(of: .fetch)[1]
+        let wider = Task { try await store.image(for: ImageRequest(url: fetched, targetWidth: 100)) }
+        try await waitUntil { store.decodeSlots.waitingCount == ahead + 1 }
+        #expect(store.fetchSlots.busyCount == ahead)
+        burst.gate.open()
+        #expect(try await wider.value.pixelSize == PixelSize(width: 100, height: 50))
+        for load in burst.loads { _ = try await load.value }
+        #expect(try await burst.server.hits().values.reduce(0, +) == 30)
+    }
+
+    @Test func visibleLoadsCancelledWhileWaitingToFetchNeverFetch() async throws {
+        // A fast scroll: rows appear faster than their images decode, then most go away. Those not yet
+        // fetching ask the server nothing and hold no bytes (before: all 30 fetched).
+        let burst = try await BurstBehindOneGatedSlot(count: 30)
+        let store = burst.store
+        try await burst.waitForTheLoadsAhead()
+        let started = Set(burst.log.urls(of: .fetch))
+        #expect(started.count == store.fetchSlots.limit + 1)
+        let loads = zip(burst.urls, burst.loads)
+        for (url, load) in loads where !started.contains(url) { load.cancel() }
+        burst.gate.open()
+        for (url, load) in loads {
+            if started.contains(url) {
+                _ = try await load.value
+            } else {
+                await #expect(throws: ImageLoadingError.cancelled) { try await load.value }
+            }
+        }
+        #expect(try await burst.server.hits().values.reduce(0, +) == started.count)
+        #expect(store.decodingOriginals.withLock { $0.isEmpty })
+        #expect(store.fetchSlots.busyCount == 0 && store.fetchSlots.waitingCount == 0)
+    }
+
     @Test func aPrefetchStoppedWhileWaitingItsTurnNeverFetches() async throws {
         let slot = try OneGatedSlot(count: 20)
         let (requests, gate, log, store) = (slot.requests, slot.gate, slot.log, slot.store)

@@ -70,6 +70,10 @@ final class RunPriority: Sendable {
 /// it decodes raises its ``DecodeCancellation``, which the decoders that work in steps (rows, chunks
 /// of a WebP file) poll to stop early.
 ///
+/// A store keeps a second set, ``ImageStore/fetchSlots``, that its visible loads hold from the start of
+/// their fetch until they get a decode slot (``slot(priority:)``): it bounds the bytes fetched ahead of
+/// the decodes.
+///
 /// The work itself runs on a dispatch queue of its own, not on Swift's cooperative pool: a decode
 /// blocks its thread for milliseconds, and the pool has only one thread per core for every task
 /// in the process (network callbacks, the caller's own async work) to share.
@@ -110,6 +114,22 @@ final class DecodeSlots: Sendable {
             }
         } onCancel: {
             cancellation?.cancel()
+        }
+    }
+
+    /// Waits for a slot, as ``run(priority:cancellation:_:)`` does, for work that holds it across awaits
+    /// (a load between the start of its fetch and its decode): returns the closure that gives the slot
+    /// back, which does so once however often it is called, or `nil` when the task is cancelled before
+    /// it gets a slot.
+    func slot(priority: RunPriority) async -> (@Sendable () -> Void)? {
+        guard await acquire(priority) else { return nil }
+        let isReleased = LockedBox(false)
+        return { [self] in
+            let first = isReleased.withLock { released -> Bool in
+                defer { released = true }
+                return !released
+            }
+            if first { release() }
         }
     }
 
