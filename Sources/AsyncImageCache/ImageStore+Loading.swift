@@ -105,7 +105,9 @@ extension ImageStore {
             // whose bytes are in memory already fetches nothing, so it does not wait behind the fetches.
             var fetchSlot: (@Sendable () -> Void)?
             if priority.current == .normal, !holdsOriginal(of: request.url) {
-                guard let slot = await fetchSlots.slot(priority: priority) else { return .failure(.cancelled) }
+                guard let slot = await fetchSlots.slot(for: request.url, priority: priority) else {
+                    return .failure(.cancelled)
+                }
                 fetchSlot = slot
             }
             defer { fetchSlot?() }

@@ -79,12 +79,13 @@ public final class ImageStore: Sendable {
     let localFileVersions = MemoryCache<String, FileStamp?>(countLimit: 10_000, costLimit: .max)
     let counters = LockedBox(Statistics())
     let decodeSlots: DecodeSlots
-    /// The visible loads that may be past the start of their fetch and short of a decode slot at once,
-    /// ``loadsAhead(ofDecodeSlots:)``: fetching, or holding fetched bytes while they wait for a slot. The
-    /// others wait to start, so a burst of hundreds of loads holds the bytes of only a few images,
-    /// not of every one fetched faster than the decodes drain them. Prefetches do not take these
+    /// The visible loads of one source (a host, or the local files) that may be past the start of their
+    /// fetch and short of a decode slot at once, ``loadsAhead(ofDecodeSlots:)``: fetching, or holding
+    /// fetched bytes while they wait for a slot. The others wait to start, so a burst of hundreds of loads
+    /// holds the bytes of only a few images, not of every one fetched faster than the decodes drain them;
+    /// a host that does not answer holds up only its own loads. Prefetches do not take these
     /// (``prefetchConcurrency`` bounds them already), so a visible load never waits behind one here.
-    let fetchSlots: DecodeSlots
+    let fetchSlots: FetchSlots
     /// HTTP caching facts of remote entries, read from disk attributes at most once per URL.
     let cacheMetadata = MemoryCache<String, HTTPCacheMetadata>(countLimit: 10_000, costLimit: .max)
     /// The URLs being revalidated now.
@@ -127,7 +128,7 @@ public final class ImageStore: Sendable {
         self.configuration = configuration
         variants = VariantCache(countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryByteLimit)
         decodeSlots = DecodeSlots(limit: configuration.decodeConcurrency)
-        fetchSlots = DecodeSlots(limit: Self.loadsAhead(ofDecodeSlots: decodeSlots.limit))
+        fetchSlots = FetchSlots(limit: Self.loadsAhead(ofDecodeSlots: decodeSlots.limit))
         originals = MemoryCache(countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryByteLimit)
         undecodedOriginals = MemoryCache(
             countLimit: min(32, configuration.memoryCountLimit), costLimit: configuration.memoryByteLimit / 4)

@@ -458,6 +458,46 @@ import FoundationNetworking
         #expect(store.fetchSlots.busyCount == 0 && store.fetchSlots.waitingCount == 0)
     }
 
+    @Test func aHostThatDoesNotAnswerHoldsUpOnlyItsOwnLoads() async throws {
+        // Rows of a host that sends nothing (until its timeout) take that host's slots for fetching ahead;
+        // the rows of another host and of local files still load meanwhile. Before the slots were per
+        // source, they waited for the stalled host's loads to end.
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs(
+            Array(repeating: PixelSize(width: 200, height: 100), count: 3), into: folder.url)
+        let stalled = try await TestHTTPServer(serving: folder.url)
+        let other = try await TestHTTPServer(serving: folder.url)
+        defer {
+            stalled.stop()
+            other.stop()
+        }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+        }
+        let hung = (0..<20).map { index in
+            Task {
+                try await store.image(
+                    for: ImageRequest(
+                        url: stalled.url("/held/never/alias/\(index)/images/\(names[0])"), targetWidth: 50))
+            }
+        }
+        defer { hung.forEach { $0.cancel() } }
+        let ahead = store.fetchSlots.limit
+        try await waitUntil { store.fetchSlots.busyCount == ahead && store.fetchSlots.waitingCount == 20 - ahead }
+
+        let fromOtherHost = Task { try await store.image(for: ImageRequest(url: other.url("/images/\(names[1])"))) }
+        let fromFile = Task {
+            try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent(names[2])))
+        }
+        try await waitUntil { store.statistics.decodes == 2 }
+        #expect(try await fromOtherHost.value.pixelSize == PixelSize(width: 200, height: 100))
+        #expect(try await fromFile.value.pixelSize == PixelSize(width: 200, height: 100))
+        #expect(store.fetchSlots.sourceCount == 1, "the sets of the sources whose loads ended are gone")
+        hung.forEach { $0.cancel() }
+        for load in hung { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
+        try await waitUntil { store.fetchSlots.sourceCount == 0 }
+    }
+
     @Test func aPrefetchStoppedWhileWaitingItsTurnNeverFetches() async throws {
         let slot = try OneGatedSlot(count: 20)
         let (requests, gate, log, store) = (slot.requests, slot.gate, slot.log, slot.store)

@@ -70,9 +70,9 @@ final class RunPriority: Sendable {
 /// it decodes raises its ``DecodeCancellation``, which the decoders that work in steps (rows, chunks
 /// of a WebP file) poll to stop early.
 ///
-/// A store keeps a second set, ``ImageStore/fetchSlots``, that its visible loads hold from the start of
-/// their fetch until they get a decode slot (``slot(priority:)``): it bounds the bytes fetched ahead of
-/// the decodes.
+/// A store keeps more sets, ``ImageStore/fetchSlots`` (one per source, ``FetchSlots``), that its visible
+/// loads hold from the start of their fetch until they get a decode slot (``slot(priority:)``): they bound
+/// the bytes fetched ahead of the decodes.
 ///
 /// The work itself runs on a dispatch queue of its own, not on Swift's cooperative pool: a decode
 /// blocks its thread for milliseconds, and the pool has only one thread per core for every task
