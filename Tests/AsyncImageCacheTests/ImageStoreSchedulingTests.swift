@@ -498,6 +498,51 @@ import FoundationNetworking
         try await waitUntil { store.fetchSlots.sourceCount == 0 }
     }
 
+    @Test(arguments: [false, true])
+    func aVisibleLoadWaitingToFetchBytesAnotherWidthFetchesMeanwhileDecodesThemAsTheyArrive(
+        byPrefetch: Bool
+    ) async throws {
+        // Two widths of one image (the other one visible, or prefetched) while the host's other rows
+        // stall: this width waits to fetch, the other width's bytes arrive, and it decodes them then,
+        // instead of waiting for a slot the stalled rows hold until their timeout (before: it waited).
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs(
+            Array(repeating: PixelSize(width: 200, height: 100), count: 2), into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+        }
+        let path = "/held/first/images/\(names[0])"
+        let url = server.url(path)
+        var first: Task<PlatformImage, any Error>?
+        if byPrefetch {
+            store.startPrefetching([ImageRequest(url: url, targetWidth: 100)])
+        } else {
+            first = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 100)) }
+        }
+        let used = byPrefetch ? 0 : 1  // a prefetch takes no fetch slot
+        try await waitUntil { store.fetchRuns.count == 1 && store.fetchSlots.busyCount == used }
+        let ahead = store.fetchSlots.limit
+        let hung = (0...ahead).map { index in
+            let stalled = server.url("/held/never/alias/\(index)/images/\(names[1])")
+            return Task { try await store.image(for: ImageRequest(url: stalled, targetWidth: 50)) }
+        }
+        defer { hung.forEach { $0.cancel() } }
+        try await waitUntil { store.fetchSlots.busyCount == ahead && store.fetchSlots.waitingCount == 1 + used }
+        let narrow = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
+        try await waitUntil { store.fetchSlots.waitingCount == 2 + used }
+        try await server.release("first")
+        if let first { #expect(try await first.value.pixelSize == PixelSize(width: 100, height: 50)) }
+        try await waitUntil { store.statistics.decodes == 2 }
+        #expect(store.statistics.failures == 0, "decoded only once the stalled rows had timed out")
+        hung.forEach { $0.cancel() }
+        #expect(try await narrow.value.pixelSize == PixelSize(width: 50, height: 25))
+        #expect(try await server.hits(for: path) == 1)
+        for load in hung { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
+        try await waitUntil { store.fetchSlots.sourceCount == 0 }
+    }
+
     @Test func aPrefetchStoppedWhileWaitingItsTurnNeverFetches() async throws {
         let slot = try OneGatedSlot(count: 20)
         let (requests, gate, log, store) = (slot.requests, slot.gate, slot.log, slot.store)
