@@ -102,13 +102,18 @@ extension ImageStore {
         let outcome = await variantRuns.value(for: key, priority: priority) { [self] priority in
             // A visible run fetches once one of the few ``fetchSlots`` is free, and gives it back as it
             // gets a decode slot (or ends); a prefetch's run is bounded by ``prefetchConcurrency``, and one
-            // whose bytes are in memory already fetches nothing, so it does not wait behind the fetches.
+            // whose bytes are in memory already fetches nothing, so it does not wait behind the fetches; nor
+            // does one whose bytes arrive while it waits (another width's fetch, or a prefetch's).
             var fetchSlot: (@Sendable () -> Void)?
             if priority.current == .normal, !holdsOriginal(of: request.url) {
-                guard let slot = await fetchSlots.slot(for: request.url, priority: priority) else {
-                    return .failure(.cancelled)
+                let url = request.url
+                switch await fetchSlots.slot(
+                    for: url, priority: priority, isNeeded: { [self] in !holdsOriginal(of: url) })
+                {
+                case .slot(let release): fetchSlot = release
+                case .notNeeded: break
+                case .cancelled: return .failure(.cancelled)
                 }
-                fetchSlot = slot
             }
             defer { fetchSlot?() }
             return await prepare(request, fileVersion: version, priority: priority, fetchSlot: fetchSlot)
@@ -149,6 +154,8 @@ extension ImageStore {
         // Until it is stored (or dropped), another width of the URL shares these bytes.
         decodingOriginals.withLock { $0[request.url.cacheKey, default: []].append(fetched) }
         defer { forgetDecoding(fetched, for: request.url) }
+        // Loads of other widths waiting for a fetch slot take them now, instead of fetching them again.
+        fetchSlots.bytesArrived(for: request.url)
         // Waits for a decode slot, then lets another load start fetching; a run cancelled meanwhile never
         // decodes, and one cancelled while it decodes stops at the decoder's next check.
         let cancellation = DecodeCancellation(rowObserver: configuration.decodeRowObserver)

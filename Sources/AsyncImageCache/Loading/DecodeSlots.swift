@@ -71,7 +71,7 @@ final class RunPriority: Sendable {
 /// of a WebP file) poll to stop early.
 ///
 /// A store keeps more sets, ``ImageStore/fetchSlots`` (one per source, ``FetchSlots``), that its visible
-/// loads hold from the start of their fetch until they get a decode slot (``slot(priority:)``): they bound
+/// loads hold from the start of their fetch until they get a decode slot (``slot(priority:tag:isNeeded:)``): they bound
 /// the bytes fetched ahead of the decodes.
 ///
 /// The work itself runs on a dispatch queue of its own, not on Swift's cooperative pool: a decode
@@ -81,7 +81,28 @@ final class DecodeSlots: Sendable {
     private struct Waiter {
         let id: UInt64
         let priority: RunPriority
-        let continuation: CheckedContinuation<Bool, Never>
+        /// What the waiter waits to fetch (a URL's `cacheKey`), for ``dismiss(tag:)``.
+        let tag: String?
+        let continuation: CheckedContinuation<Grant, Never>
+    }
+
+    /// What a wait for a slot came to.
+    private enum Grant {
+        case granted
+        /// The task was cancelled before it got a slot.
+        case cancelled
+        /// What it waited to fetch arrived meanwhile (``dismiss(tag:)``).
+        case notNeeded
+    }
+
+    /// A wait for a slot that is held across awaits (``slot(priority:tag:isNeeded:)``).
+    enum Held: Sendable {
+        /// The slot, with the closure that gives it back, which does so once however often it is called.
+        case slot(@Sendable () -> Void)
+        /// The task was cancelled before it got a slot.
+        case cancelled
+        /// What the work was to fetch arrived before a slot was free: it goes on without one.
+        case notNeeded
     }
 
     private struct State {
@@ -105,7 +126,7 @@ final class DecodeSlots: Sendable {
     func run<Result: Sendable>(
         priority: RunPriority, cancellation: DecodeCancellation? = nil, _ body: @escaping @Sendable () -> Result
     ) async -> Result? {
-        guard await acquire(priority) else { return nil }
+        guard await acquire(priority) == .granted else { return nil }
         defer { release() }
         guard !Task.isCancelled else { return nil }
         return await withTaskCancellationHandler {
@@ -118,13 +139,19 @@ final class DecodeSlots: Sendable {
     }
 
     /// Waits for a slot, as ``run(priority:cancellation:_:)`` does, for work that holds it across awaits
-    /// (a load between the start of its fetch and its decode): returns the closure that gives the slot
-    /// back, which does so once however often it is called, or `nil` when the task is cancelled before
-    /// it gets a slot.
-    func slot(priority: RunPriority) async -> (@Sendable () -> Void)? {
-        guard await acquire(priority) else { return nil }
+    /// (a load between the start of its fetch and its decode). A waiter tagged with what it is to fetch
+    /// stops waiting, without a slot, once ``dismiss(tag:)`` says it arrived, or when `isNeeded` says so
+    /// as it starts to wait (read under the lock `dismiss(tag:)` takes, so that it misses no arrival).
+    func slot(
+        priority: RunPriority, tag: String? = nil, isNeeded: (@Sendable () -> Bool)? = nil
+    ) async -> Held {
+        switch await acquire(priority, tag: tag, isNeeded: isNeeded) {
+        case .cancelled: return .cancelled
+        case .notNeeded: return .notNeeded
+        case .granted: break
+        }
         let isReleased = LockedBox(false)
-        return { [self] in
+        return .slot { [self] in
             let first = isReleased.withLock { released -> Bool in
                 defer { released = true }
                 return !released
@@ -133,28 +160,43 @@ final class DecodeSlots: Sendable {
         }
     }
 
+    /// Lets the waiters tagged `tag` go without a slot: what they wait to fetch has arrived (the bytes
+    /// of another width's fetch, or a prefetch's). Call once it can be seen by their `isNeeded`.
+    func dismiss(tag: String) {
+        let dismissed = state.withLock { state -> [Waiter] in
+            let matching = state.waiters.filter { $0.tag == tag }
+            if !matching.isEmpty { state.waiters.removeAll { $0.tag == tag } }
+            return matching
+        }
+        for waiter in dismissed { waiter.continuation.resume(returning: .notNeeded) }
+    }
+
     /// The decodes running now (for tests and diagnostics).
     var busyCount: Int { state.withLock { $0.busy } }
 
     /// The runs waiting for a slot (for tests and diagnostics).
     var waitingCount: Int { state.withLock { $0.waiters.count } }
 
-    private func acquire(_ priority: RunPriority) async -> Bool {
+    private func acquire(
+        _ priority: RunPriority, tag: String? = nil, isNeeded: (@Sendable () -> Bool)? = nil
+    ) async -> Grant {
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
             return state.nextID
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let granted = state.withLock { state -> Bool? in
+                let granted = state.withLock { state -> Grant? in
                     // Checked under the lock: `leave` runs after the flag is set and takes the lock,
                     // so a cancelled waiter is either refused here or removed there.
-                    if Task.isCancelled { return false }
+                    if Task.isCancelled { return .cancelled }
                     if state.busy < limit {
                         state.busy += 1
-                        return true
+                        return .granted
                     }
-                    state.waiters.append(Waiter(id: id, priority: priority, continuation: continuation))
+                    // Likewise, what arrives before `dismiss(tag:)` takes the lock is seen here.
+                    if let isNeeded, !isNeeded() { return .notNeeded }
+                    state.waiters.append(Waiter(id: id, priority: priority, tag: tag, continuation: continuation))
                     return nil
                 }
                 if let granted { continuation.resume(returning: granted) }
@@ -169,7 +211,7 @@ final class DecodeSlots: Sendable {
             guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
             return state.waiters.remove(at: index)
         }
-        waiter?.continuation.resume(returning: false)
+        waiter?.continuation.resume(returning: .cancelled)
     }
 
     private func release() {
@@ -186,6 +228,6 @@ final class DecodeSlots: Sendable {
             }
             return state.waiters.remove(at: best)
         }
-        next?.continuation.resume(returning: true)
+        next?.continuation.resume(returning: .granted)
     }
 }

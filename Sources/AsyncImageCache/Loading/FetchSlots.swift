@@ -22,10 +22,13 @@ final class FetchSlots: Sendable {
         self.limit = max(1, limit)
     }
 
-    /// Waits for a slot of `url`'s source, visible loads first as in ``DecodeSlots``; returns the closure
-    /// that gives it back, which does so once however often it is called, or `nil` when the task is
-    /// cancelled before it gets one.
-    func slot(for url: URL, priority: RunPriority) async -> (@Sendable () -> Void)? {
+    /// Waits for a slot of `url`'s source, visible loads first as in ``DecodeSlots``: returns it with the
+    /// closure that gives it back (once, however often it is called); ``DecodeSlots/Held/cancelled`` when
+    /// the task is cancelled before it gets one; ``DecodeSlots/Held/notNeeded`` when `url`'s bytes arrive
+    /// meanwhile (``bytesArrived(for:)``, or `isNeeded` false as it starts to wait), so that a load of
+    /// another width of an image being fetched decodes the bytes as they come, not after the loads queued
+    /// ahead of it (behind a stalled host, until their timeout).
+    func slot(for url: URL, priority: RunPriority, isNeeded: @escaping @Sendable () -> Bool) async -> DecodeSlots.Held {
         let source = Self.source(of: url)
         let slots = pools.withLock { pools -> DecodeSlots in
             var pool = pools[source] ?? Pool(slots: DecodeSlots(limit: limit), users: 0)
@@ -33,12 +36,15 @@ final class FetchSlots: Sendable {
             pools[source] = pool
             return pool.slots
         }
-        guard let release = await slots.slot(priority: priority) else {
+        let release: @Sendable () -> Void
+        switch await slots.slot(priority: priority, tag: url.cacheKey, isNeeded: isNeeded) {
+        case .slot(let given): release = given
+        case let other:
             leave(source)
-            return nil
+            return other
         }
         let isReleased = LockedBox(false)
-        return { [self] in
+        return .slot { [self] in
             let first = isReleased.withLock { released -> Bool in
                 defer { released = true }
                 return !released
@@ -47,6 +53,13 @@ final class FetchSlots: Sendable {
             release()
             leave(source)
         }
+    }
+
+    /// Lets the loads of `url` that wait for a slot go on without one: its bytes are in memory now, where
+    /// their `isNeeded` sees them.
+    func bytesArrived(for url: URL) {
+        let slots = pools.withLock { $0[Self.source(of: url)]?.slots }
+        slots?.dismiss(tag: url.cacheKey)
     }
 
     private func leave(_ source: String) {
