@@ -435,6 +435,33 @@ import FoundationNetworking
         #expect(try await burst.server.hits().values.reduce(0, +) == 30)
     }
 
+    @Test func aVisibleLoadDoesNotWaitToFetchBehindRunsOnlyPrefetchesStillWant() async throws {
+        // Rows scrolled away while their images are prefetched too: their runs, prefetches now, hold
+        // fetched bytes and wait for the decode slot behind visible loads. They give back the host's
+        // fetch slots, so the next visible row fetches and decodes before them (before: it could not
+        // fetch until a prefetch's decode gave a slot back).
+        let burst = try await BurstBehindOneGatedSlot(count: 9)
+        let (store, log) = (burst.store, burst.log)
+        try await burst.waitForTheLoadsAhead()
+        let ahead = store.fetchSlots.limit
+        let decoding = log.urls(of: .decode)[0]
+        let scrolledAway = zip(burst.urls, burst.loads).filter { $0.0 != decoding }
+        let requests = scrolledAway.map { ImageRequest(url: $0.0, targetWidth: 50) }
+        #expect(requests.count == ahead && store.fetchSlots.busyCount == ahead)
+        store.startPrefetching(requests)
+        try await waitUntil { requests.allSatisfy { store.variantRuns.waiterCount(for: $0) == 2 } }
+        for (_, load) in scrolledAway { load.cancel() }
+        let next = burst.server.url("/alias/1/images/0.jpg")
+        let visible = Task { try await store.image(for: ImageRequest(url: next, targetWidth: 50)) }
+        // Fetched, it waits for the decode slot with the prefetches' runs.
+        try await waitUntil { store.decodeSlots.waitingCount == ahead + 1 }
+        burst.gate.open()
+        #expect(try await visible.value.pixelSize == PixelSize(width: 50, height: 25))
+        #expect(Array(log.urls(of: .decode).prefix(2)) == [decoding, next])
+        try await waitUntil { store.prefetches.withLock { $0.running.isEmpty } && store.variantRuns.count == 0 }
+        #expect(store.fetchSlots.busyCount == 0 && store.fetchSlots.sourceCount == 0)
+    }
+
     @Test func visibleLoadsCancelledWhileWaitingToFetchNeverFetch() async throws {
         // A fast scroll: rows appear faster than their images decode, then most go away. Those not yet
         // fetching ask the server nothing and hold no bytes (before: all 30 fetched).
