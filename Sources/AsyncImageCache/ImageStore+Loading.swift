@@ -115,6 +115,10 @@ extension ImageStore {
                 case .cancelled: return .failure(.cancelled)
                 }
             }
+            // Once only prefetches want the run (its visible loads left), it is bounded as a prefetch and
+            // gives the slot back: holding it, it would keep the host's next visible load from fetching
+            // while it waits for a decode slot behind the visible loads.
+            if let fetchSlot { priority.whenLowered(fetchSlot) }
             defer { fetchSlot?() }
             return await prepare(request, fileVersion: version, priority: priority, fetchSlot: fetchSlot)
         }

@@ -21,6 +21,8 @@ final class RunPriority: Sendable {
         var own: ImageLoadPriority
         /// The priorities of the runs that wait for this one, once per waiter.
         var followed: [RunPriority] = []
+        /// Called when ``set(to:)`` leaves the run at ``ImageLoadPriority/low`` (``whenLowered(_:)``).
+        var onLowered: (@Sendable () -> Void)?
     }
 
     private let state: LockedBox<State>
@@ -56,7 +58,21 @@ final class RunPriority: Sendable {
     /// Sets the priority of the waiters that are not runs, lower as well: the waiter that raised it
     /// has left.
     func set(to priority: ImageLoadPriority) {
-        state.withLock { $0.own = priority }
+        let onLowered = state.withLock { state -> (@Sendable () -> Void)? in
+            state.own = priority
+            return state.onLowered
+        }
+        if let onLowered, current == .low { onLowered() }
+    }
+
+    /// Calls `body` whenever ``set(to:)`` leaves the run at ``ImageLoadPriority/low``, its visible waiters
+    /// gone (only prefetches still want it), and at once if it is low already: a visible run gives back
+    /// its slot of ``ImageStore/fetchSlots`` as it turns into a prefetch. One handler: a later call
+    /// replaces it. `body` may run under the lock of the run's ``InFlightTable``, and must not capture
+    /// this priority.
+    func whenLowered(_ body: @escaping @Sendable () -> Void) {
+        state.withLock { $0.onLowered = body }
+        if current == .low { body() }
     }
 }
 
