@@ -44,7 +44,8 @@ extension ImageStore {
         /// of the decodes: at most twice as many visible loads (and at least 8) per host (and as many of
         /// local files) are past the start of their fetch and short of a slot at once, and as many
         /// prefetches; the others wait to start their fetch, so a burst of hundreds of loads holds the
-        /// bytes of only a few images, and a host that does not answer holds up only its own loads.
+        /// bytes of only a few images, and a host that does not answer holds up only its own loads (a
+        /// load counts under its URL's host, also when that redirects elsewhere).
         public var decodeConcurrency = ProcessInfo.processInfo.activeProcessorCount
         /// Called at the start of every pipeline stage with the URL it works on, on the thread that
         /// runs it (for instrumentation and tests); `nil` by default. Must be fast and not block.

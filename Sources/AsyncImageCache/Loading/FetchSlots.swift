@@ -6,7 +6,9 @@ import Foundation
 /// One set per source: per host for remote URLs (scheme, host and port, as the connection limit counts
 /// them), one for local files and `data:` URLs. A host that answers slowly, or not at all until the
 /// timeout, holds its own loads' slots only: the loads of other hosts, and of files, go on meanwhile, as
-/// they would without the bound. A set goes once no load holds or waits for one of its slots.
+/// they would without the bound. A load counts under its URL's host throughout, also once it follows a
+/// redirect: loads of one host that redirect to a host that does not answer hold up that first host's
+/// loads until they time out. A set goes once no load holds or waits for one of its slots.
 final class FetchSlots: Sendable {
     /// The slots of each source.
     let limit: Int
