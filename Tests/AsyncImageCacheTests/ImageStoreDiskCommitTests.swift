@@ -150,15 +150,7 @@ import Testing
         let kept = URL(string: "https://images.example.com/kept.jpg")!
         let url = URL(string: "https://images.example.com/a.jpg")!
         try disk.store(Data(repeating: 9, count: 60), pixelSize: PixelSize(width: 1, height: 1), for: kept)
-        let gate = try await Self.holdDiskQueue(of: disk)
-        let queued = disk.storeInBackground(
-            Data(repeating: 1, count: 50), pixelSize: PixelSize(width: 1, height: 1), metadata: nil, for: url,
-            generation: disk.generation, isCurrent: { true })
-        #expect(queued)
-        disk.remove(url)
-        gate.signal()
-        disk.waitForPendingTrims()
-        #expect(!disk.contains(url), "a write queued before the removal landed after it")
+        try await Self.queueAndRemove(Data(repeating: 1, count: 50), for: url, on: disk)
         #expect(disk.data(for: kept)?.count == 60, "the dropped write's commit trimmed the folder to make room")
         #expect(disk.data(for: Self.heldURL) == Data([1, 2, 3]))
     }
@@ -177,18 +169,9 @@ import Testing
         for (index, url) in urls.enumerated() {
             try disk.store(Data(repeating: UInt8(index), count: 200 * 1024), pixelSize: one, for: url)
         }
-        let gate = try await Self.holdDiskQueue(of: disk)
-        defer { gate.signal() }  // once more when the test ends early: the semaphore is waited on once
-        let url = URL(string: "https://images.example.com/a.jpg")!
         // Runs out of space, then waits for the held disk queue to make room.
-        let queued = disk.storeInBackground(
-            Data(repeating: 9, count: 300 * 1024), pixelSize: one, metadata: nil, for: url,
-            generation: disk.generation, isCurrent: { true })
-        #expect(queued)
-        disk.remove(url)
-        gate.signal()
-        disk.waitForPendingTrims()
-        #expect(!disk.contains(url), "a write queued before the removal landed after it")
+        try await Self.queueAndRemove(
+            Data(repeating: 9, count: 300 * 1024), for: URL(string: "https://images.example.com/a.jpg")!, on: disk)
         for (index, url) in urls.enumerated() {
             #expect(disk.contains(url), "entry \(index) was removed to make room for a dropped write")
         }
@@ -321,6 +304,21 @@ import Testing
 
         /// A store on ``folder``; each call opens another on the same folder.
         func store() throws -> ImageStore { try ImageStore.makeForTesting(root: folder.url) }
+    }
+
+    /// Queues a background write of `data` for `url` while `disk`'s queue is held, removes `url`'s file, lets
+    /// the queue go and waits for it: the write, dropped by the removal, must not be in place.
+    static func queueAndRemove(_ data: Data, for url: URL, on disk: DiskStore) async throws {
+        let gate = try await holdDiskQueue(of: disk)
+        defer { gate.signal() }  // once more when the test ends early: the semaphore is waited on once
+        let queued = disk.storeInBackground(
+            data, pixelSize: PixelSize(width: 1, height: 1), metadata: nil, for: url, generation: disk.generation,
+            isCurrent: { true })
+        #expect(queued)
+        disk.remove(url)
+        gate.signal()
+        disk.waitForPendingTrims()
+        #expect(!disk.contains(url), "a write queued before the removal landed after it")
     }
 
     /// The URL of the write that ``holdDiskQueue(of:)`` holds.
