@@ -91,7 +91,9 @@ package final class ChildProcess: Sendable {
             _ = child.waitForExit()
             throw SpawnError(description: "\(name): reading its output: \(error)")
         }
-        let status = child.waitForExit()
+        guard let status = child.reaped() else {
+            throw SpawnError(description: "\(name): waiting for it: \(String(cString: strerror(errno)))")
+        }
         guard exitCode(of: status) == 0 else {
             throw SpawnError(description: "\(name) \(termination(of: status))")
         }
@@ -211,10 +213,20 @@ package final class ChildProcess: Sendable {
         return "exited with code \(exitCode(of: status) ?? -1)"
     }
 
-    /// Waits until the child exits, reaps it and returns its `waitpid` status. Call once.
+    /// Waits until the child exits, reaps it and returns its `waitpid` status. Call once. Should `waitpid` fail
+    /// otherwise than by a signal's interruption (the child reaped elsewhere, or `SIGCHLD` ignored), the status is
+    /// unknown and this returns 0; ``run(_:arguments:)`` throws then instead.
     package func waitForExit() -> Int32 {
+        reaped() ?? 0
+    }
+
+    /// ``waitForExit()``, or `nil` (with `errno` set) when `waitpid` fails for a reason other than a signal's
+    /// interruption: then the child's status is unknown, and ``run(_:arguments:)`` must not take it for a success.
+    private func reaped() -> Int32? {
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        while waitpid(pid, &status, 0) == -1 {
+            guard errno == EINTR else { return nil }
+        }
         return status
     }
 }
