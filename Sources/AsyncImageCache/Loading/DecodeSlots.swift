@@ -158,8 +158,10 @@ final class DecodeSlots: Sendable {
     /// (a load between the start of its fetch and its decode). A waiter tagged with what it is to fetch
     /// stops waiting, without a slot, once ``dismiss(tag:)`` says it arrived, or when `isNeeded` says so
     /// as it starts to wait (read under the lock `dismiss(tag:)` takes, so that it misses no arrival).
+    /// `afterRelease` runs once, right after the slot is given back.
     func slot(
-        priority: RunPriority, tag: String? = nil, isNeeded: (@Sendable () -> Bool)? = nil
+        priority: RunPriority, tag: String? = nil, isNeeded: (@Sendable () -> Bool)? = nil,
+        afterRelease: @escaping @Sendable () -> Void = {}
     ) async -> Held {
         switch await acquire(priority, tag: tag, isNeeded: isNeeded) {
         case .cancelled: return .cancelled
@@ -172,7 +174,9 @@ final class DecodeSlots: Sendable {
                 defer { released = true }
                 return !released
             }
-            if first { release() }
+            guard first else { return }
+            release()
+            afterRelease()
         }
     }
 

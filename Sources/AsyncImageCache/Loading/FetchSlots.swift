@@ -38,23 +38,12 @@ final class FetchSlots: Sendable {
             pools[source] = pool
             return pool.slots
         }
-        let release: @Sendable () -> Void
-        switch await slots.slot(priority: priority, tag: url.cacheKey, isNeeded: isNeeded) {
-        case .slot(let given): release = given
-        case let other:
-            leave(source)
-            return other
-        }
-        let isReleased = LockedBox(false)
-        return .slot { [self] in
-            let first = isReleased.withLock { released -> Bool in
-                defer { released = true }
-                return !released
-            }
-            guard first else { return }
-            release()
+        let held = await slots.slot(priority: priority, tag: url.cacheKey, isNeeded: isNeeded) { [self] in
             leave(source)
         }
+        if case .slot = held { return held }
+        leave(source)
+        return held
     }
 
     /// Lets the loads of `url` that wait for a slot go on without one: its bytes are in memory now, where
