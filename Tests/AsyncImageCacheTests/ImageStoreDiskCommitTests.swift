@@ -218,16 +218,16 @@ import Testing
             disk.data(for: url("b")) == Data(repeating: 4, count: 8), "a dropped write removed the file put after it")
     }
 
-    /// A store opened on the folder while a load's write still waits for the disk finds the file, as after a
-    /// relaunch: its opening waits for the writes of this process's stores on that folder. Before, it missed
-    /// the file and downloaded the image a second time.
+    /// A store opened on the folder while a load's write still waits for the disk finds the image, as after a
+    /// relaunch: the stores of this process on that folder share its queued writes, which reads find until
+    /// they land. Before, it missed the file and downloaded the image a second time.
     @Test func aStoreOpenedOnTheFolderFindsTheWritesOfAnotherStore() async throws {
         let fixture = try await Fixture("disk-commit-reopen")
         defer { fixture.server.stop() }
         let (first, url, server) = (try fixture.store(), fixture.url, fixture.server)
         let gate = try await Self.holdDiskQueue(of: first.disk)
         _ = try await first.image(for: ImageRequest(url: url, targetWidth: 32))
-        // The load's write waits behind the held queue, which goes a moment after the second store starts opening.
+        // The load's write waits behind the held queue, let go after 0.3 s: the second store opens and loads meanwhile.
         DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { gate.signal() }
         let second = try fixture.store()
         _ = try await second.image(for: ImageRequest(url: url, targetWidth: 20))

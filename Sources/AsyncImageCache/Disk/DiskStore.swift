@@ -85,9 +85,6 @@ final class DiskStore: Sendable {
         self.byteLimit = max(0, byteLimit)
         self.attributes = attributes
         self.folder = Folder.shared(atPath: Self.resolvedPath(of: directory))
-        // A store opened on a folder finds what the loads of this process's other stores on it wrote, as one
-        // opened after a relaunch does: their writes in the background land first.
-        folder.writeQueue.sync {}
         Self.removeLeftovers(among: listing().temporaries, now: Date(), isOpening: true)
     }
 
