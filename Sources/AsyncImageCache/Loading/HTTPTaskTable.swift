@@ -24,9 +24,9 @@ import FoundationNetworking
 /// cannot wait inside the redirect: its timeout runs while it waits for the delegate, and an answer
 /// after that traps.)
 ///
-/// A load that runs longer than `resourceTimeout` is ended by a timer armed when it is first given a
-/// connection: the load fails with `.timedOut` (unless it already failed, as a drained error page has)
-/// and the task is cancelled, which closes the connection.
+/// A load that runs longer than `resourceTimeout` is ended by a timer armed when it is first sent: the
+/// load fails with `.timedOut` (unless it already failed, as a drained error page has) and the task is
+/// cancelled, which closes the connection.
 ///
 /// Tasks are made, resumed and cancelled, and the session invalidated, on one serial queue that every
 /// table shares, in the order asked, never on the thread that asks: on Linux each of them waits for a
@@ -82,8 +82,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         /// Set once the load is given one of its host's connections: its task is resumed then, or as soon
         /// as it is made.
         var isRunning = false
-        /// Ends the load at `resourceTimeout` after it was first given a connection; cancelled when the
-        /// entry goes.
+        /// Ends the load at `resourceTimeout` after it was first sent; cancelled when the entry goes.
         var deadline: (any DispatchSourceTimer)?
         var response: HTTPURLResponse?
         /// The announced length of an unencoded body, used to detect truncation.
@@ -156,7 +155,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             }
             return (true, nil, nil)
         }
-        next?.resume()
+        if let next { send(next) }
         failed?.resume(returning: .failure(.cancelled))
         guard makes else { return }
         let task = session.dataTask(with: request)
@@ -171,7 +170,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             // Ended while the task was made: it is never sent.
             task.cancel()
         case true?:
-            task.resume()
+            send(task)
         case false?:
             break
         }
@@ -242,16 +241,28 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         return entries[next]?.task
     }
 
-    /// Marks the entry of `load` running and, the first time, arms its deadline. Call with `lock` held.
+    /// Marks the entry of `load` running: its task may be sent. Call with `lock` held.
     private func markRunning(_ load: Int) {
         entries[load]?.isRunning = true
-        // A load that follows a redirect as a new task keeps the deadline armed when it was first sent.
-        guard resourceTimeout.isFinite, entries[load]?.deadline == nil else { return }
-        let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.setEventHandler { [weak self] in self?.expire(load) }
-        timer.schedule(deadline: .now() + resourceTimeout)
-        entries[load]?.deadline = timer
-        timer.resume()
+    }
+
+    /// Sends `task` and, the first time its load is sent, arms the load's deadline. Runs on
+    /// ``taskControl``, which can be busy for seconds between a load's admission and its sending (see
+    /// `control`): armed at admission, the deadline ran out for loads that had just been sent.
+    private func send(_ task: URLSessionTask) {
+        task.resume()
+        lock.withLock {
+            // A load that follows a redirect as a new task keeps the deadline armed when it was first
+            // sent; one that has ended meanwhile needs none.
+            guard resourceTimeout.isFinite, let load = loadOfTask[task.taskIdentifier],
+                entries[load]?.deadline == nil
+            else { return }
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            timer.setEventHandler { [weak self] in self?.expire(load) }
+            timer.schedule(deadline: .now() + resourceTimeout)
+            entries[load]?.deadline = timer
+            timer.resume()
+        }
     }
 
     /// Ends `load`, still running at its deadline: it fails with `.timedOut` if it has not failed yet,
@@ -263,7 +274,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             return (removed?.task, removed.flatMap { entry in entry.continuation.map { ($0, entry.url) } }, next)
         }
         Self.control {
-            next?.resume()
+            if let next { self.send(next) }
             task?.cancel()
         }
         if let (continuation, url) = resumption { continuation.resume(returning: .failure(.timedOut(url))) }
@@ -285,7 +296,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         if task != nil || next != nil {
             Self.control {
                 task?.cancel()
-                next?.resume()
+                if let next { self.send(next) }
             }
         }
         continuation?.resume(returning: .failure(.cancelled))
@@ -301,7 +312,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
                 guard let entry = removed, let continuation = entry.continuation else { return (nil, next) }
                 return ((continuation, finish(entry)), next)
             }
-        if let next { Self.control { next.resume() } }
+        if let next { Self.control { self.send(next) } }
         if let (continuation, result) = resumption { continuation.resume(returning: result) }
     }
 
@@ -480,11 +491,11 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             break
         case .fail(let continuation, let failure, let next):
             completionHandler(nil)
-            if let next { Self.control { next.resume() } }
+            if let next { Self.control { self.send(next) } }
             continuation?.resume(returning: .failure(failure))
         case .moved(let load, let freed):
             Self.control {
-                freed?.resume()
+                if let freed { self.send(freed) }
                 self.makeTask(of: load, for: followed, in: session)
             }
         }

@@ -79,6 +79,28 @@ import Testing
         }
     }
 
+    /// A load's resource timeout counts from when its task is sent, not from when it is given a
+    /// connection: the control queue can be busy for seconds in between, and the load has not reached
+    /// the server then. Before, its deadline ran out while it waited there, and it failed with
+    /// `.timedOut` although its answer came at once once sent.
+    @Test func theResourceTimeoutStartsWhenTheTaskIsSentNotWhileTheControlQueueIsBusy() async {
+        await #expect(processExitsWith: .success) {
+            let folder = TemporaryDirectory("images")
+            let (server, image) = try await TestHTTPServer.servingOneJPEG(in: folder)
+            defer { withExtendedLifetime(folder) { server.stop() } }
+            let loader = HTTPDataLoader(timeout: 60, resourceTimeout: 3)
+            let busyQueue = DispatchSemaphore(value: 0)
+            HTTPTaskTable.taskControl.async { busyQueue.wait() }
+            let load = Task { try await loader.loadData(for: server.url("/images/0.jpg")) }
+            // Twice the resource timeout, with the load given its connection but not yet sent.
+            try await waitUntil { loader.unfinishedTaskCount == 1 }
+            try await Task.sleep(for: .seconds(6))
+            busyQueue.signal()
+            #expect(try await load.value == image)
+            #expect(try await server.hits(for: "/images/0.jpg") == 1)
+        }
+    }
+
     /// A load redirected to another host takes its place in that host's line when it moves, not when
     /// its new task is made: with the control queue busy meanwhile, the connection that frees there
     /// goes to it, the more urgent, not to a prefetch that waited longer.
