@@ -37,7 +37,9 @@ extension ImageStore {
         /// shown in whatever colour space it returns.
         public var decoder: any ImageDecoding = ImageDecoders.Default()
         /// The most pixels one decoded bitmap may have; ``ImageStore/recommendedPixelBudget()`` by
-        /// default, 64 megapixels where the process may use 1 GiB of memory or more.
+        /// default, 64 megapixels where the process may use 1 GiB of memory or more. At least 1:
+        /// ``ImageStore/init(configuration:)`` refuses less with
+        /// ``ImageStore/ConfigurationError/invalidPixelBudget(_:)``.
         public var pixelBudget = ImageStore.recommendedPixelBudget()
         /// The most decodes run at once; the active processor count by default. Loads beyond it
         /// wait for a slot, visible loads before prefetches. It also bounds the loads that fetch ahead
@@ -120,6 +122,9 @@ extension ImageStore {
         /// The name is empty, `.`, longer than a file name may be (255 bytes), has `..` in it, or has a
         /// character other than ASCII letters, digits, `-`, `_` and `.`.
         case invalidName(String)
+        /// The ``Configuration/pixelBudget`` is 0 or negative: no bitmap would fit in it, and every
+        /// decode would fail.
+        case invalidPixelBudget(Int)
 
         /// One line saying what is wrong.
         public var description: String {
@@ -127,6 +132,8 @@ extension ImageStore {
             case .invalidName(let name):
                 "invalid store name \(String(reflecting: name)): use at most 255 ASCII letters, digits, '-', '_' "
                     + "and '.', without '..': a folder name, not a path"
+            case .invalidPixelBudget(let budget):
+                "invalid pixel budget \(budget): it must be at least 1 pixel, or every decode fails"
             }
         }
     }

@@ -121,11 +121,15 @@ public final class ImageStore: Sendable {
 
     /// Creates a store from a configuration.
     ///
-    /// - Throws: ``ConfigurationError/invalidName(_:)`` when the name is not a plain folder name.
-    ///   A cache folder that cannot be created is not an error: its first write makes the folder, and
-    ///   where that fails the store keeps its images in memory only.
+    /// - Throws: ``ConfigurationError/invalidName(_:)`` when the name is not a plain folder name, and
+    ///   ``ConfigurationError/invalidPixelBudget(_:)`` when the pixel budget is below 1. A cache folder
+    ///   that cannot be created is not an error: its first write makes the folder, and where that fails
+    ///   the store keeps its images in memory only. Budgets and limits other than the pixel budget are
+    ///   clamped: a count, byte or disk limit of 0 or less keeps nothing, and a decode concurrency of 0
+    ///   or less means 1.
     public init(configuration: Configuration) throws(ConfigurationError) {
         try Self.validate(name: configuration.name)
+        guard configuration.pixelBudget >= 1 else { throw .invalidPixelBudget(configuration.pixelBudget) }
         self.configuration = configuration
         variants = VariantCache(countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryByteLimit)
         decodeSlots = DecodeSlots(limit: configuration.decodeConcurrency)

@@ -23,6 +23,23 @@ import Testing
         }
     }
 
+    /// A pixel budget below 1 fits no bitmap. Before, the store was made and every load of it failed
+    /// at its decode with `.pixelBudgetExceeded`, far from the line that set the budget; now the store
+    /// is refused with an error that names the budget. A budget of 1 is a store like any other.
+    @Test(arguments: [0, -1, Int.min])
+    func aPixelBudgetBelowOneIsRefused(budget: Int) throws {
+        let root = TemporaryDirectory("root")
+        var configuration = ImageStore.Configuration(name: "budget")
+        configuration.rootDirectory = root.url
+        configuration.pixelBudget = budget
+        #expect(throws: ImageStore.ConfigurationError.invalidPixelBudget(budget)) {
+            try ImageStore(configuration: configuration)
+        }
+        #expect(ImageStore.ConfigurationError.invalidPixelBudget(budget).localizedDescription.contains("\(budget)"))
+        configuration.pixelBudget = 1
+        #expect(try ImageStore(configuration: configuration).configuration.pixelBudget == 1)
+    }
+
     /// Two images, `0.jpg` and `1.jpg`, in `folder`, and a store with one decode slot and a gated decoder.
     private static func storeWithOneGatedSlot(
         images folder: TemporaryDirectory
