@@ -195,11 +195,12 @@ import FoundationNetworking
     }
 
     @Test func loadsBeyondTheConnectionLimitWaitForAConnectionWithoutTimingOut() async throws {
-        // Two connections to the host, each answer a second late, eight loads: the last two start two
-        // seconds after the others. The timeout counts from when a load gets its connection, not
-        // from when it was asked for (before: 4 of 8 "timed out", never sent).
-        let loader = HTTPDataLoader.limited(connectionsPerHost: 2, timeout: 2.5)
-        let paths = (0..<8).map { "/slow/1000/alias/\($0)/images/photo.jpg" }
+        // Two connections to the host, each answer two seconds late, eight loads: the last two start
+        // six seconds after the others. The timeout counts from when a load gets its connection, not
+        // from when it was asked for (before, with answers a second late and a 2.5 s timeout: 4 of 8
+        // "timed out", never sent). Each answer has three seconds to spare, for a loaded machine.
+        let loader = HTTPDataLoader.limited(connectionsPerHost: 2, timeout: 5)
+        let paths = (0..<8).map { "/slow/2000/alias/\($0)/images/photo.jpg" }
         #expect(await failures(loading: paths.map(server.url), with: loader, expecting: imageBytes) == [])
         #expect(try await server.hits().filter { paths.contains($0.key) }.count == 8)
         #expect(loader.unfinishedTaskCount == 0)
@@ -212,14 +213,14 @@ import FoundationNetworking
 
     @Test func aRedirectToAnotherHostWaitsForAConnectionToItWithoutTimingOut() async throws {
         // Four origins (four hosts: one port each) redirect eight loads to one host that has two
-        // connections and answers each a second late. Before, a redirect kept its origin's connection
-        // and was followed at once: all eight queued inside libcurl, where the timeout runs, and the
-        // last of them timed out.
+        // connections and answers each two seconds late. Before, a redirect kept its origin's
+        // connection and was followed at once: all eight queued inside libcurl, where the timeout
+        // runs, and the last of them timed out.
         var origins: [TestHTTPServer] = []
         for _ in 0..<4 { origins.append(try await TestHTTPServer(serving: directory.url)) }
         defer { origins.forEach { $0.stop() } }
-        let loader = HTTPDataLoader.limited(connectionsPerHost: 2, timeout: 2.5)
-        let paths = (0..<8).map { "/slow/1000/alias/\($0)/images/photo.jpg" }
+        let loader = HTTPDataLoader.limited(connectionsPerHost: 2, timeout: 5)
+        let paths = (0..<8).map { "/slow/2000/alias/\($0)/images/photo.jpg" }
         let urls = paths.indices.map { redirect(from: origins[$0 % 4], to: paths[$0]) }
         #expect(await failures(loading: urls, with: loader, expecting: imageBytes) == [])
         #expect(try await server.hits().filter { paths.contains($0.key) }.count == 8)
