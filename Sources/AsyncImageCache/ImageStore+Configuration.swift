@@ -47,7 +47,7 @@ extension ImageStore {
         /// local files) are past the start of their fetch and short of a slot at once, and as many
         /// prefetches; the others wait to start their fetch, so a burst of hundreds of loads holds the
         /// bytes of only a few images, and a host that does not answer holds up only its own loads (a
-        /// load counts under its URL's host, also when that redirects elsewhere).
+        /// load that a redirect leads to another host counts under that host from then on).
         public var decodeConcurrency = ProcessInfo.processInfo.activeProcessorCount
         /// Called at the start of every pipeline stage with the URL it works on, on the thread that
         /// runs it (for instrumentation and tests); `nil` by default. Must be fast and not block.

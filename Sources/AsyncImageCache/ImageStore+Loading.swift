@@ -103,23 +103,25 @@ extension ImageStore {
             // A visible run fetches once one of the few ``fetchSlots`` is free, and gives it back as it
             // gets a decode slot (or ends); a prefetch's run is bounded by ``prefetchConcurrency``, and one
             // whose bytes are in memory already fetches nothing, so it does not wait behind the fetches; nor
-            // does one whose bytes arrive while it waits (another width's fetch, or a prefetch's).
-            var fetchSlot: (@Sendable () -> Void)?
+            // does one whose bytes arrive while it waits (another width's fetch, or a prefetch's). The slot
+            // moves with a download that a redirect leads to another host (``FetchSlotHold``).
+            var fetchSlot: FetchSlotHold?
             if priority.current == .normal, !holdsOriginal(of: request.url) {
                 let url = request.url
-                switch await fetchSlots.slot(
-                    for: url, priority: priority, isNeeded: { [self] in !holdsOriginal(of: url) })
-                {
-                case .slot(let release): fetchSlot = release
+                let isNeeded: @Sendable () -> Bool = { [self] in !holdsOriginal(of: url) }
+                switch await fetchSlots.slot(for: url, priority: priority, isNeeded: isNeeded) {
+                case .slot(let release):
+                    fetchSlot = FetchSlotHold(release, of: url, in: fetchSlots, priority: priority, isNeeded: isNeeded)
                 case .notNeeded: break
                 case .cancelled: return .failure(.cancelled)
                 }
             }
             // Once only prefetches want the run (its visible loads left), it is bounded as a prefetch and
             // gives the slot back: holding it, it would keep the host's next visible load from fetching
-            // while it waits for a decode slot behind the visible loads.
-            if let fetchSlot { priority.whenLowered(fetchSlot) }
-            defer { fetchSlot?() }
+            // while it waits for a decode slot behind the visible loads. Weakly: the hold keeps the
+            // priority, which keeps this handler.
+            if let fetchSlot { priority.whenLowered { [weak fetchSlot] in fetchSlot?.giveBack() } }
+            defer { fetchSlot?.giveBack() }
             return await prepare(request, fileVersion: version, priority: priority, fetchSlot: fetchSlot)
         }
         if case .failure(let error) = outcome, error != .cancelled { count { $0.failures += 1 } }
@@ -137,15 +139,15 @@ extension ImageStore {
     /// program rewrote it in place: cut short, empty, or gone for a moment) is read again, once, at
     /// its new version within the same load.
     ///
-    /// `fetchSlot` gives back the run's slot of ``fetchSlots`` (once, however often it is called): the run
-    /// calls it as it gets a decode slot, so that another load may start fetching. A second try after a
+    /// `fetchSlot` is the run's slot of ``fetchSlots``, which its download's redirects move: the run gives
+    /// it back as it gets a decode slot, so that another load may start fetching. A second try after a
     /// decode that failed fetches without one, once per run at most.
     private func prepare(
         _ request: ImageRequest, fileVersion: FileStamp?, priority: RunPriority,
-        fetchSlot: (@Sendable () -> Void)? = nil, isSecondTry: Bool = false
+        fetchSlot: FetchSlotHold? = nil, isSecondTry: Bool = false
     ) async -> Result<PreparedImage, ImageLoadingError> {
         let fetched: FetchedOriginal
-        switch await original(for: request.url, fileVersion: fileVersion, priority: priority) {
+        switch await original(for: request.url, fileVersion: fileVersion, priority: priority, fetchSlot: fetchSlot) {
         case .success(let value):
             fetched = value
         case .failure(let error):
@@ -165,7 +167,7 @@ extension ImageStore {
         let cancellation = DecodeCancellation(rowObserver: configuration.decodeRowObserver)
         let rendered = await decodeSlots.run(priority: priority, cancellation: cancellation) {
             [self] () -> Result<Bitmap, ImageDecodingError> in
-            fetchSlot?()
+            fetchSlot?.giveBack()
             return Result { () throws(ImageDecodingError) in
                 // Only a visible load spends other cores to finish sooner; a prefetch has nobody waiting.
                 try render(
@@ -495,9 +497,10 @@ extension ImageStore {
 
     /// The original bytes for `url`: from memory, else one shared fetch from disk or the source, whose
     /// download waits for a connection at the highest `priority` of the runs that wait for it. A local
-    /// file's fetch is shared only by the runs that found it at the same `fileVersion`.
+    /// file's fetch is shared only by the runs that found it at the same `fileVersion`. The fetch a run
+    /// starts moves that run's `fetchSlot` along its redirects to other hosts.
     private func original(
-        for url: URL, fileVersion: FileStamp?, priority: RunPriority
+        for url: URL, fileVersion: FileStamp?, priority: RunPriority, fetchSlot: FetchSlotHold? = nil
     ) async -> Result<FetchedOriginal, ImageLoadingError> {
         let generation = disk.generation
         let replacement = replacementCount(of: url)
@@ -529,7 +532,9 @@ extension ImageStore {
         return await fetchRuns.value(for: key, priority: priority.current, following: priority) {
             [self] fetchPriority in
             await HTTPDataLoader.$runPriority.withValue(fetchPriority) {
-                await fetchOriginal(url, generation: generation, replacement: replacement)
+                await HTTPDataLoader.$fetchSlot.withValue(fetchSlot) {
+                    await fetchOriginal(url, generation: generation, replacement: replacement)
+                }
             }
         }
     }

@@ -96,7 +96,9 @@ extension ImageStore {
         guard isNew else { return metadata }
         Task(priority: .utility) { [self] in
             // A background check, even when a visible load's fetch started it (task-locals are inherited).
-            await HTTPDataLoader.$runPriority.withValue(nil) { await revalidate(url, metadata: metadata) }
+            await HTTPDataLoader.$runPriority.withValue(nil) {
+                await HTTPDataLoader.$fetchSlot.withValue(nil) { await revalidate(url, metadata: metadata) }
+            }
             revalidating.withLock { _ = $0.remove(key) }
         }
         return metadata

@@ -6,9 +6,11 @@ import Foundation
 /// One set per source: per host for remote URLs (scheme, host and port, as the connection limit counts
 /// them), one for local files and `data:` URLs. A host that answers slowly, or not at all until the
 /// timeout, holds its own loads' slots only: the loads of other hosts, and of files, go on meanwhile, as
-/// they would without the bound. A load counts under its URL's host throughout, also once it follows a
-/// redirect: loads of one host that redirect to a host that does not answer hold up that first host's
-/// loads until they time out. A set goes once no load holds or waits for one of its slots.
+/// they would without the bound. A load that follows a redirect to another host moves to that host's
+/// set (``FetchSlotHold``): it gives its slot back and is sent there once it holds one of the new host's,
+/// so loads of one host that redirect to a host that does not answer hold up only the loads of the
+/// host they wait for, and every host's slots bound the bytes fetched from it, whoever redirected to it.
+/// A set goes once no load holds or waits for one of its slots.
 final class FetchSlots: Sendable {
     /// The slots of each source.
     let limit: Int
@@ -29,9 +31,12 @@ final class FetchSlots: Sendable {
     /// the task is cancelled before it gets one; ``DecodeSlots/Held/notNeeded`` when `url`'s bytes arrive
     /// meanwhile (``bytesArrived(for:)``, or `isNeeded` false as it starts to wait), so that a load of
     /// another width of an image being fetched decodes the bytes as they come, not after the loads queued
-    /// ahead of it (behind a stalled host, until their timeout).
-    func slot(for url: URL, priority: RunPriority, isNeeded: @escaping @Sendable () -> Bool) async -> DecodeSlots.Held {
-        let source = Self.source(of: url)
+    /// ahead of it (behind a stalled host, until their timeout). A slot for a fetch of `url` that a
+    /// redirect led to `location` (``FetchSlotHold``) is one of `location`'s source.
+    func slot(
+        for url: URL, at location: URL? = nil, priority: RunPriority, isNeeded: @escaping @Sendable () -> Bool
+    ) async -> DecodeSlots.Held {
+        let source = Self.source(of: location ?? url)
         let slots = pools.withLock { pools -> DecodeSlots in
             var pool = pools[source] ?? Pool(slots: DecodeSlots(limit: limit), users: 0)
             pool.users += 1
@@ -47,10 +52,10 @@ final class FetchSlots: Sendable {
     }
 
     /// Lets the loads of `url` that wait for a slot go on without one: its bytes are in memory now, where
-    /// their `isNeeded` sees them.
+    /// their `isNeeded` sees them. Every source's: a load that a redirect moved waits at its target's.
     func bytesArrived(for url: URL) {
-        let slots = pools.withLock { $0[Self.source(of: url)]?.slots }
-        slots?.dismiss(tag: url.cacheKey)
+        let sets = pools.withLock { $0.values.map(\.slots) }
+        for slots in sets { slots.dismiss(tag: url.cacheKey) }
     }
 
     private func leave(_ source: String) {

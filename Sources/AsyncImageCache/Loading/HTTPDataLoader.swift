@@ -19,7 +19,8 @@ import FoundationNetworking
 ///
 /// At most the session configuration's `httpMaximumConnectionsPerHost` downloads per host run at once;
 /// the others wait, and their ``timeout`` and ``resourceTimeout`` start when they do. A download
-/// redirected to another host counts against that host from then on, and waits for it the same way;
+/// redirected to another host counts against that host from then on, and waits for it the same way
+/// (an ``ImageStore``'s visible load first waits for one of the store's fetch slots of that host);
 /// its ``resourceTimeout`` runs on from when it was first sent. A URL without a port counts as its
 /// scheme's default one (`http://a/` and `http://a:80/` are one host). They start by
 /// priority, in order within one: an ``ImageStore``'s visible loads before its prefetches (a queued
@@ -152,6 +153,11 @@ public final class HTTPDataLoader: DataLoading {
     /// when a visible load joins a prefetch. Without one, a download waits at its task's priority.
     @TaskLocal static var runPriority: RunPriority?
 
+    /// The slot of the store's ``ImageStore/fetchSlots`` that the run a load downloads for holds: a
+    /// redirect to another host moves it there, and the request is sent once the run holds that host's
+    /// slot (``FetchSlotHold``). Without one, as for other callers, a redirect waits only for a connection.
+    @TaskLocal static var fetchSlot: FetchSlotHold?
+
     /// The downloads registered and not yet finished; 0 once every load has ended (for tests).
     var unfinishedTaskCount: Int { tasks.count }
 
@@ -213,7 +219,7 @@ public final class HTTPDataLoader: DataLoading {
         // The task is made on the table's queue: on Linux making one waits for a work queue that a large
         // body can hold for seconds, and this thread is the Swift pool's.
         let (tasks, session) = (self.tasks, self.session)
-        let load = tasks.insert(url: url, byteLimit: maximumResponseBytes)
+        let load = tasks.insert(url: url, byteLimit: maximumResponseBytes, fetchSlot: Self.fetchSlot)
         let priority: @Sendable () -> UInt8
         if let run = Self.runPriority {
             priority = { run.current == .normal ? TaskPriority.high.rawValue : TaskPriority.utility.rawValue }

@@ -20,7 +20,10 @@ import FoundationNetworking
 /// given a connection before then is resumed as soon as it is. Left to libcurl, the waiting ones would
 /// be resumed and queued inside it, where the session's timeout already runs: loads that never reached
 /// the server timed out. A redirect to another host hands its connection back and is followed as a new
-/// task of the load, which waits for a connection to that host the same way. (swift-corelibs-foundation
+/// task of the load, which waits for a connection to that host the same way. A load that holds a store's
+/// fetch slot (``FetchSlotHold``) first moves the slot to the new host, and gets in line for a connection
+/// only once it holds one of that host's: in line, or holding a connection, while it waited, it could
+/// keep the connection from the loads that hold the slots it waits for. (swift-corelibs-foundation
 /// cannot wait inside the redirect: its timeout runs while it waits for the delegate, and an answer
 /// after that traps.)
 ///
@@ -97,6 +100,12 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         var redirectLifetime: TimeInterval?
         /// The redirects the load has followed, as new tasks or not.
         var redirects = 0
+        /// The store's slot that the load's redirects to another host move (``HTTPDataLoader/fetchSlot``).
+        let fetchSlot: FetchSlotHold?
+        /// Set from a move to another host until the fetch slot lets the load wait for a connection there.
+        var isWaitingForFetchSlot = false
+        /// Ends that wait, for a load that ends during it.
+        var stopWaitingForFetchSlot: (@Sendable () -> Void)?
     }
 
     /// The number of entries: loads registered and not yet finished (for tests).
@@ -106,11 +115,12 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     var waitingCount: Int { lock.withLock { waiting.values.reduce(0) { $0 + $1.count } } }
 
     /// Registers a load of `url` before it starts, so a cancellation that comes first has an entry to
-    /// mark; returns the load's id.
-    func insert(url: URL, byteLimit: Int) -> Int {
+    /// mark; returns the load's id. `fetchSlot` moves with each redirect to another host, and the load
+    /// waits for it there before it waits for a connection.
+    func insert(url: URL, byteLimit: Int, fetchSlot: FetchSlotHold? = nil) -> Int {
         lock.withLock {
             defer { nextLoad += 1 }
-            entries[nextLoad] = Entry(url: url, host: Self.host(of: url), byteLimit: byteLimit)
+            entries[nextLoad] = Entry(url: url, host: Self.host(of: url), byteLimit: byteLimit, fetchSlot: fetchSlot)
             return nextLoad
         }
     }
@@ -269,10 +279,10 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// and its task is cancelled so the connection closes.
     private func expire(_ load: Int) {
         // Only the one that removes an entry cancels its task (see `urlSession(_:task:willPerformHTTPRedirection:...)`).
-        let (task, resumption, next): (URLSessionTask?, (Continuation, URL)?, URLSessionTask?) = lock.withLock {
-            let (removed, next) = removeEntry(load)
-            return (removed?.task, removed.flatMap { entry in entry.continuation.map { ($0, entry.url) } }, next)
-        }
+        let (removed, next) = lock.withLock { removeEntry(load) }
+        let task = removed?.task
+        let resumption = removed.flatMap { entry in entry.continuation.map { ($0, entry.url) } }
+        removed?.stopWaitingForFetchSlot?()
         Self.control {
             if let next { self.send(next) }
             task?.cancel()
@@ -285,14 +295,17 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     func cancel(_ load: Int) {
         // No entry: the load has ended, and whoever ended it has dealt with its task. Cancelling it anyway
         // could land while it waits for its redirect's completion handler, which then traps.
-        let (task, continuation, next): (URLSessionTask?, Continuation?, URLSessionTask?) = lock.withLock {
-            guard let entry = entries[load] else { return (nil, nil, nil) }
-            guard let continuation = entry.continuation else {
+        let (entry, next): (Entry?, URLSessionTask?) = lock.withLock {
+            guard let entry = entries[load] else { return (nil, nil) }
+            guard entry.continuation != nil else {
                 entries[load]?.cancelledBeforeStart = true
-                return (nil, nil, nil)
+                return (nil, nil)
             }
-            return (entry.task, continuation, removeEntry(load).next)
+            return removeEntry(load)
         }
+        let (task, continuation) = (entry?.task, entry?.continuation)
+        // Waiting for the fetch slot of the host it moved to: it never waits for a connection there.
+        entry?.stopWaitingForFetchSlot?()
         if task != nil || next != nil {
             Self.control {
                 task?.cancel()
@@ -444,7 +457,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         enum Redirect {
             case ended, followed
             case fail(Continuation?, ImageLoadingError, next: URLSessionTask?)
-            case moved(load: Int, freed: URLSessionTask?)
+            case moved(load: Int, freed: URLSessionTask?, fetchSlot: FetchSlotHold?)
         }
         let redirect: Redirect = lock.withLock {
             guard let index = entryIndex(of: task) else { return .ended }
@@ -481,10 +494,16 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             entries.values[index].host = targetHost
             entries.values[index].isRunning = false
             let freed = freeConnection(to: host)
+            // A load with a fetch slot gets the new host's first, and only then gets in line for a
+            // connection: in line (or holding one) while it waits, it could keep a connection from the
+            // loads holding the slots it waits for.
+            if let fetchSlot = entries.values[index].fetchSlot {
+                entries.values[index].isWaitingForFetchSlot = true
+                return .moved(load: load, freed: freed, fetchSlot: fetchSlot)
+            }
             // In line for the new host at once, at the load's priority, as a load that starts is.
-            let medium: @Sendable () -> UInt8 = { TaskPriority.medium.rawValue }
-            _ = admit(load, to: targetHost, priority: entries[load]?.priority ?? medium)
-            return .moved(load: load, freed: freed)
+            admitMoved(load)
+            return .moved(load: load, freed: freed, fetchSlot: nil)
         }
         switch redirect {
         case .ended, .followed:
@@ -493,12 +512,40 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             completionHandler(nil)
             if let next { Self.control { self.send(next) } }
             continuation?.resume(returning: .failure(failure))
-        case .moved(let load, let freed):
+        case .moved(let load, let freed, nil):
             Self.control {
                 if let freed { self.send(freed) }
                 self.makeTask(of: load, for: followed, in: session)
             }
+        case .moved(let load, let freed, let fetchSlot?):
+            if let freed { Self.control { self.send(freed) } }
+            guard let target = followed.url else { return }
+            let stop = fetchSlot.move(to: target) { [self] in
+                let admitted = lock.withLock { () -> Bool in
+                    guard entries[load]?.isWaitingForFetchSlot == true else { return false }
+                    entries[load]?.isWaitingForFetchSlot = false
+                    entries[load]?.stopWaitingForFetchSlot = nil
+                    admitMoved(load)
+                    return true
+                }
+                if admitted { Self.control { self.makeTask(of: load, for: followed, in: session) } }
+            }
+            // Ended before the wait could be recorded with it (cancelled, or at its deadline): ended here.
+            let ended = lock.withLock { () -> Bool in
+                guard let entry = entries[load] else { return true }
+                if entry.isWaitingForFetchSlot { entries[load]?.stopWaitingForFetchSlot = stop }
+                return false
+            }
+            if ended { stop() }
         }
+    }
+
+    /// Puts `load`, moved to another host by a redirect, in line for a connection to it at the load's
+    /// priority, as a load that starts is. Call with `lock` held.
+    private func admitMoved(_ load: Int) {
+        guard let entry = entries[load] else { return }
+        let medium: @Sendable () -> UInt8 = { TaskPriority.medium.rawValue }
+        _ = admit(load, to: entry.host, priority: entry.priority ?? medium)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

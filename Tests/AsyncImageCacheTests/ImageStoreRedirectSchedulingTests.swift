@@ -1,0 +1,177 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// The fetch slots of loads that a redirect leads to another host (`/avatar/42` to a CDN): they count
+/// under the host they fetch from, so a host that does not answer holds up only its own loads, and the
+/// bytes fetched ahead of the decodes stay bounded per host.
+@Suite(.timeLimit(.minutes(3))) struct ImageStoreRedirectSchedulingTests {
+    /// An origin that redirects and a CDN it redirects to, both on 127.0.0.1 (two hosts: two ports),
+    /// serving small JPEGs, and a store with one decode slot whose stalled loads stall until cancelled.
+    struct OriginAndCDN {
+        let folder = TemporaryDirectory("redirects")
+        let names: [String]
+        let origin: TestHTTPServer
+        let cdn: TestHTTPServer
+        /// Stalled loads end when the test cancels them or releases their answers, never by the
+        /// request's timeout, however loaded the machine.
+        let loader = DataLoader(timeout: 600)
+        let store: ImageStore
+
+        init() async throws {
+            names = try SampleImages.writeJPEGs(
+                Array(repeating: PixelSize(width: 200, height: 100), count: 2), into: folder.url)
+            origin = try await TestHTTPServer(serving: folder.url)
+            cdn = try await TestHTTPServer(serving: folder.url)
+            let loader = loader
+            store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+                $0.decodeConcurrency = 1
+                $0.dataLoader = loader
+            }
+        }
+
+        /// A visible load of the origin's URL that redirects to the CDN's `/held/never/` alias `index`.
+        func stalledLoad(_ index: Int) -> Task<PlatformImage, any Error> {
+            let target = cdn.url("/held/never/alias/\(index)/images/\(names[0])")
+            let url = origin.redirect(to: target)
+            return Task { [store] in try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
+        }
+
+        /// The redirects the origin has answered.
+        func redirects() async throws -> Int {
+            try await origin.hits(for: "/redirect-to/302")
+        }
+
+        /// Whether `count` downloads have started and one load waits for a fetch slot: redirected, it
+        /// waits for the CDN's when `count` is one more than the slots.
+        func downloadsStarted(_ count: Int) -> Bool {
+            loader.http.unfinishedTaskCount == count && store.fetchSlots.waitingCount == 1
+        }
+
+        func stop() {
+            origin.stop()
+            cdn.stop()
+        }
+    }
+
+    @Test func loadsStuckAtTheHostTheyAreRedirectedToDoNotHoldUpTheLoadsTheFirstHostServes() async throws {
+        // Avatars redirected to a CDN that sends nothing (until the timeout) wait for the CDN's slots;
+        // an image the origin serves itself still loads meanwhile (before: the redirected loads held
+        // every slot of the origin, and it waited until they ended).
+        let hosts = try await OriginAndCDN()
+        defer { hosts.stop() }
+        let store = hosts.store
+        let ahead = store.fetchSlots.limit
+        let stalled = (0..<(ahead + 2)).map { hosts.stalledLoad($0) }
+        defer { stalled.forEach { $0.cancel() } }
+        try await waitUntil { try await hosts.redirects() >= ahead && store.fetchSlots.busyCount == ahead }
+        let direct = hosts.origin.url("/images/\(hosts.names[1])")
+        let served = Task { try await store.image(for: ImageRequest(url: direct)) }
+        try await waitUntil { store.statistics.decodes == 1 }
+        #expect(try await hosts.redirects() == ahead + 2, "every redirected load left the origin's slots")
+        stalled.forEach { $0.cancel() }
+        #expect(try await served.value.pixelSize == PixelSize(width: 200, height: 100))
+        for load in stalled { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
+        try await waitUntil { store.fetchSlots.sourceCount == 0 && store.fetchSlots.waitingCount == 0 }
+    }
+
+    @Test(arguments: [1, 2])
+    func aBurstOfLoadsRedirectedToOneHostFetchesOnlyAFewImagesAheadOfTheDecodes(origins: Int) async throws {
+        // Rows of one or two origins whose images all redirect to one CDN, which answers faster than the
+        // decodes: the CDN's slots bound the images fetched and held ahead, as they do for loads of the
+        // CDN's own URLs. Before: they counted under the origins, each origin's slots fetching its own
+        // share ahead (17 of 30 for two origins).
+        let folder = TemporaryDirectory("burst")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let cdn = try await TestHTTPServer(serving: folder.url)
+        var servers = [cdn]
+        for _ in 0..<origins { servers.append(try await TestHTTPServer(serving: folder.url)) }
+        defer { servers.forEach { $0.stop() } }
+        let (gate, log) = (GatedDecoder(), StageLog())
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+            $0.decodeConcurrency = 1
+            $0.stageObserver = log.observer
+        }
+        let count = 30
+        let loads = (0..<count).map { index in
+            let target = cdn.url("/alias/\(index)/images/\(names[0])")
+            let url = servers[1 + index % origins].redirect(to: target)
+            return Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
+        }
+        let ahead = store.fetchSlots.limit
+        try await waitUntil { gate.enteredCount == 1 && store.decodeSlots.waitingCount >= ahead }
+        try await Task.sleep(for: .milliseconds(500))  // time for more fetches, were they to start
+        let fetched = try await cdn.hits().values.reduce(0, +)
+        let held = store.decodingOriginals.withLock { $0.count }
+        #expect(fetched == ahead + 1, "\(fetched) of \(count) images fetched with one decode running")
+        #expect(held == ahead + 1, "\(held) images' bytes held, one decoding and the rest waiting for its slot")
+        #expect(store.decodeSlots.waitingCount == ahead)
+        gate.open()
+        for load in loads { _ = try await load.value }
+        let hits = try await cdn.hits()
+        #expect(hits.count == count && hits.values.allSatisfy { $0 == 1 }, "\(hits)")
+        #expect(log.urls(of: .decode).count == count)
+        try await waitUntil { store.fetchSlots.busyCount == 0 && store.fetchSlots.sourceCount == 0 }
+    }
+
+    @Test func aLoadCancelledWhileWaitingForTheSlotOfTheHostItIsRedirectedToAsksThatHostNothing() async throws {
+        let hosts = try await OriginAndCDN()
+        defer { hosts.stop() }
+        let store = hosts.store
+        let ahead = store.fetchSlots.limit
+        let stalled = (0..<ahead).map { hosts.stalledLoad($0) }
+        defer { stalled.forEach { $0.cancel() } }
+        try await waitUntil { try await hosts.redirects() == ahead && store.fetchSlots.busyCount == ahead }
+        let waiting = hosts.stalledLoad(ahead)
+        // Redirected, it waits for one of the CDN's slots.
+        try await waitUntil { hosts.downloadsStarted(ahead + 1) }
+        try #require(try await hosts.redirects() == ahead + 1, "the load is redirected before it waits")
+        waiting.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await waiting.value }
+        try await waitUntil { store.fetchSlots.waitingCount == 0 }
+        #expect(store.fetchSlots.busyCount == ahead)
+        try await hosts.cdn.release("never")
+        for load in stalled { _ = try await load.value }
+        let path = "/held/never/alias/\(ahead)/images/\(hosts.names[0])"
+        #expect(try await hosts.cdn.hits(for: path) == 0)
+        #expect(try await hosts.cdn.hits().values.reduce(0, +) == ahead)
+        try await waitUntil {
+            store.fetchSlots.busyCount == 0 && store.fetchSlots.waitingCount == 0 && store.fetchSlots.sourceCount == 0
+        }
+    }
+
+    @Test func aLoadWaitingForTheSlotOfTheHostItIsRedirectedToGoesOnWithoutOneOnceOnlyAPrefetchWantsIt() async throws {
+        // A row scrolled away while its image, redirected to a CDN whose slots are all held, is also
+        // prefetched: its run is a prefetch now, and prefetches take no fetch slot, so it stops waiting
+        // for one and gets in line for a connection to the CDN.
+        let hosts = try await OriginAndCDN()
+        defer { hosts.stop() }
+        let store = hosts.store
+        let ahead = store.fetchSlots.limit
+        let stalled = (0..<ahead).map { hosts.stalledLoad($0) }
+        defer { stalled.forEach { $0.cancel() } }
+        try await waitUntil { try await hosts.redirects() == ahead && store.fetchSlots.busyCount == ahead }
+        let path = "/held/later/alias/\(ahead)/images/\(hosts.names[0])"
+        let request = ImageRequest(url: hosts.origin.redirect(to: hosts.cdn.url(path)), targetWidth: 50)
+        let visible = Task { try await store.image(for: request) }
+        try await waitUntil { hosts.downloadsStarted(ahead + 1) }
+        try #require(try await hosts.redirects() == ahead + 1, "the load is redirected before it waits")
+        store.startPrefetching([request])
+        try await waitUntil { store.variantRuns.waiterCount(for: request) == 2 }
+        visible.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await visible.value }
+        try await waitUntil { store.fetchSlots.waitingCount == 0 }
+        #expect(store.fetchSlots.busyCount == ahead)
+        try await hosts.cdn.release("never")
+        try await hosts.cdn.release("later")
+        for load in stalled { _ = try await load.value }
+        try await waitUntil {
+            store.statistics.decodes == ahead + 1 && store.prefetches.withLock { $0.running.isEmpty }
+        }
+        #expect(try await hosts.cdn.hits(for: path) == 1)
+        #expect(store.statistics.failures == 0)
+        try await waitUntil { store.fetchSlots.busyCount == 0 && store.fetchSlots.sourceCount == 0 }
+    }
+}
