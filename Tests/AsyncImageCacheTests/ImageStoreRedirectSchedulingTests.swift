@@ -43,10 +43,24 @@ import Testing
             try await origin.hits(for: "/redirect-to/302")
         }
 
-        /// Whether `count` downloads have started and one load waits for a fetch slot: redirected, it
-        /// waits for the CDN's when `count` is one more than the slots.
-        func downloadsStarted(_ count: Int) -> Bool {
-            loader.http.unfinishedTaskCount == count && store.fetchSlots.waitingCount == 1
+        /// Starts as many stalled loads as there are slots per host, waits until they hold every slot of
+        /// the CDN, then starts `next` and waits until the origin has redirected it and it waits for one.
+        func fillTheCDNSlots(
+            thenStart next: () -> Task<PlatformImage, any Error>
+        ) async throws -> (stalled: [Task<PlatformImage, any Error>], next: Task<PlatformImage, any Error>) {
+            let store = store
+            let ahead = store.fetchSlots.limit
+            let stalled = (0..<ahead).map { stalledLoad($0) }
+            try await waitUntil { try await redirects() == ahead && store.fetchSlots.busyCount == ahead }
+            let started = next()
+            // Its download is registered (polled without asking the origin, so that a load that never
+            // gets that far fails the wait in 60 s), and it waits for a slot.
+            let loader = loader
+            try await waitUntil {
+                loader.http.unfinishedTaskCount == ahead + 1 && store.fetchSlots.waitingCount == 1
+            }
+            try #require(try await redirects() == ahead + 1, "the load is redirected before it waits")
+            return (stalled, started)
         }
 
         func stop() {
@@ -121,13 +135,9 @@ import Testing
         defer { hosts.stop() }
         let store = hosts.store
         let ahead = store.fetchSlots.limit
-        let stalled = (0..<ahead).map { hosts.stalledLoad($0) }
-        defer { stalled.forEach { $0.cancel() } }
-        try await waitUntil { try await hosts.redirects() == ahead && store.fetchSlots.busyCount == ahead }
-        let waiting = hosts.stalledLoad(ahead)
         // Redirected, it waits for one of the CDN's slots.
-        try await waitUntil { hosts.downloadsStarted(ahead + 1) }
-        try #require(try await hosts.redirects() == ahead + 1, "the load is redirected before it waits")
+        let (stalled, waiting) = try await hosts.fillTheCDNSlots { hosts.stalledLoad(ahead) }
+        defer { stalled.forEach { $0.cancel() } }
         waiting.cancel()
         await #expect(throws: ImageLoadingError.cancelled) { try await waiting.value }
         try await waitUntil { store.fetchSlots.waitingCount == 0 }
@@ -150,14 +160,10 @@ import Testing
         defer { hosts.stop() }
         let store = hosts.store
         let ahead = store.fetchSlots.limit
-        let stalled = (0..<ahead).map { hosts.stalledLoad($0) }
-        defer { stalled.forEach { $0.cancel() } }
-        try await waitUntil { try await hosts.redirects() == ahead && store.fetchSlots.busyCount == ahead }
         let path = "/held/later/alias/\(ahead)/images/\(hosts.names[0])"
         let request = ImageRequest(url: hosts.origin.redirect(to: hosts.cdn.url(path)), targetWidth: 50)
-        let visible = Task { try await store.image(for: request) }
-        try await waitUntil { hosts.downloadsStarted(ahead + 1) }
-        try #require(try await hosts.redirects() == ahead + 1, "the load is redirected before it waits")
+        let (stalled, visible) = try await hosts.fillTheCDNSlots { Task { try await store.image(for: request) } }
+        defer { stalled.forEach { $0.cancel() } }
         store.startPrefetching([request])
         try await waitUntil { store.variantRuns.waiterCount(for: request) == 2 }
         visible.cancel()
