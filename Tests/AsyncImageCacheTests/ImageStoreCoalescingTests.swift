@@ -268,8 +268,11 @@ extension ImageStoreCoalescingTests {
     }
 }
 
-/// Polls `condition` every 10 ms for up to 60 s (a loaded machine or a sanitizer build is slow);
-/// fails the test if it never holds.
+/// Polls `condition` 6000 times, 10 ms apart, and fails the test if it never holds: 60 s at least, and
+/// longer where the machine is loaded, a sanitizer build is slow, or each poll takes time of its own
+/// (one that asks the test server, several milliseconds). Counted in polls, not by the clock, so that
+/// a loaded machine gets more time, not fewer looks; a test that waits on the server therefore fails
+/// after more than a minute, which a suite's time limit may cut short first.
 func waitUntil(
     _ condition: @Sendable () async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation
 ) async throws {
