@@ -5,6 +5,9 @@ import XCTest
 
 /// Many loads over many URLs with random cancellation and small budgets. An XCTest case because
 /// `wait(for:)` runs the main run loop on the main thread, so "on the main thread" can be checked.
+/// Two thirds of the URLs are on two origins that redirect to the server with the images, so loads
+/// move their fetch slots between hosts; a quarter of the loads are also prefetched and then
+/// cancelled, so their runs are lowered to prefetches, some while they wait for a slot.
 ///
 /// `AIC_STRESS_LOADS` sets the number of loads (2,000 by default; `scripts/stress` runs 10,000).
 final class ImageStoreStressTests: XCTestCase {
@@ -21,7 +24,13 @@ final class ImageStoreStressTests: XCTestCase {
         let names = try SampleImages.writeJPEGs(sizes, into: folder.url)
         let server = try TestHTTPServer(blockingUntilListening: folder.url)
         defer { server.stop() }
-        let urls = (0..<Self.urlCount).map { server.url("/alias/\($0)/images/\(names[$0 % names.count])") }
+        let origins = try (0..<2).map { _ in try TestHTTPServer(blockingUntilListening: folder.url) }
+        defer { origins.forEach { $0.stop() } }
+        let urls = (0..<Self.urlCount).map { index in
+            let direct = server.url("/alias/\(index)/images/\(names[index % names.count])")
+            // 301: kept as long as the image (a bare 302 would make every later load revalidate).
+            return index % 3 == 0 ? direct : origins[index % 3 - 1].redirect(to: direct, code: 301)
+        }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
             $0.memoryCountLimit = Self.memoryCountLimit
             $0.memoryByteLimit = Self.memoryByteLimit
@@ -50,11 +59,17 @@ final class ImageStoreStressTests: XCTestCase {
                     if let image { results.withLock { $0[index] = image.width } }
                     done.fulfill()
                 }
-                switch Int.random(in: 0..<3, using: &generator) {
+                switch Int.random(in: 0..<4, using: &generator) {
                 case 0:
                     task.cancel()
                     cancelled.insert(index)
                 case 1:
+                    let delay = Double.random(in: 0...0.02, using: &generator)
+                    DispatchQueue.main.asyncAfter(deadline: .now() + delay) { task.cancel() }
+                    cancelled.insert(index)
+                case 2:
+                    // Prefetched too, then left to the prefetch: its run is lowered.
+                    store.startPrefetching([request])
                     let delay = Double.random(in: 0...0.02, using: &generator)
                     DispatchQueue.main.asyncAfter(deadline: .now() + delay) { task.cancel() }
                     cancelled.insert(index)
@@ -64,8 +79,13 @@ final class ImageStoreStressTests: XCTestCase {
             }
             wait(for: [done], timeout: 120)
         }
-        // A second, wrong call would arrive on the main queue: let it run before counting.
+        // A second, wrong call would arrive on the main queue: let it run before counting. The
+        // prefetches run on until they are done.
         RunLoop.main.run(until: Date().addingTimeInterval(0.3))
+        let prefetchDeadline = Date().addingTimeInterval(120)
+        while store.prefetches.withLock({ !$0.running.isEmpty || $0.lineLength > 0 }), Date() < prefetchDeadline {
+            RunLoop.main.run(until: Date().addingTimeInterval(0.05))
+        }
         sampler.stop()
         store.waitForDiskMaintenance()
 
@@ -80,6 +100,11 @@ final class ImageStoreStressTests: XCTestCase {
         XCTAssertEqual(store.variantRuns.count, 0)
         XCTAssertEqual(store.fetchRuns.count, 0)
         XCTAssertEqual((store.configuration.dataLoader as? DataLoader)?.http.unfinishedTaskCount, 0)
+        XCTAssertEqual(store.prefetches.withLock { $0.running.count }, 0)
+        // No fetch slot is held, waited for, or left in a host's set, whichever host it moved to.
+        XCTAssertEqual(store.fetchSlots.busyCount, 0)
+        XCTAssertEqual(store.fetchSlots.waitingCount, 0)
+        XCTAssertEqual(store.fetchSlots.sourceCount, 0)
         let peaks = sampler.peaks
         XCTAssertGreaterThan(peaks.samples, 0)
         XCTAssertLessThanOrEqual(peaks.memoryCount, Self.memoryCountLimit)
