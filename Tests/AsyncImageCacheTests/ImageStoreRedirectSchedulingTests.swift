@@ -180,4 +180,23 @@ import Testing
         #expect(store.statistics.failures == 0)
         try await waitUntil { store.fetchSlots.busyCount == 0 && store.fetchSlots.sourceCount == 0 }
     }
+
+    @Test func everyWidthOfAnImageRedirectedToACDNAndBackToTheOriginLoads() async throws {
+        // One download serves every width; each width's run took a slot of the origin before it joined it.
+        // Coming back to the origin, the download waits for one of the origin's slots: held by those
+        // runs, which wait for it, they were never given back (before: 0 of 9 decoded, 8 slots busy).
+        let hosts = try await OriginAndCDN()
+        defer { hosts.stop() }
+        let store = hosts.store
+        let url = hosts.origin.redirect(to: hosts.cdn.redirect(to: hosts.origin.url("/images/\(hosts.names[1])")))
+        let widths = (1...(store.fetchSlots.limit + 1)).map { CGFloat(10 * $0) }
+        let loads = widths.map { width in
+            Task { try await store.image(for: ImageRequest(url: url, targetWidth: width)) }
+        }
+        defer { loads.forEach { $0.cancel() } }
+        try await waitUntil { store.statistics.decodes == widths.count }
+        for load in loads { _ = try await load.value }
+        #expect(try await hosts.origin.hits(for: "/images/\(hosts.names[1])") == 1)
+        try await waitUntil { store.fetchSlots.busyCount == 0 && store.fetchSlots.sourceCount == 0 }
+    }
 }

@@ -56,8 +56,11 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ///   - following: The priority of the caller's own run, when it has one that may change later (a
     ///     prefetch a visible load joins, then leaves): the run it waits for here counts this caller at
     ///     that priority as it is whenever read, instead of at `priority`.
+    ///   - joinsRunning: Called, outside the lock, when this caller joins a run already in flight rather
+    ///     than starting one; `nil` by default.
     func value(
-        for key: Key, priority: ImageLoadPriority = .normal, following: RunPriority? = nil, work: @escaping Work
+        for key: Key, priority: ImageLoadPriority = .normal, following: RunPriority? = nil,
+        joinsRunning: (@Sendable () -> Void)? = nil, work: @escaping Work
     ) async -> Outcome {
         let waiterID = state.withLock { state in
             state.nextWaiterID += 1
@@ -68,7 +71,7 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 await withCheckedContinuation { continuation in
                     join(
                         key, waiterID: waiterID, continuation: continuation, priority: priority,
-                        following: following, work: work)
+                        following: following, joinsRunning: joinsRunning, work: work)
                 }
             } onCancel: {
                 leave(key, waiterID: waiterID)
@@ -101,12 +104,13 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     private func join(
         _ key: Key, waiterID: UInt64, continuation: CheckedContinuation<Outcome, Never>,
-        priority: ImageLoadPriority, following: RunPriority?, work: @escaping Work
+        priority: ImageLoadPriority, following: RunPriority?, joinsRunning: (@Sendable () -> Void)?,
+        work: @escaping Work
     ) {
         // Checked under the lock: cancellation sets the flag before `leave` takes the lock, so a
         // waiter is either refused here or found by `leave`, never lost between the two.
-        let joined = state.withLock { state -> (joined: Bool, running: Task<Void, Never>?) in
-            if Task.isCancelled { return (false, nil) }
+        let joined = state.withLock { state -> (joined: Bool, existing: Bool, running: Task<Void, Never>?) in
+            if Task.isCancelled { return (false, false, nil) }
             let waiter = Waiter(continuation: continuation, priority: priority, following: following)
             let existing = state.runs[key]
             let run = existing ?? Run(priority: .low)
@@ -114,15 +118,16 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             // A run followed is counted as it is when read: `priority` was only its value now, and
             // counted as well it would keep the run up after a visible load left the caller's run.
             if let following { run.priority.follow(following) } else { run.priority.raise(to: priority) }
-            guard existing == nil else { return (true, run.task) }
+            guard existing == nil else { return (true, true, run.task) }
             state.runs[key] = run
             run.task = Task(priority: priority == .low ? .utility : nil) { [self] in
                 let outcome = await work(run.priority)
                 finish(key, run: run, outcome: outcome)
             }
-            return (true, nil)
+            return (true, false, nil)
         }
         if !joined.joined { continuation.resume(returning: .failure(.cancelled)) }
+        if joined.existing { joinsRunning?() }
         // A run begun by a less urgent task (a prefetch) goes on at this caller's priority.
         if let running = joined.running { Self.escalate(running, to: Task.currentPriority) }
     }
