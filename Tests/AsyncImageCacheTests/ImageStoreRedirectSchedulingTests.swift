@@ -199,4 +199,45 @@ import Testing
         #expect(try await hosts.origin.hits(for: "/images/\(hosts.names[1])") == 1)
         try await waitUntil { store.fetchSlots.busyCount == 0 && store.fetchSlots.sourceCount == 0 }
     }
+
+    @Test func aLoadWaitingForTheSlotOfTheHostItIsRedirectedToDoesNotRunOutOfTimeBeforeItAsksIt() async throws {
+        // The CDN's slots are held by loads whose bytes wait for the one decode slot, longer than the
+        // resource timeout. A load of the CDN's own URL waits for a slot before its download starts, and
+        // its time does not run meanwhile; one redirected there waits as long, and is not cut short either
+        // (before: it failed with .timedOut, never having asked the CDN).
+        let folder = TemporaryDirectory("slot-wait-timeout")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let origin = try await TestHTTPServer(serving: folder.url)
+        let cdn = try await TestHTTPServer(serving: folder.url)
+        defer { [origin, cdn].forEach { $0.stop() } }
+        let gate = GatedDecoder()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+            $0.decodeConcurrency = 1
+            $0.dataLoader = DataLoader(timeout: 600, resourceTimeout: 3)
+        }
+        let ahead = store.fetchSlots.limit
+        let queued = (0...ahead).map { index in
+            Task { try await store.image(for: ImageRequest(url: cdn.url("/alias/\(index)/images/\(names[0])"))) }
+        }
+        try await waitUntil { gate.enteredCount == 1 && store.decodeSlots.waitingCount == ahead }
+        let direct = cdn.url("/alias/100/images/\(names[0])")
+        let redirected = origin.redirect(to: cdn.url("/alias/101/images/\(names[0])"))
+        let loads = [direct, redirected].map { url in Task { try await store.image(for: ImageRequest(url: url)) } }
+        try await waitUntil { store.fetchSlots.waitingCount == 2 }
+        try await Task.sleep(for: .seconds(4))  // past the resource timeout
+        gate.open()
+        for load in queued { _ = try await load.value }
+        var outcomes: [String] = []
+        for load in loads {
+            do {
+                _ = try await load.value
+                outcomes.append("loaded")
+            } catch {
+                outcomes.append("\(error)")
+            }
+        }
+        #expect(outcomes == ["loaded", "loaded"])
+        try await waitUntil { store.fetchSlots.busyCount == 0 && store.fetchSlots.sourceCount == 0 }
+    }
 }

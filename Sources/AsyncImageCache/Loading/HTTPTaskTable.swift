@@ -29,7 +29,8 @@ import FoundationNetworking
 ///
 /// A load that runs longer than `resourceTimeout` is ended by a timer armed when it is first sent: the
 /// load fails with `.timedOut` (unless it already failed, as a drained error page has) and the task is
-/// cancelled, which closes the connection.
+/// cancelled, which closes the connection. The timer stops while a redirect's move waits for a fetch
+/// slot, and goes on with the time it had left once the load is sent to the new host.
 ///
 /// Tasks are made, resumed and cancelled, and the session invalidated, on one serial queue that every
 /// table shares, in the order asked, never on the thread that asks: on Linux each of them waits for a
@@ -87,6 +88,12 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         var isRunning = false
         /// Ends the load at `resourceTimeout` after it was first sent; cancelled when the entry goes.
         var deadline: (any DispatchSourceTimer)?
+        /// When `deadline` fires.
+        var deadlineTime: DispatchTime?
+        /// The time `deadline` had left when a move to another host stopped it to wait for a fetch slot:
+        /// the next task's sending arms it again for that long, so that a load does not run out of time
+        /// waiting for other loads' slots before it asks the host (as it waits for a first slot unarmed).
+        var timeLeft: TimeInterval?
         var response: HTTPURLResponse?
         /// The announced length of an unencoded body, used to detect truncation.
         var expectedBytes: Int?
@@ -269,8 +276,10 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             else { return }
             let timer = DispatchSource.makeTimerSource(queue: .global())
             timer.setEventHandler { [weak self] in self?.expire(load) }
-            timer.schedule(deadline: .now() + resourceTimeout)
+            let time = DispatchTime.now() + max(0, entries[load]?.timeLeft ?? resourceTimeout)
+            timer.schedule(deadline: time)
             entries[load]?.deadline = timer
+            entries[load]?.deadlineTime = time
             timer.resume()
         }
     }
@@ -499,6 +508,12 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             // loads holding the slots it waits for.
             if let fetchSlot = entries.values[index].fetchSlot {
                 entries.values[index].isWaitingForFetchSlot = true
+                if let deadline = entries.values[index].deadline, let time = entries.values[index].deadlineTime {
+                    deadline.cancel()
+                    let now = DispatchTime.now().uptimeNanoseconds
+                    entries.values[index].timeLeft = Double(Int64(time.uptimeNanoseconds) - Int64(now)) / 1e9
+                    entries.values[index].deadline = nil
+                }
                 return .moved(load: load, freed: freed, fetchSlot: fetchSlot)
             }
             // In line for the new host at once, at the load's priority, as a load that starts is.
