@@ -47,7 +47,8 @@ extension ImageStore {
         /// local files) are past the start of their fetch and short of a slot at once, and as many
         /// prefetches; the others wait to start their fetch, so a burst of hundreds of loads holds the
         /// bytes of only a few images, and a host that does not answer holds up only its own loads (a
-        /// load that a redirect leads to another host counts under that host from then on).
+        /// load that a redirect leads to another host counts under that host from then on, with the
+        /// package's own ``DataLoader``; a load that joins a download under way holds no slot of its own).
         public var decodeConcurrency = ProcessInfo.processInfo.activeProcessorCount
         /// Called at the start of every pipeline stage with the URL it works on, on the thread that
         /// runs it (for instrumentation and tests); `nil` by default. Must be fast and not block.
