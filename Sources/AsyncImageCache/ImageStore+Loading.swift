@@ -532,10 +532,8 @@ extension ImageStore {
         // A run that joins a fetch in flight gives its slot back: the run that started the fetch holds one
         // for those bytes, and the fetch may wait for a slot where a redirect leads it (back to this host:
         // `A -> B -> A`). Held here while waiting for that fetch, the slot could be the one it waits for.
-        var joinsRunning: (@Sendable () -> Void)?
-        if let fetchSlot { joinsRunning = { fetchSlot.giveBack() } }
         return await fetchRuns.value(
-            for: key, priority: priority.current, following: priority, joinsRunning: joinsRunning
+            for: key, priority: priority.current, following: priority, joinsRunning: fetchSlot?.giveBack
         ) { [self] fetchPriority in
             await HTTPDataLoader.$runPriority.withValue(fetchPriority) {
                 await HTTPDataLoader.$fetchSlot.withValue(fetchSlot) {
