@@ -254,7 +254,16 @@ import Testing
         #expect(older.expires == Date(timeIntervalSince1970: 1060) && older.cacheControlLifetime == 0)
         let olderWithLifetime = try #require(HTTPCacheMetadata(encoded: Array("1\n1060\n\"e\"\n\n60".utf8)))
         #expect(olderWithLifetime.cacheControlLifetime == 60 && olderWithLifetime.lifetimeSourceIsUnknown)
-        for invalid in ["1\n1060\n\n\nsoon", "2\n1060\n\n\n60", "2\n1060\n\n\n60\nsoon", "3\n1060\n\n\n60\n"] {
+        // A response that varies on `*` writes `3` and a seventh line; every other entry stays as before.
+        var varying = both
+        varying.variesOnEverything = true
+        #expect(HTTPCacheMetadata(encoded: varying.encoded) == varying)
+        #expect(varying.encoded.first == UInt8(ascii: "3") && both.encoded.first == UInt8(ascii: "2"))
+        let invalidEntries = [
+            "1\n1060\n\n\nsoon", "2\n1060\n\n\n60", "2\n1060\n\n\n60\nsoon", "3\n1060\n\n\n60\n",
+            "3\n1060\n\n\n60\n\nAccept", "2\n1060\n\n\n60\n\n*",
+        ]
+        for invalid in invalidEntries {
             #expect(HTTPCacheMetadata(encoded: Array(invalid.utf8)) == nil, "\(invalid)")
         }
         // A bare 304 keeps the lifetime and validators; one with its own max-age uses that.

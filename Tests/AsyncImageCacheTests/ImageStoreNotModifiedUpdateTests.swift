@@ -68,6 +68,12 @@ import Testing
         // that half hour after a 304 (before: for an hour from the 304, Expires less the first Date, a
         // cache's Age past the date).
         Update(first: "Date=-1800;Expires=+1800;Age=4000", then: "-", freshness: .fromThe200(1800)),
+        // A stored Vary: * stays through a 304 without Vary, whatever Cache-Control it brings (before: fresh
+        // for ten minutes), and goes with one whose Vary has no *, leaving the stored max-age.
+        Update(
+            first: "Cache-Control=max-age=3600;Vary=*", then: "Cache-Control=max-age=600", freshness: .fromThe304(0)),
+        Update(first: "Cache-Control=max-age=3600;Vary=*", then: "-", freshness: .fromThe304(0)),
+        Update(first: "Cache-Control=max-age=600;Vary=*", then: "Vary=Accept", freshness: .fromThe304(600)),
     ]
 
     @Test(arguments: updates)

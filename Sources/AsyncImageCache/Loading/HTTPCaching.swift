@@ -29,6 +29,10 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     /// The shortest lifetime the redirects on the way allow; `nil` for no limit. A fact of this fetch,
     /// not of the response: a revalidation follows the redirects again.
     var redirectLifetime: TimeInterval?
+    /// Whether the response's `Vary` lists `*`: it matches no later request (RFC 9111 4.1), so it is stale
+    /// at once whatever its lifetime. `nil` without `Vary`, so that a `304` without one keeps what the
+    /// stored response said (4.3.4).
+    var variesOnEverything: Bool?
 
     /// `false` for `Cache-Control: no-store`: the bytes are never written to disk, and the copy kept in
     /// memory is stale at once (every load asks the server again).
@@ -45,16 +49,18 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     /// as image caches commonly do (but for a status other than 200, 203, 204 and 206 among the 2xx,
     /// which is stale at once). The store also takes off how long before its arrival the response's
     /// `Date` was, where that is more than its `Age` (RFC 9111 4.2.3).
-    /// Set, it is what the policy's `Cache-Control` says, in place of any `Expires`, `Age` or redirect.
+    /// Set, it is what the policy's `Cache-Control` says, in place of any `Expires`, `Age`, `Vary: *` or redirect.
     public var maxAge: TimeInterval? {
         get {
+            if variesOnEverything == true { return 0 }
             // RFC 9111 4.2.1 and 5.3: max-age (or no-cache) before Expires.
-            Self.remainingLifetime(cacheControl?.lifetime ?? expiresLifetime, age: age, limit: redirectLifetime)
+            return Self.remainingLifetime(
+                cacheControl?.lifetime ?? expiresLifetime, age: age, limit: redirectLifetime)
         }
         set {
             cacheControl =
                 newValue == nil && isStorable ? nil : CacheControl(isStorable: isStorable, lifetime: newValue)
-            (expiresLifetime, age, date, redirectLifetime) = (nil, 0, nil, nil)
+            (expiresLifetime, age, date, redirectLifetime, variesOnEverything) = (nil, 0, nil, nil, nil)
         }
     }
 
@@ -111,10 +117,9 @@ public struct HTTPCachePolicy: Sendable, Equatable {
         }
         // A response that varies on `*` matches no later request (RFC 9111 4.1): stale at once, so every
         // load asks the server. Other Vary fields name request headers that are the same on every load.
-        if let vary = header("Vary"),
-            vary.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "*" })
-        {
-            cacheControl = CacheControl(isStorable: cacheControl?.isStorable ?? true, lifetime: 0)
+        // Kept apart from Cache-Control, which a 304 may replace while the stored Vary stays.
+        variesOnEverything = header("Vary").map { vary in
+            vary.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == "*" }
         }
         // RFC 9111 4.2.1 and 5.3: Expires counts from the response's Date; an invalid one ("0") is in the
         // past. Read even beside a max-age: a 304 that replaces the Cache-Control can leave it to count.
@@ -248,6 +253,9 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     /// `false` when the stored response's `Cache-Control` says `no-store` (kept in memory only: such an
     /// entry has no file).
     var isStorable = true
+    /// Whether the stored response's `Vary` lists `*`: stale at once whatever its lifetime, until a `304`
+    /// brings a `Vary` without it (RFC 9111 4.1, 4.3.4).
+    var variesOnEverything = false
     /// Read from an older build's attribute, whose lifetime came from `max-age` or from `Expires`, it is
     /// not known which (kept in memory only).
     var lifetimeSourceIsUnknown = false
@@ -263,6 +271,7 @@ struct HTTPCacheMetadata: Equatable, Sendable {
             (policy.date ?? now).addingTimeInterval($0)
         }
         isStorable = policy.isStorable
+        variesOnEverything = policy.variesOnEverything ?? false
         entityTag = policy.entityTag
         lastModified = policy.lastModified
         expires = expiry(of: policy, at: now)
@@ -284,6 +293,7 @@ struct HTTPCacheMetadata: Equatable, Sendable {
                 refreshed.cacheControlLifetime = cacheControlLifetime
             }
         }
+        refreshed.variesOnEverything = policy.variesOnEverything ?? variesOnEverything
         refreshed.expiresAt = refreshed.expiresAt ?? expiresAt
         refreshed.entityTag = refreshed.entityTag ?? entityTag
         refreshed.lastModified = refreshed.lastModified ?? lastModified
@@ -295,6 +305,7 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     /// less its age (its `Age`, or how long before `now` its `Date` was where that is longer), within what
     /// its redirects allow.
     private func expiry(of policy: HTTPCachePolicy, at now: Date) -> Date? {
+        if variesOnEverything { return now }
         let lifetime = HTTPCachePolicy.remainingLifetime(
             cacheControlLifetime ?? expiresAt.map { $0.timeIntervalSince(policy.date ?? now) },
             age: max(policy.age, policy.apparentAge(at: now)),
@@ -334,21 +345,31 @@ struct HTTPCacheMetadata: Equatable, Sendable {
 
     /// `2`, then the expiry in seconds since 1970 (or `-`), the ETag, Last-Modified, the `Cache-Control`
     /// lifetime in seconds and when `Expires` passes in seconds since 1970, one per line (empty when
-    /// missing). Older builds wrote `1` with four lines, or five with one lifetime of either source.
+    /// missing); for a response that varies on `*`, `3` in place of `2` and a seventh line, `*` (so an
+    /// older build reads every other entry as before). Older builds wrote `1` with four lines, or five
+    /// with one lifetime of either source.
     var encoded: [UInt8] {
-        let lines = [
+        var lines = [
             "2", Self.encode(expires) ?? "-", entityTag ?? "", lastModified ?? "",
             cacheControlLifetime.map { String($0) } ?? "", Self.encode(expiresAt) ?? "",
         ]
+        if variesOnEverything {
+            lines[0] = "3"
+            lines.append("*")
+        }
         return Array(lines.joined(separator: "\n").utf8)
     }
 
     init?(encoded bytes: [UInt8]) {
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
         switch (lines.first, lines.count) {
-        case ("2", 6):
+        case ("2", 6), ("3", 7):
             guard let expiresAt = Self.decode(lines[5], missing: "") else { return nil }
             self.expiresAt = expiresAt
+            if lines.count == 7 {
+                guard lines[6] == "*" else { return nil }
+                variesOnEverything = true
+            }
         case ("1", 4), ("1", 5):
             lifetimeSourceIsUnknown = true
         default:
