@@ -14,7 +14,9 @@ extension Bitmap {
     /// of more than 65536 pixels shrunk more than 128 times has groups of pixels averaged first, which
     /// keeps the filter's weights to a few per target pixel.
     ///
-    /// - Precondition: `size` is at least 1x1.
+    /// - Precondition: `size` is at least 1x1, and its `width * height * 4` bytes can be allocated: as
+    ///   with an array of that many bytes, a size too large for memory stops the process. The store never
+    ///   asks for more than a source's own size (it does not enlarge), so only a direct call can.
     public func resized(to size: PixelSize) -> Bitmap {
         resized(to: size, sourceExtent: nil)
     }
