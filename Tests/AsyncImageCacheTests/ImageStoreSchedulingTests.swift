@@ -529,6 +529,41 @@ import FoundationNetworking
         try await waitUntil { store.fetchSlots.sourceCount == 0 }
     }
 
+    @Test func aCustomSchemeThatDoesNotAnswerHoldsUpOnlyItsOwnLoads() async throws {
+        // A custom loader's rows that never answer take their source's slots for fetching ahead; local
+        // files and data: URLs still load meanwhile. Before, every URL that was not HTTP shared one set of
+        // slots, and the file and the data: URL waited for the stalled loads to end.
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let file = folder.url.appendingPathComponent(names[0])
+        let dataURL = try #require(
+            URL(string: "data:image/jpeg;base64," + Data(contentsOf: file).base64EncodedString()))
+        let loader = StalledSchemeLoader()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+        }
+        let hung = (0..<20).map { index in
+            Task {
+                try await store.image(
+                    for: ImageRequest(url: URL(string: "stalled://photos/\(index).jpg")!, targetWidth: 50))
+            }
+        }
+        defer { hung.forEach { $0.cancel() } }
+        let ahead = store.fetchSlots.limit
+        try await waitUntil { loader.stalledCount == ahead && store.fetchSlots.waitingCount == 20 - ahead }
+
+        let fromFile = Task { try await store.image(for: ImageRequest(url: file)) }
+        let fromData = Task { try await store.image(for: ImageRequest(url: dataURL, targetWidth: 100)) }
+        try await waitUntil { store.statistics.decodes == 2 }
+        #expect(loader.stalledCount == ahead && store.fetchSlots.waitingCount == 20 - ahead, "still stalled")
+        // Cancelled before the two are awaited, so that a file stuck behind them fails the test, not hangs it.
+        hung.forEach { $0.cancel() }
+        #expect(try await fromFile.value.pixelSize == PixelSize(width: 200, height: 100))
+        #expect(try await fromData.value.pixelSize == PixelSize(width: 100, height: 50))
+        for load in hung { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
+        try await waitUntil { store.fetchSlots.sourceCount == 0 }
+    }
+
     @Test(arguments: [false, true])
     func aVisibleLoadWaitingToFetchBytesAnotherWidthFetchesMeanwhileDecodesThemAsTheyArrive(
         byPrefetch: Bool
@@ -636,5 +671,22 @@ import FoundationNetworking
             #expect(
                 started < cancelled[url]!, "a decode of \(url.lastPathComponent) started after its row was cancelled")
         }
+    }
+}
+
+/// A custom source's loader: `stalled:` URLs never answer until their load is cancelled (a source as slow
+/// as a host that sends nothing); every other URL goes to the package's own loader.
+private final class StalledSchemeLoader: DataLoading {
+    private let base = DataLoader()
+    private let stalled = LockedBox(0)
+
+    /// The `stalled:` loads started so far.
+    var stalledCount: Int { stalled.withLock { $0 } }
+
+    func loadData(for url: URL) async throws(ImageLoadingError) -> Data {
+        guard url.scheme == "stalled" else { return try await base.loadData(for: url) }
+        stalled.withLock { $0 += 1 }
+        try? await Task.sleep(for: .seconds(600))
+        throw .cancelled
     }
 }

@@ -3,10 +3,11 @@ import Foundation
 /// The slots a store's visible loads hold from the start of their fetch until they get a decode slot
 /// (``ImageStore/fetchSlots``): they bound the bytes fetched ahead of the decodes.
 ///
-/// One set per source: per host for remote URLs (scheme, host and port, as the connection limit counts
-/// them), one for local files and `data:` URLs. A host that answers slowly, or not at all until the
-/// timeout, holds its own loads' slots only: the loads of other hosts, and of files, go on meanwhile, as
-/// they would without the bound. A load that follows a redirect to another host moves to that host's
+/// One set per source: per scheme, host and port (as the connection limit counts a remote host), so
+/// remote hosts, local files, `data:` URLs and each scheme and host a custom ``DataLoading`` serves
+/// have sets of their own. A source that answers slowly, or not at all until the timeout, holds its own
+/// loads' slots only: the loads of other hosts, of files and of other schemes go on meanwhile, as they
+/// would without the bound. A load that follows a redirect to another host moves to that host's
 /// set (``FetchSlotHold``): it gives its slot back and is sent there once it holds one of the new host's,
 /// so loads of one host that redirect to a host that does not answer hold up only the loads of the
 /// host they wait for, and every host's slots bound the bytes fetched from it, whoever redirected to it.
@@ -75,8 +76,10 @@ final class FetchSlots: Sendable {
     /// The sources that have a set now (for tests).
     var sourceCount: Int { pools.withLock { $0.count } }
 
-    /// The key of `url`'s set: ``HTTPTaskTable/host(of:)`` for a remote URL, `""` for the others.
+    /// The key of `url`'s set: its scheme, host and port (``HTTPTaskTable/host(of:)``), whatever the
+    /// scheme. A custom loader's source may be as slow as a remote host: sharing one set with files and
+    /// `data:` URLs, its stalled loads held up theirs.
     static func source(of url: URL) -> String {
-        url.isRemote ? HTTPTaskTable.host(of: url) : ""
+        HTTPTaskTable.host(of: url)
     }
 }
