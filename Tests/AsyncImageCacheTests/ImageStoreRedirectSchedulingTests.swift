@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 @testable import AsyncImageCache
 
 /// The fetch slots of loads that a redirect leads to another host (`/avatar/42` to a CDN): they count
@@ -16,15 +20,23 @@ import Testing
         let cdn: TestHTTPServer
         /// Stalled loads end when the test cancels them or releases their answers, never by the
         /// request's timeout, however loaded the machine.
-        let loader = DataLoader(timeout: 600)
+        let loader: DataLoader
         let store: ImageStore
 
-        init() async throws {
+        /// `connectionsPerHost` replaces the session's default (6) when given: more than the store's fetch
+        /// slots per host, every load that holds one is asked of its host at once.
+        init(connectionsPerHost: Int? = nil) async throws {
             names = try SampleImages.writeJPEGs(
                 Array(repeating: PixelSize(width: 200, height: 100), count: 2), into: folder.url)
             origin = try await TestHTTPServer(serving: folder.url)
             cdn = try await TestHTTPServer(serving: folder.url)
-            let loader = loader
+            let configuration = connectionsPerHost.map { connections in
+                let configuration = URLSessionConfiguration.ephemeral
+                configuration.httpMaximumConnectionsPerHost = connections
+                return configuration
+            }
+            let loader = DataLoader(timeout: 600, sessionConfiguration: configuration)
+            self.loader = loader
             store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
                 $0.decodeConcurrency = 1
                 $0.dataLoader = loader

@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// How long a fetch slot that moves with a redirect lives: while the runs that want its download come and
+/// go, while the store is let go, and while the loads that hold the slots it waits for stall.
+@Suite(.timeLimit(.minutes(3))) struct ImageStoreRedirectSlotLifetimeTests {
+    typealias OriginAndCDN = ImageStoreRedirectSchedulingTests.OriginAndCDN
+
+    @Test func aStoreLetGoWhileItsLoadWaitsForTheSlotOfTheHostItIsRedirectedToEndsWithItsLoads() async throws {
+        // The app lets the store go while a load redirected to a CDN waits for one of its slots. The loads
+        // keep the store until they end: the waiting one ends at once when cancelled, though every slot of
+        // the CDN is still held, and asks the CDN nothing; once the others end too, the store, its loader
+        // and every slot are gone.
+        let folder = TemporaryDirectory("let-go")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let origin = try await TestHTTPServer(serving: folder.url)
+        let cdn = try await TestHTTPServer(serving: folder.url)
+        defer { [origin, cdn].forEach { $0.stop() } }
+        let released = References()
+        let slots: FetchSlots
+        let stalled: [Task<PlatformImage, any Error>]
+        let waiting: Task<PlatformImage, any Error>
+        let target = "/alias/100/images/\(names[0])"
+        do {
+            let loader = DataLoader(timeout: 600)
+            let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+                $0.decodeConcurrency = 1
+                $0.dataLoader = loader
+            }
+            released.watch(store, loader.http)
+            slots = store.fetchSlots
+            stalled = (0..<slots.limit).map { index in
+                let request = ImageRequest(url: cdn.url("/held/never/alias/\(index)/images/\(names[0])"))
+                return Task { try await store.image(for: request) }
+            }
+            try await waitUntil { slots.busyCount == slots.limit }
+            let request = ImageRequest(url: origin.redirect(to: cdn.url(target)))
+            waiting = Task { try await store.image(for: request) }
+            try await waitUntil { slots.waitingCount == 1 && loader.http.unfinishedTaskCount == slots.limit + 1 }
+        }
+        defer { (stalled + [waiting]).forEach { $0.cancel() } }
+        #expect(!released.areGone, "the loads keep the store")
+        waiting.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await waiting.value }
+        #expect(slots.busyCount == slots.limit && slots.waitingCount == 0)
+        #expect(try await cdn.hits(for: target) == 0)
+        stalled.forEach { $0.cancel() }
+        for load in stalled { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
+        try await waitUntil { released.areGone }
+        #expect(slots.busyCount == 0 && slots.waitingCount == 0 && slots.sourceCount == 0)
+    }
+
+    @Test func aLoadWaitingForTheSlotOfTheHostItIsRedirectedToGoesOnOnceTheLoadsHoldingThemTimeOut() async throws {
+        // The CDN's slots are held by loads of a CDN that never answers, and nobody cancels anything: they
+        // end at their own timeout, and the load waiting for one of their slots goes on and loads then.
+        // It waits as long as they hold the slots, as a load of the CDN's own URL waits for its first one.
+        let folder = TemporaryDirectory("holders-time-out")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let origin = try await TestHTTPServer(serving: folder.url)
+        let cdn = try await TestHTTPServer(serving: folder.url)
+        defer { [origin, cdn].forEach { $0.stop() } }
+        let loader = DataLoader(timeout: 5)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+            $0.dataLoader = loader
+        }
+        let ahead = store.fetchSlots.limit
+        let stalled = (0..<ahead).map { index in
+            let request = ImageRequest(url: cdn.url("/held/never/alias/\(index)/images/\(names[0])"))
+            return Task { try await store.image(for: request) }
+        }
+        defer { stalled.forEach { $0.cancel() } }
+        try await waitUntil { store.fetchSlots.busyCount == ahead }
+        let waiting = Task {
+            try await store.image(for: ImageRequest(url: origin.redirect(to: cdn.url("/images/\(names[0])"))))
+        }
+        defer { waiting.cancel() }
+        try await waitUntil { store.fetchSlots.waitingCount == 1 || store.statistics.failures > 0 }
+        try #require(store.statistics.failures == 0, "the load waits before the first holder times out")
+        #expect(try await waiting.value.pixelSize == PixelSize(width: 200, height: 100))
+        stalled.forEach { $0.cancel() }
+        var timedOut = 0
+        for load in stalled {
+            do {
+                _ = try await load.value
+            } catch ImageLoadingError.timedOut {
+                timedOut += 1
+            } catch {}
+        }
+        #expect(timedOut > 0, "the holders ended at their timeout, nobody cancelled them, before it loaded")
+        try await waitUntil { store.fetchSlots.busyCount == 0 && store.fetchSlots.sourceCount == 0 }
+    }
+}
+
+/// Weak references to a store and its HTTP loader, read from any task.
+private final class References: Sendable {
+    private struct Watched {
+        weak var store: ImageStore?
+        weak var loader: HTTPDataLoader?
+    }
+
+    private let watched = LockedBox(Watched())
+
+    func watch(_ store: ImageStore, _ loader: HTTPDataLoader) {
+        watched.withLock { $0 = Watched(store: store, loader: loader) }
+    }
+
+    /// Whether both have been freed.
+    var areGone: Bool { watched.withLock { $0.store == nil && $0.loader == nil } }
+}
