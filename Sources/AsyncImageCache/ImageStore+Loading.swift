@@ -535,7 +535,11 @@ extension ImageStore {
         return await fetchRuns.value(
             for: key, priority: priority.current, following: priority, joinsRunning: fetchSlot?.giveBack
         ) { [self] fetchPriority in
-            await HTTPDataLoader.$runPriority.withValue(fetchPriority) {
+            // The fetch keeps the run's slot while it goes on for a visible run: the runs that joined it
+            // hold none, and would fetch under none if this run were cancelled first.
+            let downloading = fetchSlot?.keep(whileDownloadingAt: fetchPriority)
+            defer { downloading?() }
+            return await HTTPDataLoader.$runPriority.withValue(fetchPriority) {
                 await HTTPDataLoader.$fetchSlot.withValue(fetchSlot) {
                     await fetchOriginal(url, generation: generation, replacement: replacement)
                 }

@@ -8,6 +8,88 @@ import Testing
 @Suite(.timeLimit(.minutes(3))) struct ImageStoreRedirectSlotLifetimeTests {
     typealias OriginAndCDN = ImageStoreRedirectSchedulingTests.OriginAndCDN
 
+    @Test func aDownloadAnotherWidthStillWantsKeepsItsFetchSlotWhenTheRunThatStartedItIsCancelled() async throws {
+        // Two widths of one avatar share its download; the row that started it scrolls away (cancelled)
+        // while the other still shows. The download goes on for that row under a slot: redirected to a CDN
+        // whose slots the CDN's own loads all hold, it waits for one. Every load is asked of its host at
+        // once (16 connections), so an image fetched without a slot is one the CDN is asked for beyond them.
+        let hosts = try await OriginAndCDN(connectionsPerHost: 16)
+        defer { hosts.stop() }
+        let (store, loader) = (hosts.store, hosts.loader)
+        let ahead = store.fetchSlots.limit
+        let path = "/held/later/alias/\(ahead)/images/\(hosts.names[0])"
+        // The origin holds back its redirect until the test lets it go.
+        let redirect = hosts.origin.redirect(to: hosts.cdn.url(path)).absoluteString
+        let url = URL(string: redirect.replacingOccurrences(of: "/redirect-to/", with: "/held/origin/redirect-to/"))!
+        let first = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
+        defer { first.cancel() }
+        try await waitUntil { loader.http.unfinishedTaskCount == 1 && store.fetchSlots.busyCount == 1 }
+        let second = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 100)) }
+        defer { second.cancel() }
+        // It joins the download and gives back the slot it took.
+        try await waitUntil { store.fetchRuns.waiterCount(for: url.cacheKey) == 2 && store.fetchSlots.busyCount == 1 }
+        first.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await first.value }
+        #expect(store.fetchSlots.busyCount == 1, "the download goes on for the other width, under a slot")
+        let direct = (0..<ahead).map { index in
+            let request = ImageRequest(url: hosts.cdn.url("/held/never/alias/\(index)/images/\(hosts.names[0])"))
+            return Task { try await store.image(for: request) }
+        }
+        defer { direct.forEach { $0.cancel() } }
+        try await waitUntil { try await hosts.cdn.hits().values.reduce(0, +) == ahead }
+        try await hosts.origin.release("origin")
+        // Redirected: it waits for one of the CDN's slots, or (without one) asks the CDN at once.
+        try await waitUntil {
+            let asked = try await hosts.cdn.hits(for: path)
+            return store.fetchSlots.waitingCount == 1 || asked == 1
+        }
+        let asked = try await hosts.cdn.hits().values.reduce(0, +)
+        #expect(asked == ahead, "the CDN was asked for \(asked) images at once, its \(ahead) fetch slots all held")
+        #expect(store.fetchSlots.waitingCount == 1)
+        try await hosts.cdn.release("never")
+        for load in direct { _ = try await load.value }
+        try await hosts.cdn.release("later")
+        #expect(try await second.value.pixelSize == PixelSize(width: 100, height: 50))
+        #expect(try await hosts.cdn.hits(for: path) == 1)
+        try await waitUntil {
+            store.fetchSlots.busyCount == 0 && store.fetchSlots.waitingCount == 0 && store.fetchSlots.sourceCount == 0
+        }
+    }
+
+    @Test func aDownloadOnlyAPrefetchStillWantsGivesItsFetchSlotBackWhenTheRunThatStartedItIsCancelled() async throws {
+        // As above, but the other width is only prefetched: prefetches take no slot, so the download gives
+        // the slot back as the visible run leaves, and its redirect asks the CDN without waiting for one.
+        let hosts = try await OriginAndCDN(connectionsPerHost: 16)
+        defer { hosts.stop() }
+        let (store, loader) = (hosts.store, hosts.loader)
+        let ahead = store.fetchSlots.limit
+        let path = "/alias/\(ahead)/images/\(hosts.names[0])"
+        let redirect = hosts.origin.redirect(to: hosts.cdn.url(path)).absoluteString
+        let url = URL(string: redirect.replacingOccurrences(of: "/redirect-to/", with: "/held/origin/redirect-to/"))!
+        let first = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
+        defer { first.cancel() }
+        try await waitUntil { loader.http.unfinishedTaskCount == 1 && store.fetchSlots.busyCount == 1 }
+        store.startPrefetching([ImageRequest(url: url, targetWidth: 100)])
+        try await waitUntil { store.fetchRuns.waiterCount(for: url.cacheKey) == 2 }
+        first.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await first.value }
+        try await waitUntil { store.fetchSlots.busyCount == 0 }
+        let direct = (0..<ahead).map { index in
+            let request = ImageRequest(url: hosts.cdn.url("/held/never/alias/\(index)/images/\(hosts.names[0])"))
+            return Task { try await store.image(for: request) }
+        }
+        defer { direct.forEach { $0.cancel() } }
+        try await waitUntil { try await hosts.cdn.hits().values.reduce(0, +) == ahead }
+        try await hosts.origin.release("origin")
+        try await waitUntil { store.statistics.decodes == 1 && store.prefetches.withLock { $0.running.isEmpty } }
+        #expect(try await hosts.cdn.hits(for: path) == 1)
+        direct.forEach { $0.cancel() }
+        for load in direct { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
+        try await waitUntil {
+            store.fetchSlots.busyCount == 0 && store.fetchSlots.waitingCount == 0 && store.fetchSlots.sourceCount == 0
+        }
+    }
+
     @Test func aStoreLetGoWhileItsLoadWaitsForTheSlotOfTheHostItIsRedirectedToEndsWithItsLoads() async throws {
         // The app lets the store go while a load redirected to a CDN waits for one of its slots. The loads
         // keep the store until they end: the waiting one ends at once when cancelled, though every slot of

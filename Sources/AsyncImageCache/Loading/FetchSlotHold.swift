@@ -11,7 +11,9 @@ import Foundation
 ///
 /// ``giveBack()`` gives back whichever slot the run holds then, once: as the run gets its decode slot, as
 /// only prefetches still want it (a wait for a new host's slot ends then, and the download goes on
-/// without one, as a prefetch's does), or as it ends. A move after it waits for nothing.
+/// without one, as a prefetch's does), or as it ends. A move after it waits for nothing. The download the
+/// run starts keeps the slot past that while it goes on for a visible run (``keep(whileDownloadingAt:)``):
+/// a row of another width still showing when the row that started the download scrolls away.
 final class FetchSlotHold: Sendable {
     private struct State {
         /// The source of the slot held or waited for (``FetchSlots/source(of:)``).
@@ -24,7 +26,16 @@ final class FetchSlotHold: Sendable {
         var moves = 0
         /// The id of the latest move whose download ended while it waited.
         var stoppedMove = 0
+        /// Set by ``giveBack()``: the run no longer needs the slot.
+        var isLetGoByRun = false
+        /// The priority of the download the run started, while it goes on (``keep(whileDownloadingAt:)``).
+        var download: RunPriority?
+        /// Set once the slot is given back for good: neither the run nor its download wants it.
         var isGivenBack = false
+
+        /// Whether the slot is to be given back now: the run has let it go, and no visible run waits for
+        /// its download. Reads the download's priority, under that priority's own lock.
+        var isUnwanted: Bool { !isGivenBack && isLetGoByRun && download?.current != .normal }
     }
 
     private let slots: FetchSlots
@@ -46,10 +57,38 @@ final class FetchSlotHold: Sendable {
         state = LockedBox(State(source: FetchSlots.source(of: url), release: release))
     }
 
-    /// Gives back the slot held now, if any, and ends a move's wait for one: the download goes on
-    /// without a slot. Once; later calls, and later moves, do nothing.
+    /// Lets the slot go for the run: gives back the slot held now, if any, and ends a move's wait for one,
+    /// so the download goes on without a slot; unless the download the run started still goes on for a
+    /// visible run, which keeps it (``keep(whileDownloadingAt:)``). Once given back, later calls and later
+    /// moves do nothing.
     func giveBack() {
-        let (release, wait) = state.withLock { state in
+        update { $0.isLetGoByRun = true }
+    }
+
+    /// Keeps the slot for the download the run starts, whose fetch run's priority is `download`, for as
+    /// long as it goes on and a visible run waits for it, also once the run itself gives the slot back. The
+    /// runs of other widths that joined the download gave their own slots back as they joined (see
+    /// ``ImageStore``'s `original(for:)`): without this, once the run that started it is cancelled, its
+    /// bytes, and the hosts its redirects lead to, would count under no slot. Returns what to call as the
+    /// download ends. Does nothing once the slot is given back.
+    func keep(whileDownloadingAt download: RunPriority) -> @Sendable () -> Void {
+        let kept = state.withLock { state -> Bool in
+            guard !state.isGivenBack else { return false }
+            state.download = download
+            return true
+        }
+        guard kept else { return {} }
+        // Once only prefetches wait for the download, it is a prefetch's, which takes no slot. Weakly: the
+        // download's priority keeps the handler.
+        download.whenLowered { [weak self] in self?.update { _ in } }
+        return { [self] in update { $0.download = nil } }
+    }
+
+    /// Applies `change`, then gives back the slot held, and ends a move's wait for one, if it is unwanted now.
+    private func update(_ change: (inout State) -> Void) {
+        let (release, wait) = state.withLock { state -> ((@Sendable () -> Void)?, Task<Void, Never>?) in
+            change(&state)
+            guard state.isUnwanted else { return (nil, nil) }
             defer { (state.release, state.wait, state.isGivenBack) = (nil, nil, true) }
             return (state.release, state.wait)
         }
