@@ -56,9 +56,14 @@ import Testing
         }
     }
 
-    @Test func aDownloadOnlyAPrefetchStillWantsGivesItsFetchSlotBackWhenTheRunThatStartedItIsCancelled() async throws {
+    @Test(arguments: [false, true])
+    func aDownloadOnlyAPrefetchStillWantsGivesItsFetchSlotBackWhenTheRunThatStartedItIsCancelled(
+        visibleLeavesLast: Bool
+    ) async throws {
         // As above, but the other width is only prefetched: prefetches take no slot, so the download gives
         // the slot back as the visible run leaves, and its redirect asks the CDN without waiting for one.
+        // Or a visible load of that width waits as well, and leaves after the first: the download keeps
+        // the slot for it, and gives it back as it leaves, only the prefetch of its width left.
         let hosts = try await OriginAndCDN(connectionsPerHost: 16)
         defer { hosts.stop() }
         let (store, loader) = (hosts.store, hosts.loader)
@@ -69,10 +74,24 @@ import Testing
         let first = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
         defer { first.cancel() }
         try await waitUntil { loader.http.unfinishedTaskCount == 1 && store.fetchSlots.busyCount == 1 }
-        store.startPrefetching([ImageRequest(url: url, targetWidth: 100)])
-        try await waitUntil { store.fetchRuns.waiterCount(for: url.cacheKey) == 2 }
+        let other = ImageRequest(url: url, targetWidth: 100)
+        let visible = visibleLeavesLast ? Task { try await store.image(for: other) } : nil
+        defer { visible?.cancel() }
+        if visibleLeavesLast {
+            try await waitUntil { store.fetchRuns.waiterCount(for: url.cacheKey) == 2 }
+        }
+        store.startPrefetching([other])
+        try await waitUntil {
+            store.fetchRuns.waiterCount(for: url.cacheKey) == 2 && store.fetchSlots.busyCount == 1
+                && store.variantRuns.waiterCount(for: other) == (visibleLeavesLast ? 2 : 1)
+        }
         first.cancel()
         await #expect(throws: ImageLoadingError.cancelled) { try await first.value }
+        if let visible {
+            #expect(store.fetchSlots.busyCount == 1, "kept for the visible load of the other width")
+            visible.cancel()
+            await #expect(throws: ImageLoadingError.cancelled) { try await visible.value }
+        }
         try await waitUntil { store.fetchSlots.busyCount == 0 }
         let direct = (0..<ahead).map { index in
             let request = ImageRequest(url: hosts.cdn.url("/held/never/alias/\(index)/images/\(hosts.names[0])"))

@@ -21,8 +21,16 @@ final class RunPriority: Sendable {
         var own: ImageLoadPriority
         /// The priorities of the runs that wait for this one, once per waiter.
         var followed: [RunPriority] = []
+        /// The runs that follow this one (it waits for them), once per ``follow(_:)``: a run lowered may
+        /// leave them low too, with nothing set on them.
+        var followers: [Follower] = []
         /// Called when ``set(to:)`` leaves the run at ``ImageLoadPriority/low`` (``whenLowered(_:)``).
         var onLowered: (@Sendable () -> Void)?
+    }
+
+    /// A run that follows this one, weakly: the runs followed do not keep the run that waits for them.
+    private struct Follower {
+        weak var run: RunPriority?
     }
 
     private let state: LockedBox<State>
@@ -46,30 +54,48 @@ final class RunPriority: Sendable {
     /// prefetch, and back down when that load leaves.
     func follow(_ run: RunPriority) {
         state.withLock { $0.followed.append(run) }
+        run.state.withLock { $0.followers.append(Follower(run: self)) }
     }
 
     /// Stops counting `run` once (its waiter has left).
     func stopFollowing(_ run: RunPriority) {
-        state.withLock { state in
-            if let index = state.followed.firstIndex(where: { $0 === run }) { state.followed.remove(at: index) }
+        let followed = state.withLock { state -> Bool in
+            guard let index = state.followed.firstIndex(where: { $0 === run }) else { return false }
+            state.followed.remove(at: index)
+            return true
+        }
+        guard followed else { return }
+        run.state.withLock { state in
+            if let index = state.followers.firstIndex(where: { $0.run === self }) { state.followers.remove(at: index) }
         }
     }
 
     /// Sets the priority of the waiters that are not runs, lower as well: the waiter that raised it
     /// has left.
     func set(to priority: ImageLoadPriority) {
-        let onLowered = state.withLock { state -> (@Sendable () -> Void)? in
+        let (onLowered, followers) = state.withLock { state -> ((@Sendable () -> Void)?, [RunPriority]) in
             state.own = priority
-            return state.onLowered
+            return (state.onLowered, state.followers.compactMap(\.run))
         }
+        guard current == .low else { return }
+        onLowered?()
+        // Called outside the lock: each follower reads the runs it follows, this one among them.
+        for follower in followers { follower.followedRunWasLowered() }
+    }
+
+    /// Calls the handler of ``whenLowered(_:)`` if this run is low now that a run it follows was lowered:
+    /// a download that only a prefetch waits for once the visible load of that width left its run.
+    private func followedRunWasLowered() {
+        let onLowered = state.withLock { $0.onLowered }
         if let onLowered, current == .low { onLowered() }
     }
 
     /// Calls `body` whenever ``set(to:)`` leaves the run at ``ImageLoadPriority/low``, its visible waiters
-    /// gone (only prefetches still want it), and at once if it is low already: a visible run gives back
-    /// its slot of ``ImageStore/fetchSlots`` as it turns into a prefetch. One handler: a later call
-    /// replaces it. `body` may run under the lock of the run's ``InFlightTable``, and must not capture
-    /// this priority.
+    /// gone (only prefetches still want it), also when it sets a run that this one follows (a download's
+    /// run follows the runs of the widths that wait for it), and at once if it is low already: a visible
+    /// run gives back its slot of ``ImageStore/fetchSlots`` as it turns into a prefetch. One handler: a
+    /// later call replaces it. `body` may run under the lock of the run's ``InFlightTable``, or of the
+    /// table of a run it follows, and must not capture this priority.
     func whenLowered(_ body: @escaping @Sendable () -> Void) {
         state.withLock { $0.onLowered = body }
         if current == .low { body() }
