@@ -15,15 +15,11 @@ import Testing
         // once (16 connections), so an image fetched without a slot is one the CDN is asked for beyond them.
         let hosts = try await OriginAndCDN(connectionsPerHost: 16)
         defer { hosts.stop() }
-        let (store, loader) = (hosts.store, hosts.loader)
+        let store = hosts.store
         let ahead = store.fetchSlots.limit
         let path = "/held/later/alias/\(ahead)/images/\(hosts.names[0])"
-        // The origin holds back its redirect until the test lets it go.
-        let redirect = hosts.origin.redirect(to: hosts.cdn.url(path)).absoluteString
-        let url = URL(string: redirect.replacingOccurrences(of: "/redirect-to/", with: "/held/origin/redirect-to/"))!
-        let first = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
+        let (url, first) = try await hosts.startLoadHeldAtTheOrigin(redirectingTo: path)
         defer { first.cancel() }
-        try await waitUntil { loader.http.unfinishedTaskCount == 1 && store.fetchSlots.busyCount == 1 }
         let second = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 100)) }
         defer { second.cancel() }
         // It joins the download and gives back the slot it took.
@@ -31,12 +27,8 @@ import Testing
         first.cancel()
         await #expect(throws: ImageLoadingError.cancelled) { try await first.value }
         #expect(store.fetchSlots.busyCount == 1, "the download goes on for the other width, under a slot")
-        let direct = (0..<ahead).map { index in
-            let request = ImageRequest(url: hosts.cdn.url("/held/never/alias/\(index)/images/\(hosts.names[0])"))
-            return Task { try await store.image(for: request) }
-        }
+        let direct = try await hosts.fillTheCDN()
         defer { direct.forEach { $0.cancel() } }
-        try await waitUntil { try await hosts.cdn.hits().values.reduce(0, +) == ahead }
         try await hosts.origin.release("origin")
         // Redirected: it waits for one of the CDN's slots, or (without one) asks the CDN at once.
         try await waitUntil {
@@ -66,14 +58,10 @@ import Testing
         // the slot for it, and gives it back as it leaves, only the prefetch of its width left.
         let hosts = try await OriginAndCDN(connectionsPerHost: 16)
         defer { hosts.stop() }
-        let (store, loader) = (hosts.store, hosts.loader)
-        let ahead = store.fetchSlots.limit
-        let path = "/alias/\(ahead)/images/\(hosts.names[0])"
-        let redirect = hosts.origin.redirect(to: hosts.cdn.url(path)).absoluteString
-        let url = URL(string: redirect.replacingOccurrences(of: "/redirect-to/", with: "/held/origin/redirect-to/"))!
-        let first = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
+        let store = hosts.store
+        let path = "/alias/\(store.fetchSlots.limit)/images/\(hosts.names[0])"
+        let (url, first) = try await hosts.startLoadHeldAtTheOrigin(redirectingTo: path)
         defer { first.cancel() }
-        try await waitUntil { loader.http.unfinishedTaskCount == 1 && store.fetchSlots.busyCount == 1 }
         let other = ImageRequest(url: url, targetWidth: 100)
         let visible = visibleLeavesLast ? Task { try await store.image(for: other) } : nil
         defer { visible?.cancel() }
@@ -93,12 +81,8 @@ import Testing
             await #expect(throws: ImageLoadingError.cancelled) { try await visible.value }
         }
         try await waitUntil { store.fetchSlots.busyCount == 0 }
-        let direct = (0..<ahead).map { index in
-            let request = ImageRequest(url: hosts.cdn.url("/held/never/alias/\(index)/images/\(hosts.names[0])"))
-            return Task { try await store.image(for: request) }
-        }
+        let direct = try await hosts.fillTheCDN()
         defer { direct.forEach { $0.cancel() } }
-        try await waitUntil { try await hosts.cdn.hits().values.reduce(0, +) == ahead }
         try await hosts.origin.release("origin")
         try await waitUntil { store.statistics.decodes == 1 && store.prefetches.withLock { $0.running.isEmpty } }
         #expect(try await hosts.cdn.hits(for: path) == 1)
@@ -192,6 +176,34 @@ import Testing
         }
         #expect(timedOut > 0, "the holders ended at their timeout, nobody cancelled them, before it loaded")
         try await waitUntil { store.fetchSlots.busyCount == 0 && store.fetchSlots.sourceCount == 0 }
+    }
+}
+
+extension ImageStoreRedirectSchedulingTests.OriginAndCDN {
+    /// Starts a visible load, 50 wide, of an image of the origin that redirects to the CDN's `path` once
+    /// the test releases `origin`, and waits until its download is under way, holding one of the origin's
+    /// fetch slots.
+    fileprivate func startLoadHeldAtTheOrigin(
+        redirectingTo path: String
+    ) async throws -> (url: URL, first: Task<PlatformImage, any Error>) {
+        let redirect = origin.redirect(to: cdn.url(path)).absoluteString
+        let url = URL(string: redirect.replacingOccurrences(of: "/redirect-to/", with: "/held/origin/redirect-to/"))!
+        let (store, loader) = (store, loader)
+        let first = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
+        try await waitUntil { loader.http.unfinishedTaskCount == 1 && store.fetchSlots.busyCount == 1 }
+        return (url, first)
+    }
+
+    /// Starts as many loads of the CDN's own images as it has fetch slots, answered once the test releases
+    /// `never`, and waits until the CDN has been asked for each of them.
+    fileprivate func fillTheCDN() async throws -> [Task<PlatformImage, any Error>] {
+        let (store, ahead) = (store, store.fetchSlots.limit)
+        let loads = (0..<ahead).map { index in
+            let request = ImageRequest(url: cdn.url("/held/never/alias/\(index)/images/\(names[0])"))
+            return Task { try await store.image(for: request) }
+        }
+        try await waitUntil { try await cdn.hits().values.reduce(0, +) == ahead }
+        return loads
     }
 }
 
