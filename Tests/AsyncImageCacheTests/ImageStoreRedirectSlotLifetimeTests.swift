@@ -146,7 +146,9 @@ import Testing
         let origin = try await TestHTTPServer(serving: folder.url)
         let cdn = try await TestHTTPServer(serving: folder.url)
         defer { [origin, cdn].forEach { $0.stop() } }
-        let loader = DataLoader(timeout: 5)
+        // 10 s: the redirected load must reach its wait before the first holder times out, on a machine
+        // busy with the whole suite too (5 s left too little to spare there).
+        let loader = DataLoader(timeout: 10)
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
             $0.decodeConcurrency = 1
             $0.dataLoader = loader
