@@ -71,7 +71,9 @@ public final class ImageStore: Sendable {
     /// How many times each URL's image has been replaced, by a revalidation that found changed bytes or
     /// by ``removeImage(for:)``. Raised only inside ``DiskStore/ifCurrent(_:_:)``, where a load also
     /// checks it and keeps its result: bytes looked up before a replacement are never kept after it.
-    let replacements = LockedBox(ReplacementLedger())
+    /// Shared with the other stores of this process on the folder (``DiskStore/replacements``), as the
+    /// generation is.
+    var replacements: LockedBox<ReplacementLedger> { disk.replacements }
     /// The version of each local file that a load last read (`nil`: the file was gone), by URL. Written and
     /// checked under the disk tier's generation lock, as memory is emptied: a load keeps what it read only
     /// while it is that version, so the decode of an older version landing after a load of the new one

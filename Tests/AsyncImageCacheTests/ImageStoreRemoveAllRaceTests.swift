@@ -252,6 +252,26 @@ import Testing
         #expect(emptied.diskFileNames.isEmpty)
         #expect(emptied.cachedOriginalBytes(for: url) == nil)
     }
+
+    /// As for `removeAll()`: a `removeImage(for:)` of one store also keeps a load of the URL that the other
+    /// store on the folder began before it from writing the file back (the old avatar, downloaded before
+    /// the user changed it).
+    @Test func aRemoveImageOfOneStoreKeepsALoadAnotherStoreBeganBeforeOffTheDisk() async throws {
+        let folder = TemporaryDirectory("remove-image-two-stores")
+        let loader = GatedLoader(bytes: try SampleImages.jpeg(width: 64, height: 48))
+        let forgetting = try ImageStore.makeForTesting(root: folder.url)
+        let other = try ImageStore.makeForTesting(root: folder.url) { $0.dataLoader = loader }
+        let url = URL(string: "https://images.example.com/avatar.jpg")!
+        let load = Task { try await other.image(for: ImageRequest(url: url, targetWidth: 32)) }
+        try await waitUntil { loader.hasStarted }
+        forgetting.removeImage(for: url)
+        loader.open()
+        #expect(try await load.value.pixelSize == PixelSize(width: 32, height: 24), "delivered all the same")
+        other.waitForDiskMaintenance()
+        #expect(
+            forgetting.diskFileNames.isEmpty, "removeImage ran, yet the disk tier holds \(forgetting.diskFileNames)")
+        #expect(forgetting.cachedOriginalBytes(for: url) == nil)
+    }
 }
 
 /// The real attributes, except that once armed the next read of the pixel-size attribute waits, on its

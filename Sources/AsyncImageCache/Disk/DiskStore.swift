@@ -62,6 +62,11 @@ final class DiskStore: Sendable {
     /// Raised by every ``removeAll()`` of any store on the folder: a write that began before one is
     /// dropped, not committed, whichever store began it.
     private var generationBox: LockedBox<Int> { folder.generation }
+    /// How many times each URL's image was replaced (``ImageStore/replacements``), by any store on the
+    /// folder: a write queued by one store's load checks it at its commit, so a `removeImage(for:)` or a
+    /// revalidation's new image in another store drops it, as a ``removeAll()`` of either does. Per store,
+    /// the other's load wrote the old bytes back after the removal, and the next load served them.
+    var replacements: LockedBox<ReplacementLedger> { folder.replacements }
     /// The URLs whose files memory hits marked used, waiting for the disk queue to date them, and
     /// whether a run that dates them is queued.
     private let pendingUses = LockedBox((urls: [URL](), isQueued: false))
@@ -108,6 +113,7 @@ final class DiskStore: Sendable {
         /// interval works from it instead of listing the folder again.
         let snapshot = LockedBox<(entries: [Entry], listedAt: DispatchTime)?>(nil)
         let generation = LockedBox(0)
+        let replacements = LockedBox(ReplacementLedger())
 
         /// Every folder a store has open, by path; a folder goes with its last store.
         private static let open = LockedBox([String: WeakFolder]())
