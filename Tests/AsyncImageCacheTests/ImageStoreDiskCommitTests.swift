@@ -286,6 +286,33 @@ import Testing
         #expect(store.disk.data(for: url) == fixture.bytes)
     }
 
+    /// A program that ends right after a load (a command-line tool, as the Linux guide shows one) still
+    /// leaves the load's file: at exit, the writes that loads queued land first. The child process holds
+    /// the disk queue until it exits, so that the write is still queued then; before, it ended with the
+    /// write queued, no file was left, and the next run downloaded the image again.
+    @Test func aLoadsWriteLandsWhenTheProgramExitsRightAfterIt() async throws {
+        let root = TemporaryDirectory("disk-commit-exit")
+        let bytes = try SampleImages.jpeg(width: 64, height: 48)
+        let url = URL(string: "https://images.example.com/exit.jpg")!
+        await #expect(processExitsWith: .success) {
+            [path = root.url.path as String, bytes = bytes as Data, url = url as URL] in
+            let store = try ImageStore.makeForTesting(root: URL(fileURLWithPath: path)) {
+                $0.dataLoader = FixedBytesLoader(bytes: bytes)
+            }
+            // Registered after the store's own handler, so it runs first (handlers run last in, first out).
+            let gate = try await Self.holdDiskQueue(of: store.disk)
+            Self.queueHeldUntilExit.withLock { $0 = gate }
+            atexit { Self.queueHeldUntilExit.withLock { $0 }?.signal() }
+            _ = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
+        }
+        let store = try ImageStore.makeForTesting(root: root.url)
+        #expect(store.disk.data(for: url) == bytes, "the program exited, and the load's file is not in the folder")
+        #expect(store.disk.pixelSize(for: url) == PixelSize(width: 64, height: 48))
+    }
+
+    /// The disk queue that ``aLoadsWriteLandsWhenTheProgramExitsRightAfterIt()``'s child process holds.
+    static let queueHeldUntilExit = LockedBox<DispatchSemaphore?>(nil)
+
     /// A 64x48 JPEG served on loopback at ``url``, and a folder for stores' disk tiers.
     struct Fixture {
         let folder: TemporaryDirectory
@@ -341,4 +368,11 @@ import Testing
         try await waitUntil { isHolding.withLock { $0 } }
         return gate
     }
+}
+
+/// A loader that answers every URL with `bytes`.
+struct FixedBytesLoader: DataLoading {
+    let bytes: Data
+
+    func loadData(for url: URL) async throws(ImageLoadingError) -> Data { bytes }
 }

@@ -91,6 +91,27 @@ final class DiskStore: Sendable {
         self.attributes = attributes
         self.folder = Folder.shared(atPath: Self.resolvedPath(of: directory))
         Self.removeLeftovers(among: listing().temporaries, now: Date(), isOpening: true)
+        Self.writesLandAtExit
+    }
+
+    /// The longest a program's exit waits, in all, for the writes its loads queued.
+    static let exitWaitLimit: TimeInterval = 10
+
+    /// Registers, once, a handler that runs as the program exits (`exit`, or its main code returning) and
+    /// waits for the writes queued on every folder a store has open: a command-line tool that ends right
+    /// after a load would otherwise end with the load's write still queued, and its next run download the
+    /// image again. A process ended by a signal runs no handler, and loses them.
+    private static let writesLandAtExit: Void = { atexit { DiskStore.waitForQueuedWritesAtExit() } }()
+
+    /// Waits, up to ``exitWaitLimit`` in all, for the writes queued on the folders that stores have open:
+    /// bounded, so that a disk that hangs never keeps the program from ending.
+    private static func waitForQueuedWritesAtExit() {
+        let deadline = DispatchTime.now() + exitWaitLimit
+        for folder in Folder.openFolders() {
+            let landed = DispatchSemaphore(value: 0)
+            folder.writeQueue.async { landed.signal() }
+            guard landed.wait(timeout: deadline) == .success else { return }
+        }
     }
 
     /// What the stores of this process open on one folder share.
@@ -120,6 +141,11 @@ final class DiskStore: Sendable {
 
         private struct WeakFolder {
             weak var folder: Folder?
+        }
+
+        /// The folders that stores of this process have open, or that writes still queued keep.
+        static func openFolders() -> [Folder] {
+            open.withLock { $0.values.compactMap(\.folder) }
         }
 
         static func shared(atPath path: String) -> Folder {
@@ -657,8 +683,8 @@ final class DiskStore: Sendable {
     /// of Swift's cooperative pool meanwhile. The write is atomic as any other, and its commit checks
     /// `generation` and `isCurrent` when it runs: queued before a ``removeAll()``, it is committed
     /// before it (and removed by it) or dropped. Failures are dropped: the next launch downloads
-    /// the image again. ``waitForPendingTrims()`` waits for the writes queued before it; one queued
-    /// when the process exits may be lost, never left half-written.
+    /// the image again. ``waitForPendingTrims()`` waits for the writes queued before it, as a normal exit
+    /// does (``exitWaitLimit``); one queued when the process is killed is lost, never left half-written.
     ///
     /// - Returns: `false`, queuing nothing, when the writes already queued on the folder hold
     ///   ``backgroundWriteByteLimit`` bytes or `data` would take them past it (a disk slower than the
