@@ -22,6 +22,32 @@ import Testing
         #expect(truncate(disk.filePath(for: url), 10_000) == 0)
         #expect(disk.data(for: url)?.count == 10_000)
     }
+
+    /// A file whose name is not UTF-8 (another program's, or one copied from a system that names files in
+    /// Latin-1) was counted in the budget under a repaired name that names no file, so no trim could
+    /// remove it: one larger than the budget left the tier keeping none of its own files, each write's
+    /// trim removing the others to make room. It is no entry now, as a subfolder is not: the store never
+    /// writes such a name.
+    @Test func aFileWhoseNameIsNotUTF8TakesNoShareOfTheBudget() throws {
+        let folder = TemporaryDirectory("disk-hostile")
+        let disk = DiskStore(directory: folder.url, byteLimit: 100_000)
+        // "café" in Latin-1, 150 kB (sparse).
+        let path = Array((folder.url.path + "/").utf8) + [0x63, 0x61, 0x66, 0xE9]
+        let descriptor = (path + [0]).withUnsafeBytes {
+            open($0.baseAddress!.assumingMemoryBound(to: CChar.self), O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        }
+        #expect(descriptor >= 0)
+        #expect(ftruncate(descriptor, 150_000) == 0)
+        close(descriptor)
+        let urls = (0..<5).map { URL(string: "https://images.example.com/\($0).jpg")! }
+        for url in urls { try disk.store(Data(repeating: 1, count: 10_000), pixelSize: one, for: url) }
+        disk.waitForPendingTrims()
+        #expect(urls.filter(disk.contains).count == 5)
+        #expect(disk.totalByteCount == 50_000)
+        var info = stat()
+        let status = (path + [0]).withUnsafeBytes { stat($0.baseAddress!.assumingMemoryBound(to: CChar.self), &info) }
+        #expect(status == 0 && info.st_size == 150_000, "the other program's file is left as it was")
+    }
 }
 
 /// A symbolic link or a folder at a cached file's path is not an entry: the store neither reads

@@ -932,7 +932,7 @@ final class DiskStore: Sendable {
     }
 
     /// Every stored file: the regular files in the folder, temporary files excluded (a symbolic
-    /// link, a subfolder or a FIFO is not an entry, and is never followed).
+    /// link, a subfolder, a FIFO or a file whose name is not UTF-8 is not an entry, and is never followed).
     func entries() -> [Entry] {
         listing().entries
     }
@@ -955,7 +955,9 @@ final class DiskStore: Sendable {
             let name = withUnsafeBytes(of: &item.pointee.d_name) { bytes -> String? in
                 let name = bytes.baseAddress!.assumingMemoryBound(to: CChar.self)
                 guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
-                return String(cString: name)
+                // Not UTF-8 (another program's file): repaired into a string, the name would name no file,
+                // and a trim could neither remove it nor stop counting it. The store never writes one.
+                return String(validatingCString: name)
             }
             guard let name, info.st_mode & S_IFMT == S_IFREG else { continue }
             let entry = Entry(
