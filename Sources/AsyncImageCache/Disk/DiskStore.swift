@@ -107,7 +107,9 @@ final class DiskStore: Sendable {
     /// bounded, so that a disk that hangs never keeps the program from ending.
     private static func waitForQueuedWritesAtExit() {
         let deadline = DispatchTime.now() + exitWaitLimit
-        for folder in Folder.openFolders() {
+        // Only where writes wait: a program that queued none (or a child forked without `exec`, where
+        // dispatch may not be used) exits without touching the queues.
+        for folder in Folder.openFolders() where !folder.staged.withLock(\.isEmpty) {
             let landed = DispatchSemaphore(value: 0)
             folder.writeQueue.async { landed.signal() }
             guard landed.wait(timeout: deadline) == .success else { return }

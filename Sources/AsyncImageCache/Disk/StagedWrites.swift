@@ -31,6 +31,9 @@ struct StagedWrites {
     private var entries: [String: Entry] = [:]
     private var lastNumber = 0
 
+    /// Whether no write is queued.
+    var isEmpty: Bool { entries.isEmpty }
+
     /// Records `write` as queued for `key`; returns its number.
     mutating func queue(_ write: Write, forKey key: String) -> Int {
         lastNumber += 1
