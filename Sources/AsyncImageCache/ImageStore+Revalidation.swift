@@ -26,11 +26,11 @@ extension ImageStore {
     ) -> Bool {
         let metadata = HTTPCacheMetadata(policy: policy, receivedAt: receivedAt)
         let key = url.cacheKey
-        // Weak: a write queued in the background does not keep the store alive; once it is gone, nothing
-        // can replace the image any more.
-        let isCurrent: @Sendable () -> Bool = { [weak self] in
-            guard let replacement, let self else { return true }
-            return replacement == self.replacementCount(ofKey: key)
+        // The counts, not the store: a write queued in the background does not keep the store alive, and
+        // once it is gone another store on the folder may still replace the image (they share the counts).
+        let isCurrent: @Sendable () -> Bool = { [replacements] in
+            guard let replacement else { return true }
+            return replacement == replacements.withLock { $0.count(ofKey: key) }
         }
         // Nor the caching facts, for an image a `removeAll()` has dropped (the write below would be refused).
         guard isCurrent(), generation == disk.generation else { return false }

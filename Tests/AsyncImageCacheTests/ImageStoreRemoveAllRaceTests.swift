@@ -272,6 +272,32 @@ import Testing
             forgetting.diskFileNames.isEmpty, "removeImage ran, yet the disk tier holds \(forgetting.diskFileNames)")
         #expect(forgetting.cachedOriginalBytes(for: url) == nil)
     }
+
+    /// A write that a store queued, checked at its commit against the counts of replacements, is checked
+    /// against them also once that store is gone: another store on the folder may have replaced the image
+    /// since (here its count is raised as a revalidation's new image raises it). Before, a write whose
+    /// store had been released was taken as current, and put the old bytes back.
+    @Test func aWriteOfAReleasedStoreStillYieldsToAReplacementInAnotherStore() async throws {
+        let folder = TemporaryDirectory("replacement-released-store")
+        let staying = try ImageStore.makeForTesting(root: folder.url)
+        var released: ImageStore? = try ImageStore.makeForTesting(root: folder.url)
+        let url = URL(string: "https://images.example.com/avatar.jpg")!
+        let bytes = try SampleImages.jpeg(width: 64, height: 48)
+        let original = OriginalImage(data: bytes, header: try ImageHeader.parse(bytes), fileStamp: nil)
+        let gate = try await ImageStoreDiskCommitTests.holdDiskQueue(of: staying.disk)
+        defer { gate.signal() }  // once more when the test ends early: the semaphore is waited on once
+        let queued = try #require(released).keepRemote(
+            original, policy: HTTPCachePolicy(maxAge: 3600), for: url, generation: staying.disk.generation,
+            replacement: staying.replacementCount(of: url), inBackground: true)
+        #expect(queued)
+        released = nil
+        _ = staying.disk.ifCurrent(staying.disk.generation) {
+            staying.replacements.withLock { $0.raise(forKey: url.cacheKey) }
+        }
+        gate.signal()
+        staying.waitForDiskMaintenance()
+        #expect(!staying.disk.contains(url), "the released store's write landed after the image was replaced")
+    }
 }
 
 /// The real attributes, except that once armed the next read of the pixel-size attribute waits, on its
