@@ -287,9 +287,10 @@ import Testing
     }
 
     /// A program that ends right after a load (a command-line tool, as the Linux guide shows one) still
-    /// leaves the load's file: at exit, the writes that loads queued land first. The child process holds
-    /// the disk queue until it exits, so that the write is still queued then; before, it ended with the
-    /// write queued, no file was left, and the next run downloaded the image again.
+    /// leaves the load's file: its exit waits for the writes that loads queued. The child process holds
+    /// the disk queue, and lets it go 2 seconds after its last line (its exit waits up to 10): before,
+    /// it ended at once with the write still queued, no file was left, and the next run downloaded the
+    /// image again.
     @Test func aLoadsWriteLandsWhenTheProgramExitsRightAfterIt() async throws {
         let root = TemporaryDirectory("disk-commit-exit")
         let bytes = try SampleImages.jpeg(width: 64, height: 48)
@@ -299,19 +300,14 @@ import Testing
             let store = try ImageStore.makeForTesting(root: URL(fileURLWithPath: path)) {
                 $0.dataLoader = FixedBytesLoader(bytes: bytes)
             }
-            // Registered after the store's own handler, so it runs first (handlers run last in, first out).
             let gate = try await Self.holdDiskQueue(of: store.disk)
-            Self.queueHeldUntilExit.withLock { $0 = gate }
-            atexit { Self.queueHeldUntilExit.withLock { $0 }?.signal() }
             _ = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
+            DispatchQueue.global().asyncAfter(deadline: .now() + 2) { gate.signal() }
         }
         let store = try ImageStore.makeForTesting(root: root.url)
         #expect(store.disk.data(for: url) == bytes, "the program exited, and the load's file is not in the folder")
         #expect(store.disk.pixelSize(for: url) == PixelSize(width: 64, height: 48))
     }
-
-    /// The disk queue that ``aLoadsWriteLandsWhenTheProgramExitsRightAfterIt()``'s child process holds.
-    static let queueHeldUntilExit = LockedBox<DispatchSemaphore?>(nil)
 
     /// A 64x48 JPEG served on loopback at ``url``, and a folder for stores' disk tiers.
     struct Fixture {
