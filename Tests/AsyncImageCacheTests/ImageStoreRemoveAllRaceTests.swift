@@ -238,39 +238,39 @@ import Testing
     /// began before it. Before, the other's load fetched first and wrote its file after, and the store
     /// that had just emptied its tier served those bytes from disk.
     @Test func aRemoveAllOfOneStoreDropsAWriteAnotherStoreOnTheFolderBeganBefore() async throws {
-        let folder = TemporaryDirectory("remove-all-two-stores")
-        let loader = GatedLoader(bytes: try SampleImages.jpeg(width: 64, height: 48))
-        let emptied = try ImageStore.makeForTesting(root: folder.url)
-        let other = try ImageStore.makeForTesting(root: folder.url) { $0.dataLoader = loader }
-        let url = URL(string: "https://images.example.com/photo.jpg")!
-        let load = Task { try await other.image(for: ImageRequest(url: url, targetWidth: 32)) }
-        try await waitUntil { loader.hasStarted }
-        emptied.removeAll()
-        loader.open()
-        #expect(try await load.value.pixelSize == PixelSize(width: 32, height: 24), "delivered all the same")
-        other.waitForDiskMaintenance()
-        #expect(emptied.diskFileNames.isEmpty)
-        #expect(emptied.cachedOriginalBytes(for: url) == nil)
+        try await Self.expectNothingKeptOfALoadInAnotherStore(during: "remove-all") { store, _ in store.removeAll() }
     }
 
     /// As for `removeAll()`: a `removeImage(for:)` of one store also keeps a load of the URL that the other
     /// store on the folder began before it from writing the file back (the old avatar, downloaded before
-    /// the user changed it).
+    /// the user changed it). Before, the file was back once the load ended, and either store served it.
     @Test func aRemoveImageOfOneStoreKeepsALoadAnotherStoreBeganBeforeOffTheDisk() async throws {
-        let folder = TemporaryDirectory("remove-image-two-stores")
+        try await Self.expectNothingKeptOfALoadInAnotherStore(during: "remove-image") { store, url in
+            store.removeImage(for: url)
+        }
+    }
+
+    /// Starts a load in a second store on one folder, runs `forget` on the first while the load fetches,
+    /// then lets the load end: it is delivered, and leaves nothing on disk.
+    private static func expectNothingKeptOfALoadInAnotherStore(
+        during label: String, _ forget: (ImageStore, URL) -> Void, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let folder = TemporaryDirectory("\(label)-two-stores")
         let loader = GatedLoader(bytes: try SampleImages.jpeg(width: 64, height: 48))
         let forgetting = try ImageStore.makeForTesting(root: folder.url)
         let other = try ImageStore.makeForTesting(root: folder.url) { $0.dataLoader = loader }
-        let url = URL(string: "https://images.example.com/avatar.jpg")!
+        let url = URL(string: "https://images.example.com/photo.jpg")!
         let load = Task { try await other.image(for: ImageRequest(url: url, targetWidth: 32)) }
         try await waitUntil { loader.hasStarted }
-        forgetting.removeImage(for: url)
+        forget(forgetting, url)
         loader.open()
-        #expect(try await load.value.pixelSize == PixelSize(width: 32, height: 24), "delivered all the same")
+        let delivered = try await load.value.pixelSize
+        #expect(delivered == PixelSize(width: 32, height: 24), "delivered all the same", sourceLocation: sourceLocation)
         other.waitForDiskMaintenance()
         #expect(
-            forgetting.diskFileNames.isEmpty, "removeImage ran, yet the disk tier holds \(forgetting.diskFileNames)")
-        #expect(forgetting.cachedOriginalBytes(for: url) == nil)
+            forgetting.diskFileNames.isEmpty, "the disk tier holds \(forgetting.diskFileNames)",
+            sourceLocation: sourceLocation)
+        #expect(forgetting.cachedOriginalBytes(for: url) == nil, sourceLocation: sourceLocation)
     }
 
     /// A write that a store queued, checked at its commit against the counts of replacements, is checked
