@@ -93,6 +93,57 @@ import Testing
         }
     }
 
+    @Test func aDownloadKeptForAVisibleLoadOfAnotherWidthWaitsForTheHostItIsRedirectedToAsAVisibleLoad() async throws {
+        // The row that started a download scrolls out of view but stays in the prefetch window (its run is
+        // lowered to a prefetch) while a row of another width still shows: the download keeps its slot for
+        // that row, and its redirect waits for one of the CDN's at that row's priority. A visible load of the
+        // CDN that comes after it does not take the next free slot first. Before, it waited at the
+        // prefetch's priority, behind every visible load of the CDN, however late.
+        let hosts = try await OriginAndCDN(connectionsPerHost: 16)
+        defer { hosts.stop() }
+        let store = hosts.store
+        let ahead = store.fetchSlots.limit
+        // Both held at the CDN once asked, so that the first asked holds the slot that freed.
+        let path = "/held/later/alias/\(ahead)/images/\(hosts.names[0])"
+        let (url, first) = try await hosts.startLoadHeldAtTheOrigin(redirectingTo: path)
+        defer { first.cancel() }
+        let scrolledAway = ImageRequest(url: url, targetWidth: 50)
+        let second = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 100)) }
+        defer { second.cancel() }
+        store.startPrefetching([scrolledAway])
+        defer { store.stopPrefetching() }
+        try await waitUntil {
+            store.fetchRuns.waiterCount(for: url.cacheKey) == 2 && store.fetchSlots.busyCount == 1
+                && store.variantRuns.waiterCount(for: scrolledAway) == 2
+        }
+        first.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await first.value }
+        #expect(store.fetchSlots.busyCount == 1, "kept for the visible load of the other width")
+        let direct = try await hosts.fillTheCDN()
+        defer { direct.forEach { $0.cancel() } }
+        try await hosts.origin.release("origin")
+        try await waitUntil { store.fetchSlots.waitingCount == 1 }
+        let laterPath = "/held/never/alias/\(ahead + 1)/images/\(hosts.names[0])"
+        let later = Task { try await store.image(for: ImageRequest(url: hosts.cdn.url(laterPath))) }
+        defer { later.cancel() }
+        try await waitUntil { store.fetchSlots.waitingCount == 2 }
+        // One of the CDN's slots frees: it goes to the download, first in line.
+        direct[0].cancel()
+        try await waitUntil { try await hosts.cdn.hits(for: path) + hosts.cdn.hits(for: laterPath) == 1 }
+        #expect(try await hosts.cdn.hits(for: path) == 1, "the kept download was asked of the CDN first")
+        #expect(try await hosts.cdn.hits(for: laterPath) == 0, "the later visible load waits its turn")
+        try await hosts.cdn.release("never")
+        try await hosts.cdn.release("later")
+        #expect(try await second.value.pixelSize == PixelSize(width: 100, height: 50))
+        _ = try await later.value
+        direct.forEach { $0.cancel() }
+        for load in direct { _ = try? await load.value }
+        try await waitUntil {
+            store.prefetches.withLock { $0.running.isEmpty } && store.fetchSlots.busyCount == 0
+                && store.fetchSlots.waitingCount == 0 && store.fetchSlots.sourceCount == 0
+        }
+    }
+
     @Test func aStoreLetGoWhileItsLoadWaitsForTheSlotOfTheHostItIsRedirectedToEndsWithItsLoads() async throws {
         // The app lets the store go while a load redirected to a CDN waits for one of its slots. The loads
         // keep the store until they end: the waiting one ends at once when cancelled, though every slot of

@@ -103,17 +103,19 @@ final class FetchSlotHold: Sendable {
     /// wait, `proceed` is never called, and a slot the move got is given back.
     func move(to target: URL, proceed: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
         let source = FetchSlots.source(of: target)
-        let started = state.withLock { state -> (id: Int, left: (@Sendable () -> Void)?)? in
+        let started = state.withLock { state -> (id: Int, left: (@Sendable () -> Void)?, priority: RunPriority)? in
             guard !state.isGivenBack, state.source != source else { return nil }
             defer { (state.source, state.release, state.moves) = (source, nil, state.moves + 1) }
-            return (state.moves + 1, state.release)
+            // A download kept for the runs of other widths waits at their priority: the run that started it
+            // may be a prefetch by now, and would queue it behind every visible load of the target.
+            return (state.moves + 1, state.release, state.download ?? priority)
         }
-        guard let (id, left) = started else {
+        guard let (id, left, priority) = started else {
             proceed()
             return {}
         }
         left?()
-        let (slots, url, priority, isNeeded) = (slots, url, priority, isNeeded)
+        let (slots, url, isNeeded) = (slots, url, isNeeded)
         let wait = Task { [state] in
             let held = await slots.slot(for: url, at: target, priority: priority, isNeeded: isNeeded)
             let (surplus, goesOn) = state.withLock { state -> ((@Sendable () -> Void)?, Bool) in
