@@ -564,6 +564,29 @@ import FoundationNetworking
         try await waitUntil { store.fetchSlots.sourceCount == 0 }
     }
 
+    @Test func aBurstOfACustomSchemeWhoseHostNamesEachImageFetchesOnlyAFewImagesAhead() async throws {
+        // A custom scheme whose host part names the item, not a server (`ph://<asset id>`, `ipfs://<cid>`):
+        // a burst of its rows fetches as few images ahead of the decodes as a burst of one host's. Before,
+        // each URL's host had a set of slots of its own, and all 20 were fetched at once.
+        let folder = TemporaryDirectory("images")
+        let loader = StalledSchemeLoader()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+        }
+        let hung = (0..<20).map { index in
+            Task {
+                try await store.image(for: ImageRequest(url: URL(string: "stalled://asset-\(index)/")!, targetWidth: 50))
+            }
+        }
+        defer { hung.forEach { $0.cancel() } }
+        try await waitUntil { loader.stalledCount + store.fetchSlots.waitingCount == 20 }
+        let ahead = store.fetchSlots.limit
+        #expect(loader.stalledCount == ahead, "\(loader.stalledCount) of 20 images fetched at once")
+        hung.forEach { $0.cancel() }
+        for load in hung { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
+        try await waitUntil { store.fetchSlots.sourceCount == 0 }
+    }
+
     @Test(arguments: [false, true])
     func aVisibleLoadWaitingToFetchBytesAnotherWidthFetchesMeanwhileDecodesThemAsTheyArrive(
         byPrefetch: Bool

@@ -3,9 +3,9 @@ import Foundation
 /// The slots a store's visible loads hold from the start of their fetch until they get a decode slot
 /// (``ImageStore/fetchSlots``): they bound the bytes fetched ahead of the decodes.
 ///
-/// One set per source: per scheme, host and port (as the connection limit counts a remote host), so
-/// remote hosts, local files, `data:` URLs and each scheme and host a custom ``DataLoading`` serves
-/// have sets of their own. A source that answers slowly, or not at all until the timeout, holds its own
+/// One set per source: per scheme, host and port for remote URLs (as the connection limit counts them),
+/// per scheme for the others, so remote hosts, local files, `data:` URLs and each scheme a custom
+/// ``DataLoading`` serves have sets of their own. A source that answers slowly, or not at all until the timeout, holds its own
 /// loads' slots only: the loads of other hosts, of files and of other schemes go on meanwhile, as they
 /// would without the bound. A load that follows a redirect to another host moves to that host's
 /// set (``FetchSlotHold``): it gives its slot back and is sent there once it holds one of the new host's,
@@ -76,10 +76,12 @@ final class FetchSlots: Sendable {
     /// The sources that have a set now (for tests).
     var sourceCount: Int { pools.withLock { $0.count } }
 
-    /// The key of `url`'s set: its scheme, host and port (``HTTPTaskTable/host(of:)``), whatever the
-    /// scheme. A custom loader's source may be as slow as a remote host: sharing one set with files and
-    /// `data:` URLs, its stalled loads held up theirs.
+    /// The key of `url`'s set: for a remote URL its scheme, host and port (``HTTPTaskTable/host(of:)``);
+    /// for any other, its scheme alone. A custom loader's source may be as slow as a remote host: sharing
+    /// one set with files and `data:` URLs, its stalled loads held up theirs. But its URL's host need not
+    /// name a server (`ph://<asset id>`, `ipfs://<cid>`): a set per host would be a set per image, and a
+    /// burst of its rows would fetch every image at once.
     static func source(of url: URL) -> String {
-        HTTPTaskTable.host(of: url)
+        url.isRemote ? HTTPTaskTable.host(of: url) : "\(url.scheme?.lowercased() ?? ""):"
     }
 }
