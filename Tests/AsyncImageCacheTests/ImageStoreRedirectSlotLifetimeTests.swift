@@ -144,6 +144,52 @@ import Testing
         }
     }
 
+    @MainActor
+    @Test func aDownloadAWiderLoadTakesOverKeepsItsFetchSlot() async throws {
+        // A row's frame grows while its image is on the way, and `CachedImageModel` replaces its load with a
+        // wider one, which takes the download over. The download goes on under the slot of the load it
+        // replaced: redirected to a CDN whose slots the CDN's own loads all hold, it waits for one. Before,
+        // that slot went back as the replaced load ended, with no load left waiting for the download, and
+        // the wider load gave its own back as it joined: the CDN was asked for one image beyond its slots.
+        let hosts = try await OriginAndCDN(connectionsPerHost: 16)
+        defer { hosts.stop() }
+        let (store, loader) = (hosts.store, hosts.loader)
+        let ahead = store.fetchSlots.limit
+        let path = "/held/later/alias/\(ahead)/images/\(hosts.names[0])"
+        let redirect = hosts.origin.redirect(to: hosts.cdn.url(path)).absoluteString
+        let url = URL(string: redirect.replacingOccurrences(of: "/redirect-to/", with: "/held/origin/redirect-to/"))!
+        let (narrowRequest, widerRequest) = (ImageRequest(url: url, targetWidth: 50), ImageRequest(url: url, targetWidth: 100))
+        let narrow = store.load(narrowRequest) { _ in }
+        try await waitUntil { loader.http.unfinishedTaskCount == 1 && store.fetchSlots.busyCount == 1 }
+        let widths = LockedBox([Int?]())
+        let wider = store.load(widerRequest, replacing: narrow) { image in
+            widths.withLock { $0.append(image?.pixelSize.width) }
+        }
+        defer { wider.cancel() }
+        // The narrow load has left (before the wider one starts), and the wider one joined the download.
+        try await waitUntil {
+            store.variantRuns.waiterCount(for: narrowRequest) == 0 && store.variantRuns.waiterCount(for: widerRequest) == 1
+                && store.fetchRuns.waiterCount(for: url.cacheKey) == 1
+        }
+        let direct = try await hosts.fillTheCDN()
+        defer { direct.forEach { $0.cancel() } }
+        try await hosts.origin.release("origin")
+        try await waitUntil {
+            let asked = try await hosts.cdn.hits(for: path)
+            return store.fetchSlots.waitingCount == 1 || asked == 1
+        }
+        let asked = try await hosts.cdn.hits().values.reduce(0, +)
+        #expect(asked == ahead, "the CDN was asked for \(asked) images at once, its \(ahead) fetch slots all held")
+        try await hosts.cdn.release("never")
+        try await hosts.cdn.release("later")
+        try await waitUntil { !widths.withLock { $0 }.isEmpty }
+        #expect(widths.withLock { $0 } == [100])
+        for load in direct { _ = try? await load.value }
+        try await waitUntil {
+            store.fetchSlots.busyCount == 0 && store.fetchSlots.waitingCount == 0 && store.fetchSlots.sourceCount == 0
+        }
+    }
+
     @Test func aStoreLetGoWhileItsLoadWaitsForTheSlotOfTheHostItIsRedirectedToEndsWithItsLoads() async throws {
         // The app lets the store go while a load redirected to a CDN waits for one of its slots. The loads
         // keep the store until they end: the waiting one ends at once when cancelled, though every slot of

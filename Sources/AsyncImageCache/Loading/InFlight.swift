@@ -143,8 +143,7 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             } else {
                 // The waiter that raised the run may have gone: a prefetch a passing row joined queues as
                 // a prefetch again, behind the visible loads. The runs followed count as they are.
-                let own = run.waiters.values.filter { $0.following == nil }.map(\.priority).max() ?? .low
-                run.priority.set(to: own)
+                run.priority.set(to: Self.ownPriority(of: run))
             }
             return waiter.continuation
         }
@@ -153,12 +152,15 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Keeps the runs in flight whose keys `matches` accepts from being cancelled when their last waiter
     /// leaves, until the returned closure is called (once): a load that replaces another hands the work
-    /// they share over instead of stopping it. `nil` when no such run is in flight. Looks at every run in
-    /// flight: for the few a replacing load may share.
+    /// they share over instead of stopping it; meanwhile each counts as a visible waiter of the run. `nil`
+    /// when no such run is in flight. Looks at every run in flight: for the few a replacing load may share.
     func hold(where matches: (Key) -> Bool) -> (@Sendable () -> Void)? {
         let held = state.withLock { state -> [(Key, Run)] in
             state.runs.filter { matches($0.key) }.map { key, run in
                 run.holds += 1
+                // The hold stands for the visible load that takes the run over: until it joins, the run
+                // stays visible, and a download keeps its fetch slot for it (``FetchSlotHold``).
+                run.priority.raise(to: .normal)
                 return (key, run)
             }
         }
@@ -173,7 +175,16 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             run.holds -= 1
             // No waiter came: the run is cancelled as its last waiter's leaving would have done.
             Self.cancelIfUnwanted(run, key, &state)
+            // Else it falls back to its waiters' priority, as when a waiter leaves: the hold raised it.
+            if run.holds == 0, state.runs[key] === run { run.priority.set(to: Self.ownPriority(of: run)) }
         }
+    }
+
+    /// The priority of `run`'s waiters that are not runs, and of its holds, which stand for visible loads.
+    /// Call with the lock held.
+    private static func ownPriority(of run: Run) -> ImageLoadPriority {
+        let waiters = run.waiters.values.filter { $0.following == nil }.map(\.priority).max() ?? .low
+        return run.holds > 0 ? .normal : waiters
     }
 
     /// Removes and cancels `run`, still the one in flight for `key`, once nobody waits for it or holds it.
