@@ -158,7 +158,8 @@ import Testing
         let path = "/held/later/alias/\(ahead)/images/\(hosts.names[0])"
         let redirect = hosts.origin.redirect(to: hosts.cdn.url(path)).absoluteString
         let url = URL(string: redirect.replacingOccurrences(of: "/redirect-to/", with: "/held/origin/redirect-to/"))!
-        let (narrowRequest, widerRequest) = (ImageRequest(url: url, targetWidth: 50), ImageRequest(url: url, targetWidth: 100))
+        let narrowRequest = ImageRequest(url: url, targetWidth: 50)
+        let widerRequest = ImageRequest(url: url, targetWidth: 100)
         let narrow = store.load(narrowRequest) { _ in }
         try await waitUntil { loader.http.unfinishedTaskCount == 1 && store.fetchSlots.busyCount == 1 }
         let widths = LockedBox([Int?]())
@@ -168,7 +169,8 @@ import Testing
         defer { wider.cancel() }
         // The narrow load has left (before the wider one starts), and the wider one joined the download.
         try await waitUntil {
-            store.variantRuns.waiterCount(for: narrowRequest) == 0 && store.variantRuns.waiterCount(for: widerRequest) == 1
+            store.variantRuns.waiterCount(for: narrowRequest) == 0
+                && store.variantRuns.waiterCount(for: widerRequest) == 1
                 && store.fetchRuns.waiterCount(for: url.cacheKey) == 1
         }
         let direct = try await hosts.fillTheCDN()

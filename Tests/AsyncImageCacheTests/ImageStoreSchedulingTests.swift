@@ -538,16 +538,7 @@ import FoundationNetworking
         let file = folder.url.appendingPathComponent(names[0])
         let dataURL = try #require(
             URL(string: "data:image/jpeg;base64," + Data(contentsOf: file).base64EncodedString()))
-        let loader = StalledSchemeLoader()
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.dataLoader = loader
-        }
-        let hung = (0..<20).map { index in
-            Task {
-                try await store.image(
-                    for: ImageRequest(url: URL(string: "stalled://photos/\(index).jpg")!, targetWidth: 50))
-            }
-        }
+        let (store, loader, hung) = try StalledSchemeLoader.startLoads(in: folder) { "stalled://photos/\($0).jpg" }
         defer { hung.forEach { $0.cancel() } }
         let ahead = store.fetchSlots.limit
         try await waitUntil { loader.stalledCount == ahead && store.fetchSlots.waitingCount == 20 - ahead }
@@ -569,15 +560,7 @@ import FoundationNetworking
         // a burst of its rows fetches as few images ahead of the decodes as a burst of one host's. Before,
         // each URL's host had a set of slots of its own, and all 20 were fetched at once.
         let folder = TemporaryDirectory("images")
-        let loader = StalledSchemeLoader()
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.dataLoader = loader
-        }
-        let hung = (0..<20).map { index in
-            Task {
-                try await store.image(for: ImageRequest(url: URL(string: "stalled://asset-\(index)/")!, targetWidth: 50))
-            }
-        }
+        let (store, loader, hung) = try StalledSchemeLoader.startLoads(in: folder) { "stalled://asset-\($0)/" }
         defer { hung.forEach { $0.cancel() } }
         try await waitUntil { loader.stalledCount + store.fetchSlots.waitingCount == 20 }
         let ahead = store.fetchSlots.limit
@@ -705,6 +688,22 @@ private final class StalledSchemeLoader: DataLoading {
 
     /// The `stalled:` loads started so far.
     var stalledCount: Int { stalled.withLock { $0 } }
+
+    /// A store of `folder` with such a loader, and 20 visible loads, 50 wide, of the URLs `url` makes of
+    /// 0 to 19, started.
+    static func startLoads(
+        in folder: TemporaryDirectory, _ url: (Int) -> String
+    ) throws -> (ImageStore, StalledSchemeLoader, [Task<PlatformImage, any Error>]) {
+        let loader = StalledSchemeLoader()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+        }
+        let loads = (0..<20).map { index in
+            let request = ImageRequest(url: URL(string: url(index))!, targetWidth: 50)
+            return Task { try await store.image(for: request) }
+        }
+        return (store, loader, loads)
+    }
 
     func loadData(for url: URL) async throws(ImageLoadingError) -> Data {
         guard url.scheme == "stalled" else { return try await base.loadData(for: url) }
