@@ -5,9 +5,9 @@ import Foundation
 ///
 /// One set per source: per scheme, host and port for remote URLs (as the connection limit counts them),
 /// per scheme for the others, so remote hosts, local files, `data:` URLs and each scheme a custom
-/// ``DataLoading`` serves have sets of their own. A source that answers slowly, or not at all until the timeout, holds its own
-/// loads' slots only: the loads of other hosts, of files and of other schemes go on meanwhile, as they
-/// would without the bound. A load that follows a redirect to another host moves to that host's
+/// ``DataLoading`` serves have sets of their own. A source that answers slowly, or not at all until the
+/// timeout, holds its own loads' slots only: the loads of other hosts, of files and of other schemes go
+/// on meanwhile, as they would without the bound. A load that follows a redirect to another host moves to that host's
 /// set (``FetchSlotHold``): it gives its slot back and is sent there once it holds one of the new host's,
 /// so loads of one host that redirect to a host that does not answer hold up only the loads of the
 /// host they wait for, and every host's slots bound the bytes fetched from it, whoever redirected to it.
