@@ -309,6 +309,40 @@ import Testing
         #expect(store.disk.pixelSize(for: url) == PixelSize(width: 64, height: 48))
     }
 
+    /// A child forked without `exec` while a write was queued (a server that forks its workers, a tool that
+    /// forks to daemonize) exits at once: the write is its parent's, and no thread of the child ever runs
+    /// the disk queue. Before, its exit waited the whole 10 s for it (or for good, when the fork came while
+    /// another thread held one of the disk tier's locks); the child here is waited for 5 s, then killed.
+    @Test func aChildForkedWhileAWriteIsQueuedExitsWithoutWaitingForIt() async throws {
+        let root = TemporaryDirectory("disk-commit-fork")
+        let bytes = try SampleImages.jpeg(width: 64, height: 48)
+        await #expect(processExitsWith: .success) { [path = root.url.path as String, bytes = bytes as Data] in
+            let store = try ImageStore.makeForTesting(root: URL(fileURLWithPath: path)) {
+                $0.dataLoader = FixedBytesLoader(bytes: bytes)
+            }
+            let gate = try await Self.holdDiskQueue(of: store.disk)
+            _ = try await store.image(
+                for: ImageRequest(url: URL(string: "https://images.example.com/fork.jpg")!, targetWidth: 32))
+            let child = fork()
+            if child == 0 { exit(0) }
+            // Waited for up to 5 s, then ended: before the fix, its exit waited 10 s for the write.
+            var status: Int32 = 0
+            var waited = child > 0 ? waitpid(child, &status, WNOHANG) : -1
+            for _ in 0..<500 where waited == 0 {
+                usleep(10_000)
+                waited = waitpid(child, &status, WNOHANG)
+            }
+            if waited == 0 {
+                kill(child, SIGKILL)
+                waited = waitpid(child, &status, 0)
+            }
+            gate.signal()  // this process's own exit waits for the write
+            guard waited == child else { exit(2) }
+            // Exited with 0, not ended by `SIGKILL`.
+            exit(status & 0x7f == 0 && (status >> 8) & 0xff == 0 ? 0 : 1)
+        }
+    }
+
     /// A 64x48 JPEG served on loopback at ``url``, and a folder for stores' disk tiers.
     struct Fixture {
         let folder: TemporaryDirectory

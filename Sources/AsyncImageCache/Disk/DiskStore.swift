@@ -101,14 +101,22 @@ final class DiskStore: Sendable {
     /// waits for the writes queued on every folder a store has open: a command-line tool that ends right
     /// after a load would otherwise end with the load's write still queued, and its next run download the
     /// image again. A process ended by a signal runs no handler, and loses them.
-    private static let writesLandAtExit: Void = { atexit { DiskStore.waitForQueuedWritesAtExit() } }()
+    private static let writesLandAtExit: Void = {
+        _ = registeringProcess
+        atexit { DiskStore.waitForQueuedWritesAtExit() }
+    }()
+
+    /// The process that registered the exit handler. A child forked from it without `exec` inherits the
+    /// handler and the queued writes, but no thread that runs them: its exit must not wait for them.
+    private static let registeringProcess = getpid()
 
     /// Waits, up to ``exitWaitLimit`` in all, for the writes queued on the folders that stores have open:
     /// bounded, so that a disk that hangs never keeps the program from ending.
     private static func waitForQueuedWritesAtExit() {
+        // First, before any lock: a fork may have copied one held by a thread the child does not have.
+        guard getpid() == registeringProcess else { return }
         let deadline = DispatchTime.now() + exitWaitLimit
-        // Only where writes wait: a program that queued none (or a child forked without `exec`, where
-        // dispatch may not be used) exits without touching the queues.
+        // Only where writes wait: a program that queued none exits without touching the queues.
         for folder in Folder.openFolders() where !folder.staged.withLock(\.isEmpty) {
             let landed = DispatchSemaphore(value: 0)
             folder.writeQueue.async { landed.signal() }
