@@ -64,7 +64,10 @@ import Testing
         let image = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
         #expect(image.pixelSize.width == 32)
         let generation = store.disk.generation
-        let removal = Task.detached { store.removeAll() }
+        // On a thread of its own: removeAll() blocks behind the held commit, and on one of Swift's threads (two
+        // on a 2-core machine) it left the whole test process one, which another test's parked read took.
+        // Every task then waited for this test's 60 s safety net (the HTTP tests stalled, one timed out).
+        let removal = Task { await onOwnThread { store.removeAll() } }
         // removeAll() waits behind the held commit; the load's write is queued too.
         try await Task.sleep(for: .milliseconds(100))
         safety.cancel()
@@ -387,7 +390,8 @@ import Testing
     static func holdDiskQueue(of disk: DiskStore) async throws -> DispatchSemaphore {
         let gate = DispatchSemaphore(value: 0)
         let isHolding = LockedBox(false)
-        DispatchQueue.global().async {
+        // On a thread of its own, not one of dispatch's global threads, which Swift's tasks run on as well.
+        Thread.detachNewThread {
             try? disk.store(
                 Data([1, 2, 3]), pixelSize: PixelSize(width: 1, height: 1), for: heldURL,
                 committed: {

@@ -106,7 +106,8 @@ import Testing
         }
         decoder.close()
         let generation = store.disk.generation
-        let removal = Task.detached { store.removeAll() }
+        // On a thread of its own, not one of Swift's few: removeAll() blocks while it deletes the files.
+        let removal = Task { await onOwnThread { store.removeAll() } }
         try await waitUntil { store.disk.generation != generation }
         // Not served by the square-cornered variant in memory: it decodes, and waits at the gate.
         let rounded = ImageRequest(url: url, targetWidth: 32, cornerRadius: 4)
