@@ -337,9 +337,30 @@ import Testing
             let folder = TemporaryDirectory("disk")
             let leftover = folder.url.appendingPathComponent(".tmp-\(name)")
             try Data([1, 2, 3]).write(to: leftover)
-            _ = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+            // As an earlier process's file is: older than this process.
+            try setLastUsed(of: leftover, secondsAgo: 10)
+            DiskStore(directory: folder.url, byteLimit: 1 << 20).waitForPendingTrims()
             #expect(!FileManager.default.fileExists(atPath: leftover.path), "\(name)")
         }
+    }
+
+    /// Opening a store is often the first thing an app does on its main thread: it neither lists nor
+    /// stats the folder there. Its sweep for leftovers waits for the disk queue, and looks at the temporary
+    /// files only: it is not one of the listings that count every file.
+    @Test func openingAStoreLeavesItsSweepForLeftoversToTheDiskQueue() async throws {
+        let folder = TemporaryDirectory("disk")
+        let holder = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let gate = try await ImageStoreDiskCommitTests.holdDiskQueue(of: holder)
+        let leftover = folder.url.appendingPathComponent(".tmp-interrupted")
+        try Data([1, 2, 3]).write(to: leftover)
+        let listings = holder.listingCount
+        let opened = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        // Before: removed by the opening itself, on this thread, with the disk queue held.
+        #expect(FileManager.default.fileExists(atPath: leftover.path), "while the disk queue is held")
+        gate.signal()
+        opened.waitForPendingTrims()
+        #expect(!FileManager.default.fileExists(atPath: leftover.path), "once the queue runs")
+        #expect(opened.listingCount == listings)
     }
 
     /// A container sharing the folder has its own process ids: its writer's id may be one this process
@@ -355,6 +376,7 @@ import Testing
         let descriptor = open(writing.path, O_RDONLY | O_CLOEXEC)
         try #require(descriptor >= 0 && flock(descriptor, LOCK_EX | LOCK_NB) == 0)
         let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        disk.waitForPendingTrims()
         #expect(FileManager.default.fileExists(atPath: writing.path), "when the store opens")
         try disk.store(Data([1]), pixelSize: PixelSize(width: 1, height: 1), for: url)
         disk.waitForPendingTrims()
@@ -367,7 +389,9 @@ import Testing
             defer { close(probe) }
             return flock(probe, LOCK_EX | LOCK_NB) == 0
         }
-        _ = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        // Older than this process's stores, as an earlier process's leftover with this id is.
+        try setLastUsed(of: writing, secondsAgo: 10)
+        DiskStore(directory: folder.url, byteLimit: 1 << 20).waitForPendingTrims()
         #expect(!FileManager.default.fileExists(atPath: writing.path), "unlocked, when a store opens")
     }
 
@@ -423,6 +447,7 @@ import Testing
         }
         try makeTemporaries()
         let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        disk.waitForPendingTrims()
         #expect(!FileManager.default.fileExists(atPath: old.path), "when the store opens")
         #expect(FileManager.default.fileExists(atPath: writing.path))
         try makeTemporaries()
@@ -461,6 +486,7 @@ import Testing
         let writing = folder.url.appendingPathComponent(".tmp-\(ended)-n\(namespace &+ 1)-\(UUID().uuidString)")
         try Data(repeating: 4, count: 500).write(to: writing)
         let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        disk.waitForPendingTrims()
         // Before: removed as the store opened, as an ended process's leftover.
         #expect(FileManager.default.fileExists(atPath: writing.path), "when the store opens")
         try disk.store(Data([1]), pixelSize: PixelSize(width: 1, height: 1), for: url)
@@ -483,7 +509,7 @@ import Testing
         let leftover = folder.url.appendingPathComponent(
             ".tmp-\(try endedProcessID())-n\(namespace)-\(UUID().uuidString)")
         try Data(repeating: 3, count: 500).write(to: leftover)
-        _ = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        DiskStore(directory: folder.url, byteLimit: 1 << 20).waitForPendingTrims()
         #expect(!FileManager.default.fileExists(atPath: leftover.path))
         #expect(disk.data(for: url) == Data([1]))
     }

@@ -71,10 +71,12 @@ final class DiskStore: Sendable {
     /// whether a run that dates them is queued.
     private let pendingUses = LockedBox((urls: [URL](), isQueued: false))
 
-    /// Opens the store at `directory`, removing temporary files that an interrupted write left
-    /// behind (see ``isLeftover(temporaryName:modified:now:isOpening:)``), never one of a write still in
-    /// progress in another store on the same folder, nor one another process holds locked; trims
-    /// remove those left later. The folder is
+    /// Opens the store at `directory`, and queues the removal of temporary files that an interrupted write
+    /// left behind (see ``isLeftover(temporaryName:modified:now:openedAt:)``), never one of a write still
+    /// in progress in another store on the same folder, nor one another process holds locked; trims
+    /// remove those left later. The removal runs on the disk queue, so opening a store does no more than
+    /// name its folder on the caller's thread (often the main thread, at launch): listing a folder of
+    /// 20,000 files there took about 40 ms. The folder is
     /// made by the first write, so a store that only reads (or a command that only looks) leaves
     /// nothing behind.
     init(
@@ -90,7 +92,12 @@ final class DiskStore: Sendable {
         self.byteLimit = max(0, byteLimit)
         self.attributes = attributes
         self.folder = Folder.shared(atPath: Self.resolvedPath(of: directory))
-        Self.removeLeftovers(among: listing().temporaries, now: Date(), isOpening: true)
+        // The folder and its path, not the store: a store released at once still has its folder swept.
+        let (folder, path) = (folder, directoryPath)
+        let openedAt = Date()
+        folder.queue.async {
+            Self.removeLeftovers(among: Self.temporaries(inFolderAtPath: path), now: Date(), openedAt: openedAt)
+        }
         Self.writesLandAtExit
     }
 
@@ -246,6 +253,13 @@ final class DiskStore: Sendable {
     /// and not listed is a leftover of an earlier process that had the same id.
     private static let writesInProgress = LockedBox(Set<String>())
 
+    /// How much older than the store's opening a temporary file named with this process's id must be to
+    /// be taken, by the opening's sweep, for an earlier process's: file times come from the kernel's
+    /// coarse clock, a few milliseconds behind `Date()`, so a write that began just after the opening
+    /// can be dated just before it. An earlier process's leftover from within the margin stays until the
+    /// next opening.
+    static let openingClockMargin: TimeInterval = 1
+
     /// Past this age a temporary file is a leftover even when a process with its writer's id exists:
     /// a write takes moments, so the id has been given to another process since (or the write stalled
     /// for a day, and its rename then fails: the image is not kept, and is fetched next time).
@@ -256,15 +270,16 @@ final class DiskStore: Sendable {
     /// the same folder) never is. Another process's is when that process has ended, or when the file is
     /// older than ``temporaryMaxAge``.
     ///
-    /// A file named with this process's id that no store of it writes was, when a store opens
-    /// (`isOpening`), left by an earlier process that had the id: a leftover, whatever its age.
-    /// Appeared since, it is another live process's with the same id (containers sharing the folder
-    /// each run their main process as pid 1), so it is kept until it is ``temporaryMaxAge`` old.
+    /// A file named with this process's id that no store of it writes, last modified before a store
+    /// opened (`openedAt`, less ``openingClockMargin``), was left by an earlier process that had the id: a
+    /// leftover, whatever its age. One modified since (the opening's sweep runs later, on the disk
+    /// queue), or one a trim finds, is another live process's with the same id (containers sharing the
+    /// folder each run their main process as pid 1), so it is kept until it is ``temporaryMaxAge`` old.
     ///
     /// A name that gives another PID namespace than this process's says nothing this process can check
     /// about its writer: it is a leftover once it is ``unlockedGracePeriod`` old (and then only when no
     /// write holds it locked), so a writer that has made its file and not yet locked it keeps it.
-    private static func isLeftover(temporaryName name: String, modified: Date?, now: Date, isOpening: Bool) -> Bool {
+    private static func isLeftover(temporaryName name: String, modified: Date?, now: Date, openedAt: Date?) -> Bool {
         let rest = name.dropFirst(temporaryPrefix.count)
         guard let dash = rest.firstIndex(of: "-"), let pid = pid_t(rest[..<dash]), pid > 0 else { return true }
         if let namespace = Self.namespace(inNameAfterProcessID: rest[rest.index(after: dash)...]),
@@ -274,7 +289,7 @@ final class DiskStore: Sendable {
         }
         if pid == getpid() {
             if writesInProgress.withLock({ $0.contains(name) }) { return false }
-            if isOpening { return true }
+            if let openedAt, let modified, modified < openedAt - openingClockMargin { return true }
         } else if kill(pid, 0) != 0, errno == ESRCH {
             return true
         }
@@ -282,10 +297,10 @@ final class DiskStore: Sendable {
     }
 
     /// Removes the temporary files among `temporaries` that interrupted writes left (see
-    /// ``isLeftover(temporaryName:modified:now:isOpening:)``), never one a write still holds locked.
-    private static func removeLeftovers(among temporaries: [Entry], now: Date, isOpening: Bool) {
+    /// ``isLeftover(temporaryName:modified:now:openedAt:)``), never one a write still holds locked.
+    private static func removeLeftovers(among temporaries: [Entry], now: Date, openedAt: Date? = nil) {
         for temporary in temporaries
-        where isLeftover(temporaryName: temporary.name, modified: temporary.lastUsed, now: now, isOpening: isOpening) {
+        where isLeftover(temporaryName: temporary.name, modified: temporary.lastUsed, now: now, openedAt: openedAt) {
             switch lockState(atPath: temporary.path) {
             case .locked:
                 continue
@@ -982,6 +997,31 @@ final class DiskStore: Sendable {
         return (entries, temporaries)
     }
 
+    /// The temporary files in the folder at `path`: only those are looked at (`fstatat`), not every stored
+    /// file as a ``listing()`` does, nor is it counted as one.
+    private static func temporaries(inFolderAtPath path: String) -> [Entry] {
+        guard let folder = opendir(path) else { return [] }
+        defer { closedir(folder) }
+        let descriptor = dirfd(folder)
+        let prefix = Array(temporaryPrefix.utf8CString.dropLast())
+        var temporaries: [Entry] = []
+        while let item = readdir(folder) {
+            var info = stat()
+            let name = withUnsafeBytes(of: &item.pointee.d_name) { bytes -> String? in
+                let name = bytes.baseAddress!.assumingMemoryBound(to: CChar.self)
+                guard strncmp(name, prefix, prefix.count) == 0,
+                    fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0
+                else { return nil }
+                return String(validatingCString: name)
+            }
+            guard let name, info.st_mode & S_IFMT == S_IFREG else { continue }
+            temporaries.append(
+                Entry(name: name, path: path + name, byteCount: Int(info.st_size), lastUsed: modificationDate(of: info))
+            )
+        }
+        return temporaries
+    }
+
     /// Removes least recently used files until the total is within `byteLimit`, at `now`, on the disk
     /// queue (where every count of the folder runs). `afterListing` runs once the folder is listed,
     /// before the count is recorded (for tests).
@@ -1010,7 +1050,7 @@ final class DiskStore: Sendable {
         var (entries, temporaries) = listingForCount()
         afterListing()
         Self.dateFutureUseNow(&entries, now: now)
-        Self.removeLeftovers(among: temporaries, now: now, isOpening: false)
+        Self.removeLeftovers(among: temporaries, now: now)
         let listed = entries
         entries.removeAll { $0.name == spared }
         var total = entries.reduce(0) { $0 + $1.byteCount }

@@ -57,7 +57,7 @@ import Testing
             #expect(afterKill.problems == [], "after kill \(iteration)")
             leftoverTemporaries += afterKill.temporaryFiles.count
             checkedFiles += afterKill.checkedFiles
-            _ = DiskStore(directory: directory, byteLimit: 600_000)  // what the next launch does
+            DiskStore(directory: directory, byteLimit: 600_000).waitForPendingTrims()  // what the next launch does
             #expect(CacheAudit(sources: sources).check(directory).temporaryFiles == [], "after reopening \(iteration)")
         }
         print(
