@@ -344,6 +344,19 @@ import Testing
         }
     }
 
+    /// A clock set back since an earlier process with this one's id (a container's pid 1) was interrupted
+    /// in a write dates its leftover after the opening. The opening removed it whatever its date; trims
+    /// keep a file with this process's id until it is a day old by the clock, which for one dated in
+    /// the future is the clock's lag plus a day.
+    @Test func aLeftoverWithThisProcessesIDDatedInTheFutureGoesWhenTheStoreOpens() throws {
+        let folder = TemporaryDirectory("disk")
+        let leftover = folder.url.appendingPathComponent(".tmp-\(getpid())-interrupted")
+        try Data([1, 2, 3]).write(to: leftover)
+        try setLastUsed(of: leftover, secondsAgo: -3600)
+        DiskStore(directory: folder.url, byteLimit: 1 << 20).waitForPendingTrims()
+        #expect(!FileManager.default.fileExists(atPath: leftover.path))
+    }
+
     /// Opening a store is often the first thing an app does on its main thread: it neither lists nor
     /// stats the folder there. Its sweep for leftovers waits for the disk queue, and looks at the temporary
     /// files only: it is not one of the listings that count every file.
