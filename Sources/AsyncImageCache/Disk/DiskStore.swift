@@ -272,9 +272,11 @@ final class DiskStore: Sendable {
     ///
     /// A file named with this process's id that no store of it writes, last modified before a store
     /// opened (`openedAt`, less ``openingClockMargin``), was left by an earlier process that had the id: a
-    /// leftover, whatever its age. One modified since (the opening's sweep runs later, on the disk
-    /// queue), or one a trim finds, is another live process's with the same id (containers sharing the
-    /// folder each run their main process as pid 1), so it is kept until it is ``temporaryMaxAge`` old.
+    /// leftover, whatever its age; so is one the opening's sweep finds dated after its own time (`now`,
+    /// plus the margin), as a clock set back since the earlier process leaves it. One modified since the
+    /// opening (its sweep runs later, on the disk queue), or one a trim finds, is another live process's
+    /// with the same id (containers sharing the folder each run their main process as pid 1), so it is
+    /// kept until it is ``temporaryMaxAge`` old.
     ///
     /// A name that gives another PID namespace than this process's says nothing this process can check
     /// about its writer: it is a leftover once it is ``unlockedGracePeriod`` old (and then only when no
@@ -289,7 +291,13 @@ final class DiskStore: Sendable {
         }
         if pid == getpid() {
             if writesInProgress.withLock({ $0.contains(name) }) { return false }
-            if let openedAt, let modified, modified < openedAt - openingClockMargin { return true }
+            // Dated after the sweep's own time, it was not written since by anyone on this clock: it
+            // predates a clock set back, and a trim would keep it until a day past that date.
+            if let openedAt, let modified,
+                modified < openedAt - openingClockMargin || modified > now + openingClockMargin
+            {
+                return true
+            }
         } else if kill(pid, 0) != 0, errno == ESRCH {
             return true
         }
