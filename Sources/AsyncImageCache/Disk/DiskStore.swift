@@ -256,8 +256,9 @@ final class DiskStore: Sendable {
     /// How much older than the store's opening a temporary file named with this process's id must be to
     /// be taken, by the opening's sweep, for an earlier process's: file times come from the kernel's
     /// coarse clock, a few milliseconds behind `Date()`, so a write that began just after the opening
-    /// can be dated just before it. An earlier process's leftover from within the margin stays until the
-    /// next opening.
+    /// can be dated just before it. An earlier process's leftover from within the margin (a container's
+    /// main process restarted at once) stays until the next opening, or a day, when trims remove it: one
+    /// file of at most one image, not counted in the budget meanwhile.
     static let openingClockMargin: TimeInterval = 1
 
     /// Past this age a temporary file is a leftover even when a process with its writer's id exists:
