@@ -19,8 +19,11 @@ extension ImageStore {
         /// A variant costs `width * height * 4`, an original its byte count.
         public var memoryByteLimit = ImageStore.recommendedMemoryByteLimit()
         /// The disk tier's byte budget, which holds after every write (room is made before a new
-        /// file appears); 200 MiB by default. Files another process adds to a shared folder count from
-        /// the background trim that follows a write, which lists the folder at most once in 10 seconds.
+        /// file appears); 200 MiB by default. A file counts the space it takes on disk, as `du` shows
+        /// it: whole blocks, and the block its extended attributes take where the file system keeps
+        /// them apart (about 8 KiB for a small image with its HTTP caching facts on ext4), never less
+        /// than its size. Files another process adds to a shared folder count from the background
+        /// trim that follows a write, which lists the folder at most once in 10 seconds.
         public var diskByteLimit = 200 * 1024 * 1024
         /// The folder that holds one folder per store name; `nil` (the default) means
         /// `AsyncImageCache` in the user's cache folder (`$XDG_CACHE_HOME` when it is an absolute path,

@@ -57,7 +57,8 @@ extension ImageStore {
         disk.removeEntries(unusedFor: maxAge)
     }
 
-    /// The number of files and their total size in bytes in the disk tier. A load's file is counted once
+    /// The number of files in the disk tier and the bytes they take on disk, as the budget counts them
+    /// (see ``Configuration-swift.struct/diskByteLimit``). A load's file is counted once
     /// it is written, which happens in the background after the load is delivered: call
     /// ``waitForDiskMaintenance()`` first for a count that includes the loads that have returned.
     public func diskUsage() -> (fileCount: Int, byteCount: Int) {

@@ -104,7 +104,8 @@ public final class ImageStore: Sendable {
     ///   - memoryCountLimit: The most entries in each memory tier; 150 by default.
     ///   - memoryByteLimit: The most bytes in each memory tier; by default scaled to the memory the
     ///     process may use (see ``recommendedMemoryByteLimit()``).
-    ///   - diskByteLimit: The disk tier's budget in bytes; 200 MiB by default.
+    ///   - diskByteLimit: The disk tier's budget in bytes of space on disk; 200 MiB by default (see
+    ///     ``Configuration-swift.struct/diskByteLimit``).
     public convenience init(
         name: String = "default", memoryCountLimit: Int = 150,
         memoryByteLimit: Int = ImageStore.recommendedMemoryByteLimit(), diskByteLimit: Int = 200 * 1024 * 1024

@@ -30,23 +30,27 @@ import Testing
     /// writes such a name.
     @Test func aFileWhoseNameIsNotUTF8TakesNoShareOfTheBudget() throws {
         let folder = TemporaryDirectory("disk-hostile")
-        let disk = DiskStore(directory: folder.url, byteLimit: 100_000)
-        // "café" in Latin-1, 150 kB (sparse).
+        // Room for ten of the 10 kB files below.
+        let budget = try CountedSize.ofStored(byteCount: 10_000) * 10
+        let disk = DiskStore(directory: folder.url, byteLimit: budget)
+        // "café" in Latin-1, half as large again as the budget (sparse: its size is what it counts).
+        let foreignSize = budget * 3 / 2
         let path = Array((folder.url.path + "/").utf8) + [0x63, 0x61, 0x66, 0xE9]
         let descriptor = (path + [0]).withUnsafeBytes {
             open($0.baseAddress!.assumingMemoryBound(to: CChar.self), O_WRONLY | O_CREAT | O_EXCL, 0o644)
         }
         #expect(descriptor >= 0)
-        #expect(ftruncate(descriptor, 150_000) == 0)
+        #expect(ftruncate(descriptor, off_t(foreignSize)) == 0)
         close(descriptor)
         let urls = (0..<5).map { URL(string: "https://images.example.com/\($0).jpg")! }
         for url in urls { try disk.store(Data(repeating: 1, count: 10_000), pixelSize: one, for: url) }
         disk.waitForPendingTrims()
         #expect(urls.filter(disk.contains).count == 5)
-        #expect(disk.totalByteCount == 50_000)
+        let counted = urls.compactMap { CountedSize.ofFile(atPath: disk.filePath(for: $0)) }
+        #expect(disk.totalByteCount == counted.reduce(0, +))
         var info = stat()
         let status = (path + [0]).withUnsafeBytes { stat($0.baseAddress!.assumingMemoryBound(to: CChar.self), &info) }
-        #expect(status == 0 && info.st_size == 150_000, "the other program's file is left as it was")
+        #expect(status == 0 && info.st_size == foreignSize, "the other program's file is left as it was")
     }
 }
 

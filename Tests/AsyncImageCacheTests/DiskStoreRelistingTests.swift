@@ -20,6 +20,10 @@ import Testing
 
     private let size = PixelSize(width: 4, height: 4)
 
+    /// What a file of `bytes(1000, _)` counts against the budget on this file system, measured: the
+    /// budgets here are numbers of such files.
+    private func unit() throws -> Int { try CountedSize.ofStored(bytes(1000, 0)) }
+
     @Test func aStreamOfWritesListsTheFolderOnceAnInterval() throws {
         let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20, relistingInterval: 60)
         let opened = disk.listingCount
@@ -30,15 +34,18 @@ import Testing
         }
         // The first commit counts the folder once; no background trim has run in the minute since.
         #expect(disk.listingCount - opened == 1)
-        #expect(disk.countedByteCount == 50 * 1000)
-        #expect(disk.totalByteCount == 50 * 1000)
+        let counted = (0..<50).compactMap { CountedSize.ofFile(atPath: disk.filePath(for: url($0))) }
+        #expect(counted.count == 50)
+        #expect(disk.countedByteCount == counted.reduce(0, +))
+        #expect(disk.totalByteCount == counted.reduce(0, +))
     }
 
     @Test func theBudgetHoldsAtEveryWriteBetweenListings() throws {
-        let disk = DiskStore(directory: folder.url, byteLimit: 10_000, relistingInterval: 60)
+        let budget = try unit() * 10
+        let disk = DiskStore(directory: folder.url, byteLimit: budget, relistingInterval: 60)
         for index in 0..<40 {
             try disk.store(bytes(1000, index), pixelSize: size, for: url(index))
-            #expect(disk.totalByteCount <= 10_000, "after write \(index)")
+            #expect(disk.totalByteCount <= budget, "after write \(index)")
         }
         // The ten written last are the ten kept.
         #expect(disk.entries().count == 10)
@@ -50,9 +57,10 @@ import Testing
     @Test func filesAnotherProcessWroteAreTrimmedByTheNextListing() throws {
         for waits in [true, false] {
             let folder = TemporaryDirectory("disk-relisting-shared")
-            let disk = DiskStore(directory: folder.url, byteLimit: 10_000, relistingInterval: waits ? 60 : 0.3)
+            let budget = try unit() * 10
+            let disk = DiskStore(directory: folder.url, byteLimit: budget, relistingInterval: waits ? 60 : 0.3)
             try disk.store(bytes(1000, 0), pixelSize: size, for: url(0))
-            // Another process's files: 12,000 bytes this store's count does not know, last used an hour
+            // Another process's files: 12 of 1000 bytes this store's count does not know, last used an hour
             // ago (the clock that dates files ticks coarsely: written now, they might tie with the next).
             for index in 1...12 {
                 let file = disk.fileURL(for: url(index))
@@ -66,11 +74,11 @@ import Testing
                 disk.waitForPendingTrims()
                 #expect(Date().timeIntervalSince(start) < 30, "the wait ran the trim without waiting its time")
             } else {
-                while disk.totalByteCount > 10_000, Date().timeIntervalSince(start) < 20 {
+                while disk.totalByteCount > budget, Date().timeIntervalSince(start) < 20 {
                     Thread.sleep(forTimeInterval: 0.05)
                 }
             }
-            #expect(disk.totalByteCount <= 10_000, waits ? "waited" : "not waited")
+            #expect(disk.totalByteCount <= budget, waits ? "waited" : "not waited")
             #expect(disk.countedByteCount == disk.totalByteCount)
             #expect(disk.contains(url(0)) && disk.contains(url(99)))
         }
@@ -91,12 +99,13 @@ import Testing
     /// A full tier, a cache's steady state, makes room at every commit: from the last trim's listing, kept
     /// up since, not by listing the folder again (it listed 30 times for 30 writes).
     @Test func aStreamOfWritesIntoAFullTierListsTheFolderOnceAnInterval() throws {
-        let disk = DiskStore(directory: folder.url, byteLimit: 10_000, relistingInterval: 60)
+        let budget = try unit() * 10
+        let disk = DiskStore(directory: folder.url, byteLimit: budget, relistingInterval: 60)
         for index in 0..<10 { try disk.store(bytes(1000, index), pixelSize: size, for: url(index)) }
         let full = disk.listingCount
         for index in 10..<40 {
             try disk.store(bytes(1000, index), pixelSize: size, for: url(index))
-            #expect(disk.totalByteCount <= 10_000)
+            #expect(disk.totalByteCount <= budget)
         }
         let listings = disk.listingCount - full - 30  // totalByteCount lists once per write above
         #expect(listings <= 1, "30 writes into a full tier listed the folder \(listings) times")

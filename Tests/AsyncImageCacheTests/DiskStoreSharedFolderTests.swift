@@ -21,7 +21,8 @@ import Testing
 
     @Test func theBudgetHoldsAfterEveryWriteOfEitherStore() throws {
         let folder = TemporaryDirectory("disk-shared")
-        let budget = 10_000
+        // Room for three of the 3000-byte files, not four.
+        let budget = try CountedSize.ofStored(Data(count: 3000)) * 10 / 3
         let first = DiskStore(directory: folder.url, byteLimit: budget)
         let second = DiskStore(directory: folder.url, byteLimit: budget)
         func write(_ store: DiskStore, _ name: String) throws {
@@ -52,7 +53,8 @@ import Testing
         let link = folder.url.appendingPathComponent("link")
         try FileManager.default.createDirectory(at: real, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(at: link, withDestinationURL: real)
-        let budget = 10_000
+        // Room for three of the 3000-byte files, not four.
+        let budget = try CountedSize.ofStored(Data(count: 3000)) * 10 / 3
         let first = DiskStore(directory: real, byteLimit: budget)
         let second = DiskStore(directory: link, byteLimit: budget)
         for index in 0..<8 {
@@ -73,7 +75,9 @@ import Testing
             DiskStore.resolvedPath(of: link.appendingPathComponent("later/"))
                 == real.appendingPathComponent("later").standardizedFileURL.path)
         #expect(early.listingCount == late.listingCount)
-        #expect(late.countedByteCount == 10)
+        #expect(
+            late.countedByteCount
+                == CountedSize.ofFile(atPath: late.filePath(for: URL(string: "https://example.com/a.jpg")!)))
     }
 }
 

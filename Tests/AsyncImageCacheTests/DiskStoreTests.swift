@@ -129,15 +129,16 @@ import Testing
             try setLastUsed(of: writer.fileURL(for: url), secondsAgo: Double(100 - offset * 10))
         }
         writer.waitForPendingTrims()
-        // The same folder with a 2500-byte budget: 3000 bytes are over it. Reading the oldest
+        // The same folder with a budget of two and a half files: the three are over it. Reading the oldest
         // file makes it the most recently used, so the second oldest goes.
-        let disk = DiskStore(directory: folder.url, byteLimit: 2500)
+        let budget = try CountedSize.ofStored(byteCount: 1000) * 5 / 2
+        let disk = DiskStore(directory: folder.url, byteLimit: budget)
         #expect(disk.data(for: urls[0]) != nil)
         disk.trim()
         #expect(disk.contains(urls[0]))
         #expect(!disk.contains(urls[1]))
         #expect(disk.contains(urls[2]))
-        #expect(disk.totalByteCount <= 2500)
+        #expect(disk.totalByteCount <= budget)
     }
 
     /// What a memory hit asks: the file is dated on the disk queue; nothing is made where there is no
@@ -186,7 +187,7 @@ import Testing
 
         // A day later the other file is read; then a trim with room for one file keeps that one.
         try setDate(of: writer.fileURL(for: other), to: start.addingTimeInterval(day))
-        let disk = DiskStore(directory: folder.url, byteLimit: 1500)
+        let disk = DiskStore(directory: folder.url, byteLimit: try CountedSize.ofStored(byteCount: 1000) * 3 / 2)
         disk.trim(now: start.addingTimeInterval(day + 60))
         #expect(!disk.contains(future))
         #expect(disk.contains(other))
@@ -211,25 +212,28 @@ import Testing
 
     @Test func writesTrimInTheBackgroundToTheBudget() throws {
         let folder = TemporaryDirectory("disk")
-        let disk = DiskStore(directory: folder.url, byteLimit: 10_000)
+        let unit = try CountedSize.ofStored(Data(repeating: 7, count: 1000))
+        let disk = DiskStore(directory: folder.url, byteLimit: unit * 10)
         for index in 0..<30 {
             try disk.store(
                 Data(repeating: 7, count: 1000), pixelSize: PixelSize(width: 1, height: 1),
                 for: URL(string: "https://example.com/\(index).png")!)
         }
         disk.waitForPendingTrims()
-        #expect(disk.totalByteCount <= 10_000)
-        #expect(disk.totalByteCount >= 9_000)
+        #expect(disk.totalByteCount <= unit * 10)
+        #expect(disk.totalByteCount >= unit * 9)
     }
 
     @Test func theBudgetHoldsAfterEveryWriteNotOnlyOnceTrimsCatchUp() throws {
         let folder = TemporaryDirectory("disk")
-        let disk = DiskStore(directory: folder.url, byteLimit: 10_000)
+        // Room for about ten of the files, whose sizes go from 1 to 5 kB: one or two blocks of 4 KiB.
+        let budget = try CountedSize.ofStored(byteCount: 1000) * 10
+        let disk = DiskStore(directory: folder.url, byteLimit: budget)
         for index in 0..<40 {
             try disk.store(
-                Data(repeating: UInt8(index), count: 1000 + index * 10), pixelSize: PixelSize(width: 1, height: 1),
+                Data(repeating: UInt8(index), count: 1000 + index * 100), pixelSize: PixelSize(width: 1, height: 1),
                 for: URL(string: "https://example.com/\(index).png")!)
-            #expect(disk.totalByteCount <= 10_000, "over budget after write \(index)")
+            #expect(disk.totalByteCount <= budget, "over budget after write \(index)")
         }
         #expect(disk.contains(URL(string: "https://example.com/39.png")!))
         #expect(!disk.contains(URL(string: "https://example.com/0.png")!))
@@ -237,7 +241,9 @@ import Testing
 
     @Test func bytesLargerThanTheWholeBudgetAreRefusedWithoutEmptyingTheTier() throws {
         let folder = TemporaryDirectory("disk")
-        let disk = DiskStore(directory: folder.url, byteLimit: 10_000)
+        // Room for ten of the small files; the tier holds five.
+        let budget = try CountedSize.ofStored(byteCount: 1000) * 10
+        let disk = DiskStore(directory: folder.url, byteLimit: budget)
         let small = (0..<5).map { URL(string: "https://example.com/\($0).jpg")! }
         for url in small {
             try disk.store(Data(repeating: 1, count: 1000), pixelSize: PixelSize(width: 1, height: 1), for: url)
@@ -246,7 +252,7 @@ import Testing
         // The URL's older, smaller copy goes too: it is not what the URL serves any more.
         let huge = small[0]
         #expect(throws: POSIXError(.EFBIG)) {
-            try disk.store(Data(repeating: 2, count: 20_000), pixelSize: PixelSize(width: 1, height: 1), for: huge)
+            try disk.store(Data(repeating: 2, count: budget * 2), pixelSize: PixelSize(width: 1, height: 1), for: huge)
         }
         disk.waitForPendingTrims()
         #expect(disk.data(for: huge) == nil)
@@ -255,7 +261,7 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path).count == 4)  // no temporary left
     }
 
-    /// The entries are the folder's regular files with their sizes and last-used dates; a link to a
+    /// The entries are the folder's regular files with the space each takes on disk and last-used dates; a link to a
     /// file outside, a subfolder, a FIFO and a temporary file are not entries, and a trim that
     /// empties the tier leaves them (and what the link points at) alone.
     @Test func entriesAreTheRegularFilesAndATrimTouchesNothingElse() throws {
@@ -277,7 +283,9 @@ import Testing
 
         let entries = disk.entries().sorted { $0.name < $1.name }
         #expect(entries.map(\.name) == [".hidden", disk.fileURL(for: url).lastPathComponent])
-        #expect(entries.map(\.byteCount) == [10, 1234])
+        #expect(entries.map(\.byteCount) == entries.compactMap { CountedSize.ofFile(atPath: $0.path) })
+        #expect(
+            entries.map { $0.byteCount >= 10 } == [true, true] && entries.last.map { $0.byteCount >= 1234 } == true)
         let lastUsed = try #require(entries.last?.lastUsed)
         #expect(abs(lastUsed.timeIntervalSinceNow + 3600) < 60)
 
@@ -573,7 +581,8 @@ import Testing
     /// and removed the file just read, keeping a colder one.
     @Test func aTrimKeepsAFileReadSinceItsListing() throws {
         let folder = TemporaryDirectory("disk-trim-read")
-        let disk = DiskStore(directory: folder.url, byteLimit: 2000)
+        // Room for two of the files.
+        let disk = DiskStore(directory: folder.url, byteLimit: try CountedSize.ofStored(byteCount: 1000) * 2)
         let size = PixelSize(width: 2, height: 2)
         func url(_ index: Int) -> URL { URL(string: "https://images.example.com/\(index).jpg")! }
         for index in 0..<2 { try disk.store(Data(repeating: 1, count: 1000), pixelSize: size, for: url(index)) }
@@ -595,10 +604,12 @@ import Testing
     /// listing, the coldest still go until the folder is within the budget.
     @Test func aTrimKeepsTheBudgetWhenEveryFileWasReadSinceItsListing() throws {
         let folder = TemporaryDirectory("disk-trim-all-read")
-        let disk = DiskStore(directory: folder.url, byteLimit: 2000)
+        // Room for two of the files.
+        let budget = try CountedSize.ofWritten(byteCount: 1000) * 2
+        let disk = DiskStore(directory: folder.url, byteLimit: budget)
         func url(_ index: Int) -> URL { URL(string: "https://images.example.com/\(index).jpg")! }
         for index in 0..<4 {
-            // As another process writes them: 4,000 bytes, twice the budget.
+            // As another process writes them: four files, twice the budget.
             let path = disk.filePath(for: url(index))
             try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
             try Data(repeating: UInt8(index), count: 1000).write(to: URL(fileURLWithPath: path))
@@ -608,7 +619,7 @@ import Testing
         disk.trim {
             for index in 0..<4 { #expect(disk.data(for: url(index)) != nil) }
         }
-        #expect(disk.totalByteCount <= 2000)
+        #expect(disk.totalByteCount <= budget)
         #expect(disk.countedByteCount == disk.totalByteCount)
         // The two coldest as listed went.
         #expect(!disk.contains(url(0)) && !disk.contains(url(1)))

@@ -149,11 +149,16 @@ import Testing
     /// rename, so a file it never replaced went for nothing.
     @Test func aDroppedWriteMakesNoRoom() async throws {
         let folder = TemporaryDirectory("disk-commit-dropped-trim")
-        let disk = DiskStore(directory: folder.url, byteLimit: 100)
+        let (keptBytes, droppedBytes) = (Data(repeating: 9, count: 60), Data(repeating: 1, count: 50))
+        // Room for the kept file and the held write's, but one byte short of the dropped write's as well.
+        let budget =
+            try CountedSize.ofStored(keptBytes) + CountedSize.ofStored(Data([1, 2, 3]))
+            + CountedSize.ofStored(droppedBytes) - 1
+        let disk = DiskStore(directory: folder.url, byteLimit: budget)
         let kept = URL(string: "https://images.example.com/kept.jpg")!
         let url = URL(string: "https://images.example.com/a.jpg")!
-        try disk.store(Data(repeating: 9, count: 60), pixelSize: PixelSize(width: 1, height: 1), for: kept)
-        try await Self.queueAndRemove(Data(repeating: 1, count: 50), for: url, on: disk)
+        try disk.store(keptBytes, pixelSize: PixelSize(width: 1, height: 1), for: kept)
+        try await Self.queueAndRemove(droppedBytes, for: url, on: disk)
         #expect(disk.data(for: kept)?.count == 60, "the dropped write's commit trimmed the folder to make room")
         #expect(disk.data(for: Self.heldURL) == Data([1, 2, 3]))
     }
@@ -187,7 +192,10 @@ import Testing
     @Test func aDroppedWriteTooLargeForTheBudgetLeavesANewerFile() async throws {
         let folder = TemporaryDirectory("disk-commit-dropped-too-large")
         let attributes = PixelSizeWriteGate()
-        let disk = DiskStore(directory: folder.url, byteLimit: 100, attributes: attributes)
+        // Room for a few files of 8 or 10 bytes; 200 bytes were over it, twice the budget is now.
+        let budget = try CountedSize.ofStored(Data(repeating: 7, count: 10)) * 4
+        let tooLarge = budget * 2
+        let disk = DiskStore(directory: folder.url, byteLimit: budget, attributes: attributes)
         func url(_ name: String) -> URL { URL(string: "https://images.example.com/\(name).jpg")! }
         func queue(_ byte: UInt8, count: Int, for url: URL) -> Bool {
             disk.storeInBackground(
@@ -204,11 +212,11 @@ import Testing
         defer { attributes.gate.open() }  // once more when the test ends early
 
         // Queued before a `removeAll()`; a newer file lands before it runs.
-        #expect(queue(1, count: 200, for: url("a")))
+        #expect(queue(1, count: tooLarge, for: url("a")))
         disk.removeAll()
         try write(2, for: url("a"))
         // Dropped by a removal of its file; a newer file lands before it runs.
-        #expect(queue(3, count: 200, for: url("b")))
+        #expect(queue(3, count: tooLarge, for: url("b")))
         disk.remove(url("b"))
         try write(4, for: url("b"))
 

@@ -23,17 +23,24 @@ import Testing
         let images = TemporaryDirectory("images")
         let names = try SampleImages.writeJPEGs(
             Array(repeating: PixelSize(width: 120, height: 80), count: 4), into: images.url)
-        let byteCounts = try names.map {
-            try Data(contentsOf: images.url.appendingPathComponent($0)).count
-        }
         let server = try await TestHTTPServer(serving: images.url)
         defer { server.stop() }
+        let urls = names.map { server.url("/images/\($0)") }
+        // What the four files take on disk, as the budget counts them (with the response's caching facts in
+        // their attributes): measured in a store with room for all of them.
+        let measuring = TemporaryDirectory("measuring")
+        let measured = try ImageStore.makeForTesting(root: measuring.url)
+        var byteCounts: [Int] = []
+        for url in urls {
+            _ = try await measured.image(for: ImageRequest(url: url, targetWidth: 60))
+            measured.waitForDiskMaintenance()
+            byteCounts.append(try #require(CountedSize.ofFile(atPath: measured.disk.filePath(for: url))))
+        }
         let root = TemporaryDirectory("root")
         // Room for the four files but one byte: the fourth write removes exactly one of the others.
         let store = try ImageStore.makeForTesting(root: root.url) {
             $0.diskByteLimit = byteCounts.reduce(0, +) - 1
         }
-        let urls = names.map { server.url("/images/\($0)") }
         let (hot, newcomer) = (urls[0], urls[3])
         for url in urls.dropLast() {
             _ = try await store.image(for: ImageRequest(url: url, targetWidth: 60))

@@ -611,8 +611,9 @@ final class DiskStore: Sendable {
     }
 
     /// Stores `data` for `url` atomically, with `pixelSize` in its attribute when the file system
-    /// allows, then schedules a trim. Bytes larger than the whole budget are not stored (`EFBIG`), and
-    /// an older copy of `url` goes: making room for them would empty the tier, and they would go next.
+    /// allows, then schedules a trim. Bytes that take more than the whole budget on disk (attributes
+    /// included) are not stored (`EFBIG`), and an older copy of `url` goes: making room for them would
+    /// empty the tier, and they would go next.
     /// With `generation`, bytes fetched before a ``removeAll()`` that has run since are not stored
     /// (`ECANCELED`), nor are they when `isCurrent`, asked in the same step, says no. `committed` runs in
     /// that step once the file is in place: no other write of this folder commits, and no `removeAll()`
@@ -631,14 +632,16 @@ final class DiskStore: Sendable {
             if let generation, generation != self.generation { return false }
             return isCurrent() && !isDropped()
         }
-        guard data.count <= byteLimit else {
-            // The older copy only (writes queued after this one stay), and only as a commit would replace it.
+        // Bytes that would take more than the whole budget are not kept, and the older copy goes: only it
+        // (writes queued after this one stay), and only as a commit would replace it.
+        func refuseAsTooLarge() -> POSIXError {
             trimQueue.sync {
                 guard isWanted() else { return }
                 _ = removeCounted(named: Self.fileName(for: url), unless: isDropped)
             }
-            throw POSIXError(.EFBIG)
+            return POSIXError(.EFBIG)
         }
+        guard data.count <= byteLimit else { throw refuseAsTooLarge() }
         let temporaryName = Self.temporaryName()
         let temporary = directory.appendingPathComponent(temporaryName)
         Self.writesInProgress.withLock { _ = $0.insert(temporaryName) }
@@ -670,6 +673,14 @@ final class DiskStore: Sendable {
             try? FileManager.default.removeItem(at: temporary)
             throw POSIXError(.EOPNOTSUPP)
         }
+        // What the file takes on disk, its attributes included, as the budget counts it: a few bytes
+        // under the budget can take a block over it.
+        var written = stat()
+        let counted = fstat(descriptor, &written) == 0 ? Self.countedSize(of: written) : data.count
+        guard counted <= byteLimit else {
+            try? FileManager.default.removeItem(at: temporary)
+            throw refuseAsTooLarge()
+        }
         let name = Self.fileName(for: url)
         let destination = directoryPath + name
         // Room is made before the file appears, so the budget holds throughout, not only once a
@@ -681,18 +692,18 @@ final class DiskStore: Sendable {
             let replaced = Self.fileSize(atPath: destination) ?? 0
             let before = knownUsage()
             // The older copy of `url` goes with the rename: room is made among the other files.
-            if before - replaced + data.count > byteLimit { trim(toBytes: byteLimit - data.count, sparing: name) }
+            if before - replaced + counted > byteLimit { trim(toBytes: byteLimit - counted, sparing: name) }
             let result = usage.withLock { usage -> Int32? in
                 guard !isDropped() else { return nil }
                 // Asked again in this step: a removal may have taken the older copy since.
                 let replaced = Self.fileSize(atPath: destination) ?? 0
                 let result = rename(temporary.path, destination)
-                if result == 0 { usage.bytes = usage.bytes.map { $0 - replaced + data.count } }
+                if result == 0 { usage.bytes = usage.bytes.map { $0 - replaced + counted } }
                 return result
             }
             if result == 0 {
                 let written = Entry(
-                    name: name, path: destination, byteCount: data.count,
+                    name: name, path: destination, byteCount: counted,
                     lastUsed: Self.modificationDate(atPath: destination) ?? Date())
                 folder.snapshot.withLock { snapshot in
                     snapshot?.entries.removeAll { $0.name == name }
@@ -830,7 +841,14 @@ final class DiskStore: Sendable {
     /// The size of the regular file at `path` (a link is not followed), as ``entries()`` counts it.
     private static func fileSize(atPath path: String) -> Int? {
         var info = stat()
-        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG ? Int(info.st_size) : nil
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG ? countedSize(of: info) : nil
+    }
+
+    /// What a file counts against the budget: the space it takes on disk (`st_blocks`, in 512-byte units:
+    /// whole blocks, and the block its extended attributes take where the inode has no room for them),
+    /// never less than its size (a file system that keeps small files inline, or compresses them).
+    static func countedSize(of info: stat) -> Int {
+        max(Int(info.st_size), Int(info.st_blocks) * 512)
     }
 
     /// Whether `path` is a regular file itself, not a link to one.
@@ -995,7 +1013,7 @@ final class DiskStore: Sendable {
             }
             guard let name, info.st_mode & S_IFMT == S_IFREG else { continue }
             let entry = Entry(
-                name: name, path: directoryPath + name, byteCount: Int(info.st_size),
+                name: name, path: directoryPath + name, byteCount: Self.countedSize(of: info),
                 lastUsed: Self.modificationDate(of: info))
             if name.hasPrefix(Self.temporaryPrefix) {
                 temporaries.append(entry)

@@ -5,7 +5,9 @@ import Testing
 
 /// `aic cache stats|clear|trim` on stores inside a temporary `XDG_CACHE_HOME`.
 @Suite struct CLICacheTests {
-    /// A runner whose default store holds `count` remote JPEGs, fetched by `aic thumbnail`, and their sizes in bytes.
+    /// A runner whose default store holds `count` remote JPEGs, fetched by `aic thumbnail`, and what their files
+    /// count against the budget: the space each takes on disk (``CountedSize``), which `stats`, `clear` and
+    /// `trim` report as bytes.
     private func runnerWithCachedImages(_ count: Int) async throws -> (CommandLineRunner, [Int]) {
         let aic = CommandLineRunner()
         let files = try (0..<count).map { ("\($0).jpg", try SampleImages.jpeg(width: 100 + 20 * $0, height: 80)) }
@@ -16,7 +18,9 @@ import Testing
                 "thumbnail", server.url("/images/\(name)").absoluteString, "--width", "10", "--output", "t.png")
             #expect(result.status == 0, "\(result)")
         }
-        return (aic, files.map(\.1.count))
+        let stored = try FileManager.default.contentsOfDirectory(at: aic.storeFolder(), includingPropertiesForKeys: nil)
+        #expect(stored.count == count)
+        return (aic, stored.compactMap { CountedSize.ofFile(atPath: $0.path) })
     }
 
     private func json(_ result: CommandLineRunner.Result) throws -> [String: Any] {
@@ -89,7 +93,7 @@ import Testing
         for file in files.prefix(2) {
             try FileManager.default.setAttributes([.modificationDate: aged], ofItemAtPath: file.path)
         }
-        let agedBytes = try files.prefix(2).map { try Data(contentsOf: $0).count }.reduce(0, +)
+        let agedBytes = try files.prefix(2).map { try #require(CountedSize.ofFile(atPath: $0.path)) }.reduce(0, +)
 
         let sparing = try json(try await aic.run("cache", "trim", "--max-age", "11d", "--json"))
         #expect(sparing["removed"] as? Int == 0)

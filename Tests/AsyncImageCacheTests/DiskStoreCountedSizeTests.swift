@@ -1,0 +1,35 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// The budget counts what a file takes on disk (``DiskStore/countedSize(of:)``), its attributes included.
+@Suite struct DiskStoreCountedSizeTests {
+    /// Bytes within the budget can take a block more than it on disk: such a file is refused as one larger
+    /// than the budget is, not made room for by emptying the tier and then kept over the budget anyway.
+    @Test func bytesUnderTheBudgetThatTakeMoreSpaceThanItAreRefusedWithoutEmptyingTheTier() throws {
+        let folder = TemporaryDirectory("disk-space")
+        let size = PixelSize(width: 1, height: 1)
+        let (kept, replaced) = (
+            URL(string: "https://example.com/kept.jpg")!, URL(string: "https://example.com/big.jpg")!
+        )
+        let unit = try CountedSize.ofStored(byteCount: 1000)
+        let budget = 2 * unit + unit / 2  // room for two small files
+        let bytes = budget - 10
+        try #require(
+            try CountedSize.ofStored(byteCount: bytes) > budget, "this file system rounds \(bytes) bytes to no block")
+        let disk = DiskStore(directory: folder.url, byteLimit: budget)
+        try disk.store(Data(repeating: 1, count: 1000), pixelSize: size, for: kept)
+        try disk.store(Data(repeating: 2, count: 10), pixelSize: size, for: replaced)
+        #expect(throws: POSIXError(.EFBIG)) {
+            try disk.store(Data(repeating: 3, count: bytes), pixelSize: size, for: replaced)
+        }
+        #expect(disk.data(for: kept) == Data(repeating: 1, count: 1000))
+        #expect(disk.data(for: replaced) == nil, "the older copy of the refused bytes stays")
+        disk.waitForPendingTrims()
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.url.path)
+        #expect(names.filter { $0.hasPrefix(".tmp-") } == [], "a temporary file left")
+        #expect(disk.totalByteCount <= budget)
+        #expect(disk.countedByteCount == disk.totalByteCount)
+    }
+}
