@@ -5,6 +5,25 @@ import Testing
 
 /// The budget counts what a file takes on disk (``DiskStore/countedSize(of:)``), its attributes included.
 @Suite struct DiskStoreCountedSizeTests {
+    /// Caching facts written onto a stored file (a `304` revalidation) can make it take more on disk (ext4
+    /// keeps attributes that do not fit in the inode in a block of their own): the count grows with it.
+    @Test func cachingFactsWrittenOntoAStoredFileCount() throws {
+        let folder = TemporaryDirectory("disk-counted-size")
+        let url = URL(string: "https://images.example.com/photo.jpg")!
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        try disk.store(Data(repeating: 1, count: 1000), pixelSize: PixelSize(width: 1, height: 1), for: url)
+        disk.waitForPendingTrims()
+        let before = try #require(CountedSize.ofFile(atPath: disk.filePath(for: url)))
+        #expect(disk.countedByteCount == before)
+        let tag = "\"" + String(repeating: "e", count: 300) + "\""
+        disk.setCacheMetadata(
+            HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: 3600, entityTag: tag, lastModified: "x")), for: url)
+        let after = try #require(CountedSize.ofFile(atPath: disk.filePath(for: url)))
+        #expect(after > before, "the attributes took no more space: this test shows nothing here")
+        #expect(disk.countedByteCount == after, "\(before) bytes before, \(after) after")
+        #expect(disk.entries().map(\.byteCount) == [after])
+    }
+
     /// Bytes within the budget can take a block more than it on disk: such a file is refused as one larger
     /// than the budget is, not made room for by emptying the tier and then kept over the budget anyway.
     @Test func bytesUnderTheBudgetThatTakeMoreSpaceThanItAreRefusedWithoutEmptyingTheTier() throws {

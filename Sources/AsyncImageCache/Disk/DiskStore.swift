@@ -199,8 +199,8 @@ final class DiskStore: Sendable {
         /// What was last counted plus what was written since, less what was removed; `nil` until
         /// counted and after ``removeAll()``, which recount on the next write.
         var bytes: Int?
-        /// The names of the files removed since the listing of a count in progress began; `nil` when
-        /// none is.
+        /// The names of the files removed (or whose attributes were written) since the listing of a count
+        /// in progress began; `nil` when none is.
         var removedDuringListing: Set<String>?
     }
 
@@ -548,8 +548,31 @@ final class DiskStore: Sendable {
             guard identity == nil || identity == FileIdentity(status) else { return false }
             // Through the descriptor: a file renamed into place after the check keeps its own attribute.
             let value = PixelSizeAttribute.encode(size)
-            return (try? attributes.setValue(value, named: PixelSizeAttribute.name, onDescriptor: descriptor)) != nil
+            return recounting(fileNamed: Self.fileName(for: url)) {
+                (try? attributes.setValue(value, named: PixelSizeAttribute.name, onDescriptor: descriptor)) != nil
+            }
         } ?? false
+    }
+
+    /// Runs `body`, which writes an attribute onto the file `name`, in one step with the count, as a
+    /// removal is: an attribute can change what the file takes on disk (ext4 keeps those its inode has no
+    /// room for in a block of their own), and the count and the last listing take the difference. A count
+    /// whose listing is in progress counts the file as it is once the listing ends (see ``Usage``).
+    private func recounting<Result>(fileNamed name: String, _ body: () -> Result) -> Result {
+        let path = directoryPath + name
+        return usage.withLock { usage in
+            let before = Self.fileSize(atPath: path)
+            let result = body()
+            let after = Self.fileSize(atPath: path)
+            guard after != before else { return result }
+            usage.bytes = usage.bytes.map { $0 - (before ?? 0) + (after ?? 0) }
+            usage.removedDuringListing?.insert(name)
+            folder.snapshot.withLock { snapshot in
+                guard let index = snapshot?.entries.firstIndex(where: { $0.name == name }) else { return }
+                if let after { snapshot?.entries[index].byteCount = after } else { snapshot?.entries.remove(at: index) }
+            }
+            return result
+        }
     }
 
     /// The HTTP caching facts kept with `url`'s file, if any, or with a write for it still waiting for the disk.
@@ -576,7 +599,7 @@ final class DiskStore: Sendable {
     func setCacheMetadata(_ metadata: HTTPCacheMetadata, for url: URL) {
         let path = filePath(for: url)
         guard Self.isRegularFile(atPath: path) else { return }
-        writeCacheMetadata(metadata, atPath: path)
+        _ = recounting(fileNamed: Self.fileName(for: url)) { writeCacheMetadata(metadata, atPath: path) }
     }
 
     /// Writes `metadata` as the attribute of the file at `path`; whether it was written. Where the file
