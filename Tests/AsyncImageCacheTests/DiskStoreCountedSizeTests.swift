@@ -24,6 +24,28 @@ import Testing
         #expect(disk.entries().map(\.byteCount) == [after])
     }
 
+    /// A file that caching facts made take more space can take the folder over the budget: the trim
+    /// that follows, as one follows a write, brings it back within it, the coldest file first.
+    @Test func aFileThatCachingFactsGrowLeadsToATrim() throws {
+        let folder = TemporaryDirectory("disk-counted-size")
+        let size = PixelSize(width: 1, height: 1)
+        func url(_ index: Int) -> URL { URL(string: "https://images.example.com/\(index).jpg")! }
+        let unit = try CountedSize.ofStored(byteCount: 1000)
+        let disk = DiskStore(directory: folder.url, byteLimit: 3 * unit)
+        for index in 0..<3 { try disk.store(Data(repeating: 1, count: 1000), pixelSize: size, for: url(index)) }
+        disk.waitForPendingTrims()
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date().addingTimeInterval(-3600)], ofItemAtPath: disk.filePath(for: url(0)))
+        let tag = "\"" + String(repeating: "e", count: 300) + "\""
+        disk.setCacheMetadata(
+            HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: 3600, entityTag: tag, lastModified: "x")), for: url(2))
+        try #require(disk.totalByteCount > 3 * unit, "the attributes took no more space: this test shows nothing here")
+        disk.waitForPendingTrims()
+        #expect(disk.totalByteCount <= 3 * unit)
+        #expect(!disk.contains(url(0)) && disk.contains(url(1)) && disk.contains(url(2)))
+        #expect(disk.countedByteCount == disk.totalByteCount)
+    }
+
     /// Bytes within the budget can take a block more than it on disk: such a file is refused as one larger
     /// than the budget is, not made room for by emptying the tier and then kept over the budget anyway.
     @Test func bytesUnderTheBudgetThatTakeMoreSpaceThanItAreRefusedWithoutEmptyingTheTier() throws {

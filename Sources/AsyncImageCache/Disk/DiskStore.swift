@@ -557,22 +557,25 @@ final class DiskStore: Sendable {
     /// Runs `body`, which writes an attribute onto the file `name`, in one step with the count, as a
     /// removal is: an attribute can change what the file takes on disk (ext4 keeps those its inode has no
     /// room for in a block of their own), and the count and the last listing take the difference. A count
-    /// whose listing is in progress counts the file as it is once the listing ends (see ``Usage``).
+    /// whose listing is in progress counts the file as it is once the listing ends (see ``Usage``). A file
+    /// that grew schedules a trim, as a write does: the folder may be over the budget by the growth.
     private func recounting<Result>(fileNamed name: String, _ body: () -> Result) -> Result {
         let path = directoryPath + name
-        return usage.withLock { usage in
+        let (result, grew) = usage.withLock { usage -> (Result, Bool) in
             let before = Self.fileSize(atPath: path)
             let result = body()
             let after = Self.fileSize(atPath: path)
-            guard after != before else { return result }
+            guard after != before else { return (result, false) }
             usage.bytes = usage.bytes.map { $0 - (before ?? 0) + (after ?? 0) }
             usage.removedDuringListing?.insert(name)
             folder.snapshot.withLock { snapshot in
                 guard let index = snapshot?.entries.firstIndex(where: { $0.name == name }) else { return }
                 if let after { snapshot?.entries[index].byteCount = after } else { snapshot?.entries.remove(at: index) }
             }
-            return result
+            return (result, (after ?? 0) > (before ?? 0))
         }
+        if grew { scheduleTrim() }
+        return result
     }
 
     /// The HTTP caching facts kept with `url`'s file, if any, or with a write for it still waiting for the disk.
