@@ -52,6 +52,28 @@ import Testing
         #expect((30..<40).allSatisfy { disk.contains(url($0)) })
     }
 
+    /// A store opened with a lower budget than its folder holds (a new version of the app, or another
+    /// process's writes) brings the folder within it one interval after it opened, though it never
+    /// writes: the trims that follow writes were the only ones. Until then the folder is as it was.
+    @Test func aStoreThatOnlyReadsTrimsItsFolderToItsBudgetAnIntervalAfterItOpens() async throws {
+        let writer = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        for index in 0..<10 {
+            try writer.store(bytes(1000, index), pixelSize: size, for: url(index))
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date(timeIntervalSinceNow: Double(index - 10) * 60)],
+                ofItemAtPath: writer.filePath(for: url(index)))
+        }
+        writer.waitForPendingTrims()
+        let budget = try unit() * 3
+        let reader = DiskStore(directory: folder.url, byteLimit: budget, relistingInterval: 0.5)
+        #expect(reader.data(for: url(0)) != nil, "a read before the interval: the folder is as it was")
+        try await waitUntil { reader.totalByteCount <= budget }
+        // The coldest went; the one read and the newest stayed.
+        #expect(reader.contains(url(0)) && reader.contains(url(8)) && reader.contains(url(9)))
+        #expect(reader.entries().count == 3)
+        #expect(reader.countedByteCount == reader.totalByteCount)
+    }
+
     /// What another process wrote into the folder counts once the trim after a write lists it: at
     /// once when waited for, and on its own once the interval has passed.
     @Test func filesAnotherProcessWroteAreTrimmedByTheNextListing() throws {

@@ -370,12 +370,13 @@ import Testing
     /// files only: it is not one of the listings that count every file.
     @Test func openingAStoreLeavesItsSweepForLeftoversToTheDiskQueue() async throws {
         let folder = TemporaryDirectory("disk")
-        let holder = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        // No trim an interval after opening during the test: it lists the folder.
+        let holder = DiskStore(directory: folder.url, byteLimit: 1 << 20, relistingInterval: 600)
         let gate = try await ImageStoreDiskCommitTests.holdDiskQueue(of: holder)
         let leftover = folder.url.appendingPathComponent(".tmp-interrupted")
         try Data([1, 2, 3]).write(to: leftover)
         let listings = holder.listingCount
-        let opened = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let opened = DiskStore(directory: folder.url, byteLimit: 1 << 20, relistingInterval: 600)
         // Before: removed by the opening itself, on this thread, with the disk queue held.
         #expect(FileManager.default.fileExists(atPath: leftover.path), "while the disk queue is held")
         gate.signal()

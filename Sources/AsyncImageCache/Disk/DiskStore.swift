@@ -98,6 +98,10 @@ final class DiskStore: Sendable {
         folder.queue.async {
             Self.removeLeftovers(among: Self.temporaries(inFolderAtPath: path), now: Date(), openedAt: openedAt)
         }
+        // A store opened with a lower budget than its folder holds (a new version of the app) keeps it even
+        // when it never writes: the trims that follow writes were the only ones. Not at once: the app has
+        // more to do as it launches. One trim, shared with the writes' (``scheduleTrim()``).
+        trimQueue.asyncAfter(deadline: .now() + relistingInterval) { [weak self] in self?.scheduleTrim() }
         Self.writesLandAtExit
     }
 
