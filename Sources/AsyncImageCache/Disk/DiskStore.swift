@@ -561,11 +561,13 @@ final class DiskStore: Sendable {
     /// Runs `body`, which writes an attribute onto the file `name`, in one step with the count, as a
     /// removal is: an attribute can change what the file takes on disk (ext4 keeps those its inode has no
     /// room for in a block of their own), and the count and the last listing take the difference. A count
-    /// whose listing is in progress counts the file as it is once the listing ends (see ``Usage``). A file
-    /// that grew schedules a trim, as a write does: the folder may be over the budget by the growth.
+    /// whose listing is in progress counts the file as it is once the listing ends (see ``Usage``).
+    ///
+    /// A file that grows takes the tier over its budget when it was full: a background trim is then
+    /// scheduled, as one is after a write of bytes, to bring it back within.
     private func recounting<Result>(fileNamed name: String, _ body: () -> Result) -> Result {
         let path = directoryPath + name
-        let (result, grew) = usage.withLock { usage -> (Result, Bool) in
+        let (result, isOverBudget) = usage.withLock { usage -> (Result, Bool) in
             let before = Self.fileSize(atPath: path)
             let result = body()
             let after = Self.fileSize(atPath: path)
@@ -576,9 +578,9 @@ final class DiskStore: Sendable {
                 guard let index = snapshot?.entries.firstIndex(where: { $0.name == name }) else { return }
                 if let after { snapshot?.entries[index].byteCount = after } else { snapshot?.entries.remove(at: index) }
             }
-            return (result, (after ?? 0) > (before ?? 0))
+            return (result, (after ?? 0) > (before ?? 0) && (usage.bytes ?? 0) > byteLimit)
         }
-        if grew { scheduleTrim() }
+        if isOverBudget { scheduleTrim() }
         return result
     }
 
@@ -852,18 +854,42 @@ final class DiskStore: Sendable {
     }
 
     /// Records `bytes`, the sizes of the files in `listed`, as what the folder holds, corrected for the
-    /// names a removal took since the listing began: each counts what its path holds now instead (a
-    /// file another process wrote there since, or nothing).
+    /// names a removal took (or an attribute changed) since the listing began: each counts what its path
+    /// holds now instead (a file another process wrote there since, or nothing). With `snapshot`, the
+    /// listing's entries, that becomes the last listing in the same step, its entries for those names
+    /// corrected alike: an attribute written meanwhile took the difference onto the snapshot this
+    /// replaces, and commits make room from its sizes.
     @discardableResult
-    private func recordCount(_ bytes: Int, listed: [Entry]) -> Int {
+    private func recordCount(
+        _ bytes: Int, listed: [Entry], snapshot: (entries: [Entry], listedAt: DispatchTime)? = nil
+    ) -> Int {
         usage.withLock { usage in
             var bytes = bytes
+            var now: [String: Int?] = [:]
             if let removed = usage.removedDuringListing, !removed.isEmpty {
                 for entry in listed where removed.contains(entry.name) { bytes -= entry.byteCount }
-                for name in removed { bytes += Self.fileSize(atPath: directoryPath + name) ?? 0 }
+                for name in removed {
+                    let size = Self.fileSize(atPath: directoryPath + name)
+                    now[name] = size
+                    bytes += size ?? 0
+                }
             }
             usage.bytes = bytes
             usage.removedDuringListing = nil
+            if let snapshot {
+                // Under the lock that a main-thread size repair may wait for: walked only when a name changed.
+                let entries =
+                    now.isEmpty
+                    ? snapshot.entries
+                    : snapshot.entries.compactMap { entry -> Entry? in
+                        guard let size = now[entry.name] else { return entry }
+                        guard let size else { return nil }
+                        var entry = entry
+                        entry.byteCount = size
+                        return entry
+                    }
+                folder.snapshot.withLock { $0 = (entries, snapshot.listedAt) }
+            }
             return bytes
         }
     }
@@ -1113,10 +1139,9 @@ final class DiskStore: Sendable {
         var total = entries.reduce(0) { $0 + $1.byteCount }
         entries.sort { $0.lastUsed < $1.lastUsed }
         let removed = removeColdest(from: &entries, total: &total, limit: limit)
-        recordCount(listed.reduce(0) { $0 + $1.byteCount }, listed: listed)
-        folder.snapshot.withLock {
-            $0 = (listed.filter { !removed.contains($0.name) }.sorted { $0.lastUsed < $1.lastUsed }, listedAt)
-        }
+        recordCount(
+            listed.reduce(0) { $0 + $1.byteCount }, listed: listed,
+            snapshot: (listed.filter { !removed.contains($0.name) }.sorted { $0.lastUsed < $1.lastUsed }, listedAt))
     }
 
     /// Removes files of `entries`, sorted coldest first, until `total` is at most `limit`; the names removed.
