@@ -20,6 +20,9 @@ import Testing
         }
         let stored = try FileManager.default.contentsOfDirectory(at: aic.storeFolder(), includingPropertiesForKeys: nil)
         #expect(stored.count == count)
+        // The files hold what was served, byte for byte in size.
+        let storedSizes = try stored.map { try Data(contentsOf: $0).count }
+        #expect(storedSizes.sorted() == files.map(\.1.count).sorted())
         return (aic, stored.compactMap { CountedSize.ofFile(atPath: $0.path) })
     }
 
