@@ -27,7 +27,8 @@ import Testing
         let newcomerBytes = Data(repeating: 9, count: unit + 1000)
         let newcomerSize = try CountedSize.ofStored(newcomerBytes)
         // One commit at least ten seconds after the listing would list the folder again itself.
-        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 30, relistingInterval: 600)
+        let disk = DiskStore(
+            directory: folder.url, byteLimit: 1 << 30, attributes: GrowingAttributes(), relistingInterval: 600)
         for (name, secondsAgo) in [("grown", 300.0), ("warm", 200.0), ("hot", 100.0)] {
             try disk.store(Data(repeating: 1, count: 1000), pixelSize: size, for: url(name))
             try FileManager.default.setAttributes(
