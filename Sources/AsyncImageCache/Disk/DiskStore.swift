@@ -708,6 +708,10 @@ final class DiskStore: Sendable {
         // What the file takes on disk, its attributes included, as the budget counts it: a few bytes
         // under the budget can take a block over it.
         var written = stat()
+        // XFS reserves space past the end of a file it sees grow, until the file is closed: an 8 MB image
+        // took 16 MB while open, and commits made room for twice its size. A truncation to its own size
+        // gives that space back at once, and costs nothing where there is none.
+        _ = ftruncate(descriptor, off_t(data.count))
         let counted = fstat(descriptor, &written) == 0 ? Self.countedSize(of: written) : data.count
         guard counted <= byteLimit else {
             try? FileManager.default.removeItem(at: temporary)
