@@ -23,7 +23,8 @@ extension ImageStore {
         /// it: whole blocks, and the block its extended attributes take where the file system keeps
         /// them apart (about 8 KiB for a small image with its HTTP caching facts on ext4), never less
         /// than its size. Files another process adds to a shared folder count from the background
-        /// trim that follows a write, which lists the folder at most once in 10 seconds.
+        /// trim that follows a write, which lists the folder at most once in 10 seconds, or from the
+        /// one a store runs 10 seconds after it opens.
         public var diskByteLimit = 200 * 1024 * 1024
         /// The folder that holds one folder per store name; `nil` (the default) means
         /// `AsyncImageCache` in the user's cache folder (`$XDG_CACHE_HOME` when it is an absolute path,

@@ -67,6 +67,39 @@ import Testing
         }
     }
 
+    /// A commit truncates its file to its own size (giving back what XFS holds past the end of a growing
+    /// file) only where the file holds such space: on XFS the truncation writes the file's bytes out to the
+    /// device and waits for them, which every commit did, 1 MB files included (33,554,432 bytes written
+    /// out for 32 of them, measured by hand on XFS; none without). Real files, on any file system.
+    @Test func onlyAFileThatHoldsSpacePastItsEndIsTruncated() throws {
+        let folder = TemporaryDirectory("disk-counted-size")
+        func status(of name: String, byteCount: Int, extra: Int) throws -> stat {
+            let path = folder.url.appendingPathComponent(name).path
+            let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            try #require(descriptor >= 0)
+            defer { close(descriptor) }
+            let written = Data(repeating: 1, count: byteCount).withUnsafeBytes {
+                write(descriptor, $0.baseAddress, $0.count)
+            }
+            try #require(written == byteCount)
+            if extra > 0 {
+                try #require(
+                    GrowingAttributes.fallocate(descriptor, GrowingAttributes.keepSize, off_t(byteCount), off_t(extra))
+                        == 0)
+            }
+            var info = stat()
+            try #require(fstat(descriptor, &info) == 0)
+            return info
+        }
+        for byteCount in [1, 1000, 1 << 20, 3_000_000] {
+            #expect(
+                !DiskStore.holdsSpacePastItsEnd(try status(of: "plain-\(byteCount)", byteCount: byteCount, extra: 0)))
+            #expect(
+                DiskStore.holdsSpacePastItsEnd(
+                    try status(of: "grown-\(byteCount)", byteCount: byteCount, extra: 1 << 20)))
+        }
+    }
+
     /// Bytes within the budget can take a block more than it on disk: such a file is refused as one larger
     /// than the budget is, not made room for by emptying the tier and then kept over the budget anyway.
     @Test func bytesUnderTheBudgetThatTakeMoreSpaceThanItAreRefusedWithoutEmptyingTheTier() throws {

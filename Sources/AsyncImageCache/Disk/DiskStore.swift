@@ -708,11 +708,16 @@ final class DiskStore: Sendable {
         // What the file takes on disk, its attributes included, as the budget counts it: a few bytes
         // under the budget can take a block over it.
         var written = stat()
+        var measured = fstat(descriptor, &written) == 0
         // XFS reserves space past the end of a file it sees grow, until the file is closed: an 8 MB image
         // took 16 MB while open, and commits made room for twice its size. A truncation to its own size
-        // gives that space back at once, and costs nothing where there is none.
-        _ = ftruncate(descriptor, off_t(data.count))
-        let counted = fstat(descriptor, &written) == 0 ? Self.countedSize(of: written) : data.count
+        // gives that space back at once, but only where there is some: a size change makes XFS write the
+        // file's bytes out to the device first, and waits for them (every commit did, 1 MB files included).
+        if measured, Self.holdsSpacePastItsEnd(written) {
+            _ = ftruncate(descriptor, written.st_size)
+            measured = fstat(descriptor, &written) == 0
+        }
+        let counted = measured ? Self.countedSize(of: written) : data.count
         guard counted <= byteLimit else {
             try? FileManager.default.removeItem(at: temporary)
             throw refuseAsTooLarge()
@@ -909,6 +914,14 @@ final class DiskStore: Sendable {
     /// never less than its size (a file system that keeps small files inline, or compresses them).
     static func countedSize(of info: stat) -> Int {
         max(Int(info.st_size), Int(info.st_blocks) * 512)
+    }
+
+    /// Whether a file takes more than its bytes' blocks and one more (the block ext4 gives attributes
+    /// that do not fit in the inode): space reserved past its end, as XFS does for a growing file.
+    static func holdsSpacePastItsEnd(_ info: stat) -> Bool {
+        let block = max(Int(info.st_blksize), 512)
+        let blocksOfBytes = (Int(info.st_size) + block - 1) / block * block
+        return Int(info.st_blocks) * 512 > blocksOfBytes + block
     }
 
     /// Whether `path` is a regular file itself, not a link to one.

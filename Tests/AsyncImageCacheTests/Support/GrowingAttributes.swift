@@ -8,10 +8,10 @@ import Foundation
 /// blocks, so there only this shows what the disk tier does when an attribute grows a file.
 struct GrowingAttributes: ExtendedAttributeStoring {
     /// Linux's `FALLOC_FL_KEEP_SIZE`: space beyond the end of the file, which `st_size` does not show.
-    private static let keepSize: Int32 = 1
+    static let keepSize: Int32 = 1
 
     /// glibc's `fallocate`, which its Swift module leaves out (it is declared for `_GNU_SOURCE` only).
-    private static let fallocate: @convention(c) (Int32, Int32, off_t, off_t) -> Int32 = {
+    static let fallocate: @convention(c) (Int32, Int32, off_t, off_t) -> Int32 = {
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "fallocate") else {
             fatalError("no fallocate in this C library")
         }
