@@ -11,12 +11,6 @@ import Testing
     private let size = PixelSize(width: 1, height: 1)
     private func url(_ name: String) -> URL { URL(string: "https://images.example.com/\(name).jpg")! }
 
-    /// Caching facts long enough that they never fit in an inode.
-    private var longFacts: HTTPCacheMetadata {
-        let tag = "\"" + String(repeating: "e", count: 300) + "\""
-        return HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: 3600, entityTag: tag, lastModified: "x"))
-    }
-
     /// A file that grows by an attribute while a trim lists the folder: the count is right (the name is
     /// restatted once the listing ends), and so must be the entry the listing keeps for the commits that
     /// make room from it. With the entry's size as listed (a block short), the next commit took that
@@ -38,7 +32,7 @@ import Testing
         disk.waitForPendingTrims()
         var grown = 0
         disk.trim {
-            disk.setCacheMetadata(longFacts, for: url("grown"))
+            disk.setCacheMetadata(.longForTests, for: url("grown"))
             grown = CountedSize.ofFile(atPath: disk.filePath(for: url("grown"))) ?? 0
         }
         try #require(grown > unit, "the attribute took no more space on this file system: the test shows nothing")

@@ -15,9 +15,7 @@ import Testing
         disk.waitForPendingTrims()
         let before = try #require(CountedSize.ofFile(atPath: disk.filePath(for: url)))
         #expect(disk.countedByteCount == before)
-        let tag = "\"" + String(repeating: "e", count: 300) + "\""
-        disk.setCacheMetadata(
-            HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: 3600, entityTag: tag, lastModified: "x")), for: url)
+        disk.setCacheMetadata(.longForTests, for: url)
         let after = try #require(CountedSize.ofFile(atPath: disk.filePath(for: url)))
         #expect(after > before, "the attributes took no more space: this test shows nothing here")
         #expect(disk.countedByteCount == after, "\(before) bytes before, \(after) after")
@@ -39,9 +37,7 @@ import Testing
                 [.modificationDate: Date().addingTimeInterval(-secondsAgo)],
                 ofItemAtPath: disk.filePath(for: url(index)))
         }
-        let tag = "\"" + String(repeating: "e", count: 300) + "\""
-        disk.setCacheMetadata(
-            HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: 3600, entityTag: tag, lastModified: "x")), for: url(2))
+        disk.setCacheMetadata(.longForTests, for: url(2))
         try #require(disk.totalByteCount > 3 * unit, "the attributes took no more space: this test shows nothing here")
         // One block more with the attributes of this test (two on ext4, which adds one of its own).
         let grown = try #require(CountedSize.ofFile(atPath: disk.filePath(for: url(2))))

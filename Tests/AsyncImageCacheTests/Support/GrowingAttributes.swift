@@ -46,3 +46,12 @@ struct GrowingAttributes: ExtendedAttributeStoring {
         FileExtendedAttributes().removeValue(named: name, atPath: path)
     }
 }
+
+extension HTTPCacheMetadata {
+    /// Caching facts long enough that they never fit in an ext4 inode: written onto a stored file (as a
+    /// `304` does), they make it take a block more there, and with ``GrowingAttributes`` anywhere.
+    static var longForTests: HTTPCacheMetadata {
+        let tag = "\"" + String(repeating: "e", count: 300) + "\""
+        return HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: 3600, entityTag: tag, lastModified: "x"))
+    }
+}
