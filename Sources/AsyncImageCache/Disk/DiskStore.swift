@@ -734,22 +734,24 @@ final class DiskStore: Sendable {
             let before = knownUsage()
             // The older copy of `url` goes with the rename: room is made among the other files.
             if before - replaced + counted > byteLimit { trim(toBytes: byteLimit - counted, sparing: name) }
+            // A rename keeps the file's modification date.
+            let entry = Entry(
+                name: name, path: destination, byteCount: counted,
+                lastUsed: measured ? Self.modificationDate(of: written) : Date())
             let result = usage.withLock { usage -> Int32? in
                 guard !isDropped() else { return nil }
                 // Asked again in this step: a removal may have taken the older copy since.
                 let replaced = Self.fileSize(atPath: destination) ?? 0
                 let result = rename(temporary.path, destination)
-                if result == 0 { usage.bytes = usage.bytes.map { $0 - replaced + counted } }
-                return result
-            }
-            if result == 0 {
-                let written = Entry(
-                    name: name, path: destination, byteCount: counted,
-                    lastUsed: Self.modificationDate(atPath: destination) ?? Date())
+                guard result == 0 else { return result }
+                usage.bytes = usage.bytes.map { $0 - replaced + counted }
+                // In the same step as the count: an attribute written onto the new file once the lock is
+                // free (a size repair) finds its entry here and takes the difference onto it.
                 folder.snapshot.withLock { snapshot in
                     snapshot?.entries.removeAll { $0.name == name }
-                    snapshot?.entries.append(written)
+                    snapshot?.entries.append(entry)
                 }
+                return result
             }
             if result == 0 { committed() }
             return result
