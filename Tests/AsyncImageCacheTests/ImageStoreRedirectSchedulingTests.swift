@@ -81,6 +81,31 @@ import FoundationNetworking
         }
     }
 
+    @Test(arguments: [1e10, .greatestFiniteMagnitude] as [TimeInterval])
+    func aRedirectToAnotherHostLoadsUnderAResourceTimeoutBeyondWhatADispatchTimeHolds(
+        _ resourceTimeout: TimeInterval
+    ) async throws {
+        // A visible load's deadline stops while its redirect waits for a fetch slot of the new host, and
+        // the time it had left is worked out from the deadline: for a resource timeout past ~292 years
+        // (`.greatestFiniteMagnitude`, as for no limit) that is `DispatchTime.distantFuture`, whose
+        // nanoseconds do not fit an `Int64`. Before, working it out trapped the process.
+        let folder = TemporaryDirectory("far-deadline")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let origin = try await TestHTTPServer(serving: folder.url)
+        let cdn = try await TestHTTPServer(serving: folder.url)
+        defer {
+            origin.stop()
+            cdn.stop()
+        }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = DataLoader(resourceTimeout: resourceTimeout)
+        }
+        let url = origin.redirect(to: cdn.url("/images/\(names[0])"))
+        let image = try await store.image(for: ImageRequest(url: url, targetWidth: 50))
+        #expect(image.pixelSize == PixelSize(width: 50, height: 25))
+        #expect(try await cdn.hits(for: "/images/\(names[0])") == 1)
+    }
+
     @Test func loadsStuckAtTheHostTheyAreRedirectedToDoNotHoldUpTheLoadsTheFirstHostServes() async throws {
         // Avatars redirected to a CDN that sends nothing (until the timeout) wait for the CDN's slots;
         // an image the origin serves itself still loads meanwhile (before: the redirected loads held

@@ -510,8 +510,11 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
                 entries.values[index].isWaitingForFetchSlot = true
                 if let deadline = entries.values[index].deadline, let time = entries.values[index].deadlineTime {
                     deadline.cancel()
-                    let now = DispatchTime.now().uptimeNanoseconds
-                    entries.values[index].timeLeft = Double(Int64(time.uptimeNanoseconds) - Int64(now)) / 1e9
+                    // In unsigned nanoseconds: a deadline past what a dispatch time holds (a resource timeout
+                    // over ~292 years) is `distantFuture`, whose nanoseconds do not fit an `Int64`.
+                    let now = DispatchTime.now()
+                    entries.values[index].timeLeft =
+                        time > now ? Double(time.uptimeNanoseconds - now.uptimeNanoseconds) / 1e9 : 0
                     entries.values[index].deadline = nil
                 }
                 return .moved(load: load, freed: freed, fetchSlot: fetchSlot)
