@@ -286,6 +286,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_file(rest[1], truncate=True)
         elif head == "chunked-with-length" and rest[:1] == ["images"] and len(rest) == 2:
             self.send_file(rest[1], chunked_with_length=True)
+        elif head == "announced" and len(rest) == 1 and rest[0].isdigit():
+            # A Content-Length of <n> bytes, of which only the three that start a JPEG come before the
+            # server hangs up.
+            self.send_response(200)
+            self.send_header("Content-Type", "image/jpeg")
+            self.send_header("Content-Length", rest[0])
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b"\xff\xd8\xff")
+            self.wfile.flush()
+            self.close_connection = True
         elif head == "html-as-jpeg" and not rest:
             self.send_body(200, b"<!doctype html><html><body>Not an image</body></html>\n", "image/jpeg")
         elif head == "oversized" and len(rest) == 1 and rest[0].isdigit():

@@ -115,6 +115,10 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         var stopWaitingForFetchSlot: (@Sendable () -> Void)?
     }
 
+    /// The most bytes a body's buffer is reserved for up front, whatever length its response announces:
+    /// the default response-size cap, ``HTTPDataLoader/defaultMaximumResponseBytes``.
+    static let largestReservation = HTTPDataLoader.defaultMaximumResponseBytes
+
     /// The number of entries: loads registered and not yet finished (for tests).
     var count: Int { lock.withLock { entries.count } }
 
@@ -393,7 +397,9 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
                     return .stop(.responseTooLarge(url: url, byteLimit: byteLimit))
                 }
                 entries.values[index].expectedBytes = Int(length)
-                entries.values[index].body.reserveCapacity(Int(length))
+                // The length is only the server's word: reserved up to ``largestReservation``, the rest as it
+                // comes. Under a cap of `Int.max`, a petabyte announced was an allocation that stopped the process.
+                entries.values[index].body.reserveCapacity(Int(min(length, Int64(Self.largestReservation))))
             }
             entries.values[index].response = http
             return .proceed

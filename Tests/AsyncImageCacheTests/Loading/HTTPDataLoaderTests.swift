@@ -418,6 +418,19 @@ import FoundationNetworking
         #expect(sent < 48 << 20)
     }
 
+    /// Without a cap to speak of (`maximumResponseBytes: .max`, as for no limit), the length a response
+    /// announces is only the server's word: a petabyte announced, and three bytes sent, is a body cut
+    /// short. Before, the body's buffer was reserved at the announced length, and the allocation that
+    /// no machine can make stopped the process.
+    @Test func aLengthNoMemoryHoldsIsTruncatedWhenTheServerHangsUp() async throws {
+        let announced = 1 << 50
+        let url = server.url("/announced/\(announced)")
+        await #expect(throws: ImageLoadingError.truncatedResponse(url: url, expectedBytes: announced, receivedBytes: 3))
+        {
+            try await HTTPDataLoader(maximumResponseBytes: .max).loadData(for: url)
+        }
+    }
+
     @Test func aStreamedBodyIsStoppedSoonAfterCrossingTheCap() async throws {
         // A gigabyte, which the server takes over a minute to send (16 KiB a millisecond at most): only
         // a loader that stops at the cap ends this test soon, however loaded the machine is.
