@@ -438,6 +438,29 @@ import Testing
         #expect(store.diskFileNames.isEmpty)
     }
 
+    /// A custom loader's `no-store` (`HTTPCachePolicy(isStorable: false)`, or `isStorable` set to `false`) is
+    /// what the header's is, as ``HTTPCachePolicy/isStorable`` says: the image is kept in memory to show,
+    /// stale at once, and asked for again at the next load. Before, such a policy had no lifetime: its
+    /// `maxAge` was `nil`, not `0`, and the image stayed fresh in memory until evicted, never asked again.
+    @Test(arguments: [false, true])
+    func aCustomLoadersNoStoreIsAskedForAgainAtTheNextLoad(setAfterwards: Bool) async throws {
+        let folder = TemporaryDirectory("custom-no-store")
+        var policy = HTTPCachePolicy(isStorable: setAfterwards, maxAge: setAfterwards ? 3600 : nil)
+        if setAfterwards { policy.isStorable = false }
+        #expect(policy.maxAge == 0)
+        let loader = FixedPolicyLoader(bytes: try SampleImages.jpeg(width: 64, height: 48), policy: policy)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+        }
+        let url = URL(string: "https://images.example.com/webcam.jpg")!
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
+        try #require(store.storedCacheMetadata(for: url)?.isStale() == true, "a no-store image is fresh in memory")
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
+        try await waitUntil { loader.loads == 2 && store.statistics.revalidations == 1 }
+        store.waitForDiskMaintenance()
+        #expect(store.diskFileNames.isEmpty)
+    }
+
     /// Without a freshness lifetime in its headers, only a heuristically cacheable status (of the 2xx:
     /// 200, 203, 204, 206; RFC 9110 15.1) is kept as fresh until evicted (RFC 9111 4.2.2). A `202
     /// Accepted` placeholder served while an image is made was never asked for again, even after a relaunch.
@@ -830,5 +853,30 @@ final class PixelSizeWriteGate: ExtendedAttributeStoring, Sendable {
 
     func removeValue(named name: String, atPath path: String) {
         FileExtendedAttributes().removeValue(named: name, atPath: path)
+    }
+}
+
+/// A loader that answers every load with the same bytes and policy, and counts its loads.
+private final class FixedPolicyLoader: DataLoading, @unchecked Sendable {
+    // `count` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var count = 0
+    private let bytes: Data
+    private let policy: HTTPCachePolicy
+
+    init(bytes: Data, policy: HTTPCachePolicy) {
+        self.bytes = bytes
+        self.policy = policy
+    }
+
+    var loads: Int { lock.withLock { count } }
+
+    func loadData(for url: URL) async throws(ImageLoadingError) -> Data { bytes }
+
+    func loadData(
+        for url: URL, revalidating validators: HTTPCachePolicy?
+    ) async throws(ImageLoadingError) -> ConditionalLoadResult {
+        lock.withLock { count += 1 }
+        return .modified(bytes, policy)
     }
 }

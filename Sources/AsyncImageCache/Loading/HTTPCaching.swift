@@ -49,10 +49,13 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     /// as image caches commonly do (but for a status other than 200, 203, 204 and 206 among the 2xx,
     /// which is stale at once). The store also takes off how long before its arrival the response's
     /// `Date` was, where that is more than its `Age` (RFC 9111 4.2.3).
-    /// Set, it is what the policy's `Cache-Control` says, in place of any `Expires`, `Age`, `Vary: *` or redirect.
+    /// Set, it is what the policy's `Cache-Control` says, in place of any `Expires`, `Age`, `Vary: *` or redirect;
+    /// read back, it is still `0` while ``isStorable`` is `false`.
     public var maxAge: TimeInterval? {
         get {
-            if variesOnEverything == true { return 0 }
+            // No-store keeps only the copy shown, stale at once, however the policy was made: from the
+            // header (which sets a lifetime of 0), or by ``isStorable`` or the initializer.
+            if variesOnEverything == true || !isStorable { return 0 }
             // RFC 9111 4.2.1 and 5.3: max-age (or no-cache) before Expires.
             return Self.remainingLifetime(
                 cacheControl?.lifetime ?? expiresLifetime, age: age, limit: redirectLifetime)
@@ -266,7 +269,10 @@ struct HTTPCacheMetadata: Equatable, Sendable {
 
     init(policy: HTTPCachePolicy, receivedAt now: Date = Date()) {
         // A policy a custom loader made may hold any value: bounded here, so that every expiry encodes.
-        cacheControlLifetime = policy.cacheControl?.lifetime.flatMap(HTTPCachePolicy.lifetime)
+        // A no-store policy made by a custom loader may state a lifetime, or none: stale at once all the
+        // same, as one read from the header is (see ``HTTPCachePolicy/isStorable``).
+        cacheControlLifetime =
+            policy.isStorable ? policy.cacheControl?.lifetime.flatMap(HTTPCachePolicy.lifetime) : 0
         expiresAt = policy.expiresLifetime.flatMap(HTTPCachePolicy.lifetime).map {
             (policy.date ?? now).addingTimeInterval($0)
         }
