@@ -21,7 +21,8 @@ import FoundationNetworking
 /// the others wait, and their ``timeout`` and ``resourceTimeout`` start when they do. A download
 /// redirected to another host counts against that host from then on, and waits for it the same way
 /// (an ``ImageStore``'s visible load first waits for one of the store's fetch slots of that host);
-/// its ``resourceTimeout`` runs on from when it was first sent. A URL without a port counts as its
+/// its ``resourceTimeout`` runs on from when it was first sent, stopped only while such a visible load
+/// waits for that fetch slot. A URL without a port counts as its
 /// scheme's default one (`http://a/` and `http://a:80/` are one host). They start by
 /// priority, in order within one: an ``ImageStore``'s visible loads before its prefetches (a queued
 /// prefetch that a visible load joins goes up with it), other callers' by their task's priority. The
