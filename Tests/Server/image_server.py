@@ -297,6 +297,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b"\xff\xd8\xff")
             self.wfile.flush()
             self.close_connection = True
+        elif head == "bad-length" and rest[:1] == ["images"] and len(rest) == 2:
+            # The first half of the image under the Content-Length the query gives (url-encoded, sent as
+            # it is, whatever it says), then the server hangs up.
+            found = self.read_served_file(rest[1])
+            if found is not None:
+                query = self.path.split("?", 1)[1] if "?" in self.path else ""
+                self.send_response(200)
+                self.send_header("Content-Type", "image/jpeg")
+                self.send_header("Content-Length", urllib.parse.unquote(query))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(found[1][: len(found[1]) // 2])
+                self.wfile.flush()
+                self.close_connection = True
         elif head == "html-as-jpeg" and not rest:
             self.send_body(200, b"<!doctype html><html><body>Not an image</body></html>\n", "image/jpeg")
         elif head == "oversized" and len(rest) == 1 and rest[0].isdigit():

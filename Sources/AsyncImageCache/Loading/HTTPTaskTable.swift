@@ -388,10 +388,23 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
                 entries.values[index].isDraining = true
                 return .drain(continuation, .httpStatus(code: http.statusCode, url: url))
             }
-            let length = http.expectedContentLength
+            var length = http.expectedContentLength
             // A 304 has no body: its Content-Length, when it has one, is the image's (RFC 9110 8.6). A
             // transfer coding frames the body, and overrides a Content-Length sent with it (RFC 9112 6.3).
             let isFramedByLength = http.value(forHTTPHeaderField: "Transfer-Encoding") == nil
+            if isFramedByLength, http.statusCode != 304, let field = http.value(forHTTPHeaderField: "Content-Length") {
+                // One that is not a length leaves the body's end unknown, an error (RFC 9112 6.3): libcurl
+                // reads what it can of it (1 of `1e5`, 0 of `0x10`), or past 64 bits on to the hang-up, and
+                // that came back as the whole body.
+                guard let announced = Self.contentLength(field) else {
+                    return .stop(
+                        .network(
+                            url: url,
+                            description: "the response's Content-Length (\(field.prefix(40))) is not a length, so "
+                                + "its body cannot be told from one cut short"))
+                }
+                length = announced
+            }
             if length >= 0, isFramedByLength, http.statusCode != 304 {
                 guard length <= Int64(byteLimit) else {
                     return .stop(.responseTooLarge(url: url, byteLimit: byteLimit))
@@ -416,6 +429,20 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             completionHandler(.cancel)
             Self.control { dataTask.cancel() }
         }
+    }
+
+    /// The length a `Content-Length` field gives (RFC 9110 8.6): digits, or a list of one such value
+    /// repeated (two lines of it joined); `Int64.max` for digits past it, more than any body can be.
+    /// `nil` for anything else.
+    static func contentLength(_ field: String) -> Int64? {
+        let values = Set(
+            field.split(separator: ",", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            })
+        guard values.count == 1, let value = values.first, !value.isEmpty,
+            value.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+        else { return nil }
+        return Int64(value) ?? .max
     }
 
     /// The content codings of `response`'s body as its `Content-Encoding` names them (`gzip`,

@@ -431,6 +431,33 @@ import FoundationNetworking
         }
     }
 
+    /// A Content-Length that is not a length (RFC 9110 8.6: digits only) leaves the body's end unknown, and
+    /// RFC 9112 6.3 has the recipient treat it as an error: libcurl reads as much of it as it can (`1` of
+    /// `1e5`, `0` of `0x10`) or, past 64 bits, reads on until the server hangs up. Before, what came was
+    /// passed off as the whole body: a byte, nothing, or half the image. Digits past any cap fail as too large.
+    @Test(arguments: ["1e5", "0x10", "99999999999999999999"])
+    func aContentLengthThatIsNotALengthFailsInsteadOfPassingOffWhatCameAsTheBody(_ value: String) async throws {
+        let url = server.url("/bad-length/images/photo.jpg?\(value)")
+        let error = await #expect(throws: ImageLoadingError.self) { try await HTTPDataLoader().loadData(for: url) }
+        if value.allSatisfy(\.isNumber) {
+            #expect(error == .responseTooLarge(url: url, byteLimit: HTTPDataLoader.defaultMaximumResponseBytes))
+        } else {
+            guard case .network(url, let description)? = error else {
+                Issue.record("\(String(describing: error))")
+                return
+            }
+            #expect(description.contains("Content-Length"))
+        }
+    }
+
+    /// A list of one length repeated (two Content-Length lines joined) is that length (RFC 9110 8.6).
+    @Test func aContentLengthRepeatedIsThatLength() async throws {
+        let length = imageBytes.count / 2
+        let url = server.url("/bad-length/images/photo.jpg?\(length),%20\(length)")
+        let data = try await HTTPDataLoader().loadData(for: url)
+        #expect(data == imageBytes.prefix(length))
+    }
+
     @Test func aStreamedBodyIsStoppedSoonAfterCrossingTheCap() async throws {
         // A gigabyte, which the server takes over a minute to send (16 KiB a millisecond at most): only
         // a loader that stops at the cap ends this test soon, however loaded the machine is.
