@@ -34,7 +34,7 @@ extension ImageStore {
         }
         // Nor the caching facts, for an image a `removeAll()` has dropped (the write below would be refused).
         guard isCurrent(), generation == disk.generation else { return false }
-        cacheMetadata.insert(metadata, forKey: key, cost: 0)
+        keepInMemory(metadata, forKey: key)
         // Past the bytes the folder lets wait for the disk, written below on this thread instead.
         if policy.isStorable, inBackground, replacing == nil,
             disk.storeInBackground(
@@ -69,8 +69,14 @@ extension ImageStore {
 
     /// Records new caching facts for `url`'s entry, in memory and on its file, leaving its bytes as they are.
     private func refresh(_ metadata: HTTPCacheMetadata, for url: URL) {
-        cacheMetadata.insert(metadata, forKey: url.cacheKey, cost: 0)
+        keepInMemory(metadata, forKey: url.cacheKey)
         disk.setCacheMetadata(metadata, for: url)
+    }
+
+    /// Keeps `metadata` in memory as the caching facts of the entry with cache key `key`, costing what
+    /// it takes.
+    private func keepInMemory(_ metadata: HTTPCacheMetadata, forKey key: String) {
+        cacheMetadata.insert(metadata, forKey: key, cost: metadata.memoryCost(forKey: key))
     }
 
     /// The caching facts of a remote entry: from memory, else from its disk file's attribute.
@@ -80,7 +86,7 @@ extension ImageStore {
         // An entry without the attribute (written where attributes fail, or by an older build) is
         // remembered as fresh, so the disk is asked once per URL, not at every load.
         let metadata = disk.cacheMetadata(for: url) ?? HTTPCacheMetadata(policy: HTTPCachePolicy())
-        cacheMetadata.insert(metadata, forKey: key, cost: 0)
+        keepInMemory(metadata, forKey: key)
         return metadata
     }
 
@@ -110,7 +116,7 @@ extension ImageStore {
     /// (a `304` since) stay. Call it in the same step that keeps the bytes.
     func restoreCacheMetadata(_ metadata: HTTPCacheMetadata?, for url: URL) {
         guard let metadata, !cacheMetadata.contains(url.cacheKey) else { return }
-        cacheMetadata.insert(metadata, forKey: url.cacheKey, cost: 0)
+        keepInMemory(metadata, forKey: url.cacheKey)
     }
 
     /// Asks the source whether `url` changed. Failures keep the stale entry: an error page or a
@@ -121,7 +127,7 @@ extension ImageStore {
         // Not after a `removeAll()`, and not over what a load or another check has stored since.
         disk.ifCurrent(generation) {
             guard cacheMetadata.value(forKey: url.cacheKey) == metadata else { return }
-            cacheMetadata.insert(metadata.afterFailedRevalidation(), forKey: url.cacheKey, cost: 0)
+            keepInMemory(metadata.afterFailedRevalidation(), forKey: url.cacheKey)
         }
     }
 
@@ -153,7 +159,7 @@ extension ImageStore {
                 } else {
                     // No-store now, or still (a 304 without Cache-Control keeps it): the file goes, as with
                     // the same bytes again; memory keeps the image.
-                    cacheMetadata.insert(refreshed, forKey: url.cacheKey, cost: 0)
+                    keepInMemory(refreshed, forKey: url.cacheKey)
                     disk.remove(url)
                 }
             }

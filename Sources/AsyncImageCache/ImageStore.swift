@@ -89,8 +89,13 @@ public final class ImageStore: Sendable {
     /// redirect to another host moves a load's slot there, ``FetchSlotHold``). Prefetches do not take these
     /// (``prefetchConcurrency`` bounds them already), so a visible load never waits behind one here.
     let fetchSlots: FetchSlots
-    /// HTTP caching facts of remote entries, read from disk attributes at most once per URL.
-    let cacheMetadata = MemoryCache<String, HTTPCacheMetadata>(countLimit: 10_000, costLimit: .max)
+    /// HTTP caching facts of remote entries, read from disk attributes at most once per URL (and again
+    /// once evicted), each costing ``HTTPCacheMetadata/memoryCost(forKey:)``.
+    let cacheMetadata = MemoryCache<String, HTTPCacheMetadata>(
+        countLimit: 10_000, costLimit: ImageStore.cacheMetadataByteLimit)
+    /// The most bytes the caching facts kept in memory take: 10,000 entries with common validators
+    /// (an entity tag of 40 bytes, a date of 29) take about 2.5 MB, under it.
+    static let cacheMetadataByteLimit = 8 << 20
     /// The URLs being revalidated now.
     let revalidating = LockedBox(Set<String>())
     let prefetches = LockedBox(PrefetchTable())

@@ -101,6 +101,10 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
                                      Content-Range, to a request that asked no Range.
   GET /alias/<n>/images/<name>       the file <name>, as /images/<name> serves it: one file under as
                                      many distinct URLs as a test needs (counted per full path).
+  GET /long-etag/<bytes>/<key>/images/<name>
+                                     the file with Cache-Control: max-age=3600 and an ETag <bytes>
+                                     long that starts with <key>: validators as long as a header
+                                     line may be, one per URL.
   GET /malformed/<kind>/images/<name>
                                      the file <name> behind a response header that URLSession on
                                      Linux cannot read, written as raw bytes and the connection then
@@ -343,6 +347,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.send_body(int(rest[0]), found[1], "image/jpeg", headers)
         elif head == "alias" and len(rest) == 3 and rest[0].isdigit() and rest[1] == "images":
             self.send_file(rest[2])
+        elif head == "long-etag" and len(rest) == 4 and rest[0].isdigit() and rest[2] == "images":
+            found = self.read_served_file(rest[3])
+            if found is not None:
+                tag = '"' + (rest[1] + "-").ljust(int(rest[0]) - 2, "x") + '"'
+                headers = {"ETag": tag, "Cache-Control": "max-age=3600"}
+                self.send_body(200, found[1], "image/jpeg", headers)
         elif head == "malformed" and len(rest) == 3 and rest[1] == "images":
             self.send_malformed(rest[0], rest[2])
         elif head == "gzip" and rest[:1] == ["images"] and len(rest) == 2:

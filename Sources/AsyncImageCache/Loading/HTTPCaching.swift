@@ -267,6 +267,14 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     var retryAfter: Date?
     var failedRevalidations = 0
 
+    /// About what the facts for `key` take in memory: the validators as a server sent them (a header line
+    /// may be as long as 100 KB), the key, and the fixed fields. The store's memory of facts counts it
+    /// (``ImageStore/cacheMetadataByteLimit``), so that servers sending long validators cannot make it
+    /// hold more than that.
+    func memoryCost(forKey key: String) -> Int {
+        128 + key.utf8.count + (entityTag?.utf8.count ?? 0) + (lastModified?.utf8.count ?? 0)
+    }
+
     init(policy: HTTPCachePolicy, receivedAt now: Date = Date()) {
         // A policy a custom loader made may hold any value: bounded here, so that every expiry encodes.
         // A no-store policy made by a custom loader may state a lifetime, or none: stale at once all the
