@@ -39,15 +39,17 @@ enum DisplayPixels {
             layoutSize.height.isFinite, layoutSize.height > 0, imageSize.width.isFinite, imageSize.width > 0,
             imageSize.height.isFinite, imageSize.height > 0, scale.isFinite, scale > 0
         else { return layoutSize.width }
-        let heightAtFrameWidth = layoutSize.width * imageSize.height / imageSize.width
+        // By the aspect, not a side times the frame: sides of 1e307 and 1.5e308 are a plain 1:15, but
+        // 100 pt times either overflows.
+        let heightAtFrameWidth = layoutSize.width * (imageSize.height / imageSize.width)
         if contentMode == .fit {
             guard (heightAtFrameWidth - layoutSize.height) * scale >= 0.5 else { return layoutSize.width }
             // At least a pixel for any aspect: an underflow to 0 would be no width at all, so no request.
-            return max(layoutSize.height * imageSize.width / imageSize.height, 1 / scale)
+            return max(layoutSize.height * (imageSize.width / imageSize.height), 1 / scale)
         }
         guard (layoutSize.height - heightAtFrameWidth) * scale >= 0.5 else { return layoutSize.width }
         // Finite for any aspect: an overflow would be no width at all, so no request.
-        return min(layoutSize.height * imageSize.width / imageSize.height, .greatestFiniteMagnitude)
+        return min(layoutSize.height * (imageSize.width / imageSize.height), .greatestFiniteMagnitude)
     }
 
     /// Whether an image of `imageSize`'s shape, drawn with `.fill` over a frame of `layoutSize`, reaches

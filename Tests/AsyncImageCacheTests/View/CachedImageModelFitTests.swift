@@ -49,4 +49,35 @@ import Testing
             layoutSize: CGSize(width: 100, height: 100), store: photo.store)
         #expect(model.request?.targetPixelWidth == 1)
     }
+
+    /// A size of positive, finite sides whose aspect is plain (15:1 or 1:15) but whose sides are so large
+    /// that the frame's side times one of them overflows (a server's garbage): the width comes from the
+    /// aspect, as for any size of that shape. Before, 100 pt x 1e307 was infinite: a wide image fitted in
+    /// a square made no request, and its load() never returned; a tall one likewise; `.fill` asked for the
+    /// frame's 200 px instead of the 3,000 px of the 1,500 pt it is drawn at.
+    @Test func aSizeOfHugeSidesAsksForTheWidthOfItsAspect() async throws {
+        let photo = try CachedImageModelLoadingTests.LocalPhoto(size: PixelSize(width: 60, height: 40))
+        let square = CGSize(width: 100, height: 100)
+        let wide = CGSize(width: 1.5e308, height: 1e307)
+        let tall = CGSize(width: 1e307, height: 1.5e308)
+        func width(_ size: CGSize, _ mode: CachedImageModel.ContentMode) -> Int? {
+            CachedImageModel(
+                url: photo.url, intrinsicSize: size, contentMode: mode, displayScale: 2, layoutSize: square,
+                store: photo.store
+            ).request?.targetPixelWidth
+        }
+        #expect(width(wide, .fit) == 200)
+        #expect(width(tall, .fit) == 14)  // 100 pt / 15 = 6.67 pt, 13.3 px
+        #expect(width(wide, .fill) == 3000)
+        #expect(width(tall, .fill) == 200)
+        // The static request a prefetch makes is the same.
+        #expect(
+            CachedImageModel.request(
+                url: photo.url, layoutSize: square, imageSize: wide, displayScale: 2)?.targetPixelWidth == 200)
+        let model = CachedImageModel(
+            url: photo.url, intrinsicSize: wide, displayScale: 2, layoutSize: square, store: photo.store)
+        _ = try #require(model.request)  // without one, load() waits for a layout that never gives one
+        await model.load()
+        #expect(model.image?.pixelSize == PixelSize(width: 60, height: 40))
+    }
 }
