@@ -71,10 +71,15 @@ enum DisplayPixels {
     static func cornerRadius(
         _ cornerRadius: CGFloat, layoutWidth: CGFloat, scale: CGFloat, maxPixelWidth: CGFloat?
     ) -> CGFloat {
-        guard cornerRadius > 0, layoutWidth.isFinite, layoutWidth > 0, scale.isFinite, scale > 0 else { return 0 }
+        // Infinite is none, as in ``ImageRequest``.
+        guard cornerRadius > 0, cornerRadius.isFinite, layoutWidth.isFinite, layoutWidth > 0, scale.isFinite, scale > 0
+        else { return 0 }
+        // A finite radius stays finite (`.greatestFiniteMagnitude` at 2x is the largest, not infinity, which a
+        // request takes for none); ``ImageRequest`` caps it.
+        let radius = min(cornerRadius * scale, .greatestFiniteMagnitude)
         let pixels = layoutWidth * scale
-        guard let cap = cap(maxPixelWidth), cap < pixels else { return cornerRadius * scale }
-        return cornerRadius * scale * cap / pixels
+        guard let cap = cap(maxPixelWidth), cap < pixels else { return radius }
+        return radius * (cap / pixels)
     }
 
     /// The cap `maxPixelWidth` sets in pixels: at least one pixel (a cap computed as 0 or less is the

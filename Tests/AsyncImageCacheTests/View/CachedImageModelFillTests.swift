@@ -253,6 +253,26 @@ extension CachedImageModelFillTests {
         #expect(model.frameCornerRadius == 0)
     }
 
+    /// The largest finite radius (`.greatestFiniteMagnitude`, an idiom for "as round as it goes") is the
+    /// largest in the pixels at every display scale, as ``ImageRequest`` makes it, and as the clip already
+    /// takes it. Before, at 2x it was doubled to infinity, which a request takes for none: square pixels at
+    /// 2x where 1x rounded them, and under a `.fill` clip of half the frame.
+    @Test(arguments: [nil, 80] as [CGFloat?])
+    func theLargestFiniteCornerRadiusIsRoundAtEveryScale(maxPixelWidth: CGFloat?) async throws {
+        let photo = try await WidePhoto()  // 2:1
+        defer { photo.stop() }
+        for scale in [1, 2] as [CGFloat] {
+            let model = CachedImageModel(
+                url: photo.file, cornerRadius: .greatestFiniteMagnitude, maxPixelWidth: maxPixelWidth,
+                displayScale: scale, store: photo.store)
+            model.layoutChanged(to: square)
+            #expect(model.request?.cornerPixelRadius == 1_000_000, "at \(scale)x")
+            await model.load()
+            let image = try #require(model.image)
+            #expect(image.pixel(x: 0, y: 0).alpha == 0, "square corners at \(scale)x")
+        }
+    }
+
     @Test func squareCornersFittedImagesAndNoImageNeedNoRoundedClip() async throws {
         let photo = try await WidePhoto()
         defer { photo.stop() }
