@@ -48,7 +48,8 @@ extension ImageStore {
         /// The most decodes run at once; the active processor count by default. Loads beyond it
         /// wait for a slot, visible loads before prefetches. It also bounds the loads that fetch ahead
         /// of the decodes: at most twice as many visible loads (and at least 8) per host (and as many of
-        /// local files, of `data:` URLs, and of each scheme a custom ``DataLoading`` serves) are
+        /// local files, of `data:` URLs, of each scheme a custom ``DataLoading`` serves, and of remote
+        /// images read back from the disk tier, whatever their host) are
         /// past the start of their fetch and short of a slot at once, and as many
         /// prefetches; the others wait to start their fetch, so a burst of hundreds of loads holds the
         /// bytes of only a few images, and a host that does not answer holds up only its own loads (a

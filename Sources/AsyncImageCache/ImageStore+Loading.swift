@@ -109,9 +109,14 @@ extension ImageStore {
             if priority.current == .normal, !holdsOriginal(of: request.url) {
                 let url = request.url
                 let isNeeded: @Sendable () -> Bool = { [self] in !holdsOriginal(of: url) }
-                switch await fetchSlots.slot(for: url, priority: priority, isNeeded: isNeeded) {
+                // Bytes on disk ask the host nothing: they wait for a slot of the disk tier's, not behind the
+                // host's loads, which may hang until their timeout. (Gone from disk by the time the run reads,
+                // they are fetched under it, as rarely; a redirect moves the slot to a host's as ever.)
+                let source = url.isRemote && disk.contains(url) ? FetchSlots.diskSource : nil
+                switch await fetchSlots.slot(for: url, in: source, priority: priority, isNeeded: isNeeded) {
                 case .slot(let release):
-                    fetchSlot = FetchSlotHold(release, of: url, in: fetchSlots, priority: priority, isNeeded: isNeeded)
+                    fetchSlot = FetchSlotHold(
+                        release, of: url, source: source, in: fetchSlots, priority: priority, isNeeded: isNeeded)
                 case .notNeeded: break
                 case .cancelled: return .failure(.cancelled)
                 }

@@ -86,7 +86,8 @@ public final class ImageStore: Sendable {
     /// fetched bytes while they wait for a slot. The others wait to start, so a burst of hundreds of loads
     /// holds the bytes of only a few images, not of every one fetched faster than the decodes drain them;
     /// a host that does not answer holds up only its own loads (counted under the host they fetch from: a
-    /// redirect to another host moves a load's slot there, ``FetchSlotHold``). Prefetches do not take these
+    /// redirect to another host moves a load's slot there, ``FetchSlotHold``; a load whose bytes are in the
+    /// disk tier asks no host and counts under the disk tier's set). Prefetches do not take these
     /// (``prefetchConcurrency`` bounds them already), so a visible load never waits behind one here.
     let fetchSlots: FetchSlots
     /// HTTP caching facts of remote entries, read from disk attributes at most once per URL (and again

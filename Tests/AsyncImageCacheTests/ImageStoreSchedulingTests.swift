@@ -529,6 +529,45 @@ import FoundationNetworking
         try await waitUntil { store.fetchSlots.sourceCount == 0 }
     }
 
+    @Test func aVisibleLoadOfBytesOnDiskDoesNotWaitBehindItsHostsLoadsThatDoNotAnswer() async throws {
+        // A host that stops answering (a server hung, a network that drops packets) while its rows that
+        // were never loaded take its slots for fetching ahead: the rows of its images already on disk,
+        // which ask it nothing, still load. Before, they waited for a slot of the host behind the stalled
+        // loads, until these ended at the request's timeout (60 s by default).
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+            $0.dataLoader = DataLoader(timeout: 600)  // the stalled rows end when the test cancels them
+        }
+        let cached = server.url("/images/\(names[0])")
+        _ = try await store.image(for: ImageRequest(url: cached, targetWidth: 50))
+        store.waitForDiskMaintenance()
+        store.clearMemory()  // as after a relaunch: on disk only
+        let hung = (0..<20).map { index in
+            Task {
+                try await store.image(
+                    for: ImageRequest(
+                        url: server.url("/held/never/alias/\(index)/images/\(names[0])"), targetWidth: 50))
+            }
+        }
+        defer { hung.forEach { $0.cancel() } }
+        let ahead = store.fetchSlots.limit
+        try await waitUntil { store.fetchSlots.busyCount == ahead && store.fetchSlots.waitingCount == 20 - ahead }
+
+        let fromDisk = Task { try await store.image(for: ImageRequest(url: cached, targetWidth: 100)) }
+        try await waitUntil { store.statistics.diskHits == 1 }
+        #expect(store.fetchSlots.waitingCount == 20 - ahead, "still stalled")
+        // Cancelled before the load is awaited, so that a load stuck behind them fails the test, not hangs it.
+        hung.forEach { $0.cancel() }
+        #expect(try await fromDisk.value.pixelSize == PixelSize(width: 100, height: 50))
+        for load in hung { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
+        try await waitUntil { store.fetchSlots.sourceCount == 0 }
+        #expect(try await server.hits()["/images/\(names[0])"] == 1)
+    }
+
     @Test func aCustomSchemeThatDoesNotAnswerHoldsUpOnlyItsOwnLoads() async throws {
         // A custom loader's rows that never answer take their source's slots for fetching ahead; local
         // files and data: URLs still load meanwhile. Before, every URL that was not HTTP shared one set of

@@ -45,16 +45,17 @@ final class FetchSlotHold: Sendable {
     private let isNeeded: @Sendable () -> Bool
     private let state: LockedBox<State>
 
-    /// The hold of a slot of `url`'s source that `release` gives back, taken from `slots` at `priority`.
+    /// The hold of a slot of `url`'s source (or of `source`, ``FetchSlots/diskSource``) that `release` gives
+    /// back, taken from `slots` at `priority`.
     init(
-        _ release: @escaping @Sendable () -> Void, of url: URL, in slots: FetchSlots, priority: RunPriority,
-        isNeeded: @escaping @Sendable () -> Bool
+        _ release: @escaping @Sendable () -> Void, of url: URL, source: String? = nil, in slots: FetchSlots,
+        priority: RunPriority, isNeeded: @escaping @Sendable () -> Bool
     ) {
         self.slots = slots
         self.url = url
         self.priority = priority
         self.isNeeded = isNeeded
-        state = LockedBox(State(source: FetchSlots.source(of: url), release: release))
+        state = LockedBox(State(source: source ?? FetchSlots.source(of: url), release: release))
     }
 
     /// Lets the slot go for the run: gives back the slot held now, if any, and ends a move's wait for one,

@@ -5,7 +5,9 @@ import Foundation
 ///
 /// One set per source: per scheme, host and port for remote URLs (as the connection limit counts them),
 /// per scheme for the others, so remote hosts, local files, `data:` URLs and each scheme a custom
-/// ``DataLoading`` serves have sets of their own. A source that answers slowly, or not at all until the
+/// ``DataLoading`` serves have sets of their own; a remote image whose bytes are in the disk tier is read
+/// from there, not asked of its host, and takes a slot of the disk tier's set (``diskSource``), so that
+/// its host's loads that hang do not hold it up. A source that answers slowly, or not at all until the
 /// timeout, holds its own loads' slots only: the loads of other hosts, of files and of other schemes go
 /// on meanwhile, as they would without the bound. A load that follows a redirect to another host moves to that host's
 /// set (``FetchSlotHold``): it gives its slot back and is sent there once it holds one of the new host's,
@@ -34,10 +36,13 @@ final class FetchSlots: Sendable {
     /// another width of an image being fetched decodes the bytes as they come, not after the loads queued
     /// ahead of it (behind a stalled host, until their timeout). A slot for a fetch of `url` that a
     /// redirect led to `location` (``FetchSlotHold``) is one of `location`'s source.
+    ///
+    /// `source` names the set outright instead (``diskSource``).
     func slot(
-        for url: URL, at location: URL? = nil, priority: RunPriority, isNeeded: @escaping @Sendable () -> Bool
+        for url: URL, at location: URL? = nil, in source: String? = nil, priority: RunPriority,
+        isNeeded: @escaping @Sendable () -> Bool
     ) async -> DecodeSlots.Held {
-        let source = Self.source(of: location ?? url)
+        let source = source ?? Self.source(of: location ?? url)
         let slots = pools.withLock { pools -> DecodeSlots in
             var pool = pools[source] ?? Pool(slots: DecodeSlots(limit: limit), users: 0)
             pool.users += 1
@@ -84,4 +89,8 @@ final class FetchSlots: Sendable {
     static func source(of url: URL) -> String {
         url.isRemote ? HTTPTaskTable.host(of: url) : "\(url.scheme?.lowercased() ?? ""):"
     }
+
+    /// The set of the remote images read from the disk tier, whatever their host: the key of no URL's
+    /// source (a scheme holds no space).
+    static let diskSource = "disk tier:"
 }
