@@ -57,8 +57,10 @@ public final class CachedImageModel {
     /// of your own). Use its aspect ratio; it is in pixels when it comes from the store. Set once from
     /// the image's natural size when it was `nil`.
     public internal(set) var reservedSize: CGSize?
-    /// The image to draw, or `nil` while the placeholder shows. It is replaced only by a larger
-    /// decode of the same image, never set back to `nil`.
+    /// The image to draw, or `nil` while the placeholder shows. Once set it is never set back to `nil`;
+    /// it is replaced by another decode of the same URL when the frame needs one (a wider frame; with
+    /// rounded corners, a narrower one too, or a frame past `maxPixelWidth`; an aspect that turns out
+    /// other than was known) and by a local file's new version once a check finds the file changed.
     public internal(set) var image: PlatformImage?
     /// The last laid-out size in points given to ``layoutChanged(to:)`` or the initializer.
     public private(set) var layoutSize: CGSize?
