@@ -102,11 +102,12 @@ extension ImageStore {
         let outcome = await variantRuns.value(for: key, priority: priority) { [self] priority in
             // A visible run fetches once one of the few ``fetchSlots`` is free, and gives it back as it
             // gets a decode slot (or ends); a prefetch's run is bounded by ``prefetchConcurrency``, and one
-            // whose bytes are in memory already fetches nothing, so it does not wait behind the fetches; nor
-            // does one whose bytes arrive while it waits (another width's fetch, or a prefetch's). The slot
+            // whose bytes are in memory already, or on the way (a fetch in flight it joins), fetches nothing,
+            // so it does not wait behind the fetches; nor does one whose bytes arrive while it waits (another
+            // width's fetch, or a prefetch's). The slot
             // moves with a download that a redirect leads to another host (``FetchSlotHold``).
             var fetchSlot: FetchSlotHold?
-            if priority.current == .normal, !holdsOriginal(of: request.url) {
+            if priority.current == .normal, !holdsOriginal(of: request.url), !isFetching(request.url, under: key) {
                 let url = request.url
                 let isNeeded: @Sendable () -> Bool = { [self] in !holdsOriginal(of: url) }
                 // Bytes on disk ask the host nothing: they wait for a slot of the disk tier's, not behind the
@@ -253,6 +254,17 @@ extension ImageStore {
         let key = url.cacheKey
         return originals.contains(key) || decodingOriginals.withLock { $0[key] != nil }
             || undecodedOriginals.contains(key)
+    }
+
+    /// Whether a fetch of `url` is in flight that a run keyed by `key` joins: it downloads nothing of its
+    /// own, so it takes no slot of ``fetchSlots`` (one it took would go back as it joined). Waiting for one,
+    /// it would not be in when a download handed over by a load it replaced (``holdFetched(_:)``), which
+    /// nobody else waits for, lands: those bytes would be dropped and downloaded again.
+    private func isFetching<Subject>(_ url: URL, under key: RunKey<Subject>) -> Bool {
+        fetchRuns.contains(
+            RunKey(
+                subject: url.cacheKey, generation: key.generation, replacement: key.replacement,
+                fileVersion: key.fileVersion))
     }
 
     /// The version of the local file `url` now, when it is not `read`, the version a load that failed

@@ -568,6 +568,59 @@ import FoundationNetworking
         #expect(try await server.hits()["/images/\(names[0])"] == 1)
     }
 
+    @Test func aWiderLoadTakingOverADownloadWhileItsHostsSlotsAreBusyDoesNotDownloadItAgain() async throws {
+        // A row's frame grows while its image downloads and `CachedImageModel` replaces its load with a
+        // wider one, in a grid whose other rows hold every fetch slot of the host. The wider load waits for
+        // a slot, but the download it took over is its image's: once it lands, the wider load decodes it.
+        // Before, the download ended with nobody waiting for it (the replaced load had left, the wider one
+        // was not in yet), its bytes were dropped, and the wider load downloaded the image again.
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 16  // every load holding a slot is asked at once
+        let loader = DataLoader(timeout: 600, sessionConfiguration: configuration)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+            $0.dataLoader = loader
+        }
+        let path = "/held/taken-over/images/\(names[0])"
+        let url = server.url(path)
+        let narrow = store.load(ImageRequest(url: url, targetWidth: 50)) { _ in }
+        try await waitUntil { loader.http.unfinishedTaskCount == 1 }
+        let ahead = store.fetchSlots.limit
+        let others = (1...ahead).map { index in
+            Task {
+                try await store.image(
+                    for: ImageRequest(
+                        url: server.url("/held/others/alias/\(index)/images/\(names[0])"), targetWidth: 50))
+            }
+        }
+        defer { others.forEach { $0.cancel() } }
+        // Every slot held, and one more row queued for one.
+        try await waitUntil { loader.http.unfinishedTaskCount == ahead && store.fetchSlots.waitingCount == 1 }
+        let widths = LockedBox([Int?]())
+        let wider = store.load(ImageRequest(url: url, targetWidth: 100), replacing: narrow) { image in
+            widths.withLock { $0.append(image?.pixelSize.width) }
+        }
+        defer { wider.cancel() }
+        // The wider load is in: waiting for the download, or (before) for a slot, behind the queued row.
+        try await waitUntil {
+            store.variantRuns.waiterCount(for: ImageRequest(url: url, targetWidth: 50)) == 0
+                && (store.fetchRuns.waiterCount(for: url.cacheKey) == 1 || store.fetchSlots.waitingCount == 2)
+        }
+        try await server.release("taken-over")
+        // The slot the download held goes to the row queued first.
+        try await waitUntil { loader.http.unfinishedTaskCount == ahead && store.fetchSlots.busyCount == ahead }
+        try await server.release("others")
+        for load in others { _ = try await load.value }
+        try await waitUntil { !widths.withLock { $0 }.isEmpty }
+        #expect(widths.withLock { $0 } == [100])
+        let downloads = try await server.hits(for: path)
+        #expect(downloads == 1, "the image taken over was downloaded \(downloads) times")
+    }
+
     @Test func aCustomSchemeThatDoesNotAnswerHoldsUpOnlyItsOwnLoads() async throws {
         // A custom loader's rows that never answer take their source's slots for fetching ahead; local
         // files and data: URLs still load meanwhile. Before, every URL that was not HTTP shared one set of
@@ -643,7 +696,9 @@ import FoundationNetworking
         defer { hung.forEach { $0.cancel() } }
         try await waitUntil { store.fetchSlots.busyCount == ahead && store.fetchSlots.waitingCount == 1 + used }
         let narrow = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
-        try await waitUntil { store.fetchSlots.waitingCount == 2 + used }
+        // In: waiting for the download it joined at once, taking no slot (before: for a slot).
+        try await waitUntil { store.fetchRuns.waiterCount(for: url.cacheKey) == 2 }
+        #expect(store.fetchSlots.waitingCount == 1 + used)
         try await server.release("first")
         if let first { #expect(try await first.value.pixelSize == PixelSize(width: 100, height: 50)) }
         try await waitUntil { store.statistics.decodes == 2 }

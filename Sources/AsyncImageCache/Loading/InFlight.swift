@@ -48,6 +48,11 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The number of runs in flight (for tests and diagnostics).
     var count: Int { state.withLock { $0.runs.count } }
 
+    /// Whether a run for `key` is in flight (it may end right after).
+    func contains(_ key: Key) -> Bool {
+        state.withLock { $0.runs[key] != nil }
+    }
+
     /// Waits for the run for `key`, starting one with `work` when none is in flight.
     ///
     /// - Parameters:
