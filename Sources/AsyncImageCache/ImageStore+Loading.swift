@@ -104,8 +104,8 @@ extension ImageStore {
             // gets a decode slot (or ends); a prefetch's run is bounded by ``prefetchConcurrency``, and one
             // whose bytes are in memory already, or on the way (a fetch in flight it joins), fetches nothing,
             // so it does not wait behind the fetches; nor does one whose bytes arrive while it waits (another
-            // width's fetch, or a prefetch's). The slot
-            // moves with a download that a redirect leads to another host (``FetchSlotHold``).
+            // width's fetch, or a prefetch's). The slot moves with a download that a redirect leads to another
+            // host (``FetchSlotHold``).
             var fetchSlot: FetchSlotHold?
             if priority.current == .normal, !holdsOriginal(of: request.url), !isFetching(request.url, under: key) {
                 let url = request.url
