@@ -544,7 +544,7 @@ import FoundationNetworking
         }
         let cached = server.url("/images/\(names[0])")
         _ = try await store.image(for: ImageRequest(url: cached, targetWidth: 50))
-        store.waitForDiskMaintenance()
+        await onOwnThread { store.waitForDiskMaintenance() }
         store.clearMemory()  // as after a relaunch: on disk only
         let hung = (0..<20).map { index in
             Task {
