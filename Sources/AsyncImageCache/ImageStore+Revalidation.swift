@@ -90,15 +90,17 @@ extension ImageStore {
         return metadata
     }
 
-    /// Starts a background revalidation of `url` when its entry is stale; one at a time per URL, and
-    /// after a failed one not before its retry delay (see ``HTTPCacheMetadata/afterFailedRevalidation(at:)``).
+    /// Starts a background revalidation of `url` when its entry is stale; one at a time per URL, at most
+    /// ``revalidationLimit`` at once in the store, and after a failed one not before its retry delay (see
+    /// ``HTTPCacheMetadata/afterFailedRevalidation(at:)``). A stale entry shown while the limit is reached
+    /// is served as it is, and checked at a later load that shows it.
     /// Returns the entry's caching facts (``storedCacheMetadata(for:)``), `nil` for a URL that is not remote.
     @discardableResult
     func revalidateIfStale(_ url: URL) -> HTTPCacheMetadata? {
         guard url.isRemote, let metadata = storedCacheMetadata(for: url) else { return nil }
         guard metadata.needsRevalidation() else { return metadata }
         let key = url.cacheKey
-        let isNew = revalidating.withLock { $0.insert(key).inserted }
+        let isNew = revalidating.withLock { $0.count < Self.revalidationLimit && $0.insert(key).inserted }
         guard isNew else { return metadata }
         Task(priority: .utility) { [self] in
             // A background check, even when a visible load's fetch started it (task-locals are inherited).

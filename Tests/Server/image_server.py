@@ -15,6 +15,11 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
   GET /held/<key>/<route>            sends nothing until the test releases <key> (GET /__release/<key>),
                                      then serves /<route>: a response pending for exactly as long as
                                      a test needs, however slow the machine.
+  GET /held-conditional/<key>/<route>
+                                     /<route> at once to a request without validators; one that carries
+                                     If-None-Match or If-Modified-Since (a revalidation) gets nothing
+                                     until the test releases <key>: a server that answers downloads
+                                     and never its revalidations.
   GET /interim/<code>/<route>        an informational response <code> (1xx: 103 Early Hints with a Link
                                      header, 100 Continue), then /<route> as the final response.
   GET /truncated/images/<name>       announces the file's full Content-Length, sends the first half,
@@ -274,6 +279,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_status(int(rest[0]))
         elif head == "held" and len(rest) >= 2:
             self.state.release_event(rest[0]).wait()
+            self.route("/" + "/".join(rest[1:]))
+        elif head == "held-conditional" and len(rest) >= 2:
+            if self.headers.get("If-None-Match") or self.headers.get("If-Modified-Since"):
+                self.state.release_event(rest[0]).wait()
             self.route("/" + "/".join(rest[1:]))
         elif head == "interim" and len(rest) >= 2 and rest[0].isdigit():
             # An informational response first (103 Early Hints, an unasked-for 100 Continue), then /<route>.
