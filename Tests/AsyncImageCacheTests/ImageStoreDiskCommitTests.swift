@@ -106,6 +106,31 @@ import Testing
         #expect(disk.data(for: url("d"))?.count == 4)
     }
 
+    /// The bytes waiting for the disk count the caching facts each write holds beside its image: a server's
+    /// validators may be as long as a header line (libcurl takes 100 KB), far more than a small image.
+    @Test func writesWaitingForTheDiskCountTheirCachingFacts() async throws {
+        let folder = TemporaryDirectory("disk-commit-facts")
+        let limit = 1 << 20
+        let disk = DiskStore(directory: folder.url, byteLimit: 64 << 20, backgroundWriteByteLimit: limit)
+        let gate = try await Self.holdDiskQueue(of: disk)
+        defer { gate.signal() }  // once more when the test ends early: the semaphore is waited on once
+        let tag = "\"" + String(repeating: "x", count: 60_000) + "\""
+        let metadata = HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: 3600, entityTag: tag), receivedAt: Date())
+        let image = Data(repeating: 7, count: 500)
+        var held = 0
+        for index in 0..<100 {
+            let queued = disk.storeInBackground(
+                image, pixelSize: PixelSize(width: 1, height: 1), metadata: metadata,
+                for: URL(string: "https://images.example.com/\(index).jpg")!, generation: disk.generation,
+                isCurrent: { true })
+            if queued { held += image.count + tag.utf8.count }
+        }
+        #expect(held <= limit, "the writes waiting for the disk hold \(held) bytes of images and validators")
+        #expect(held > limit / 2)
+        gate.signal()
+        disk.waitForPendingTrims()
+    }
+
     /// A write waiting for the disk is read as its file would be, and a removal of the URL's file drops it:
     /// neither read nor put in place after the removal (bytes a load found damaged, or a response said not to
     /// store, would otherwise come back). A write queued after the removal lands.

@@ -46,7 +46,9 @@ final class DiskStore: Sendable {
     /// 10 ms for 4,000) once per write.
     let relistingInterval: TimeInterval
     /// The most bytes ``storeInBackground(_:pixelSize:metadata:for:generation:isCurrent:)`` lets wait for
-    /// the disk; past it a load writes on its own thread, as a slow disk then sets the pace.
+    /// the disk, each write counting its image's bytes and what its caching facts take
+    /// (``HTTPCacheMetadata/memoryCost(forKey:)``: a server's validators may be as long as a header line);
+    /// past it a load writes on its own thread, as a slow disk then sets the pace.
     let backgroundWriteByteLimit: Int
     /// 32 MiB: dozens of downloaded photos.
     static let defaultBackgroundWriteByteLimit = 32 << 20
@@ -141,7 +143,7 @@ final class DiskStore: Sendable {
         /// The writes of loads (``storeInBackground(_:pixelSize:metadata:for:generation:isCurrent:)``),
         /// one at a time, each committing through `queue`: a load never waits for either.
         let writeQueue = DispatchQueue(label: "AsyncImageCache.DiskStore.write", qos: .utility)
-        /// The bytes of the writes on `writeQueue` that have not run yet.
+        /// The bytes of the writes on `writeQueue` that have not run yet, their caching facts included.
         let queuedWriteBytes = LockedBox(0)
         /// The writes on `writeQueue` not yet committed or dropped: reads that miss a file look here
         /// before they give up (``staged(forKey:)``).
@@ -775,7 +777,7 @@ final class DiskStore: Sendable {
     /// does (``exitWaitLimit``); one queued when the process is killed is lost, never left half-written.
     ///
     /// - Returns: `false`, queuing nothing, when the writes already queued on the folder hold
-    ///   ``backgroundWriteByteLimit`` bytes or `data` would take them past it (a disk slower than the
+    ///   ``backgroundWriteByteLimit`` bytes or `data` and `metadata` would take them past it (a disk slower than the
     ///   downloads): the caller writes with ``store(_:pixelSize:metadata:for:generation:isCurrent:committed:isDropped:)``
     ///   then, so that the bytes waiting for the disk stay bounded. A write is queued whatever its size when
     ///   none waits.
@@ -784,13 +786,15 @@ final class DiskStore: Sendable {
         isCurrent: @escaping @Sendable () -> Bool
     ) -> Bool {
         let limit = backgroundWriteByteLimit
+        let key = url.cacheKey
+        // What the write holds until it lands: with tiny images and long validators, mostly the validators.
+        let cost = data.count + (metadata?.memoryCost(forKey: key) ?? 0)
         let queued = folder.queuedWriteBytes.withLock { bytes -> Bool in
-            guard bytes == 0 || data.count <= limit - bytes else { return false }
-            bytes += data.count
+            guard bytes == 0 || cost <= limit - bytes else { return false }
+            bytes += cost
             return true
         }
         guard queued else { return false }
-        let key = url.cacheKey
         let write = StagedWrites.Write(
             data: data, pixelSize: pixelSize, metadata: metadata, generation: generation, isCurrent: isCurrent)
         // Numbered and queued in one step, so that writes run in the order of their numbers: the latest
@@ -799,7 +803,7 @@ final class DiskStore: Sendable {
             let number = staged.queue(write, forKey: key)
             folder.writeQueue.async { [self] in
                 defer {
-                    folder.queuedWriteBytes.withLock { $0 -= data.count }
+                    folder.queuedWriteBytes.withLock { $0 -= cost }
                     // After the rename: a read that missed the file finds it once the write is forgotten.
                     folder.staged.withLock { $0.finish(forKey: key) }
                 }
