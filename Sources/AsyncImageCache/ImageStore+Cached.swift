@@ -102,7 +102,7 @@ extension ImageStore {
                 // Recorded as the latest, a decode of an older version that lands later is delivered but
                 // not kept, and cannot take the size back to the old one.
                 if localFileVersions.value(forKey: key) != stamp {
-                    localFileVersions.insert(stamp, forKey: key, cost: 0)
+                    recordVersion(stamp, forKey: key)
                 }
                 memoize(header.displaySize, forKey: key)
             }

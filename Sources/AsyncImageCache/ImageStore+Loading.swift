@@ -684,7 +684,7 @@ extension ImageStore {
     private func forgetOtherVersions(of url: URL, than stamp: FileStamp?, generation: Int) {
         let key = url.cacheKey
         _ = disk.ifCurrent(generation) {
-            localFileVersions.insert(stamp, forKey: key, cost: 0)
+            recordVersion(stamp, forKey: key)
             sizeMemo.removeValue(forKey: key)
             if let original = originals.value(forKey: key), original.fileStamp != stamp {
                 originals.removeValue(forKey: key)

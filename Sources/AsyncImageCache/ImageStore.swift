@@ -77,8 +77,11 @@ public final class ImageStore: Sendable {
     /// The version of each local file that a load last read (`nil`: the file was gone), by URL. Written and
     /// checked under the disk tier's generation lock, as memory is emptied: a load keeps what it read only
     /// while it is that version, so the decode of an older version landing after a load of the new one
-    /// keeps nothing. A URL forgotten past the count limit keeps what its loads read, as before any was seen.
-    let localFileVersions = MemoryCache<String, FileStamp?>(countLimit: 10_000, costLimit: .max)
+    /// keeps nothing. Each costs its key's bytes (``recordVersion(_:forKey:)``): a `file:` URL's key is its
+    /// whole string, a query included, bounded as the size memo's keys are. A URL forgotten past the limits
+    /// keeps what its loads read, as before any was seen.
+    let localFileVersions = MemoryCache<String, FileStamp?>(
+        countLimit: 10_000, costLimit: ImageStore.sizeMemoKeyByteLimit)
     let counters = LockedBox(Statistics())
     let decodeSlots: DecodeSlots
     /// The visible loads of one source (a host, or the local files) that may be past the start of their
@@ -237,6 +240,12 @@ extension ImageStore {
     /// such originals cost exactly their byte count.
     static func payloadCost(ofKey key: String) -> Int {
         key.hasPrefix("data:") ? key.utf8.count : 0
+    }
+
+    /// Records `stamp` (`nil`: the file was gone) as the version of the local file with cache key `key`
+    /// that a load last read, costing the key's bytes (``localFileVersions``).
+    func recordVersion(_ stamp: FileStamp?, forKey key: String) {
+        localFileVersions.insert(stamp, forKey: key, cost: key.utf8.count)
     }
 
     /// Remembers `size` under `key` in the size memo, costing the key's bytes.
