@@ -37,7 +37,12 @@ enum MemoryWarnings {
 
     static func register(_ store: ImageStore) {
         _ = observer
-        stores.withLock { $0[ObjectIdentifier(store)] = WeakStore(store: store) }
+        // The stores released since go first, as ``purge()`` does: an app that opens and lets go of stores
+        // between warnings keeps no more entries than it has live stores.
+        stores.withLock { stores in
+            stores = stores.filter { $0.value.store != nil }
+            stores[ObjectIdentifier(store)] = WeakStore(store: store)
+        }
     }
 
     static func purge() {
