@@ -50,9 +50,10 @@ extension ImageStore {
         /// of the decodes: at most twice as many visible loads (and at least 8) per host (and as many of
         /// local files, of `data:` URLs, of each scheme a custom ``DataLoading`` serves, and of remote
         /// images read back from the disk tier, whatever their host) are
-        /// past the start of their fetch and short of a slot at once, and as many
-        /// prefetches; the others wait to start their fetch, so a burst of hundreds of loads holds the
-        /// bytes of only a few images, and a host that does not answer holds up only its own loads (a
+        /// past the start of their fetch and short of a slot at once, and as many prefetches per source
+        /// (at most four sources' worth in all); the others wait to start their fetch, so a burst of
+        /// hundreds of loads holds the bytes of only a few images, and a host that does not answer holds
+        /// up only its own loads and prefetches (a
         /// load that a redirect leads to another host counts under that host from then on, with the
         /// package's own ``DataLoader``; a load that joins a download under way holds no slot of its own).
         public var decodeConcurrency = ProcessInfo.processInfo.activeProcessorCount

@@ -101,7 +101,7 @@ extension ImageStore {
         let key = runKey(request, for: request.url, fileVersion: version)
         let outcome = await variantRuns.value(for: key, priority: priority) { [self] priority in
             // A visible run fetches once one of the few ``fetchSlots`` is free, and gives it back as it
-            // gets a decode slot (or ends); a prefetch's run is bounded by ``prefetchConcurrency``, and one
+            // gets a decode slot (or ends); a prefetch's run is bounded by ``prefetchConcurrency`` (per source), and one
             // whose bytes are in memory already, or on the way (a fetch in flight it joins), fetches nothing,
             // so it does not wait behind the fetches; nor does one whose bytes arrive while it waits (another
             // width's fetch, or a prefetch's). The slot moves with a download that a redirect leads to another

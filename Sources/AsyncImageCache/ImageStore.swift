@@ -91,7 +91,8 @@ public final class ImageStore: Sendable {
     /// a host that does not answer holds up only its own loads (counted under the host they fetch from: a
     /// redirect to another host moves a load's slot there, ``FetchSlotHold``; a load whose bytes are in the
     /// disk tier asks no host and counts under the disk tier's set). Prefetches do not take these
-    /// (``prefetchConcurrency`` bounds them already), so a visible load never waits behind one here.
+    /// (``prefetchConcurrency`` bounds them already, per source), so a visible load never waits behind one
+    /// here.
     let fetchSlots: FetchSlots
     /// HTTP caching facts of remote entries, read from disk attributes at most once per URL (and again
     /// once evicted), each costing ``HTTPCacheMetadata/memoryCost(forKey:)``.

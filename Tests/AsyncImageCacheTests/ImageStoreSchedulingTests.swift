@@ -568,6 +568,80 @@ import FoundationNetworking
         #expect(try await server.hits()["/images/\(names[0])"] == 1)
     }
 
+    @Test(arguments: [false, true])
+    func prefetchesOfAHostThatDoesNotAnswerHoldUpOnlyThatHostsPrefetches(fromDisk: Bool) async throws {
+        // A list prefetched ahead while its host stops answering (a server hung, a network that drops
+        // packets): the host's prefetches take every prefetch slot, yet an image of the list already on
+        // disk, or one of another host, is still prefetched. Before, they waited in line behind the
+        // stalled prefetches until these ended at the request's timeout (60 s by default).
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let stalled = try await TestHTTPServer(serving: folder.url)
+        let other = try await TestHTTPServer(serving: folder.url)
+        defer {
+            stalled.stop()
+            other.stop()
+        }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+            $0.dataLoader = DataLoader(timeout: 600)  // the stalled prefetches end when the test stops them
+        }
+        let target: ImageRequest
+        if fromDisk {
+            target = ImageRequest(url: stalled.url("/images/\(names[0])"), targetWidth: 100)
+            _ = try await store.image(for: ImageRequest(url: target.url, targetWidth: 50))
+            await onOwnThread { store.waitForDiskMaintenance() }
+            store.clearMemory()  // as after a relaunch: on disk only
+        } else {
+            target = ImageRequest(url: other.url("/images/\(names[0])"), targetWidth: 100)
+        }
+        defer { store.stopPrefetching() }
+        let hung = (0..<store.prefetchConcurrency).map { index in
+            ImageRequest(url: stalled.url("/held/never/alias/\(index)/images/\(names[0])"), targetWidth: 50)
+        }
+        store.startPrefetching(hung)
+        try await waitUntil { store.fetchRuns.count == hung.count }
+        let decodes = store.statistics.decodes
+
+        store.startPrefetching([target])
+        // Started at once, not left in line (it may have ended already: from disk it is quick).
+        let started = store.prefetches.withLock { $0.lineLength == 0 }
+        #expect(started, "waits in line behind \(hung.count) prefetches of a host that does not answer")
+        // Stopped before the target is awaited, so that a prefetch stuck behind them fails the test, not hangs it.
+        if !started { store.stopPrefetching(hung) }
+        try await waitUntil { store.cachedImage(for: target) != nil }
+        #expect(store.cachedImage(for: target)?.pixelSize == PixelSize(width: 100, height: 50))
+        #expect(store.statistics.decodes == decodes + 1)
+        if started { #expect(store.fetchRuns.count == hung.count, "still stalled") }
+        store.stopPrefetching()
+        try await waitUntil { store.fetchRuns.count == 0 }
+        if fromDisk { #expect(try await stalled.hits(for: "/images/\(names[0])") == 1) }
+    }
+
+    @Test func prefetchesOfManySourcesRunNoMoreAtOnceThanTheOverallBound() async throws {
+        // Each source has its share of prefetches, but a list of images from many sources does not start
+        // them all at once: beyond the overall bound they wait their turn.
+        let folder = TemporaryDirectory("images")
+        let loader = StalledSchemeLoader()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+        }
+        defer { store.stopPrefetching() }
+        let (perSource, total) = (store.prefetchConcurrency, store.prefetchTotalConcurrency)
+        let requests = (0...ImageStore.prefetchSourcesAtOnce).flatMap { source in
+            (0...perSource).map {
+                ImageRequest(url: URL(string: "stalled\(source)://photos/\($0).jpg")!, targetWidth: 50)
+            }
+        }
+        store.startPrefetching(requests)
+        let running = store.prefetches.withLock { $0.running.values.map(\.source) }
+        #expect(running.count == total, "\(running.count) of \(requests.count) prefetches running")
+        #expect(Dictionary(grouping: running) { $0 }.values.allSatisfy { $0.count <= perSource })
+        try await waitUntil { loader.stalledCount == total }
+        store.stopPrefetching()
+        try await waitUntil { store.fetchRuns.count == 0 }
+    }
+
     @Test func aWiderLoadTakingOverADownloadWhileItsHostsSlotsAreBusyDoesNotDownloadItAgain() async throws {
         // A row's frame grows while its image downloads and `CachedImageModel` replaces its load with a
         // wider one, in a grid whose other rows hold every fetch slot of the host. The wider load waits for
@@ -774,8 +848,9 @@ import FoundationNetworking
     }
 }
 
-/// A custom source's loader: `stalled:` URLs never answer until their load is cancelled (a source as slow
-/// as a host that sends nothing); every other URL goes to the package's own loader.
+/// A custom source's loader: `stalled:` URLs, and those of any scheme that starts so (`stalled1:`), never
+/// answer until their load is cancelled (a source as slow as a host that sends nothing); every other URL
+/// goes to the package's own loader.
 private final class StalledSchemeLoader: DataLoading {
     private let base = DataLoader()
     private let stalled = LockedBox(0)
@@ -800,7 +875,7 @@ private final class StalledSchemeLoader: DataLoading {
     }
 
     func loadData(for url: URL) async throws(ImageLoadingError) -> Data {
-        guard url.scheme == "stalled" else { return try await base.loadData(for: url) }
+        guard url.scheme?.hasPrefix("stalled") == true else { return try await base.loadData(for: url) }
         stalled.withLock { $0 += 1 }
         try? await Task.sleep(for: .seconds(600))
         throw .cancelled

@@ -24,6 +24,17 @@ import Testing
         #expect(drain(&table) == [request(1), request(2), request(0)])
     }
 
+    @Test func aSourceWithoutRoomIsPassedOverAndKeepsItsPlace() {
+        var table = PrefetchTable()
+        for number in 0..<4 { table.enqueue(request(number), source: number.isMultiple(of: 2) ? "stalled" : "other") }
+        let full: (String) -> Bool = { $0 != "stalled" }
+        #expect(table.nextWaiting(where: full)?.request == request(1))
+        #expect(table.nextWaiting(where: full)?.request == request(3))
+        #expect(table.nextWaiting(where: full) == nil)
+        #expect(table.lineLength == 2)
+        #expect(drain(&table) == [request(0), request(2)])
+    }
+
     @Test func aLongRandomRunMatchesAPlainOrderedList() {
         var generator = SystemRandomNumberGenerator()
         var table = PrefetchTable()
