@@ -194,8 +194,12 @@ extension ImageStore {
             holdUndecoded(fetched, for: request.url)
             return .failure(.cancelled)
         case .failure(let error)?:
-            // Held bytes that fail are let go like any failed download: the next load asks again.
-            if fetched.origin == .source { undecodedOriginals.removeValue(forKey: request.url.cacheKey) }
+            // Held bytes that fail are let go like any failed download: the next load asks again. Only these
+            // bytes: another download of the URL held meanwhile (one begun after a replacement or a
+            // `removeAll()`, whose run this one did not share) is as good as before.
+            if fetched.origin == .source {
+                undecodedOriginals.removeValue(forKey: request.url.cacheKey) { $0 === fetched }
+            }
             if !isSecondTry, let changed = changedVersion(of: request.url, since: fetched.original.fileStamp) {
                 forgetDecoding(fetched, for: request.url, everyHold: true)  // torn: no other width takes them
                 return await prepare(request, fileVersion: changed, priority: priority, isSecondTry: true)

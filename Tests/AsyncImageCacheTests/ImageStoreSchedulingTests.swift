@@ -695,6 +695,48 @@ import FoundationNetworking
         #expect(downloads == 1, "the image taken over was downloaded \(downloads) times")
     }
 
+    @Test func aDecodeThatFailsLeavesAnotherDownloadOfItsURLHeldForTheNextLoad() async throws {
+        // A load too wide for the pixel budget waits for the decode slot with its download while the image
+        // is removed (`removeImage(for:)`, a user's new avatar) and downloaded again by a narrower row that
+        // then scrolls away: the new download is held for the next load. The wide decode failing lets go
+        // of its own bytes only. Before, it dropped the held download too, and the next load of the narrow
+        // row downloaded the image a third time.
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs(
+            [PixelSize(width: 400, height: 300), PixelSize(width: 200, height: 100)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let gate = GatedDecoder(holdingOnly: try Data(contentsOf: folder.url.appendingPathComponent(names[1])))
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+            $0.decoder = gate
+            $0.pixelBudget = 400 * 300 - 1  // whole, the image is over it; 100 px wide (at 1/4), within it
+        }
+        let filler = Task { try await store.image(for: ImageRequest(url: server.url("/images/\(names[1])"))) }
+        defer { gate.open() }
+        try await waitUntil { gate.enteredCount == 1 }  // holds the one decode slot
+        let path = "/images/\(names[0])"
+        let url = server.url(path)
+        let whole = Task { try await store.image(for: ImageRequest(url: url)) }
+        try await waitUntil { store.decodeSlots.waitingCount == 1 }
+        store.removeImage(for: url)
+        try await waitUntil { store.replacementCount(of: url) == 1 }
+        let narrow = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 100)) }
+        try await waitUntil { store.decodeSlots.waitingCount == 2 }
+        narrow.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await narrow.value }
+        // Held by its run as that run ends, which it does after the load has left.
+        try await waitUntil { store.undecodedOriginals.contains(url.cacheKey) && store.decodeSlots.waitingCount == 1 }
+        gate.open()
+        _ = try await filler.value
+        await #expect(throws: ImageLoadingError.self) { try await whole.value }
+        #expect(store.undecodedOriginals.contains(url.cacheKey), "the held download was dropped")
+        let image = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        #expect(image.pixelSize == PixelSize(width: 100, height: 75))
+        let downloads = try await server.hits(for: path)
+        #expect(downloads == 2, "\(downloads) downloads: the wide load's, the narrow row's, and more")
+    }
+
     @Test func aCustomSchemeThatDoesNotAnswerHoldsUpOnlyItsOwnLoads() async throws {
         // A custom loader's rows that never answer take their source's slots for fetching ahead; local
         // files and data: URLs still load meanwhile. Before, every URL that was not HTTP shared one set of

@@ -16,6 +16,16 @@ import Testing
         #expect(cache.count == 3)
     }
 
+    @Test func aConditionalRemovalRemovesOnlyAMatchingValue() {
+        let cache = MemoryCache<String, Int>(countLimit: 10, costLimit: 100)
+        cache.insert(1, forKey: "a", cost: 1)
+        #expect(!cache.removeValue(forKey: "a") { $0 == 2 })
+        #expect(!cache.removeValue(forKey: "b") { _ in true })
+        #expect(cache.value(forKey: "a") == 1)
+        #expect(cache.removeValue(forKey: "a") { $0 == 1 })
+        #expect(cache.count == 0)
+    }
+
     @Test func evictsLeastRecentlyUsedEntriesUntilTheCostFits() {
         let cache = MemoryCache<String, Int>(countLimit: 100, costLimit: 100)
         cache.insert(1, forKey: "a", cost: 40)

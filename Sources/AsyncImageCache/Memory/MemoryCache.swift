@@ -73,6 +73,20 @@ public final class MemoryCache<Key: Hashable, Value> {
         return storage.pointee.removeValue(forKey: key)
     }
 
+    /// Removes the value for `key` if `matches` it, in one step: a value inserted for `key` meanwhile by
+    /// another thread is never removed in its stead. `matches` runs under the cache's lock: it must not use
+    /// the cache. Returns whether it removed one.
+    @discardableResult
+    func removeValue(forKey key: Key, if matches: (Value) -> Bool) -> Bool {
+        lock.lock()
+        var removed: Value?
+        if let value = storage.pointee.value(forKey: key, markingUsed: false), matches(value) {
+            removed = storage.pointee.removeValue(forKey: key)
+        }
+        lock.unlock()
+        return removed != nil  // released outside the lock: a value's deinit is arbitrary code
+    }
+
     /// Removes every entry.
     public func removeAll() {
         lock.lock()
