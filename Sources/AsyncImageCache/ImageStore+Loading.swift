@@ -263,7 +263,9 @@ extension ImageStore {
     /// Whether a fetch of `url` is in flight that a run keyed by `key` joins: it downloads nothing of its
     /// own, so it takes no slot of ``fetchSlots`` (one it took would go back as it joined). Waiting for one,
     /// it would not be in when a download handed over by a load it replaced (``holdFetched(_:)``), which
-    /// nobody else waits for, lands: those bytes would be dropped and downloaded again.
+    /// nobody else waits for, lands: the fetch then holds those bytes undecoded and ends the run's wait (as
+    /// when it ends before the run has joined it at all, see `original(for:)`); joined at once, the run
+    /// decodes them as they land.
     private func isFetching<Subject>(_ url: URL, under key: RunKey<Subject>) -> Bool {
         fetchRuns.contains(
             RunKey(
@@ -540,22 +542,29 @@ extension ImageStore {
         {
             return .success(decoding)
         }
-        if let held = undecodedOriginals.value(forKey: url.cacheKey) {
-            if held.generation == generation, held.replacement == replacement,
-                isCurrent(held.original, for: url, at: fileVersion)
-            {
-                return .success(held)
-            }
-            undecodedOriginals.removeValue(forKey: url.cacheKey)
+        if let held = heldDownload(of: url, generation: generation, replacement: replacement, at: fileVersion) {
+            return .success(held)
         }
         let key = RunKey(
             subject: url.cacheKey, generation: generation, replacement: replacement, fileVersion: fileVersion)
         // A run that joins a fetch in flight gives its slot back: the run that started the fetch holds one
         // for those bytes, and the fetch may wait for a slot where a redirect leads it (back to this host:
         // `A -> B -> A`). Held here while waiting for that fetch, the slot could be the one it waits for.
+        // A fetch that ends with nobody waiting, only the hold of a load that took it over and has not joined
+        // it yet (``holdFetched(_:)``), holds its download for that load, as a cancelled run's is held, and
+        // lets the loads waiting for a fetch slot for these bytes go on without one.
         return await fetchRuns.value(
-            for: key, priority: priority.current, following: priority, joinsRunning: fetchSlot?.giveBack
+            for: key, priority: priority.current, following: priority, joinsRunning: fetchSlot?.giveBack,
+            whenUnclaimed: { [self] fetched in
+                holdUndecoded(fetched, for: url)
+                fetchSlots.bytesArrived(for: url)
+            }
         ) { [self] fetchPriority in
+            // Held by a fetch that ended between the look above and this run's start, with nobody waiting:
+            // it held them before it left the table, so a run started after it finds them here.
+            if let held = heldDownload(of: url, generation: generation, replacement: replacement, at: fileVersion) {
+                return .success(held)
+            }
             // The fetch keeps the run's slot while it goes on for a visible run: the runs that joined it
             // hold none, and would fetch under none if this run were cancelled first.
             let downloading = fetchSlot?.keep(whileDownloadingAt: fetchPriority)
@@ -566,6 +575,21 @@ extension ImageStore {
                 }
             }
         }
+    }
+
+    /// The download of `url` held undecoded (``undecodedOriginals``) when a run keyed by `generation`,
+    /// `replacement` and `fileVersion` may decode it; one it may not (older, or of another version) is let go.
+    private func heldDownload(
+        of url: URL, generation: Int, replacement: Int, at fileVersion: FileStamp?
+    ) -> FetchedOriginal? {
+        guard let held = undecodedOriginals.value(forKey: url.cacheKey) else { return nil }
+        if held.generation == generation, held.replacement == replacement,
+            isCurrent(held.original, for: url, at: fileVersion)
+        {
+            return held
+        }
+        undecodedOriginals.removeValue(forKey: url.cacheKey) { $0 === held }
+        return nil
     }
 
     /// The key of a run for `subject` of `url` started now: under the disk tier's generation and `url`'s

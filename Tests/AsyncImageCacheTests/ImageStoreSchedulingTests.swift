@@ -695,6 +695,70 @@ import FoundationNetworking
         #expect(downloads == 1, "the image taken over was downloaded \(downloads) times")
     }
 
+    @Test func aDownloadHandedOverThatLandsBeforeItsTakerJoinsIsKept() async throws {
+        // A download handed over (`CachedImageModel` replacing a row's load with a wider one) may land
+        // before the wider load has joined it: here the wider load joins a run of its request that waits
+        // for a fetch slot (another row of that width, queued behind the host's stalled rows), so it never
+        // joins the download at all. The download ends with only the hand-over's hold on it: its bytes are
+        // kept for the next load, and the wider rows decode them. Before, they were dropped, and the wider
+        // rows, given the download's slot, downloaded the image a second time.
+        // (The same ending follows when the download lands between the wider load's check for a download
+        // in flight and its joining it.)
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 16  // every load holding a slot is asked at once
+        let loader = DataLoader(timeout: 600, sessionConfiguration: configuration)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+            $0.dataLoader = loader
+        }
+        let ahead = store.fetchSlots.limit
+        let others = (0..<ahead).map { index in
+            let key = index == 0 ? "first-other" : "others"
+            let url = server.url("/held/\(key)/alias/\(index)/images/\(names[0])")
+            return Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
+        }
+        defer { others.forEach { $0.cancel() } }
+        try await waitUntil { loader.http.unfinishedTaskCount == ahead }
+        let path = "/held/taken-over/images/\(names[0])"
+        let url = server.url(path)
+        let narrow = store.load(ImageRequest(url: url, targetWidth: 50)) { _ in }
+        try await waitUntil { store.fetchSlots.waitingCount == 1 }
+        let wide = ImageRequest(url: url, targetWidth: 100)
+        let otherRow = Task { try await store.image(for: wide) }
+        defer { otherRow.cancel() }
+        try await waitUntil { store.fetchSlots.waitingCount == 2 }
+        // One stalled row ends: its slot goes to the narrow row, which starts the download.
+        try await server.release("first-other")
+        _ = try await others[0].value
+        try await waitUntil {
+            store.fetchRuns.waiterCount(for: url.cacheKey) == 1 && store.fetchSlots.waitingCount == 1
+                && loader.http.unfinishedTaskCount == ahead
+        }
+        let widths = LockedBox([Int?]())
+        let wider = store.load(wide, replacing: narrow) { image in
+            widths.withLock { $0.append(image?.pixelSize.width) }
+        }
+        defer { wider.cancel() }
+        try await waitUntil {
+            store.variantRuns.waiterCount(for: wide) == 2
+                && store.variantRuns.waiterCount(for: ImageRequest(url: url, targetWidth: 50)) == 0
+        }
+        #expect(store.fetchRuns.waiterCount(for: url.cacheKey) == 0, "the download is held, not waited for")
+        try await server.release("taken-over")
+        // Both wider rows get the image while the host's other rows still stall.
+        #expect(try await otherRow.value.pixelSize == PixelSize(width: 100, height: 50))
+        try await waitUntil { !widths.withLock { $0 }.isEmpty }
+        #expect(widths.withLock { $0 } == [100])
+        try await server.release("others")
+        for load in others { _ = try await load.value }
+        let downloads = try await server.hits(for: path)
+        #expect(downloads == 1, "the image handed over was downloaded \(downloads) times")
+    }
+
     @Test func aDecodeThatFailsLeavesAnotherDownloadOfItsURLHeldForTheNextLoad() async throws {
         // A load too wide for the pixel budget waits for the decode slot with its download while the image
         // is removed (`removeImage(for:)`, a user's new avatar) and downloaded again by a narrower row that

@@ -32,9 +32,13 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         var holds = 0
         var task: Task<Void, Never>?
         let priority: RunPriority
+        /// Given the run's value when it ends with only holds, nobody waiting: the `whenUnclaimed` of the
+        /// caller that started it.
+        let whenUnclaimed: (@Sendable (Value) -> Void)?
 
-        init(priority: ImageLoadPriority) {
+        init(priority: ImageLoadPriority, whenUnclaimed: (@Sendable (Value) -> Void)? = nil) {
             self.priority = RunPriority(priority)
+            self.whenUnclaimed = whenUnclaimed
         }
     }
 
@@ -63,9 +67,14 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ///     that priority as it is whenever read, instead of at `priority`.
     ///   - joinsRunning: Called, outside the lock, when this caller joins a run already in flight rather
     ///     than starting one; `nil` by default.
+    ///   - whenUnclaimed: When this caller starts the run, called with its value if it ends with nobody
+    ///     waiting for it, only the holds of ``hold(where:)`` (a load that took it over, and has not joined
+    ///     it yet): outside the lock, while the run is still in flight, so that a caller coming meanwhile
+    ///     either joins the run or finds what this keeps; `nil` by default.
     func value(
         for key: Key, priority: ImageLoadPriority = .normal, following: RunPriority? = nil,
-        joinsRunning: (@Sendable () -> Void)? = nil, work: @escaping Work
+        joinsRunning: (@Sendable () -> Void)? = nil, whenUnclaimed: (@Sendable (Value) -> Void)? = nil,
+        work: @escaping Work
     ) async -> Outcome {
         let waiterID = state.withLock { state in
             state.nextWaiterID += 1
@@ -76,7 +85,7 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 await withCheckedContinuation { continuation in
                     join(
                         key, waiterID: waiterID, continuation: continuation, priority: priority,
-                        following: following, joinsRunning: joinsRunning, work: work)
+                        following: following, joinsRunning: joinsRunning, whenUnclaimed: whenUnclaimed, work: work)
                 }
             } onCancel: {
                 leave(key, waiterID: waiterID)
@@ -110,7 +119,7 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private func join(
         _ key: Key, waiterID: UInt64, continuation: CheckedContinuation<Outcome, Never>,
         priority: ImageLoadPriority, following: RunPriority?, joinsRunning: (@Sendable () -> Void)?,
-        work: @escaping Work
+        whenUnclaimed: (@Sendable (Value) -> Void)?, work: @escaping Work
     ) {
         // Checked under the lock: cancellation sets the flag before `leave` takes the lock, so a
         // waiter is either refused here or found by `leave`, never lost between the two.
@@ -118,7 +127,7 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             if Task.isCancelled { return (false, false, nil) }
             let waiter = Waiter(continuation: continuation, priority: priority, following: following)
             let existing = state.runs[key]
-            let run = existing ?? Run(priority: .low)
+            let run = existing ?? Run(priority: .low, whenUnclaimed: whenUnclaimed)
             run.waiters[waiterID] = waiter
             // A run followed is counted as it is when read: `priority` was only its value now, and
             // counted as well it would keep the run up after a visible load left the caller's run.
@@ -158,7 +167,9 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Keeps the runs in flight whose keys `matches` accepts from being cancelled when their last waiter
     /// leaves, until the returned closure is called (once): a load that replaces another hands the work
     /// they share over instead of stopping it; meanwhile each counts as a visible waiter of the run. `nil`
-    /// when no such run is in flight. Looks at every run in flight: for the few a replacing load may share.
+    /// when no such run is in flight. A run that ends while held, before the load it is held for joins it,
+    /// hands its value to the `whenUnclaimed` of the caller that started it. Looks at every run in flight:
+    /// for the few a replacing load may share.
     func hold(where matches: (Key) -> Bool) -> (@Sendable () -> Void)? {
         let held = state.withLock { state -> [(Key, Run)] in
             state.runs.filter { matches($0.key) }.map { key, run in
@@ -200,6 +211,13 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     private func finish(_ key: Key, run: Run, outcome: Outcome) {
+        // Ending with only holds (a load that took the run over and has not joined it yet): its value goes
+        // to `whenUnclaimed` before the run leaves the table, so that the load, joining it or not, gets it.
+        if let whenUnclaimed = run.whenUnclaimed, case .success(let value) = outcome,
+            state.withLock({ $0.runs[key] === run && run.waiters.isEmpty && run.holds > 0 })
+        {
+            whenUnclaimed(value)
+        }
         let waiters = state.withLock { state -> [CheckedContinuation<Outcome, Never>] in
             if state.runs[key] === run { state.runs[key] = nil }
             defer { run.waiters = [:] }
