@@ -238,7 +238,12 @@ extension ImageStore {
                 undecodedOriginals.removeValue(forKey: request.url.cacheKey)
             }
             variants.insert(prepared, for: request)
-            restoreCacheMetadata(fetched.cacheMetadata, for: request.url)
+            // Downloaded bytes bring their response's facts in this step too: a hit on the variant before
+            // `keepOnDisk` records them would find none, and no file, and take them for stale.
+            restoreCacheMetadata(
+                fetched.cacheMetadata
+                    ?? fetched.policy.map { HTTPCacheMetadata(policy: $0, receivedAt: fetched.receivedAt) },
+                for: request.url)
             return first
         }
         if storesOriginal == true {

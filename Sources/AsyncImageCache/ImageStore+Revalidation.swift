@@ -79,13 +79,19 @@ extension ImageStore {
         cacheMetadata.insert(metadata, forKey: key, cost: metadata.memoryCost(forKey: key))
     }
 
-    /// The caching facts of a remote entry: from memory, else from its disk file's attribute.
+    /// The caching facts of a remote entry: from memory, else from its disk file's attribute. Without
+    /// either, fresh when it has a file, else stale.
     func storedCacheMetadata(for url: URL) -> HTTPCacheMetadata? {
         let key = url.cacheKey
         if let metadata = cacheMetadata.value(forKey: key) { return metadata }
         // An entry without the attribute (written where attributes fail, or by an older build) is
-        // remembered as fresh, so the disk is asked once per URL, not at every load.
-        let metadata = disk.cacheMetadata(for: url) ?? HTTPCacheMetadata(policy: HTTPCachePolicy())
+        // remembered as fresh, so the disk is asked once per URL, not at every load. Bytes in memory
+        // without a file (no-store, or a file trimmed or never written) whose facts memory has let go
+        // of are remembered as stale, with no validators: the next load that shows them asks the
+        // server for the image, whose answer records facts again. Taken for fresh, they never would be.
+        let metadata =
+            disk.cacheMetadata(for: url)
+            ?? HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: disk.contains(url) ? nil : 0))
         keepInMemory(metadata, forKey: key)
         return metadata
     }

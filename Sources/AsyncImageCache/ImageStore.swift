@@ -95,7 +95,8 @@ public final class ImageStore: Sendable {
     /// here.
     let fetchSlots: FetchSlots
     /// HTTP caching facts of remote entries, read from disk attributes at most once per URL (and again
-    /// once evicted), each costing ``HTTPCacheMetadata/memoryCost(forKey:)``.
+    /// once evicted: an entry in memory without a file then counts as stale, see
+    /// ``storedCacheMetadata(for:)``), each costing ``HTTPCacheMetadata/memoryCost(forKey:)``.
     let cacheMetadata = MemoryCache<String, HTTPCacheMetadata>(
         countLimit: 10_000, costLimit: ImageStore.cacheMetadataByteLimit)
     /// The most bytes the caching facts kept in memory take: 10,000 entries with common validators

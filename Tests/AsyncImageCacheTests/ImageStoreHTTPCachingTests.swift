@@ -379,6 +379,51 @@ import Testing
         #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
     }
 
+    /// Bytes kept in memory without a file (a no-store image) whose caching facts memory has let go of
+    /// (its facts are bounded: here by 150 other URLs with 60 KB entity tags): with no attribute on disk
+    /// either, they were taken for fresh until evicted, and never asked for again. Now they are stale: the
+    /// next load shows them and asks the server, whose answer records facts again; a server that is gone
+    /// is asked once, not at every load (the facts found are remembered, with their retry delay).
+    @Test(arguments: [false, true])
+    func bytesInMemoryWhoseFactsAreEvictedAndWhoHaveNoFileAreRevalidated(serverIsGone: Bool) async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        try SampleImages.jpeg(width: 16, height: 16).write(to: fixture.folder.url.appendingPathComponent("dot.jpg"))
+        let path = "/cache/no-store/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let store = try fixture.store { $0.memoryCountLimit = 1000 }  // the image stays in memory
+        let request = ImageRequest(url: url, targetWidth: 100)
+        _ = try await store.image(for: request)
+        for index in 0..<150 {
+            let other = fixture.server.url("/long-etag/60000/u\(index)/images/dot.jpg")
+            _ = try await store.image(for: ImageRequest(url: other, targetWidth: 8))
+        }
+        store.waitForDiskMaintenance()
+        try #require(!store.cacheMetadata.contains(url.cacheKey), "the facts are still in memory")
+        try #require(store.originals.contains(url.cacheKey) && store.cachedImage(for: request) != nil)
+        #expect(!store.disk.contains(url))
+
+        if serverIsGone {
+            fixture.server.stop()
+            for width in [100, 80, 60] as [CGFloat] {
+                _ = try await store.image(for: ImageRequest(url: url, targetWidth: width))
+                try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+            }
+            #expect(store.statistics.revalidations == 1, "asked \(store.statistics.revalidations) times")
+            return
+        }
+        try fixture.replacePhoto(width: 200, height: 200)
+        // Shown from memory at once, and asked for again.
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 100, height: 75))
+        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        #expect(store.statistics.revalidations == 1, "the bytes without facts were taken for fresh")
+        #expect(try await fixture.server.hits(for: path) == 2)
+        #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
+        #expect(store.storedCacheMetadata(for: url)?.isStorable == false)
+        store.waitForDiskMaintenance()
+        #expect(!store.disk.contains(url))
+    }
+
     /// A response that varies on `*` matches no later request (RFC 9111 4.1): shown from the cache, but
     /// asked for again at every load, in this process and after a relaunch. It was fresh for its hour.
     @Test func aResponseThatVariesOnStarIsAskedForAgainAtEveryLoad() async throws {
