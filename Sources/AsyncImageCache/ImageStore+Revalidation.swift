@@ -148,8 +148,17 @@ extension ImageStore {
         // Raised by `removeImage(for:)` meanwhile, the entry is forgotten: this answer keeps nothing.
         let replacement = replacementCount(of: url)
         let validators = metadata.validators.hasValidators ? metadata.validators : nil
-        guard let result = try? await configuration.dataLoader.loadData(for: url, revalidating: validators) else {
+        guard var result = try? await configuration.dataLoader.loadData(for: url, revalidating: validators) else {
             return generation
+        }
+        // A 304 with another entity tag names a response other than the one stored, and must not update it
+        // (RFC 9111 4.3.4): the bytes the server now has are fetched whole, at once. Without them (a failure,
+        // or a 304 again), the stored facts stay as they were, stale, and the next check waits its delay.
+        if case .notModified(let policy) = result, !metadata.isUpdated(by: policy) {
+            guard let whole = try? await configuration.dataLoader.loadData(for: url, revalidating: nil),
+                case .modified = whole
+            else { return generation }
+            result = whole
         }
         // A load's write of the entry, queued in the background, lands first: the answer applies to the
         // file it leaves (a no-store `304` removes it, a refresh dates it), never to a folder it then overwrites.

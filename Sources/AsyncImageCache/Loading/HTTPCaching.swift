@@ -221,7 +221,9 @@ public enum ConditionalLoadResult: Sendable {
     case modified(Data, HTTPCachePolicy)
     /// The server confirmed the stored bytes (`304 Not Modified`); the fields the policy read (or, from
     /// ``HTTPCachePolicy/init(isStorable:maxAge:entityTag:lastModified:)``, the `maxAge`, `no-store` and
-    /// validators it gives) replace the stored ones, and the others stay (RFC 9111 4.3.4).
+    /// validators it gives) replace the stored ones, and the others stay (RFC 9111 4.3.4). One whose
+    /// `entityTag` is not the stored one's (a strong tag compared strongly, a weak one weakly) updates
+    /// nothing: the store then loads the image again without validators.
     case notModified(HTTPCachePolicy)
 }
 
@@ -297,6 +299,8 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     /// before an `Expires` the 304 brings (5.3). The `Age` counted is the 304's own: one without `Age` was
     /// answered by the server itself (5.1), however long a cache had kept the stored response.
     ///
+    /// Only for a 304 that ``isUpdated(by:)`` allows: the store fetches the image whole after another.
+    ///
     /// An entry of an older build has one lifetime of unknown source (an expiry without a lifetime: `0`).
     /// It stays after a 304 without `Cache-Control` or `Expires`, and else gives way, as it did there.
     func refreshed(by policy: HTTPCachePolicy, at now: Date = Date()) -> HTTPCacheMetadata {
@@ -313,6 +317,18 @@ struct HTTPCacheMetadata: Equatable, Sendable {
         refreshed.lastModified = refreshed.lastModified ?? lastModified
         refreshed.expires = refreshed.expiry(of: policy, at: now)
         return refreshed
+    }
+
+    /// Whether a `304 Not Modified` whose headers gave `policy` may update this stored response (RFC
+    /// 9111 4.3.4): one without an entity tag may; one with a strong tag only when this response has the
+    /// same strong tag, and one with a weak tag only when this response's tag matches it weakly (RFC 9110
+    /// 8.8.3.2). A 304 with another tag names a response the store does not hold.
+    func isUpdated(by policy: HTTPCachePolicy) -> Bool {
+        guard let tag = policy.entityTag else { return true }
+        guard let entityTag else { return false }
+        func opaque(_ tag: String) -> Substring { tag.hasPrefix("W/") ? tag.dropFirst(2) : Substring(tag) }
+        if tag.hasPrefix("W/") { return opaque(tag) == opaque(entityTag) }
+        return tag == entityTag
     }
 
     /// The expiry these fields give a response received at `now` through the fetch that gave `policy`:
