@@ -780,8 +780,8 @@ extension ImageStore {
         if fetched.origin == .source, url.isRemote, let policy = fetched.policy {
             // A download held while nobody wanted it (``undecodedOriginals``) has aged meanwhile.
             keepRemote(
-                fetched.original, policy: policy, receivedAt: fetched.receivedAt, for: url,
-                generation: fetched.generation, replacement: fetched.replacement, inBackground: true)
+                fetched.original, metadata: HTTPCacheMetadata(policy: policy, receivedAt: fetched.receivedAt),
+                for: url, generation: fetched.generation, replacement: fetched.replacement, inBackground: true)
         }
     }
 

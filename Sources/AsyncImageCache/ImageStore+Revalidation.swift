@@ -4,8 +4,7 @@ import Foundation
 /// is served at once and revalidated in the background, a `304` refreshes it without touching its
 /// bytes, and changed bytes replace the old image in both tiers.
 extension ImageStore {
-    /// Writes a fresh remote original to disk as its policy allows, with its caching facts (its
-    /// lifetime running from `receivedAt`); not when a `removeAll()` ran after `generation` was read,
+    /// Writes a fresh remote original to disk as its caching facts `metadata` allow, with them; not when a `removeAll()` ran after `generation` was read,
     /// nor, with `replacement` (the count read before the bytes were looked up), over an image a
     /// revalidation has put in their place since.
     ///
@@ -21,10 +20,9 @@ extension ImageStore {
     /// folder's limit (``DiskStore/backgroundWriteByteLimit``), it writes at once, as without it.
     @discardableResult
     func keepRemote(
-        _ original: OriginalImage, policy: HTTPCachePolicy, receivedAt: Date = Date(), for url: URL, generation: Int,
+        _ original: OriginalImage, metadata: HTTPCacheMetadata, for url: URL, generation: Int,
         replacement: Int? = nil, inBackground: Bool = false, replacing: (() -> Void)? = nil
     ) -> Bool {
-        let metadata = HTTPCacheMetadata(policy: policy, receivedAt: receivedAt)
         let key = url.cacheKey
         // The counts, not the store: a write queued in the background does not keep the store alive, and
         // once it is gone another store on the folder may still replace the image (they share the counts).
@@ -36,14 +34,14 @@ extension ImageStore {
         guard isCurrent(), generation == disk.generation else { return false }
         keepInMemory(metadata, forKey: key)
         // Past the bytes the folder lets wait for the disk, written below on this thread instead.
-        if policy.isStorable, inBackground, replacing == nil,
+        if metadata.isStorable, inBackground, replacing == nil,
             disk.storeInBackground(
                 original.data, pixelSize: original.pixelSize, metadata: metadata, for: url, generation: generation,
                 isCurrent: isCurrent)
         {
             return true
         }
-        if policy.isStorable {
+        if metadata.isStorable {
             do {
                 // Returning, it has committed the file, and `replacing` has run.
                 try disk.store(
@@ -169,8 +167,8 @@ extension ImageStore {
         guard generation == disk.generation else { return nil }
         switch result {
         case .notModified(let policy):
-            _ = ifCurrent(generation: generation, replacement: replacement, forKey: url.cacheKey) {
-                let refreshed = metadata.refreshed(by: policy, at: receivedAt)
+            let refreshed = metadata.refreshed(by: policy, at: receivedAt)
+            let applied: Void? = ifCurrent(generation: generation, replacement: replacement, forKey: url.cacheKey) {
                 if refreshed.isStorable {
                     refresh(refreshed, for: url)
                 } else {
@@ -179,6 +177,13 @@ extension ImageStore {
                     keepInMemory(refreshed, forKey: url.cacheKey)
                     disk.remove(url)
                 }
+            }
+            // A no-store entry that may be stored now has no file: the bytes memory holds are written with
+            // the new facts, as a 200 saying so would have been (not over an image that replaced them since).
+            if applied != nil, refreshed.isStorable, !metadata.isStorable,
+                let original = originals.value(forKey: url.cacheKey)
+            {
+                keepRemote(original, metadata: refreshed, for: url, generation: generation, replacement: replacement)
             }
             count { $0.notModified += 1 }
             return nil
@@ -199,8 +204,8 @@ extension ImageStore {
                     refresh(HTTPCacheMetadata(policy: policy, receivedAt: receivedAt), for: url)
                 } else {
                     keepRemote(
-                        original, policy: policy, receivedAt: receivedAt, for: url, generation: generation,
-                        replacement: replacement)
+                        original, metadata: HTTPCacheMetadata(policy: policy, receivedAt: receivedAt), for: url,
+                        generation: generation, replacement: replacement)
                 }
                 count { $0.notModified += 1 }
                 return nil
@@ -220,8 +225,8 @@ extension ImageStore {
             // Under the generation's lock too, as a load keeps its result: no lookup keeps anything old
             // between the new original going in and the count going up.
             keepRemote(
-                original, policy: policy, receivedAt: receivedAt, for: url, generation: generation,
-                replacement: replacement
+                original, metadata: HTTPCacheMetadata(policy: policy, receivedAt: receivedAt), for: url,
+                generation: generation, replacement: replacement
             ) { [self] in
                 _ = disk.ifCurrent(generation) {
                     keepOriginal(original, forKey: url.cacheKey)

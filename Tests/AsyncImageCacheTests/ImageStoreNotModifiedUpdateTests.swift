@@ -188,6 +188,35 @@ extension ImageStoreNotModifiedUpdateTests {
         }
     }
 
+    /// A 304 whose Cache-Control lets a `no-store` image be stored now writes the bytes memory holds, with
+    /// the new facts, as a 200 would have: before, only the facts were refreshed (in memory: there was no
+    /// file to put them on), and the next launch downloaded the image again though it was fresh for ten
+    /// minutes.
+    @Test func a304ThatLetsANoStoreImageBeStoredWritesItsFile() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache-fields/Cache-Control=no-store,no-cache/Cache-Control=max-age=600/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let store = try fixture.store()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
+        #expect(!store.disk.contains(url))
+        // Stale (no-store): shown, and checked; the 304 says max-age=600.
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 80))
+        try await waitUntil { store.statistics.notModified == 1 && store.revalidating.withLock { $0.isEmpty } }
+        store.waitForDiskMaintenance()
+        #expect(store.disk.contains(url), "the image may be stored now, and has no file")
+        #expect(
+            store.disk.data(for: url) == (try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))))
+        #expect(store.disk.cacheMetadata(for: url)?.cacheControlLifetime == 600)
+        #expect(store.disk.cacheMetadata(for: url)?.isStale() == false)
+
+        let relaunched = try fixture.store()
+        _ = try await relaunched.image(for: ImageRequest(url: url, targetWidth: 60))
+        let statuses = try await fixture.server.statuses(for: path)
+        #expect(statuses == [200, 304], "downloaded again after a relaunch: \(statuses)")
+    }
+
     /// A response that may not be stored stays so after a 304 without Cache-Control: its facts say so in
     /// memory, and it gets no file.
     @Test func noStoreOutlivesA304WithoutCacheControl() async throws {

@@ -288,7 +288,8 @@ import Testing
         let gate = try await ImageStoreDiskCommitTests.holdDiskQueue(of: staying.disk)
         defer { gate.signal() }  // once more when the test ends early: the semaphore is waited on once
         let queued = try #require(released).keepRemote(
-            original, policy: HTTPCachePolicy(maxAge: 3600), for: url, generation: staying.disk.generation,
+            original, metadata: HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: 3600)), for: url,
+            generation: staying.disk.generation,
             replacement: staying.replacementCount(of: url), inBackground: true)
         #expect(queued)
         released = nil
