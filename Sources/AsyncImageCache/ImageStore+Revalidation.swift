@@ -116,10 +116,11 @@ extension ImageStore {
         return metadata
     }
 
-    /// Puts `metadata`, the caching facts looked up with bytes that are now being kept in memory, back in
-    /// memory when a `clearMemory()` has emptied them since: bytes kept without them would be found
-    /// fresh forever once their disk file is gone (trimmed, purged), and never revalidated. Newer facts
-    /// (a `304` since) stay. Call it in the same step that keeps the bytes.
+    /// Puts `metadata`, the caching facts looked up (or downloaded) with bytes that are now being kept in
+    /// memory, back in memory when a `clearMemory()` has emptied them since, or before a download's write
+    /// records them: bytes kept without them would be found stale once their disk file is gone (trimmed,
+    /// purged) or before it is written, and asked for again. Newer facts (a `304` since) stay. Call it in
+    /// the same step that keeps the bytes.
     func restoreCacheMetadata(_ metadata: HTTPCacheMetadata?, for url: URL) {
         guard let metadata, !cacheMetadata.contains(url.cacheKey) else { return }
         keepInMemory(metadata, forKey: url.cacheKey)
