@@ -150,7 +150,7 @@ struct PrefetchTable {
     /// The line of each source: the requests in it from `start` on, each with the ticket it was put in line
     /// with, and how many of them still wait. One stopped while it waited stays in line, skipped when its
     /// turn comes, so that stopping never searches the line; put in line again, it takes a new ticket at the
-    /// end, and its old place is skipped too.
+    /// end, and its old place is skipped too. Only sources with a request waiting have a line.
     private struct Line {
         var queue: [(request: ImageRequest, ticket: UInt64)] = []
         var start = 0
@@ -187,9 +187,14 @@ struct PrefetchTable {
     /// The requests in line, every source's, stopped ones not yet passed included (for tests).
     var lineLength: Int { lines.values.reduce(0) { $0 + $1.length } }
 
+    /// Stops `request` waiting: its place is skipped when its turn comes, and a line left with nothing
+    /// waiting goes at once, so that the lines of sources without room (or of every source, while the
+    /// prefetches running fill ``ImageStore/prefetchTotalConcurrency``) do not keep a stopped request
+    /// per source seen.
     mutating func removeWaiting(_ request: ImageRequest) {
         guard let (_, source) = waiting.removeValue(forKey: request) else { return }
         lines[source]?.waitingCount -= 1
+        if lines[source]?.waitingCount == 0 { lines[source] = nil }
     }
 
     /// Takes the first request in line still waiting; `nil` when none is.

@@ -919,6 +919,35 @@ import FoundationNetworking
         store.stopPrefetching()
     }
 
+    /// Rows of many sources (avatars from many hosts) started and stopped while four sources' prefetches
+    /// stall and fill the overall bound: the lines hold what waits, not a stopped request per source seen.
+    @Test func startingAndStoppingRowsOfManySourcesWhileStalledPrefetchesFillTheBoundKeepsTheLinesShort()
+        async throws
+    {
+        let folder = TemporaryDirectory("lines")
+        let loader = StalledSchemeLoader()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+        }
+        let stalled = (0..<store.prefetchTotalConcurrency).map { index in
+            let scheme = "stalled\(index % ImageStore.prefetchSourcesAtOnce)"
+            return ImageRequest(url: URL(string: "\(scheme):\(index).jpg")!, targetWidth: 50)
+        }
+        store.startPrefetching(stalled)
+        try await waitUntil { loader.stalledCount == stalled.count }
+        let rows = (0..<1000).map {
+            ImageRequest(url: URL(string: "https://host\($0).example/a.jpg")!, targetWidth: 50)
+        }
+        for row in rows {
+            store.startPrefetching([row])
+            store.stopPrefetching([row])
+        }
+        let length = store.prefetches.withLock { $0.lineLength }
+        #expect(length <= 32, "\(length) stopped requests kept in line, none waiting")
+        #expect(store.prefetches.withLock { $0.running.count } == stalled.count)
+        store.stopPrefetching()
+    }
+
     @MainActor
     @Test func aFlingThatStartsAndCancels300LoadsInOneFrameStartsAtMostTheSlotsWorthOfDecodes() async throws {
         let folder = TemporaryDirectory("fling")
