@@ -95,23 +95,27 @@ extension ImageStore {
     }
 
     /// Starts a background revalidation of `url` when its entry is stale; one at a time per URL, at most
-    /// ``revalidationLimit`` at once in the store, and after a failed one not before its retry delay (see
-    /// ``HTTPCacheMetadata/afterFailedRevalidation(at:)``). A stale entry shown while the limit is reached
-    /// is served as it is, and checked at a later load that shows it.
+    /// ``revalidationLimit`` of its host and ``revalidationTotalLimit`` in all at once in the store, and
+    /// after a failed one not before its retry delay (see ``HTTPCacheMetadata/afterFailedRevalidation(at:)``).
+    /// A stale entry shown while a limit is reached is served as it is, and checked at a later load that
+    /// shows it.
     /// Returns the entry's caching facts (``storedCacheMetadata(for:)``), `nil` for a URL that is not remote.
     @discardableResult
     func revalidateIfStale(_ url: URL) -> HTTPCacheMetadata? {
         guard url.isRemote, let metadata = storedCacheMetadata(for: url) else { return nil }
         guard metadata.needsRevalidation() else { return metadata }
         let key = url.cacheKey
-        let isNew = revalidating.withLock { $0.count < Self.revalidationLimit && $0.insert(key).inserted }
+        let host = HTTPTaskTable.host(of: url)
+        let isNew = revalidating.withLock {
+            $0.insert(key, host: host, hostLimit: Self.revalidationLimit, limit: Self.revalidationTotalLimit)
+        }
         guard isNew else { return metadata }
         Task(priority: .utility) { [self] in
             // A background check, even when a visible load's fetch started it (task-locals are inherited).
             await HTTPDataLoader.$runPriority.withValue(nil) {
                 await HTTPDataLoader.$fetchSlot.withValue(nil) { await revalidate(url, metadata: metadata) }
             }
-            revalidating.withLock { _ = $0.remove(key) }
+            revalidating.withLock { $0.remove(key) }
         }
         return metadata
     }
@@ -238,5 +242,32 @@ extension ImageStore {
             }
             return nil
         }
+    }
+}
+
+/// The background revalidations a store runs now, by URL (`cacheKey`), counted per host
+/// (``HTTPTaskTable/host(of:)``).
+struct Revalidations {
+    /// The host each revalidation asks, by URL.
+    private var hosts: [String: String] = [:]
+    /// The revalidations of each host that has any.
+    private var perHost: [String: Int] = [:]
+
+    var count: Int { hosts.count }
+    var isEmpty: Bool { hosts.isEmpty }
+
+    /// Records a revalidation of `key`, which asks `host`, unless one of `key` runs already, or `host` has
+    /// `hostLimit` running, or `limit` run in all; returns whether it did.
+    mutating func insert(_ key: String, host: String, hostLimit: Int, limit: Int) -> Bool {
+        guard hosts.count < limit, hosts[key] == nil, perHost[host, default: 0] < hostLimit else { return false }
+        hosts[key] = host
+        perHost[host, default: 0] += 1
+        return true
+    }
+
+    /// Forgets the revalidation of `key`, which has ended.
+    mutating func remove(_ key: String) {
+        guard let host = hosts.removeValue(forKey: key), let running = perHost[host] else { return }
+        perHost[host] = running > 1 ? running - 1 : nil
     }
 }

@@ -102,13 +102,18 @@ public final class ImageStore: Sendable {
     /// The most bytes the caching facts kept in memory take: 10,000 entries with common validators
     /// (an entity tag of 40 bytes, a date of 29) take about 2.5 MB, under it.
     static let cacheMetadataByteLimit = 8 << 20
-    /// The URLs being revalidated now: at most ``revalidationLimit``.
-    let revalidating = LockedBox(Set<String>())
-    /// The most background revalidations a store runs at once. Each waits for a connection to its host
-    /// (without a timeout until it has one) and holds its validators meanwhile: without a limit, a host
-    /// that answers downloads but not revalidations made a store hold one check per stale image shown,
+    /// The URLs being revalidated now: at most ``revalidationLimit`` of each host, and
+    /// ``revalidationTotalLimit`` in all.
+    let revalidating = LockedBox(Revalidations())
+    /// The most background revalidations a store runs at once of one host. Each waits for a connection to
+    /// its host (without a timeout until it has one) and holds its validators meanwhile: without a limit, a
+    /// host that answers downloads but not revalidations made a store hold one check per stale image shown,
     /// as many as its tiers hold. More than a screen of images, so that those shown together are all checked.
+    /// Per host, so that a host that does not answer holds up only its own checks.
     static let revalidationLimit = 64
+    /// The most background revalidations a store runs at once, every host's: ``revalidationLimit`` for each
+    /// of ``prefetchSourcesAtOnce`` hosts.
+    static let revalidationTotalLimit = revalidationLimit * prefetchSourcesAtOnce
     let prefetches = LockedBox(PrefetchTable())
 
     /// Creates a store with the given name and budgets and the default parts.
