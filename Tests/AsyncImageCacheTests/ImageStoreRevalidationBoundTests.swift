@@ -36,7 +36,11 @@ import Testing
         defer { stalled.stop() }
         let other = try await TestHTTPServer(serving: folder.url)
         defer { other.stop() }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"), name: "hosts")
+        // The checks held wait for the test, which a loaded machine may stall past the default timeout.
+        let loader = DataLoader(timeout: 600)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"), name: "hosts") {
+            $0.dataLoader = loader
+        }
         // As many stale images of a host that never answers their checks as a host may have checked at once.
         let urls = (0..<ImageStore.revalidationLimit).map {
             stalled.url("/held-conditional/k/cache/max-age=0/images/dot.jpg?\($0)")
