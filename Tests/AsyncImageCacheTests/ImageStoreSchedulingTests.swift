@@ -642,23 +642,39 @@ import FoundationNetworking
         try await waitUntil { store.fetchRuns.count == 0 }
     }
 
+    /// One 200x100 JPEG behind a server on 127.0.0.1 that asks every load holding a fetch slot at once (16
+    /// connections), and a store with one decode slot: the setting of a row's load taken over by a wider one
+    /// while the host's other rows hold its slots.
+    struct TakeoverHost {
+        let folder = TemporaryDirectory("images")
+        let names: [String]
+        let server: TestHTTPServer
+        let loader: DataLoader
+        let store: ImageStore
+
+        init() async throws {
+            names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+            server = try await TestHTTPServer(serving: folder.url)
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.httpMaximumConnectionsPerHost = 16
+            let loader = DataLoader(timeout: 600, sessionConfiguration: configuration)
+            self.loader = loader
+            store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+                $0.decodeConcurrency = 1
+                $0.dataLoader = loader
+            }
+        }
+    }
+
     @Test func aWiderLoadTakingOverADownloadWhileItsHostsSlotsAreBusyDoesNotDownloadItAgain() async throws {
         // A row's frame grows while its image downloads and `CachedImageModel` replaces its load with a
         // wider one, in a grid whose other rows hold every fetch slot of the host. The wider load waits for
         // a slot, but the download it took over is its image's: once it lands, the wider load decodes it.
         // Before, the download ended with nobody waiting for it (the replaced load had left, the wider one
         // was not in yet), its bytes were dropped, and the wider load downloaded the image again.
-        let folder = TemporaryDirectory("images")
-        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
-        let server = try await TestHTTPServer(serving: folder.url)
-        defer { server.stop() }
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 16  // every load holding a slot is asked at once
-        let loader = DataLoader(timeout: 600, sessionConfiguration: configuration)
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decodeConcurrency = 1
-            $0.dataLoader = loader
-        }
+        let host = try await TakeoverHost()
+        defer { host.server.stop() }
+        let (names, server, loader, store) = (host.names, host.server, host.loader, host.store)
         let path = "/held/taken-over/images/\(names[0])"
         let url = server.url(path)
         let narrow = store.load(ImageRequest(url: url, targetWidth: 50)) { _ in }
@@ -704,17 +720,9 @@ import FoundationNetworking
         // rows, given the download's slot, downloaded the image a second time.
         // (The same ending follows when the download lands between the wider load's check for a download
         // in flight and its joining it.)
-        let folder = TemporaryDirectory("images")
-        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
-        let server = try await TestHTTPServer(serving: folder.url)
-        defer { server.stop() }
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = 16  // every load holding a slot is asked at once
-        let loader = DataLoader(timeout: 600, sessionConfiguration: configuration)
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decodeConcurrency = 1
-            $0.dataLoader = loader
-        }
+        let host = try await TakeoverHost()
+        defer { host.server.stop() }
+        let (names, server, loader, store) = (host.names, host.server, host.loader, host.store)
         let ahead = store.fetchSlots.limit
         let others = (0..<ahead).map { index in
             let key = index == 0 ? "first-other" : "others"

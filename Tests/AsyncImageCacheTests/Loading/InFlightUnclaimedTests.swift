@@ -22,7 +22,11 @@ import Testing
         }
     }
 
-    @Test func aRunEndingWithOnlyHoldsHandsItsValueToWhenUnclaimed() async throws {
+    /// A run for "a" started by one waiter, whose work waits at a gate, and the values its `whenUnclaimed` got.
+    private static func startHeldRun() async throws -> (
+        table: InFlightTable<String, Int>, gate: Gate, unclaimed: LockedBox<[Int]>,
+        waiter: Task<InFlightTable<String, Int>.Outcome, Never>
+    ) {
         let table = InFlightTable<String, Int>()
         let (gate, unclaimed) = (Gate(), LockedBox([Int]()))
         let waiter = Task {
@@ -31,6 +35,11 @@ import Testing
             }
         }
         try await waitUntil { gate.hasStarted }
+        return (table, gate, unclaimed, waiter)
+    }
+
+    @Test func aRunEndingWithOnlyHoldsHandsItsValueToWhenUnclaimed() async throws {
+        let (table, gate, unclaimed, waiter) = try await Self.startHeldRun()
         let release = try #require(table.hold { $0 == "a" })
         waiter.cancel()
         #expect(await waiter.value == .failure(.cancelled))
@@ -42,14 +51,7 @@ import Testing
     }
 
     @Test func aRunSomeoneWaitsForGivesItsValueToItsWaitersAlone() async throws {
-        let table = InFlightTable<String, Int>()
-        let (gate, unclaimed) = (Gate(), LockedBox([Int]()))
-        let waiter = Task {
-            await table.value(for: "a", whenUnclaimed: { value in unclaimed.withLock { $0.append(value) } }) { _ in
-                .success(await gate.work())
-            }
-        }
-        try await waitUntil { gate.hasStarted }
+        let (table, gate, unclaimed, waiter) = try await Self.startHeldRun()
         let release = try #require(table.hold { $0 == "a" })
         gate.finish(with: 7)
         #expect(await waiter.value == .success(7))
