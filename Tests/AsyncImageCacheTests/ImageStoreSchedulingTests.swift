@@ -505,16 +505,8 @@ import FoundationNetworking
             // the test cancels them, never by the request's timeout.
             $0.dataLoader = DataLoader(timeout: 600)
         }
-        let hung = (0..<20).map { index in
-            Task {
-                try await store.image(
-                    for: ImageRequest(
-                        url: stalled.url("/held/never/alias/\(index)/images/\(names[0])"), targetWidth: 50))
-            }
-        }
+        let hung = try await Self.stallTwentyLoads(of: stalled, image: names[0], in: store)
         defer { hung.forEach { $0.cancel() } }
-        let ahead = store.fetchSlots.limit
-        try await waitUntil { store.fetchSlots.busyCount == ahead && store.fetchSlots.waitingCount == 20 - ahead }
 
         let fromOtherHost = Task { try await store.image(for: ImageRequest(url: other.url("/images/\(names[1])"))) }
         let fromFile = Task {
@@ -546,20 +538,12 @@ import FoundationNetworking
         _ = try await store.image(for: ImageRequest(url: cached, targetWidth: 50))
         await onOwnThread { store.waitForDiskMaintenance() }
         store.clearMemory()  // as after a relaunch: on disk only
-        let hung = (0..<20).map { index in
-            Task {
-                try await store.image(
-                    for: ImageRequest(
-                        url: server.url("/held/never/alias/\(index)/images/\(names[0])"), targetWidth: 50))
-            }
-        }
+        let hung = try await Self.stallTwentyLoads(of: server, image: names[0], in: store)
         defer { hung.forEach { $0.cancel() } }
-        let ahead = store.fetchSlots.limit
-        try await waitUntil { store.fetchSlots.busyCount == ahead && store.fetchSlots.waitingCount == 20 - ahead }
 
         let fromDisk = Task { try await store.image(for: ImageRequest(url: cached, targetWidth: 100)) }
         try await waitUntil { store.statistics.diskHits == 1 }
-        #expect(store.fetchSlots.waitingCount == 20 - ahead, "still stalled")
+        #expect(store.fetchSlots.waitingCount == 20 - store.fetchSlots.limit, "still stalled")
         // Cancelled before the load is awaited, so that a load stuck behind them fails the test, not hangs it.
         hung.forEach { $0.cancel() }
         #expect(try await fromDisk.value.pixelSize == PixelSize(width: 100, height: 50))
@@ -988,6 +972,22 @@ import FoundationNetworking
             #expect(
                 started < cancelled[url]!, "a decode of \(url.lastPathComponent) started after its row was cancelled")
         }
+    }
+
+    /// Twenty loads of `image` under distinct URLs that `server` never answers, started in `store` once
+    /// they hold every fetch slot of the host and the others wait for one.
+    static func stallTwentyLoads(
+        of server: TestHTTPServer, image: String, in store: ImageStore
+    ) async throws -> [Task<PlatformImage, any Error>] {
+        let hung = (0..<20).map { index in
+            Task {
+                try await store.image(
+                    for: ImageRequest(url: server.url("/held/never/alias/\(index)/images/\(image)"), targetWidth: 50))
+            }
+        }
+        let ahead = store.fetchSlots.limit
+        try await waitUntil { store.fetchSlots.busyCount == ahead && store.fetchSlots.waitingCount == 20 - ahead }
+        return hung
     }
 }
 
