@@ -4,9 +4,10 @@ import Foundation
 /// is served at once and revalidated in the background, a `304` refreshes it without touching its
 /// bytes, and changed bytes replace the old image in both tiers.
 extension ImageStore {
-    /// Writes a fresh remote original to disk as its caching facts `metadata` allow, with them; not when a `removeAll()` ran after `generation` was read,
-    /// nor, with `replacement` (the count read before the bytes were looked up), over an image a
-    /// revalidation has put in their place since.
+    /// Keeps `metadata`, the caching facts of a remote original (a download's, or a `304`'s refreshed ones),
+    /// in memory and writes the original to disk with them as they allow (a `no-store` one removes its
+    /// file); not when a `removeAll()` ran after `generation` was read, nor, with `replacement` (the count
+    /// read before the bytes were looked up), over an image a revalidation has put in their place since.
     ///
     /// `replacing`, for a revalidation's new image, puts it in memory in one step with the disk change:
     /// once the file holds the new bytes, or holds nothing where they could not be written or may not
@@ -16,8 +17,9 @@ extension ImageStore {
     ///
     /// `inBackground` (a load's write) queues the file's write and returns at once: the load's delivery
     /// never waits for the disk queue. Its commit checks the generation and the count when it runs, as
-    /// any other does; memory serves the bytes meanwhile, and the disk tier's reads find them queued. While the writes already waiting hold the
-    /// folder's limit (``DiskStore/backgroundWriteByteLimit``), it writes at once, as without it.
+    /// any other does; memory serves the bytes meanwhile, and the disk tier's reads find them queued.
+    /// While the writes already waiting hold the folder's limit (``DiskStore/backgroundWriteByteLimit``),
+    /// it writes at once, as without it.
     @discardableResult
     func keepRemote(
         _ original: OriginalImage, metadata: HTTPCacheMetadata, for url: URL, generation: Int,
