@@ -89,9 +89,13 @@ extension ImageStore {
         // without a file (no-store, or a file trimmed or never written) whose facts memory has let go
         // of are remembered as stale, with no validators: the next load that shows them asks the
         // server for the image, whose answer records facts again. Taken for fresh, they never would be.
+        // Made the same by every look-up (two loads may miss at once, and the one whose check runs keeps
+        // its own): a failed check records its retry delay only over the facts it started with.
         let metadata =
             disk.cacheMetadata(for: url)
-            ?? HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: disk.contains(url) ? nil : 0))
+            ?? HTTPCacheMetadata(
+                policy: HTTPCachePolicy(maxAge: disk.contains(url) ? nil : 0),
+                receivedAt: Date(timeIntervalSince1970: 0))
         keepInMemory(metadata, forKey: key)
         return metadata
     }

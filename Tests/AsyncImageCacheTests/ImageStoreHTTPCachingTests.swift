@@ -424,6 +424,33 @@ import Testing
         #expect(!store.disk.contains(url))
     }
 
+    /// Two loads that find the facts of bytes without a file gone (two widths of a `no-store` image shown
+    /// at once) both look them up: each keeps the stale facts that stand for them, and the one whose check
+    /// runs starts it with its own. A failed check records its retry delay only over the facts it started
+    /// with; made with the time of each look-up, the second load's differed, so the delay was dropped and
+    /// the next load asked the server that had just failed again at once. Played here step by step: the
+    /// first load's look-up, the second's (which missed too), then the first load's check, failing.
+    @Test func aFailedCheckOfBytesWithoutFactsOrFileKeepsItsDelayWhenTwoLoadsLookedThemUp() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache/no-store/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let store = try fixture.store()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
+        try #require(!store.disk.contains(url))
+        fixture.server.stop()
+        store.cacheMetadata.removeValue(forKey: url.cacheKey)  // let go of, as by 150 long entity tags
+        let first = try #require(store.storedCacheMetadata(for: url))
+        store.cacheMetadata.removeValue(forKey: url.cacheKey)  // the second load looked before the first kept them
+        let second = try #require(store.storedCacheMetadata(for: url))
+        #expect(first.isStale() && second.isStale())
+        await store.revalidate(url, metadata: first)
+        let after = try #require(store.storedCacheMetadata(for: url))
+        #expect(after.failedRevalidations == 1, "the failed check recorded no delay")
+        #expect(!after.needsRevalidation(), "the next load asks the server again at once")
+    }
+
     /// A response that varies on `*` matches no later request (RFC 9111 4.1): shown from the cache, but
     /// asked for again at every load, in this process and after a relaunch. It was fresh for its hour.
     @Test func aResponseThatVariesOnStarIsAskedForAgainAtEveryLoad() async throws {
