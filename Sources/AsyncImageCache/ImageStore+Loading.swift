@@ -231,6 +231,13 @@ extension ImageStore {
             {
                 return false
             }
+            // Downloaded bytes bring their response's facts in this step too, before the bytes and the variant
+            // are in memory: a hit on either before `keepOnDisk` records them (on another thread, even before
+            // this step ends) would find none, and no file, and take them for stale.
+            restoreCacheMetadata(
+                fetched.cacheMetadata
+                    ?? fetched.policy.map { HTTPCacheMetadata(policy: $0, receivedAt: fetched.receivedAt) },
+                for: request.url)
             let first = fetched.claimStoring()
             if first { keepInMemory(fetched, for: request.url) }
             if fetched.origin == .source {
@@ -238,12 +245,6 @@ extension ImageStore {
                 undecodedOriginals.removeValue(forKey: request.url.cacheKey)
             }
             variants.insert(prepared, for: request)
-            // Downloaded bytes bring their response's facts in this step too: a hit on the variant before
-            // `keepOnDisk` records them would find none, and no file, and take them for stale.
-            restoreCacheMetadata(
-                fetched.cacheMetadata
-                    ?? fetched.policy.map { HTTPCacheMetadata(policy: $0, receivedAt: fetched.receivedAt) },
-                for: request.url)
             return first
         }
         if storesOriginal == true {
