@@ -113,7 +113,7 @@ extension ImageStore {
                 // Bytes on disk ask the host nothing: they wait for a slot of the disk tier's, not behind the
                 // host's loads, which may hang until their timeout. (Gone from disk by the time the run reads,
                 // they are fetched under it, as rarely; a redirect moves the slot to a host's as ever.)
-                let source = url.isRemote && disk.contains(url) ? FetchSlots.diskSource : nil
+                let source = fetchSource(of: url)
                 switch await fetchSlots.slot(for: url, in: source, priority: priority, isNeeded: isNeeded) {
                 case .slot(let release):
                     fetchSlot = FetchSlotHold(
@@ -264,6 +264,14 @@ extension ImageStore {
         let key = url.cacheKey
         return originals.contains(key) || decodingOriginals.withLock { $0[key] != nil }
             || undecodedOriginals.contains(key)
+    }
+
+    /// The set of ``fetchSlots`` (and the line of prefetches) that a load of `url` counts under: the disk
+    /// tier's for a remote image stored there, which asks its host nothing (one `stat`), else `url`'s own
+    /// source. A load that a redirect leads to another host moves there (``FetchSlotHold``); a prefetch
+    /// still counts under its first.
+    func fetchSource(of url: URL) -> String {
+        url.isRemote && disk.contains(url) ? FetchSlots.diskSource : FetchSlots.source(of: url)
     }
 
     /// Whether a fetch of `url` is in flight that a run keyed by `key` joins: it downloads nothing of its

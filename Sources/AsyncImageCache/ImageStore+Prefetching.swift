@@ -37,7 +37,7 @@ extension ImageStore {
         // nothing: the request is prefetched afresh.
         let generation = disk.generation
         let replacements = uncached.map { replacementCount(of: $0.url) }
-        let sources = uncached.map { prefetchSource(of: $0.url) }
+        let sources = uncached.map { fetchSource(of: $0.url) }
         let replaced = prefetches.withLock { table in
             for ((request, replacement), source) in zip(zip(uncached, replacements), sources) {
                 let running = table.running[request]
@@ -90,13 +90,6 @@ extension ImageStore {
     /// How many sources' worth of prefetches run at once (``prefetchTotalConcurrency``): so many sources
     /// that stop answering at once hold up the others' prefetches until the request's timeout.
     static let prefetchSourcesAtOnce = 4
-
-    /// The source whose share of ``prefetchConcurrency`` a prefetch of `url` counts under: the disk tier's
-    /// for a remote image stored there (it asks its host nothing; one `stat`), else `url`'s own, as for
-    /// ``fetchSlots``. A prefetch redirected to another host still counts under its first.
-    private func prefetchSource(of url: URL) -> String {
-        url.isRemote && disk.contains(url) ? FetchSlots.diskSource : FetchSlots.source(of: url)
-    }
 
     /// How many loads of one kind (prefetches; visible loads) may fetch ahead of `slots` decode slots:
     /// enough to keep the slots busy while the next ones fetch, few enough that their bytes stay small.
