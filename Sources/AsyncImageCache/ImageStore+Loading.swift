@@ -307,14 +307,18 @@ extension ImageStore {
     /// Holds bytes fresh from the source whose decode never finished, nobody wanting it any more, in
     /// ``undecodedOriginals`` for the next load of `url`; bytes from the tiers stay where they are, and a
     /// local file or `data:` URL, read again at no network cost, is not held. Not after a `removeAll()` or a
-    /// replacement since they were looked up: no load could use them.
-    private func holdUndecoded(_ fetched: FetchedOriginal, for url: URL) {
-        guard fetched.origin == .source, url.isRemote else { return }
+    /// replacement since they were looked up: no load could use them. Returns whether it holds them (not
+    /// when they are more than the held downloads' budget takes).
+    @discardableResult
+    private func holdUndecoded(_ fetched: FetchedOriginal, for url: URL) -> Bool {
+        guard fetched.origin == .source, url.isRemote else { return false }
         let key = url.cacheKey
-        _ = ifCurrent(generation: fetched.generation, replacement: fetched.replacement, forKey: key) {
+        let left = ifCurrent(generation: fetched.generation, replacement: fetched.replacement, forKey: key) {
             undecodedOriginals.insert(
                 fetched, forKey: key, cost: fetched.original.data.count + Self.payloadCost(ofKey: key))
         }
+        guard let left else { return false }
+        return !left.contains { $0 === fetched }
     }
 
     /// Keeps what loads of `request`'s URL fetch or have fetched, for a load of `request` that replaces
@@ -570,8 +574,9 @@ extension ImageStore {
         return await fetchRuns.value(
             for: key, priority: priority.current, following: priority, joinsRunning: fetchSlot?.giveBack,
             whenUnclaimed: { [self] fetched in
-                holdUndecoded(fetched, for: url)
-                fetchSlots.bytesArrived(for: url)
+                // Only bytes held are there for the loads waiting for a slot: without them (bytes from disk,
+                // older than a replacement, past the held downloads' budget) those loads fetch under a slot.
+                if holdUndecoded(fetched, for: url) { fetchSlots.bytesArrived(for: url) }
             }
         ) { [self] fetchPriority in
             // Held by a fetch that ended between the look above and this run's start, with nobody waiting:
