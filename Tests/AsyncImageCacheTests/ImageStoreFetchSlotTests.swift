@@ -1,0 +1,359 @@
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@testable import AsyncImageCache
+
+/// Fetch slots: a burst of visible loads fetches only a few images of each source ahead of the decodes,
+/// and a source that does not answer holds up only its own loads.
+@Suite(.timeLimit(.minutes(3))) struct ImageStoreFetchSlotTests {
+    @Test func hundredsOfPrefetchesFetchOnlyAFewImagesAheadOfTheDecodes() async throws {
+        // A long list prefetched at once, decodes slower than reads: the bytes of every image must not
+        // pile up in memory waiting for a decode slot.
+        let slot = try OneGatedSlot(count: 200)
+        let (requests, gate, log, store) = (slot.requests, slot.gate, slot.log, slot.store)
+        store.startPrefetching(requests)
+        try await waitUntil { gate.enteredCount == 1 }
+        try await Task.sleep(for: .milliseconds(500))  // time for more reads, were they to start
+        let fetched = log.urls(of: .fetch).count
+        let waiting = store.decodingOriginals.withLock { $0.count }
+        #expect(fetched <= store.prefetchConcurrency, "\(fetched) of 200 prefetched files read with one decode running")
+        #expect(waiting <= store.prefetchConcurrency, "\(waiting) images' bytes held waiting for a decode slot")
+        gate.open()
+        // Every prefetch still runs once the first ones end.
+        try await waitUntil { log.urls(of: .decode).count == requests.count }
+        #expect(Set(log.urls(of: .decode)) == Set(requests.map(\.url)))
+        try await waitUntil { store.prefetches.withLock { $0.running.isEmpty } }
+    }
+
+    /// `count` small JPEGs behind a server on 127.0.0.1, a visible load of each started at once, and a
+    /// store with one decode slot whose decoder waits at a gate, with a log of the stages.
+    struct BurstBehindOneGatedSlot {
+        let folder = TemporaryDirectory("burst")
+        let server: TestHTTPServer
+        let gate = GatedDecoder()
+        let log = StageLog()
+        let store: ImageStore
+        let urls: [URL]
+        let loads: [Task<PlatformImage, any Error>]
+
+        init(count: Int) async throws {
+            let names = try SampleImages.writeJPEGs(
+                Array(repeating: PixelSize(width: 200, height: 100), count: count), into: folder.url)
+            server = try await TestHTTPServer(serving: folder.url)
+            let (gate, log) = (gate, log)
+            store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+                $0.decoder = gate
+                $0.decodeConcurrency = 1
+                $0.stageObserver = log.observer
+            }
+            let store = store
+            urls = names.map { [server] in server.url("/images/\($0)") }
+            loads = urls.map { url in Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) } }
+        }
+
+        /// Waits until one decode is held at the gate and the loads fetched ahead of it wait for the slot.
+        func waitForTheLoadsAhead() async throws {
+            let (gate, store) = (gate, store)
+            try await waitUntil { gate.enteredCount == 1 && store.decodeSlots.waitingCount >= store.fetchSlots.limit }
+            try await Task.sleep(for: .milliseconds(500))  // time for more fetches, were they to start
+        }
+    }
+
+    @Test func aBurstOfVisibleLoadsFetchesOnlyAFewImagesAheadOfTheDecodes() async throws {
+        // Hundreds of rows on screen at once, each waiting for its image, downloads faster than decodes:
+        // the bytes of every image must not pile up in memory waiting for a decode slot (before: all 60
+        // fetched and held, 59 of them waiting).
+        let burst = try await BurstBehindOneGatedSlot(count: 60)
+        let (store, log) = (burst.store, burst.log)
+        try await burst.waitForTheLoadsAhead()
+        let ahead = store.fetchSlots.limit
+        let fetched = log.urls(of: .fetch).count
+        let held = store.decodingOriginals.withLock { $0.count }
+        #expect(fetched == ahead + 1, "\(fetched) of 60 images fetched with one decode running")
+        #expect(held == ahead + 1, "\(held) images' bytes held, one decoding and the rest waiting for its slot")
+        #expect(store.decodeSlots.waitingCount == ahead)
+        burst.gate.open()
+        // Every load still ends with its image, each fetched once.
+        for load in burst.loads { _ = try await load.value }
+        let hits = try await burst.server.hits()
+        #expect(hits.count == 60 && hits.values.allSatisfy { $0 == 1 }, "\(hits)")
+        #expect(store.fetchSlots.busyCount == 0)
+    }
+
+    @Test func aVisibleLoadOfBytesInMemoryDoesNotWaitBehindTheFetchesAhead() async throws {
+        // Another width of an image whose bytes wait for the decode slot fetches nothing: it queues for
+        // the slot at once, not behind the loads waiting to fetch.
+        let burst = try await BurstBehindOneGatedSlot(count: 30)
+        let store = burst.store
+        try await burst.waitForTheLoadsAhead()
+        let ahead = store.fetchSlots.limit
+        let fetched = burst.log.urls(of: .fetch)[1]
+        let wider = Task { try await store.image(for: ImageRequest(url: fetched, targetWidth: 100)) }
+        try await waitUntil { store.decodeSlots.waitingCount == ahead + 1 }
+        #expect(store.fetchSlots.busyCount == ahead)
+        burst.gate.open()
+        #expect(try await wider.value.pixelSize == PixelSize(width: 100, height: 50))
+        for load in burst.loads { _ = try await load.value }
+        #expect(try await burst.server.hits().values.reduce(0, +) == 30)
+    }
+
+    @Test func aVisibleLoadDoesNotWaitToFetchBehindRunsOnlyPrefetchesStillWant() async throws {
+        // Rows scrolled away while their images are prefetched too: their runs, prefetches now, hold
+        // fetched bytes and wait for the decode slot behind visible loads. They give back the host's
+        // fetch slots, so the next visible row fetches and decodes before them (before: it could not
+        // fetch until a prefetch's decode gave a slot back).
+        let burst = try await BurstBehindOneGatedSlot(count: 9)
+        let (store, log) = (burst.store, burst.log)
+        try await burst.waitForTheLoadsAhead()
+        let ahead = store.fetchSlots.limit
+        let decoding = log.urls(of: .decode)[0]
+        let scrolledAway = zip(burst.urls, burst.loads).filter { $0.0 != decoding }
+        let requests = scrolledAway.map { ImageRequest(url: $0.0, targetWidth: 50) }
+        #expect(requests.count == ahead && store.fetchSlots.busyCount == ahead)
+        store.startPrefetching(requests)
+        try await waitUntil { requests.allSatisfy { store.variantRuns.waiterCount(for: $0) == 2 } }
+        for (_, load) in scrolledAway { load.cancel() }
+        let next = burst.server.url("/alias/1/images/0.jpg")
+        let visible = Task { try await store.image(for: ImageRequest(url: next, targetWidth: 50)) }
+        // Fetched, it waits for the decode slot with the prefetches' runs.
+        try await waitUntil { store.decodeSlots.waitingCount == ahead + 1 }
+        burst.gate.open()
+        #expect(try await visible.value.pixelSize == PixelSize(width: 50, height: 25))
+        #expect(Array(log.urls(of: .decode).prefix(2)) == [decoding, next])
+        try await waitUntil { store.prefetches.withLock { $0.running.isEmpty } && store.variantRuns.count == 0 }
+        #expect(store.fetchSlots.busyCount == 0 && store.fetchSlots.sourceCount == 0)
+    }
+
+    @Test func visibleLoadsCancelledWhileWaitingToFetchNeverFetch() async throws {
+        // A fast scroll: rows appear faster than their images decode, then most go away. Those not yet
+        // fetching ask the server nothing and hold no bytes (before: all 30 fetched).
+        let burst = try await BurstBehindOneGatedSlot(count: 30)
+        let store = burst.store
+        try await burst.waitForTheLoadsAhead()
+        let started = Set(burst.log.urls(of: .fetch))
+        #expect(started.count == store.fetchSlots.limit + 1)
+        let loads = zip(burst.urls, burst.loads)
+        for (url, load) in loads where !started.contains(url) { load.cancel() }
+        burst.gate.open()
+        for (url, load) in loads {
+            if started.contains(url) {
+                _ = try await load.value
+            } else {
+                await #expect(throws: ImageLoadingError.cancelled) { try await load.value }
+            }
+        }
+        #expect(try await burst.server.hits().values.reduce(0, +) == started.count)
+        #expect(store.decodingOriginals.withLock { $0.isEmpty })
+        #expect(store.fetchSlots.busyCount == 0 && store.fetchSlots.waitingCount == 0)
+    }
+
+    @Test func aHostThatDoesNotAnswerHoldsUpOnlyItsOwnLoads() async throws {
+        // Rows of a host that sends nothing (until its timeout) take that host's slots for fetching ahead;
+        // the rows of another host and of local files still load meanwhile. Before the slots were per
+        // source, they waited for the stalled host's loads to end.
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs(
+            Array(repeating: PixelSize(width: 200, height: 100), count: 3), into: folder.url)
+        let stalled = try await TestHTTPServer(serving: folder.url)
+        let other = try await TestHTTPServer(serving: folder.url)
+        defer {
+            stalled.stop()
+            other.stop()
+        }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+            // The stalled rows stall for as long as the test takes, however loaded the machine (under
+            // ThreadSanitizer, with the whole suite running, this test once took 283 s): they end when
+            // the test cancels them, never by the request's timeout.
+            $0.dataLoader = DataLoader(timeout: 600)
+        }
+        let hung = try await Self.stallTwentyLoads(of: stalled, image: names[0], in: store)
+        defer { hung.forEach { $0.cancel() } }
+
+        let fromOtherHost = Task { try await store.image(for: ImageRequest(url: other.url("/images/\(names[1])"))) }
+        let fromFile = Task {
+            try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent(names[2])))
+        }
+        try await waitUntil { store.statistics.decodes == 2 }
+        #expect(try await fromOtherHost.value.pixelSize == PixelSize(width: 200, height: 100))
+        #expect(try await fromFile.value.pixelSize == PixelSize(width: 200, height: 100))
+        #expect(store.fetchSlots.sourceCount == 1, "the sets of the sources whose loads ended are gone")
+        hung.forEach { $0.cancel() }
+        for load in hung { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
+        try await waitUntil { store.fetchSlots.sourceCount == 0 }
+    }
+
+    @Test func aVisibleLoadOfBytesOnDiskDoesNotWaitBehindItsHostsLoadsThatDoNotAnswer() async throws {
+        // A host that stops answering (a server hung, a network that drops packets) while its rows that
+        // were never loaded take its slots for fetching ahead: the rows of its images already on disk,
+        // which ask it nothing, still load. Before, they waited for a slot of the host behind the stalled
+        // loads, until these ended at the request's timeout (60 s by default).
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+            $0.dataLoader = DataLoader(timeout: 600)  // the stalled rows end when the test cancels them
+        }
+        let cached = server.url("/images/\(names[0])")
+        _ = try await store.image(for: ImageRequest(url: cached, targetWidth: 50))
+        await onOwnThread { store.waitForDiskMaintenance() }
+        store.clearMemory()  // as after a relaunch: on disk only
+        let hung = try await Self.stallTwentyLoads(of: server, image: names[0], in: store)
+        defer { hung.forEach { $0.cancel() } }
+
+        let fromDisk = Task { try await store.image(for: ImageRequest(url: cached, targetWidth: 100)) }
+        try await waitUntil { store.statistics.diskHits == 1 }
+        #expect(store.fetchSlots.waitingCount == 20 - store.fetchSlots.limit, "still stalled")
+        // Cancelled before the load is awaited, so that a load stuck behind them fails the test, not hangs it.
+        hung.forEach { $0.cancel() }
+        #expect(try await fromDisk.value.pixelSize == PixelSize(width: 100, height: 50))
+        for load in hung { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
+        try await waitUntil { store.fetchSlots.sourceCount == 0 }
+        #expect(try await server.hits()["/images/\(names[0])"] == 1)
+    }
+
+    @Test func aCustomSchemeThatDoesNotAnswerHoldsUpOnlyItsOwnLoads() async throws {
+        // A custom loader's rows that never answer take their source's slots for fetching ahead; local
+        // files and data: URLs still load meanwhile. Before, every URL that was not HTTP shared one set of
+        // slots, and the file and the data: URL waited for the stalled loads to end.
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let file = folder.url.appendingPathComponent(names[0])
+        let dataURL = try #require(
+            URL(string: "data:image/jpeg;base64," + Data(contentsOf: file).base64EncodedString()))
+        let (store, loader, hung) = try StalledSchemeLoader.startLoads(in: folder) { "stalled://photos/\($0).jpg" }
+        defer { hung.forEach { $0.cancel() } }
+        let ahead = store.fetchSlots.limit
+        try await waitUntil { loader.stalledCount == ahead && store.fetchSlots.waitingCount == 20 - ahead }
+
+        let fromFile = Task { try await store.image(for: ImageRequest(url: file)) }
+        let fromData = Task { try await store.image(for: ImageRequest(url: dataURL, targetWidth: 100)) }
+        try await waitUntil { store.statistics.decodes == 2 }
+        #expect(loader.stalledCount == ahead && store.fetchSlots.waitingCount == 20 - ahead, "still stalled")
+        // Cancelled before the two are awaited, so that a file stuck behind them fails the test, not hangs it.
+        hung.forEach { $0.cancel() }
+        #expect(try await fromFile.value.pixelSize == PixelSize(width: 200, height: 100))
+        #expect(try await fromData.value.pixelSize == PixelSize(width: 100, height: 50))
+        for load in hung { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
+        try await waitUntil { store.fetchSlots.sourceCount == 0 }
+    }
+
+    @Test func aBurstOfACustomSchemeWhoseHostNamesEachImageFetchesOnlyAFewImagesAhead() async throws {
+        // A custom scheme whose host part names the item, not a server (`ph://<asset id>`, `ipfs://<cid>`):
+        // a burst of its rows fetches as few images ahead of the decodes as a burst of one host's. Before,
+        // each URL's host had a set of slots of its own, and all 20 were fetched at once.
+        let folder = TemporaryDirectory("images")
+        let (store, loader, hung) = try StalledSchemeLoader.startLoads(in: folder) { "stalled://asset-\($0)/" }
+        defer { hung.forEach { $0.cancel() } }
+        try await waitUntil { loader.stalledCount + store.fetchSlots.waitingCount == 20 }
+        let ahead = store.fetchSlots.limit
+        #expect(loader.stalledCount == ahead, "\(loader.stalledCount) of 20 images fetched at once")
+        hung.forEach { $0.cancel() }
+        for load in hung { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
+        try await waitUntil { store.fetchSlots.sourceCount == 0 }
+    }
+
+    @Test(arguments: [false, true])
+    func aVisibleLoadWaitingToFetchBytesAnotherWidthFetchesMeanwhileDecodesThemAsTheyArrive(
+        byPrefetch: Bool
+    ) async throws {
+        // Two widths of one image (the other one visible, or prefetched) while the host's other rows
+        // stall: this width waits to fetch, the other width's bytes arrive, and it decodes them then,
+        // instead of waiting for a slot the stalled rows hold until their timeout (before: it waited).
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs(
+            Array(repeating: PixelSize(width: 200, height: 100), count: 2), into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+            $0.dataLoader = DataLoader(timeout: 600)  // the stalled rows end when the test cancels them
+        }
+        let path = "/held/first/images/\(names[0])"
+        let url = server.url(path)
+        var first: Task<PlatformImage, any Error>?
+        if byPrefetch {
+            store.startPrefetching([ImageRequest(url: url, targetWidth: 100)])
+        } else {
+            first = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 100)) }
+        }
+        let used = byPrefetch ? 0 : 1  // a prefetch takes no fetch slot
+        try await waitUntil { store.fetchRuns.count == 1 && store.fetchSlots.busyCount == used }
+        let ahead = store.fetchSlots.limit
+        let hung = (0...ahead).map { index in
+            let stalled = server.url("/held/never/alias/\(index)/images/\(names[1])")
+            return Task { try await store.image(for: ImageRequest(url: stalled, targetWidth: 50)) }
+        }
+        defer { hung.forEach { $0.cancel() } }
+        try await waitUntil { store.fetchSlots.busyCount == ahead && store.fetchSlots.waitingCount == 1 + used }
+        let narrow = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
+        // In: waiting for the download it joined at once, taking no slot (before: for a slot).
+        try await waitUntil { store.fetchRuns.waiterCount(for: url.cacheKey) == 2 }
+        #expect(store.fetchSlots.waitingCount == 1 + used)
+        try await server.release("first")
+        if let first { #expect(try await first.value.pixelSize == PixelSize(width: 100, height: 50)) }
+        try await waitUntil { store.statistics.decodes == 2 }
+        #expect(store.statistics.failures == 0)
+        hung.forEach { $0.cancel() }
+        #expect(try await narrow.value.pixelSize == PixelSize(width: 50, height: 25))
+        #expect(try await server.hits(for: path) == 1)
+        for load in hung { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
+        try await waitUntil { store.fetchSlots.sourceCount == 0 }
+    }
+
+    /// Twenty loads of `image` under distinct URLs that `server` never answers, started in `store` once
+    /// they hold every fetch slot of the host and the others wait for one.
+    static func stallTwentyLoads(
+        of server: TestHTTPServer, image: String, in store: ImageStore
+    ) async throws -> [Task<PlatformImage, any Error>] {
+        let hung = (0..<20).map { index in
+            Task {
+                try await store.image(
+                    for: ImageRequest(url: server.url("/held/never/alias/\(index)/images/\(image)"), targetWidth: 50))
+            }
+        }
+        let ahead = store.fetchSlots.limit
+        try await waitUntil { store.fetchSlots.busyCount == ahead && store.fetchSlots.waitingCount == 20 - ahead }
+        return hung
+    }
+}
+
+/// A custom source's loader: `stalled:` URLs, and those of any scheme that starts so (`stalled1:`), never
+/// answer until their load is cancelled (a source as slow as a host that sends nothing); every other URL
+/// goes to the package's own loader.
+final class StalledSchemeLoader: DataLoading {
+    private let base = DataLoader()
+    private let stalled = LockedBox(0)
+
+    /// The `stalled:` loads started so far.
+    var stalledCount: Int { stalled.withLock { $0 } }
+
+    /// A store of `folder` with such a loader, and 20 visible loads, 50 wide, of the URLs `url` makes of
+    /// 0 to 19, started.
+    static func startLoads(
+        in folder: TemporaryDirectory, _ url: (Int) -> String
+    ) throws -> (ImageStore, StalledSchemeLoader, [Task<PlatformImage, any Error>]) {
+        let loader = StalledSchemeLoader()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+        }
+        let loads = (0..<20).map { index in
+            let request = ImageRequest(url: URL(string: url(index))!, targetWidth: 50)
+            return Task { try await store.image(for: request) }
+        }
+        return (store, loader, loads)
+    }
+
+    func loadData(for url: URL) async throws(ImageLoadingError) -> Data {
+        guard url.scheme?.hasPrefix("stalled") == true else { return try await base.loadData(for: url) }
+        stalled.withLock { $0 += 1 }
+        try? await Task.sleep(for: .seconds(600))
+        throw .cancelled
+    }
+}
