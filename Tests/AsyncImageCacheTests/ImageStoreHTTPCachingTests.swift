@@ -7,7 +7,7 @@ import Testing
 /// while they revalidate with their validators, a 304 refreshes without rewriting, changed bytes
 /// replace the old image, and errors never replace a good one.
 @Suite(.timeLimit(.minutes(3))) struct ImageStoreHTTPCachingTests {
-    private struct Fixture {
+    struct Fixture {
         let folder = TemporaryDirectory("http-cache")
         let server: TestHTTPServer
 
@@ -31,11 +31,6 @@ import Testing
                 [.modificationDate: Date().addingTimeInterval(60)],
                 ofItemAtPath: folder.url.appendingPathComponent("photo.jpg").path)
         }
-    }
-
-    /// The policy response headers `fields` give, names compared case-insensitively.
-    static func policy(headers fields: [String: String]) -> HTTPCachePolicy {
-        HTTPCachePolicy { name in fields.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value }
     }
 
     @Test func noStoreResponsesAreNeverWrittenToDisk() async throws {
@@ -227,100 +222,6 @@ import Testing
         }
     }
 
-    @Test func freshnessFieldsAreKeptOnDiskAndOlderEntriesStillRead() throws {
-        let made = HTTPCacheMetadata(
-            policy: HTTPCachePolicy(maxAge: 2.5, entityTag: "\"e\""), receivedAt: Date(timeIntervalSince1970: 1000))
-        #expect(made.cacheControlLifetime == 2.5 && made.expiresAt == nil)
-        // The expiry is kept in whole seconds, rounded down; the lifetime as it was.
-        let read = try #require(HTTPCacheMetadata(encoded: made.encoded))
-        #expect(read.cacheControlLifetime == 2.5 && read.expires == Date(timeIntervalSince1970: 1002))
-        #expect(read.entityTag == "\"e\"" && !read.lifetimeSourceIsUnknown)
-        // So is when an Expires passes, beside the max-age that comes before it. `hourFrom(made)`: a
-        // response made `made` seconds after 1970 (its Date) that expires an hour later.
-        func hourFrom(_ made: Int) -> [String: String] {
-            func date(_ seconds: Int) -> String {
-                String(format: "Thu, 01 Jan 1970 %02d:%02d:%02d GMT", seconds / 3600, seconds / 60 % 60, seconds % 60)
-            }
-            return ["Date": date(made), "Expires": date(made + 3600)]
-        }
-        let both = HTTPCacheMetadata(
-            policy: Self.policy(headers: hourFrom(1000).merging(["Cache-Control": "max-age=60"]) { $1 }),
-            receivedAt: Date(timeIntervalSince1970: 1000))
-        #expect(both.expires == Date(timeIntervalSince1970: 1060))
-        #expect(both.expiresAt == Date(timeIntervalSince1970: 4600) && both.cacheControlLifetime == 60)
-        #expect(HTTPCacheMetadata(encoded: both.encoded) == both)
-        // An older build wrote `1` and four lines, or five with one lifetime from max-age or Expires: read.
-        let older = try #require(HTTPCacheMetadata(encoded: Array("1\n1060\n\"e\"\n".utf8)))
-        #expect(older.expires == Date(timeIntervalSince1970: 1060) && older.cacheControlLifetime == 0)
-        let olderWithLifetime = try #require(HTTPCacheMetadata(encoded: Array("1\n1060\n\"e\"\n\n60".utf8)))
-        #expect(olderWithLifetime.cacheControlLifetime == 60 && olderWithLifetime.lifetimeSourceIsUnknown)
-        // A response that varies on `*` writes `3` and a seventh line; every other entry stays as before.
-        var varying = both
-        varying.variesOnEverything = true
-        #expect(HTTPCacheMetadata(encoded: varying.encoded) == varying)
-        #expect(varying.encoded.first == UInt8(ascii: "3") && both.encoded.first == UInt8(ascii: "2"))
-        let invalidEntries = [
-            "1\n1060\n\n\nsoon", "2\n1060\n\n\n60", "2\n1060\n\n\n60\nsoon", "3\n1060\n\n\n60\n",
-            "3\n1060\n\n\n60\n\nAccept", "2\n1060\n\n\n60\n\n*",
-        ]
-        for invalid in invalidEntries {
-            #expect(HTTPCacheMetadata(encoded: Array(invalid.utf8)) == nil, "\(invalid)")
-        }
-        // A bare 304 keeps the lifetime and validators; one with its own max-age uses that.
-        let now = Date(timeIntervalSince1970: 5000)
-        let bare = made.refreshed(by: HTTPCachePolicy(), at: now)
-        #expect(bare.cacheControlLifetime == 2.5 && bare.expires == now.addingTimeInterval(2.5))
-        #expect(bare.entityTag == "\"e\"")
-        let given = made.refreshed(by: HTTPCachePolicy(maxAge: 60, entityTag: "\"f\""), at: now)
-        #expect(given.cacheControlLifetime == 60 && given.expires == now.addingTimeInterval(60))
-        #expect(given.entityTag == "\"f\"")
-        // The kept max-age comes before an Expires the 304 brings; a kept Expires stays where it was.
-        let withExpires = Self.policy(headers: hourFrom(5000))  // a 304 made as it arrives
-        #expect(made.refreshed(by: withExpires, at: now).expires == now.addingTimeInterval(2.5))
-        let expiring = HTTPCacheMetadata(
-            policy: Self.policy(headers: hourFrom(1000)), receivedAt: Date(timeIntervalSince1970: 1000))
-        let soon = Date(timeIntervalSince1970: 2000)
-        #expect(expiring.refreshed(by: HTTPCachePolicy(), at: soon).expires == Date(timeIntervalSince1970: 4600))
-        #expect(expiring.refreshed(by: HTTPCachePolicy(), at: now).expires == now)
-        #expect(
-            both.refreshed(by: Self.policy(headers: ["Cache-Control": "public"]), at: soon).expires == both.expiresAt)
-        // An older entry's response limited freshness by an unknown lifetime, or one that may have come
-        // from Expires: stale at once after a bare 304 (before: fresh until evicted), or the lifetime
-        // kept; a 304 that gives a lifetime, from max-age or from Expires, uses it.
-        let olderBare = older.refreshed(by: HTTPCachePolicy(), at: now)
-        #expect(olderBare.cacheControlLifetime == 0 && olderBare.expires == now && olderBare.isStale(at: now))
-        #expect(older.refreshed(by: HTTPCachePolicy(maxAge: 60), at: now).expires == now.addingTimeInterval(60))
-        #expect(olderWithLifetime.refreshed(by: HTTPCachePolicy(), at: now).expires == now.addingTimeInterval(60))
-        #expect(olderWithLifetime.refreshed(by: withExpires, at: now).expires == now.addingTimeInterval(3600))
-        // A response that never said: still fresh until evicted after a 304.
-        let unsaid = HTTPCacheMetadata(policy: HTTPCachePolicy(entityTag: "\"g\""))
-        #expect(unsaid.refreshed(by: HTTPCachePolicy(), at: now).expires == nil)
-    }
-
-    @Test func aChangedImageReplacesTheOldOneInBothTiers() async throws {
-        let fixture = try await Fixture()
-        defer { fixture.server.stop() }
-        let path = "/cache/no-cache/images/photo.jpg"
-        let url = fixture.server.url(path)
-        let store = try fixture.store()
-        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
-        try fixture.replacePhoto(width: 200, height: 200)
-        // The stale image is shown while the new one is fetched.
-        #expect(
-            try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize
-                == PixelSize(width: 100, height: 75))
-        try await waitUntil { store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200) }
-        #expect(try await fixture.server.statuses(for: path) == [200, 200])
-        #expect(
-            try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize
-                == PixelSize(width: 100, height: 100))
-        let newBytes = try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))
-        #expect(store.cachedOriginalBytes(for: url)?.data == newBytes)
-        store.waitForDiskMaintenance()
-        #expect(store.disk.data(for: url) == newBytes)
-        #expect(store.disk.pixelSize(for: url) == PixelSize(width: 200, height: 200))
-    }
-
     /// Bytes that `cachedOriginalBytes(for:)` brought from disk into memory keep their caching facts
     /// once the file is gone (trimmed, or purged by the system): a load served them from memory, took
     /// them for fresh until evicted and never asked the server again, whose image had changed.
@@ -481,8 +382,11 @@ import Testing
         _ = try await store.image(for: ImageRequest(url: url, targetWidth: 80))
         try await waitUntil { try await fixture.server.statuses(for: path) == [200, 304] }
         // A Cache-Control beside it decides, as it does beside a request's Pragma (RFC 7234 5.4).
-        #expect(Self.policy(headers: ["Pragma": "no-cache", "Cache-Control": "max-age=60"]).maxAge == 60)
-        #expect(Self.policy(headers: ["Pragma": "No-Cache", "Expires": "Thu, 01 Jan 2099 00:00:00 GMT"]).maxAge == 0)
+        #expect(
+            HTTPCachePolicyTests.policy(headers: ["Pragma": "no-cache", "Cache-Control": "max-age=60"]).maxAge == 60)
+        #expect(
+            HTTPCachePolicyTests.policy(headers: ["Pragma": "No-Cache", "Expires": "Thu, 01 Jan 2099 00:00:00 GMT"])
+                .maxAge == 0)
     }
 
     /// A `no-store` image is kept in memory to show, but stale at once (RFC 9111 5.2.2.5): the next load
@@ -581,165 +485,6 @@ import Testing
         }
     }
 
-    /// The parts of a `Cache-Control` field and of the age that need no server: directive spelling, and
-    /// the age a `Date` gives at the time a response arrives.
-    @Test func directivesAndDatesGiveTheLifetimesARFC9111CacheWould() {
-        // A max-age without a value is invalid, so stale (before: ignored, fresh until evicted); spaces
-        // around its "=" are forgiven (before: ignored too).
-        #expect(Self.policy(headers: ["Cache-Control": "max-age"]).maxAge == 0)
-        #expect(Self.policy(headers: ["Cache-Control": "max-age = 3600"]).maxAge == 3600)
-        #expect(Self.policy(headers: ["Cache-Control": "MAX-AGE =\"60\""]).maxAge == 60)
-        #expect(Self.policy(headers: ["Cache-Control": "no-cache=\"Set-Cookie\", max-age=60"]).maxAge == 60)
-        #expect(Self.policy(headers: ["Cache-Control": "max-age=3600, no-store"]).maxAge == 0)
-        #expect(Self.policy(headers: ["Cache-Control": "max-age=3600", "Vary": "Accept-Encoding, *"]).maxAge == 0)
-        #expect(Self.policy(headers: ["Cache-Control": "max-age=3600", "Vary": "Accept-Encoding"]).maxAge == 3600)
-        // Made at 1000 s, an hour's Expires, arriving two days later: its lifetime was used up long ago.
-        let made = ["Date": "Thu, 01 Jan 1970 00:16:40 GMT", "Expires": "Thu, 01 Jan 1970 01:16:40 GMT"]
-        let lateExpires = HTTPCacheMetadata(
-            policy: Self.policy(headers: made), receivedAt: Date(timeIntervalSince1970: 173_800))
-        #expect(lateExpires.isStale(at: Date(timeIntervalSince1970: 173_800)))
-        // A max-age of an hour, arriving half an hour after the Date: fresh for the other half, less the
-        // second the Date's whole seconds may hide, which the store gives back.
-        let halfway = HTTPCacheMetadata(
-            policy: Self.policy(headers: ["Date": made["Date"]!, "Cache-Control": "max-age=3600"]),
-            receivedAt: Date(timeIntervalSince1970: 2800))
-        #expect(halfway.expires == Date(timeIntervalSince1970: 2800 + 1801))
-    }
-
-    /// A changed image's lifetime runs from its response, not from the end of the check decode that
-    /// waits for a low-priority slot before it is kept.
-    @Test func aChangedImageIsFreshForItsLifetimeFromItsResponse() async throws {
-        let fixture = try await Fixture()
-        defer { fixture.server.stop() }
-        let decoder = GatedDecoder(open: true)
-        let store = try fixture.store { $0.decoder = decoder }
-        let url = fixture.server.url("/cache-plain-then/no-cache/max-age=600/images/photo.jpg")
-        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
-        try fixture.replacePhoto(width: 200, height: 200)
-        decoder.close()
-        // Stale (no-cache): this hit revalidates; the new bytes come with max-age=600 and their check
-        // decode parks at the gate.
-        let asked = Date()
-        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
-        try await waitUntil { decoder.enteredCount == 2 }
-        let latest = Date()
-        decoder.open()
-        try await waitUntil { store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200) }
-        // In memory: the disk attribute keeps whole seconds.
-        let expires = try #require(store.cacheMetadata.value(forKey: url.cacheKey)?.expires)
-        // Before: counted from after the gate opened, so later than `latest` + 600 s.
-        #expect(expires <= latest.addingTimeInterval(600))
-        // The response came after the revalidation was asked for (less a second: dates on the wire are
-        // whole seconds). A bound from `latest` instead failed under ThreadSanitizer beside the whole
-        // suite, where the check decode took more than 10 s to reach the gate.
-        #expect(expires > asked.addingTimeInterval(599))
-    }
-
-    /// A decode of the old bytes, for another width, still running when a revalidation brings a new
-    /// image: it delivers the old image to its caller, but keeps nothing of it once the new one is in.
-    @Test func aDecodeOfTheOldBytesFinishingAfterAChangedImageKeepsNothingOld() async throws {
-        let fixture = try await Fixture()
-        defer { fixture.server.stop() }
-        let url = fixture.server.url("/cache/no-cache/images/photo.jpg")
-        let gate = StageGate(.decode)
-        let store = try fixture.store {
-            $0.stageObserver = gate.observer
-            $0.decodeConcurrency = 2  // the revalidation's check decodes while the old decode is parked
-        }
-        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
-        try fixture.replacePhoto(width: 200, height: 200)
-        let newBytes = try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))
-
-        // Another width takes the old bytes from memory, starts the revalidation, and parks at its decode.
-        gate.arm()
-        let wider = ImageRequest(url: url, targetWidth: 160)
-        let load = Task { try await store.image(for: wider) }
-        try await waitUntil { gate.parkedCount == 1 }
-        try await waitUntil {
-            store.revalidating.withLock { $0.isEmpty } && store.cachedOriginalBytes(for: url)?.data == newBytes
-        }
-        gate.open()
-        #expect(try await load.value.pixelSize == PixelSize(width: 160, height: 120))  // asked for before the change
-
-        let kept = store.cachedImage(for: wider)?.pixelSize
-        #expect(
-            kept == nil || kept == PixelSize(width: 160, height: 160),
-            "the new image is in, yet memory serves the old one: \(String(describing: kept))")
-        #expect(store.cachedOriginalBytes(for: url)?.data == newBytes)
-        #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
-        store.waitForDiskMaintenance()
-        #expect(store.disk.data(for: url) == newBytes)
-    }
-
-    /// A size lookup that read the old file's attribute just before a revalidation replaced the image
-    /// answers the old size, but does not remember it over the new one, in memory or in the new file.
-    @Test func aSizeReadJustBeforeAChangedImageDoesNotOutliveIt() async throws {
-        let fixture = try await Fixture()
-        defer { fixture.server.stop() }
-        let url = fixture.server.url("/cache/no-cache/images/photo.jpg")
-        let attributes = PixelSizeReadGate(parksAfterReading: true)
-        let store = try fixture.store { $0.extendedAttributes = attributes }
-        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
-        store.waitForDiskMaintenance()
-        store.clearMemory()
-        try fixture.replacePhoto(width: 200, height: 200)
-        let newBytes = try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))
-
-        attributes.arm()
-        let lookup = Task { await onOwnThread { store.cachedPixelSize(for: url) } }
-        try await waitUntil { attributes.isParked }
-        // The stale entry is shown from disk while it revalidates, and the new image replaces it.
-        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
-        try await waitUntil {
-            store.revalidating.withLock { $0.isEmpty } && store.cachedOriginalBytes(for: url)?.data == newBytes
-        }
-        store.waitForDiskMaintenance()
-        attributes.open()
-        #expect(await lookup.value == CGSize(width: 320, height: 240))  // read before the change: answered
-
-        #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
-        store.clearMemory()
-        #expect(store.disk.pixelSize(for: url) == PixelSize(width: 200, height: 200))
-        #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
-    }
-
-    /// A load while a revalidation is writing a new image's file: before, the count of replacements
-    /// went up first, so a load after a memory warning read the old file under the new count, and kept
-    /// the old image in memory over the new one (the old bytes, a 160x120 variant, a 320x240 size) while
-    /// the disk held the new. Now the new file is in place before the count goes up.
-    @Test func aLoadWhileTheNewImageIsWrittenDoesNotKeepTheOldOneOverIt() async throws {
-        let fixture = try await Fixture()
-        defer { fixture.server.stop() }
-        let url = fixture.server.url("/cache/no-cache/images/photo.jpg")
-        let attributes = PixelSizeWriteGate()
-        let store = try fixture.store { $0.extendedAttributes = attributes }
-        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
-        store.waitForDiskMaintenance()
-        try fixture.replacePhoto(width: 200, height: 200)
-        let newBytes = try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))
-
-        // A variant hit starts the revalidation, which parks writing the new image's temporary file.
-        attributes.gate.arm()
-        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
-        try await waitUntil { attributes.gate.parkedCount == 1 }
-        store.clearMemory()  // a memory warning
-        let wider = ImageRequest(url: url, targetWidth: 160)
-        let during = try await store.image(for: wider)
-        #expect(during.pixelSize == PixelSize(width: 160, height: 120))  // the old image, still the current one
-        attributes.gate.open()
-        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
-        store.waitForDiskMaintenance()
-
-        #expect(store.disk.data(for: url) == newBytes)
-        #expect(store.cachedOriginalBytes(for: url)?.data == newBytes, "memory keeps the old bytes")
-        let kept = store.cachedImage(for: wider)?.pixelSize
-        #expect(
-            kept == nil || kept == PixelSize(width: 160, height: 160),
-            "memory serves the old image: \(String(describing: kept))")
-        #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
-        #expect(try await store.image(for: wider).pixelSize == PixelSize(width: 160, height: 160))
-    }
-
     /// The redirect's Cache-Control, and the lifetime the stored bytes get when it leads to an image
     /// that may be kept a year.
     @Test(
@@ -812,82 +557,6 @@ import Testing
                 == PixelSize(width: 100, height: 75))
     }
 
-    @Test func cacheControlIsParsedAsTheRFCSays() {
-        func policy(_ cacheControl: String?, etag: String? = nil) -> HTTPCachePolicy {
-            HTTPCachePolicy { name in
-                switch name.lowercased() {
-                case "cache-control": cacheControl
-                case "etag": etag
-                default: nil
-                }
-            }
-        }
-        #expect(policy("no-store").isStorable == false)
-        #expect(policy("public, max-age=600").maxAge == 600)
-        #expect(policy("MAX-AGE=\"60\"").maxAge == 60)
-        #expect(policy("no-cache, max-age=600").maxAge == 0)
-        #expect(policy(nil).maxAge == nil && policy(nil).isStorable)
-        #expect(policy(nil, etag: "\"abc\"").entityTag == "\"abc\"")
-        let metadata = HTTPCacheMetadata(
-            policy: policy("max-age=60", etag: "\"x\""), receivedAt: Date(timeIntervalSince1970: 1000))
-        #expect(HTTPCacheMetadata(encoded: metadata.encoded) == metadata)
-        #expect(metadata.isStale(at: Date(timeIntervalSince1970: 1059)) == false)
-        #expect(metadata.isStale(at: Date(timeIntervalSince1970: 1060)) == true)
-        // RFC 9111 1.2.2: a lifetime past 2^31 seconds is 2^31.
-        for huge in ["max-age=99999999999999999999", "max-age=\(String(repeating: "9", count: 400))"] {
-            #expect(policy(huge).maxAge == 2_147_483_648, "\(huge)")
-        }
-        // RFC 9111 4.2.1: a max-age that is not delta-seconds (digits) is invalid, and the response stale,
-        // as for an invalid Expires (before: "abc", "" and "nan" were fresh until evicted, "1e30" and
-        // "inf" fresh for 68 years).
-        for invalid in ["abc", "", "nan", "1e30", "inf", "1.5", "-5", "0x10", "60s", "\"\""] {
-            #expect(policy("max-age=\(invalid)").maxAge == 0, "max-age=\(invalid)")
-        }
-        #expect(policy("public, max-age=abc").maxAge == 0)
-        // RFC 9111 4.2.1: of two max-age, the first counts (before: the last, 3600).
-        #expect(policy("max-age=60, max-age=3600").maxAge == 60)
-        #expect(policy("max-age=60, no-cache").maxAge == 0)
-        // Whatever a custom loader's policy holds, the metadata encodes and reads back.
-        for maxAge in [TimeInterval.infinity, -.infinity, .nan, 1e300, -1e300] {
-            let made = HTTPCacheMetadata(
-                policy: HTTPCachePolicy(maxAge: maxAge), receivedAt: Date(timeIntervalSince1970: 1000))
-            #expect(HTTPCacheMetadata(encoded: made.encoded) == made, "\(maxAge)")
-        }
-    }
-
-    /// The lifetime of a response with `Cache-Control: max-age=600` and `Age: <age>`.
-    private func maxAge(age: String) -> TimeInterval? {
-        HTTPCachePolicy { name in
-            switch name.lowercased() {
-            case "cache-control": "max-age=600"
-            case "age": age
-            default: nil
-            }
-        }.maxAge
-    }
-
-    @Test func ageIsDeltaSecondsAndAnythingElseIsIgnored() {
-        #expect(maxAge(age: "100") == 500)
-        #expect(maxAge(age: " 100 ") == 500)
-        #expect(maxAge(age: "6000") == 0)
-        #expect(maxAge(age: "99999999999999999999999") == 0)
-        // RFC 9111 5.1: Age is delta-seconds. Before, "1e2" was taken as 100 s, "0x10" as 16 s and
-        // "inf" as 68 years; now anything but digits is ignored.
-        for invalid in ["1e2", "0x10", "inf", "-5", "1.5", "", "abc"] {
-            #expect(maxAge(age: invalid) == 600, "Age: \(invalid)")
-        }
-    }
-
-    @Test func ofAnAgeSentTwiceTheFirstCounts() {
-        // RFC 9111 5.1: of a list-based Age (two lines, which RFC 9110 5.3 lets be joined with a comma),
-        // the first member counts.
-        // Before, "700, 700" was no Age at all, and a response past its max-age was fresh for 600 s.
-        #expect(maxAge(age: "700, 700") == 0)
-        #expect(maxAge(age: "100,200") == 500)
-        #expect(maxAge(age: " 100 , 1e2") == 500)
-        #expect(maxAge(age: "1e2, 100") == 600)
-    }
-
     @Test func aServersHugeMaxAgeIsKeptAs68YearsNotATrap() async throws {
         let fixture = try await Fixture()
         defer { fixture.server.stop() }
@@ -900,31 +569,6 @@ import Testing
         let metadata = try #require(store.disk.cacheMetadata(for: url))
         let lifetime = try #require(metadata.expires).timeIntervalSinceNow
         #expect(lifetime > 2_147_483_648 - 60 && lifetime <= 2_147_483_648)
-    }
-}
-
-/// The real attributes, except that once armed the next write of the pixel-size attribute (a new disk
-/// file's, before its rename) waits on its thread until the gate opens.
-final class PixelSizeWriteGate: ExtendedAttributeStoring, Sendable {
-    let gate = ParkingGate()
-
-    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
-    {
-        FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
-    }
-
-    func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
-        if name == PixelSizeAttribute.name { gate.parkIfArmed() }
-        try FileExtendedAttributes().setValue(value, named: name, atPath: path)
-    }
-
-    func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws {
-        if name == PixelSizeAttribute.name { gate.parkIfArmed() }
-        try FileExtendedAttributes().setValue(value, named: name, onDescriptor: descriptor)
-    }
-
-    func removeValue(named name: String, atPath path: String) {
-        FileExtendedAttributes().removeValue(named: name, atPath: path)
     }
 }
 
