@@ -267,11 +267,11 @@ extension ImageStore {
     }
 
     /// The set of ``fetchSlots`` (and the line of prefetches) that a load of `url` counts under: the disk
-    /// tier's for a remote image stored there, which asks its host nothing (one `stat`), else `url`'s own
-    /// source. A load that a redirect leads to another host moves there (``FetchSlotHold``); a prefetch
-    /// still counts under its first.
+    /// tier's for a remote image stored there or waiting for the disk, which asks its host nothing (one
+    /// `stat` and a look at the folder's queued writes), else `url`'s own source. A load that a redirect
+    /// leads to another host moves there (``FetchSlotHold``); a prefetch still counts under its first.
     func fetchSource(of url: URL) -> String {
-        url.isRemote && disk.contains(url) ? FetchSlots.diskSource : FetchSlots.source(of: url)
+        url.isRemote && disk.isStoredOrQueued(url) ? FetchSlots.diskSource : FetchSlots.source(of: url)
     }
 
     /// Whether a fetch of `url` is in flight that a run keyed by `key` joins: it downloads nothing of its

@@ -218,6 +218,42 @@ import FoundationNetworking
         #expect(try await server.hits()["/images/\(names[0])"] == 1)
     }
 
+    @Test func aVisibleLoadOfBytesWaitingForTheDiskDoesNotWaitBehindItsHostsLoadsThatDoNotAnswer() async throws {
+        // As above, with the image's write still waiting for the disk when memory lets it go (a
+        // `clearMemory()` while the folder's writes queue behind a trim or larger files): the load reads the
+        // queued bytes and asks the host nothing, so it takes a slot of the disk tier's, not of the host's.
+        // Before, it waited for one of the host's behind the stalled loads, for their timeout.
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let attributes = PixelSizeWriteGate()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+            $0.dataLoader = DataLoader(timeout: 600)  // the stalled rows end when the test cancels them
+            $0.extendedAttributes = attributes
+        }
+        let cached = server.url("/images/\(names[0])")
+        attributes.gate.arm()  // the image's write waits before its file is in place
+        defer { attributes.gate.open() }  // once more when the test ends early
+        _ = try await store.image(for: ImageRequest(url: cached, targetWidth: 50))
+        try await waitUntil { attributes.gate.parkedCount == 1 }
+        store.clearMemory()  // the bytes are in the disk tier's queue only
+        #expect(!FileManager.default.fileExists(atPath: store.disk.filePath(for: cached)))
+        let hung = try await Self.stallTwentyLoads(of: server, image: names[0], in: store)
+        defer { hung.forEach { $0.cancel() } }
+
+        let fromQueue = Task { try await store.image(for: ImageRequest(url: cached, targetWidth: 100)) }
+        try await waitUntil { store.statistics.diskHits == 1 }
+        #expect(store.fetchSlots.waitingCount == 20 - store.fetchSlots.limit, "still stalled")
+        // Cancelled before the load is awaited, so that a load stuck behind them fails the test, not hangs it.
+        hung.forEach { $0.cancel() }
+        #expect(try await fromQueue.value.pixelSize == PixelSize(width: 100, height: 50))
+        for load in hung { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
+        try await waitUntil { store.fetchSlots.sourceCount == 0 }
+        #expect(try await server.hits()["/images/\(names[0])"] == 1)
+    }
+
     @Test func aCustomSchemeThatDoesNotAnswerHoldsUpOnlyItsOwnLoads() async throws {
         // A custom loader's rows that never answer take their source's slots for fetching ahead; local
         // files and data: URLs still load meanwhile. Before, every URL that was not HTTP shared one set of

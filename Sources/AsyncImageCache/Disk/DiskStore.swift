@@ -502,6 +502,13 @@ final class DiskStore: Sendable {
         FileManager.default.fileExists(atPath: filePath(for: url))
     }
 
+    /// Whether a file is stored for `url`, or a write of one waits for the disk
+    /// (``storeInBackground(_:pixelSize:metadata:for:generation:isCurrent:)``): the reads find its bytes
+    /// either way.
+    func isStoredOrQueued(_ url: URL) -> Bool {
+        contains(url) || staged(forKey: url.cacheKey) != nil
+    }
+
     /// The pixel size attribute of `url`'s file, if it has a valid one.
     ///
     /// This is the size lookup after a relaunch, so the path and the value stay on the stack: the
