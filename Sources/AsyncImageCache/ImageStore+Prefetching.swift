@@ -15,9 +15,9 @@ extension ImageStore {
     /// once: of one host, of the local files, or of the remote images already in the disk tier, whatever
     /// their host; and at most four sources' worth in all. The others wait their turn, so a long list holds
     /// the bytes of only a few images at a time, and a host that does not answer holds up only its own
-    /// prefetches until their timeout, not those of other hosts or of its images on disk (looked up with
-    /// one `stat` per remote request, on the calling thread; a prefetch that a redirect leads to another
-    /// host counts under its first).
+    /// prefetches until their timeout, not those of other hosts or of its images on disk or waiting to be
+    /// written there (looked up with one `stat` per remote request, on the calling thread; a prefetch that a
+    /// redirect leads to another host counts under its first).
     /// Prefetches keep the store alive while they run or wait, each one that ends starting the next:
     /// call ``stopPrefetching()`` before letting go of a store that is still prefetching.
     ///
