@@ -299,6 +299,24 @@ static size_t whole_image_buffer_bytes(const struct jpeg_decompress_struct *cinf
     return total;
 }
 
+/* libjpeg calls this before each jpeg_read_scanlines batch and, for files with several scans, as
+   jpeg_start_decompress reads them (after each scan's SOS marker, before its data); leaving through the
+   error jump stops the decode where it is: once the cancel flag is raised, or past CJPEG_MAX_SCANS. */
+static void progress_monitor(j_common_ptr cinfo) {
+    // `cinfo` is the first member of the decoder.
+    cjpeg_decoder *decoder = (cjpeg_decoder *)cinfo;
+    if (cjpeg_decoder_is_cancelled(decoder)) {
+        decoder->error.failure = CJPEG_STATUS_CANCELLED;
+        longjmp(decoder->error.jump, 1);
+    }
+    if (decoder->cinfo.input_scan_number > CJPEG_MAX_SCANS) {
+        snprintf(decoder->error.message, sizeof decoder->error.message, "more than %d scans", CJPEG_MAX_SCANS);
+        decoder->error.has_message = 1;
+        decoder->error.failure = CJPEG_STATUS_UNSUPPORTED;
+        longjmp(decoder->error.jump, 1);
+    }
+}
+
 cjpeg_status cjpeg_decoder_read_header(cjpeg_decoder *decoder, cjpeg_header *header) {
     if (decoder == NULL || header == NULL || decoder->has_header) {
         return CJPEG_STATUS_INVALID_ARGUMENT;
@@ -308,6 +326,9 @@ cjpeg_status cjpeg_decoder_read_header(cjpeg_decoder *decoder, cjpeg_header *hea
     }
     jpeg_read_header(&decoder->cinfo, TRUE);
     decoder->has_header = 1;
+    // Watches every decode from here on: the cancel flag, when one is set, and the number of scans.
+    decoder->progress.progress_monitor = progress_monitor;
+    decoder->cinfo.progress = &decoder->progress;
     if (decoder->error.saw_premature_end) {
         return CJPEG_STATUS_TRUNCATED;
     }
@@ -390,25 +411,11 @@ cjpeg_status cjpeg_decoder_set_ink_transform(cjpeg_decoder *decoder, cjpeg_ink_t
     return CJPEG_STATUS_OK;
 }
 
-/* libjpeg calls this before each jpeg_read_scanlines batch and, for files with several scans, as
-   jpeg_start_decompress reads them; leaving through the error jump stops the decode where it is. */
-static void cancellable_progress_monitor(j_common_ptr cinfo) {
-    // `cinfo` is the first member of the decoder.
-    cjpeg_decoder *decoder = (cjpeg_decoder *)cinfo;
-    if (cjpeg_decoder_is_cancelled(decoder)) {
-        decoder->error.failure = CJPEG_STATUS_CANCELLED;
-        longjmp(decoder->error.jump, 1);
-    }
-}
-
 cjpeg_status cjpeg_decoder_set_cancel_flag(cjpeg_decoder *decoder, const int *flag) {
     if (decoder == NULL || !decoder->has_header || decoder->has_decoded) {
         return CJPEG_STATUS_INVALID_ARGUMENT;
     }
     decoder->cancel_flag = flag;
-    memset(&decoder->progress, 0, sizeof decoder->progress);
-    decoder->progress.progress_monitor = cancellable_progress_monitor;
-    decoder->cinfo.progress = flag == NULL ? NULL : &decoder->progress;
     return CJPEG_STATUS_OK;
 }
 

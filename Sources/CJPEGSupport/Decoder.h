@@ -39,7 +39,8 @@ struct cjpeg_decoder {
     /* When set, CMYK and YCCK rows go to it as ink instead of through the built-in conversion. */
     cjpeg_ink_transform ink_transform;
     void *ink_transform_context;
-    /* When set, libjpeg's progress monitor stops the decode once the int it points at is non-zero. */
+    /* libjpeg's progress monitor, installed with the header: it stops the decode past CJPEG_MAX_SCANS
+       scans and, when `cancel_flag` is set, once the int it points at is non-zero. */
     struct jpeg_progress_mgr progress;
     const int *cancel_flag;
 };

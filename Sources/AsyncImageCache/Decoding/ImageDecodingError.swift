@@ -7,8 +7,9 @@ public struct ImageDecodingError: Error, Sendable, Equatable, CustomStringConver
         /// The format is recognised but this build has no decoder for it (e.g. BMP, whose header is read
         /// for its size but which no decoder here handles).
         case unsupportedFormat
-        /// A feature of the file that the decoder does not handle, such as 12-bit JPEG or a JPEG side over
-        /// libjpeg-turbo's 65500 pixels; or, from an encoder, a bitmap larger than the format can hold.
+        /// A feature of the file that the decoder does not handle, such as 12-bit JPEG, a JPEG side over
+        /// libjpeg-turbo's 65500 pixels or a JPEG of more than 500 scans; or, from an encoder, a bitmap
+        /// larger than the format can hold.
         case unsupportedFeature(String)
         /// The data ends before the image does.
         case truncated

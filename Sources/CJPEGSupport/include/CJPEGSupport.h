@@ -23,7 +23,8 @@ typedef enum {
      * needed bits (a restart marker only without a restart interval, or past the zero fill that
      * guarded_emit_message allows). */
     CJPEG_STATUS_TRUNCATED = 2,
-    /* A valid file that this build cannot decode, such as 12-bit precision or a side over 65500. */
+    /* A valid file that this build cannot decode, such as 12-bit precision, a side over 65500 or more
+     * than CJPEG_MAX_SCANS scans. */
     CJPEG_STATUS_UNSUPPORTED = 3,
     /* libjpeg needed more memory than the limit given at creation allows. */
     CJPEG_STATUS_MEMORY_LIMIT = 4,
@@ -68,6 +69,13 @@ typedef struct cjpeg_decoder cjpeg_decoder;
 /* Creates a decoder over `bytes` (not copied: they must outlive the decoder). `max_memory_bytes`
    caps libjpeg's own large buffers (0 means no cap). Returns NULL when out of memory. */
 cjpeg_decoder *cjpeg_decoder_create(const unsigned char *bytes, size_t count, long max_memory_bytes);
+
+/* The most scans a file may have: decoding stops at the next one with CJPEG_STATUS_UNSUPPORTED ("more
+   than 500 scans"), as libjpeg-turbo advises (djpeg's -maxscans, TurboJPEG's scan limit). Each scan of a
+   progressive file goes over every block of the image, and one that gives thousands of blocks no AC
+   coefficients takes a few bytes: libjpeg takes any number of them, repeated ones too, so a small file
+   can keep a decode busy for minutes. Encoders write about ten. */
+#define CJPEG_MAX_SCANS 500
 
 /* Reads the markers up to the first scan and fills `header`. */
 cjpeg_status cjpeg_decoder_read_header(cjpeg_decoder *decoder, cjpeg_header *header);
