@@ -35,20 +35,24 @@ extension ImageHeader {
     /// segment's marker, the offset of its 2-byte length and that length, until `visit` returns false.
     /// Returns the marker the walk stopped at, SOS (0xDA), EOI (0xD9) or the one `visit` stopped on, and
     /// the offset just past it (for SOS, that of the scan header's 2-byte length).
-    /// Throws `.truncated` when the bytes end first and `.corrupt` where no marker or length makes sense.
+    /// Bytes between segments that start no marker are skipped, as libjpeg skips them (with a warning).
+    /// Throws `.truncated` when the bytes end first and `.corrupt` for a segment length under 2.
     @discardableResult
     static func walkJPEGSegments(
         _ bytes: HeaderBytes, _ visit: (UInt8, Int, Int) throws(ImageDecodingError) -> Bool
     ) throws(ImageDecodingError) -> (marker: UInt8, offset: Int) {
         var offset = 2  // after SOI
         while true {
-            guard try bytes.byte(at: offset) == 0xFF else {
-                throw bytes.corrupt("expected a marker at byte \(offset)")
-            }
-            // Any number of 0xFF fill bytes may precede a marker code.
-            while try bytes.byte(at: offset) == 0xFF { offset += 1 }
-            let marker = try bytes.byte(at: offset)
-            offset += 1
+            // As libjpeg's next_marker: stray bytes before a marker (some writers leave a few between two
+            // segments; libjpeg warns of "extraneous bytes", and decoders and browsers show the file) and
+            // stuffed FF 00 pairs are passed over, and any number of 0xFF fill bytes may precede its code.
+            var marker: UInt8
+            repeat {
+                while try bytes.byte(at: offset) != 0xFF { offset += 1 }
+                while try bytes.byte(at: offset) == 0xFF { offset += 1 }
+                marker = try bytes.byte(at: offset)
+                offset += 1
+            } while marker == 0x00
             switch marker {
             case 0x01, 0xD0...0xD8:
                 continue  // TEM, RSTn and SOI stand alone, without a length

@@ -56,6 +56,41 @@ import Testing
         #expect(header.storedSize == PixelSize(width: 33, height: 17))
     }
 
+    /// `data` with `stray` inserted after its segment at byte `offset` (its marker) and before the next marker.
+    static func inserting(_ stray: [UInt8], afterSegmentAt offset: Int, of data: Data) -> Data {
+        let end = offset + 2 + (Int(data[offset + 2]) << 8 | Int(data[offset + 3]))
+        return data.prefix(end) + stray + data.dropFirst(end)
+    }
+
+    /// Stray bytes between two segments before the scan, which some writers leave (libjpeg warns "Corrupt
+    /// JPEG data: 2 extraneous bytes before marker 0xdb"): libjpeg's next_marker skips any bytes up to the
+    /// next 0xFF that starts a marker (a stuffed FF 00 too), as Pillow does, and browsers show such a file.
+    @Test(arguments: [[0x00, 0x12], [0x41], [0xFF, 0x00, 0x07]] as [[UInt8]])
+    func strayBytesBetweenSegmentsAreSkippedAsLibjpegSkipsThem(stray: [UInt8]) throws {
+        // testorig.jpg: SOI, then APP0 at byte 2, then its tables.
+        let original = try Fixtures.data("jpeg", "testorig.jpg")
+        let damaged = Self.inserting(stray, afterSegmentAt: 2, of: original)
+        #expect(try ImageHeader.parse(damaged) == ImageHeader.parse(original))
+        #if os(Linux)
+        // libjpeg reads it whole, with a warning.
+        #expect(
+            try ImageDecoders.JPEG().decode(damaged, context: decodingContext(.jpeg))
+                == ImageDecoders.JPEG().decode(original, context: decodingContext(.jpeg)))
+        #endif
+
+        // The EXIF segment after stray bytes still gives the orientation (Landscape_6.jpg: APP0 at byte 2, then APP1).
+        let turned = try Fixtures.data("exif-orientation", "Landscape_6.jpg")
+        let strayBeforeExif = Self.inserting(stray, afterSegmentAt: 2, of: turned)
+        #expect(try ImageHeader.parse(strayBeforeExif) == ImageHeader.parse(turned))
+        #expect(try ImageHeader.parse(strayBeforeExif).orientation == .right)
+    }
+
+    @Test func strayBytesThatEndTheDataAreTruncated() throws {
+        let original = try Fixtures.data("jpeg", "testorig.jpg")
+        let cut = Self.inserting([0x00, 0x12, 0x34], afterSegmentAt: 2, of: original).prefix(2 + 18 + 2)
+        #expect(throws: ImageDecodingError(format: .jpeg, reason: .truncated)) { try ImageHeader.parse(cut) }
+    }
+
     @Test(arguments: [UInt8(0xC1), 0xC2, 0xC3, 0xC9, 0xCF])
     func everyKindOfFrameHeaderGivesTheSize(marker: UInt8) throws {
         let header = try ImageHeader.parse(SyntheticHeaders.jpeg(width: 1024, height: 768, frameMarker: marker))
