@@ -88,17 +88,22 @@ static int ends_where_end_of_image_would_be(const unsigned char *bytes, size_t c
     int progressive = 0;
     size_t position = 2;
     for (;;) {
-        // A marker: 0xFF, any fill bytes, its code; then, but for RSTn and TEM, a segment.
-        if (position >= count || bytes[position] != 0xFF) {
-            return 0;
+        // A marker: 0xFF, any fill bytes, its code; then, but for RSTn and TEM, a segment. Bytes before it
+        // that start no marker, stray ones and stuffed FF 00 pairs, are passed over, as libjpeg's
+        // next_marker and the header reader (walkJPEGSegments) pass over them.
+        int marker = 0;
+        while (marker == 0) {
+            while (position < count && bytes[position] != 0xFF) {
+                position++;
+            }
+            while (position < count && bytes[position] == 0xFF) {
+                position++;
+            }
+            if (position >= count) {
+                return 0;
+            }
+            marker = bytes[position++];
         }
-        while (position < count && bytes[position] == 0xFF) {
-            position++;
-        }
-        if (position >= count) {
-            return 0;
-        }
-        int marker = bytes[position++];
         if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {
             continue;
         }

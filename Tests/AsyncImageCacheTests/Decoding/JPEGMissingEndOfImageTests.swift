@@ -123,6 +123,23 @@ struct JPEGMissingEndOfImageTests {
         #expect(decoded.isEmpty, "\(name): prefixes of \(decoded.prefix(20)) bytes")
     }
 
+    /// Stray bytes between two segments (a stuffed FF 00 among them), which libjpeg and the header reader
+    /// skip, do not make a whole file without its EOI marker look cut: before, the look at how the data ends
+    /// wanted a marker right after each segment and took the file for a cut one (`.truncated`). A file cut in
+    /// those bytes, before its scans, is still truncated.
+    @Test(arguments: [[0x00, 0x12], [0xFF, 0x00, 0x07]] as [[UInt8]])
+    func strayBytesBetweenSegmentsLeaveAFileWithoutItsEOIMarkerWhole(stray: [UInt8]) throws {
+        let original = try Fixtures.data("jpeg", "testorig.jpg")
+        let damaged = ImageHeaderJPEGTests.inserting(stray, afterSegmentAt: 2, of: original)
+        let expected = try Self.decodes(original)
+        for keepingFF in [false, true] {
+            let decoded = try Self.decodes(try Self.withoutEOI(damaged, keepingFF: keepingFF))
+            #expect(decoded == expected, "\(stray), keeping FF: \(keepingFF)")
+        }
+        let truncated = ImageDecodingError(format: .jpeg, reason: .truncated)
+        #expect(Self.errors(damaged.prefix(2 + 18 + 1)) == [truncated, truncated])
+    }
+
     /// An arithmetic-coded scan is decoded with zeros once its data runs out, without a word (hitting a
     /// marker is how such a scan may legally end), so whether its last bytes were all there cannot be
     /// told: without EOI, it stays `.truncated`, as before.
