@@ -10,8 +10,9 @@ extension ImageDecoders {
     /// The first frame sits at its own offset
     /// and may be smaller than the screen; pixels it does not cover, and pixels of its transparent color index
     /// (from the Graphics Control Extension), are fully transparent. Interlaced frames are put back in row
-    /// order; a local color table wins over the global one. Reading stops after the first frame's pixels, so
-    /// the later frames of an animation are never decoded.
+    /// order; a local color table wins over the global one, and a file with neither draws its pixels opaque
+    /// black, as Chrome does. Reading stops after the first frame's pixels, so the later frames of an
+    /// animation are never decoded.
     ///
     /// ```swift
     /// let bitmap = try ImageDecoders.GIF().decode(data, context: ImageDecodingContext(header: header))
@@ -64,9 +65,7 @@ extension ImageDecoders {
                     guard screen.width > 0, screen.height > 0 else { throw corrupt("zero width or height (\(screen))") }
                     try context.checkBudget(screen.pixelCount, format: .gif)
                     try context.checkBudget(frame.size.pixelCount, format: .gif)
-                    guard let palette = frame.palette(global: file.handle.pointee.SColorMap) else {
-                        throw corrupt("no color table for the first image")
-                    }
+                    let palette = frame.palette(global: file.handle.pointee.SColorMap)
                     let pixels = try frame.composite(on: screen, palette: palette, reading: file, context: context)
                     return Bitmap(width: screen.width, height: screen.height, pixels: pixels)
                 default:

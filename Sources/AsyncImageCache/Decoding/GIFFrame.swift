@@ -29,9 +29,15 @@ struct GIFFrame {
     }
 
     /// 256 RGBA entries from the local color table, else `global`: entries past the table's end and the
-    /// transparent index are transparent black. `nil` when there is no table at all.
-    func palette(global: UnsafeMutablePointer<ColorMapObject>?) -> [UInt8]? {
-        guard let map = localColorMap ?? global, let colors = map.pointee.Colors else { return nil }
+    /// transparent index are transparent black. With no table at all (GIF89a leaves the colors to the
+    /// decoder), every entry but the transparent index is opaque black, as Chrome's decoder (Wuffs) has it:
+    /// the transparent 1x1 placeholders of lazy-loading scripts are such files.
+    func palette(global: UnsafeMutablePointer<ColorMapObject>?) -> [UInt8] {
+        guard let map = localColorMap ?? global, let colors = map.pointee.Colors else {
+            var black = [UInt8]((0..<256).flatMap { _ in [0, 0, 0, 255] as [UInt8] })
+            if let transparentIndex { black[transparentIndex * 4 + 3] = 0 }
+            return black
+        }
         var palette = [UInt8](repeating: 0, count: 256 * 4)
         // An index past the table is undefined; like the transparent index it draws nothing rather than
         // a color the file never named.

@@ -124,11 +124,21 @@ struct GIFDecoderLayoutTests {
         #expect(rows(try decode(data)) == [[[0, 255, 0, 255], [0, 0, 0, 0]]])
     }
 
-    @Test func aFileWithoutAnyColorTableIsCorrupt() throws {
-        let frame = SyntheticGIF.Frame(width: 2, height: 1, indices: [0, 1])
-        let data = SyntheticGIF.make(width: 2, height: 1, globalColors: nil, frames: [frame])
-        let error = decodingError { () throws(ImageDecodingError) in try decode(data) }
-        #expect(error == ImageDecodingError(format: .gif, reason: .corrupt("no color table for the first image")))
+    /// A GIF may have no color table at all (GIF89a leaves the colors to the decoder then): Chrome's decoder
+    /// (Wuffs) draws such a frame's pixels opaque black, its transparent index transparent. Before, the file
+    /// failed as corrupt ("no color table for the first image").
+    @Test func aFileWithoutAnyColorTableDrawsOpaqueBlackAndItsTransparentIndex() throws {
+        let frame = SyntheticGIF.Frame(width: 3, height: 1, indices: [0, 1, 7], transparentIndex: 1)
+        let data = SyntheticGIF.make(width: 3, height: 1, globalColors: nil, frames: [frame])
+        #expect(rows(try decode(data)) == [[[0, 0, 0, 255], [0, 0, 0, 0], [0, 0, 0, 255]]])
+    }
+
+    /// The transparent 1x1 placeholder lazy-loading scripts put in `src` (lazysizes' documented one): no color
+    /// table, and its one pixel the transparent index.
+    @Test func theLazyLoadingPlaceholderIsOneTransparentPixel() throws {
+        let data = try #require(Data(base64Encoded: "R0lGODlhAQABAAAAACH5BAEKAAEALAAAAAABAAEAAAICTAEAOw=="))
+        #expect(try ImageHeader.parse(data).storedSize == PixelSize(width: 1, height: 1))
+        #expect(try decode(data).pixels == [0, 0, 0, 0])
     }
 
     @Test func onlyTheFirstFrameIsRead() throws {
