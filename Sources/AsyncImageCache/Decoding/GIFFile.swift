@@ -61,9 +61,18 @@ struct GIFFile {
         return handle.pointee.Image
     }
 
-    /// Decodes the next row of the current image into `row`, whose count is the image's width.
-    func readRow(into row: UnsafeMutableBufferPointer<GifPixelType>) throws(ImageDecodingError) {
-        try check(DGifGetLine(handle, row.baseAddress, Int32(row.count)))
+    /// Decodes the next row of the current image into `row`, whose count is the image's width; `false`,
+    /// with `row` partly written, when the image data ends before the row does while the file's bytes have
+    /// not run out: its LZW end code comes early, or its block terminator, or a code giflib cannot decode.
+    /// Browsers end the frame there (Wuffs, which Chrome uses, takes any such LZW error for the end of the
+    /// data), and a file cut short is still `.truncated`.
+    func readRow(into row: UnsafeMutableBufferPointer<GifPixelType>) throws(ImageDecodingError) -> Bool {
+        guard DGifGetLine(handle, row.baseAddress, Int32(row.count)) != GIF_OK else { return true }
+        let code = handle.pointee.Error
+        if !source.pointee.ranOut && (code == D_GIF_ERR_EOF_TOO_SOON || code == D_GIF_ERR_IMAGE_DEFECT) {
+            return false
+        }
+        throw Self.error(code: code, ranOut: source.pointee.ranOut)
     }
 
     /// Throws the error giflib recorded when `status` is not `GIF_OK`.

@@ -50,7 +50,9 @@ struct GIFFrame {
 
     /// Reads the frame's rows from `file` and draws them on a transparent canvas of `screen` size, clipping
     /// whatever lies outside it; stops with ``ImageDecodingError/Reason/cancelled`` once `context` is
-    /// cancelled (read every ``cancellationCheckRows`` rows).
+    /// cancelled (read every ``cancellationCheckRows`` rows). Image data that ends before the frame's last
+    /// pixel, in a file that is all there, ends the frame: the rows it has are drawn, the row it ends in
+    /// and those after it stay transparent (see ``GIFFile/readRow(into:)``).
     func composite(
         on screen: PixelSize, palette: [UInt8], reading file: GIFFile, context: ImageDecodingContext
     ) throws(ImageDecodingError) -> [UInt8] {
@@ -63,9 +65,10 @@ struct GIFFrame {
         let rowOrder = isInterlaced ? Self.interlacedRowOrder(height: size.height) : Array(0..<size.height)
         for (index, frameRow) in rowOrder.enumerated() {
             if index % Self.cancellationCheckRows == 0 { try context.checkCancellation(format: .gif) }
-            try row.withUnsafeMutableBufferPointer { buffer throws(ImageDecodingError) in
+            let isWhole = try row.withUnsafeMutableBufferPointer { buffer throws(ImageDecodingError) in
                 try file.readRow(into: buffer)
             }
+            guard isWhole else { break }
             let screenRow = top + frameRow
             guard visibleColumns > 0, screenRow >= 0, screenRow < screen.height else { continue }
             canvas.withUnsafeMutableBytes { canvas in

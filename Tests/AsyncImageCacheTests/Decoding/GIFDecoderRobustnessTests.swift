@@ -108,6 +108,35 @@ struct GIFDecoderRobustnessTests {
         #expect(decode(data.prefix(13 + colorTableBytes) + [0x3B]) == .failure(error))
     }
 
+    /// A frame whose image data ends before its last pixel, in a file whose bytes are all there: its LZW end
+    /// code (or block terminator) comes early. Browsers draw the pixels it has and leave the rest transparent
+    /// (Wuffs, as Chrome uses it, and Firefox end the frame there); giflib reports an early end code, which
+    /// read as `.truncated` (a cut download, to be fetched again, that never mends), and a block terminator as
+    /// corrupt. The row the data ends in is left out too: giflib does not say how much of it came.
+    @Test(arguments: [9, 8, 0])
+    func imageDataThatEndsBeforeTheLastPixelKeepsTheRowsItHas(pixels: Int) throws {
+        let red: SyntheticGIF.Color = (255, 0, 0)
+        let green: SyntheticGIF.Color = (0, 255, 0)
+        let frame = SyntheticGIF.Frame(width: 4, height: 4, indices: (0..<pixels).map { UInt8($0 % 2) })
+        let data = SyntheticGIF.make(width: 4, height: 4, globalColors: [red, green], frames: [frame])
+        let bitmap = try decode(data).get()
+        // The whole rows decoded, red and green by turns; then transparent black.
+        let whole = pixels / 4 * 4
+        let colors: [[UInt8]] = [[255, 0, 0, 255], [0, 255, 0, 255]]
+        let expected: [UInt8] = (0..<whole).flatMap { colors[$0 % 2] } + [UInt8](repeating: 0, count: (16 - whole) * 4)
+        #expect(bitmap.pixels == expected)
+        // Cut inside that image data, the file is still truncated.
+        #expect(decode(data.prefix(data.count - 4)) == .failure(ImageDecodingError(format: .gif, reason: .truncated)))
+    }
+
+    /// The smallest transparent GIF, 26 bytes, a common placeholder: a 1x1 frame with no color table and no
+    /// image data at all (its minimum code size, then the block terminator). Before: corrupt.
+    @Test func theSmallestTransparentGIFIsOneTransparentPixel() throws {
+        let data = try #require(Data(base64Encoded: "R0lGODlhAQABAAAAACwAAAAAAQABAAACADs="))
+        #expect(data.count == 26)
+        #expect(try decode(data).get().pixels == [0, 0, 0, 0])
+    }
+
     @Test func anUnknownRecordIsCorruptNotTruncated() throws {
         let data = try Fixtures.data("gif", "beacon.gif")
         let colorTableBytes = 3 * (2 << Int(data[10] & 0x07))
