@@ -66,11 +66,16 @@ package final class ChildProcess: Sendable {
     /// read to its end before the child is waited for, so a child that writes more than a pipe holds
     /// cannot block on a parent that waits for it.
     ///
+    /// `started` is called with the child's process id as soon as it runs, before its output is read: for
+    /// a caller that must be able to end it (`aic demo` on Ctrl-C).
+    ///
     /// - Returns: What the child wrote on stdout.
     /// - Throws: ``SpawnError`` when the child cannot start, when its output cannot be read, or when it
     ///   exits with a code other than 0 or a signal ends it (the error says which, see
     ///   ``termination(of:)``).
-    package static func run(_ executable: String, arguments: [String]) throws -> Data {
+    package static func run(
+        _ executable: String, arguments: [String], started: (pid_t) -> Void = { _ in }
+    ) throws -> Data {
         let output = try makePipe()
         let child: ChildProcess
         do {
@@ -80,6 +85,7 @@ package final class ChildProcess: Sendable {
             close(output.reading)
             throw error
         }
+        started(child.pid)
         let name = URL(fileURLWithPath: executable).lastPathComponent
         let reading = FileHandle(fileDescriptor: output.reading, closeOnDealloc: true)
         let data: Data

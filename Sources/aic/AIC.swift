@@ -72,6 +72,8 @@ enum AIC {
 
     static func main() async {
         await runCommandLine()
+        // A signal that arrived as the demo ended ends aic once its handler is done, as a moment sooner.
+        while Interruption.isInProgress { pause() }
         // stdout is buffered: a write that failed (a full disk) is known only now, and the output is lost.
         guard fflush(stdout) == 0, ferror(stdout) == 0 else {
             Console.error("aic: cannot write to stdout: \(String(cString: strerror(errno)))\n")
@@ -114,6 +116,9 @@ enum AIC {
         } catch let error as UsageError {
             exitWithUsageError(error, synopsis: command.synopsis, helpCommand: "aic \(command.name) --help")
         } catch {
+            // An interrupted demo ends by its signal once its handler is done (``Interruption``): what failed
+            // under it (the relaunched pass it ended) is not reported.
+            while Interruption.isInProgress { pause() }
             Console.error("aic: \(Console.oneLine(message(for: error)))\n")
             exit(1)
         }

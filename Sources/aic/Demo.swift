@@ -27,7 +27,7 @@ enum Demo: Subcommand {
 
         OPTIONS
           --output FILE   where to write the contact sheet PNG (default \(defaultSheetPath))
-          --keep          keep the temporary folder with the cache (default: remove it)
+          --keep          keep the temporary folder with the cache (default: remove it, on Ctrl-C too)
 
         EXAMPLES
           aic
@@ -72,6 +72,8 @@ enum Demo: Subcommand {
         let root = workspace.appendingPathComponent("cache", isDirectory: true)
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         defer { if !keepFiles { try? FileManager.default.removeItem(at: workspace) } }
+        // Ctrl-C removes the folder too, and ends the relaunched pass.
+        let interruption = Interruption(removing: keepFiles ? nil : workspace)
 
         Console.out("Making the sample set...")
         let samples = try SampleSet.make()
@@ -96,7 +98,7 @@ enum Demo: Subcommand {
         server.stop()
 
         Console.out("\nPass 3, relaunch: a fresh aic process opens the same store folder; the server is stopped.")
-        let relaunched = try relaunch(root: root, urls: urls)
+        let relaunched = try relaunch(root: root, urls: urls, interruption: interruption)
         report.printRows(of: relaunched)
 
         report.printTable([cold, warm, relaunched])
@@ -117,11 +119,13 @@ enum Demo: Subcommand {
     ///
     /// Started with posix_spawn (``ChildProcess``), not Foundation's `Process`, whose `run()` in Swift 6.3.1
     /// now and then crashes the parent (it reads past a `dirent` while it lists `/proc/self/fd`).
-    private static func relaunch(root: URL, urls: [URL]) throws -> DemoPass {
+    private static func relaunch(root: URL, urls: [URL], interruption: Interruption) throws -> DemoPass {
         let arguments = ["demo", "--pass", "relaunch", "--root", root.path] + urls.map(\.absoluteString)
         let output: Data
         do {
-            output = try ChildProcess.run(executableURL.path, arguments: arguments)
+            interruption.childStarting()
+            defer { interruption.childEnded() }
+            output = try ChildProcess.run(executableURL.path, arguments: arguments) { interruption.childStarted($0) }
         } catch {
             throw CommandFailure("the relaunch pass failed: \(error)")
         }

@@ -1,0 +1,85 @@
+import Foundation
+import Spawn
+import Testing
+
+/// `aic demo` stopped by Ctrl-C (`SIGINT`) or `SIGTERM` while its relaunched pass runs.
+@Suite struct CLIDemoInterruptionTests {
+    /// The signal used to end aic at once, by its default action: the demo's folder (its sample set's
+    /// cache) stayed in the temporary directory, and the relaunched pass, which a signal sent to aic
+    /// alone does not reach, ran on after it. Now the pass is ended and waited for, the folder removed,
+    /// and aic still ends by the signal.
+    @Test(arguments: [SIGINT, SIGTERM])
+    func anInterruptedDemoEndsItsRelaunchedPassAndLeavesNoFolder(signal: Int32) async throws {
+        let aic = CommandLineRunner()
+        let temporary = aic.workspace.url.appendingPathComponent("tmp", isDirectory: true)
+        try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
+        let output = aic.workspace.url.appendingPathComponent("output").path
+        try Data().write(to: URL(fileURLWithPath: output))
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CACHE_HOME"] = aic.cacheHome.url.path
+        environment["TMPDIR"] = temporary.path
+        let demo = try ChildProcess(
+            executable: CommandLineRunner.executable.path,
+            arguments: ["demo", "--output", aic.file("sheet.png").path], environment: environment,
+            directory: aic.workspace.url.path, standardOutput: output, standardError: output)
+
+        let found = await Self.sendOnceItStartsAChild(signal, to: demo.pid)
+        let pass = try #require(found, "the demo ended before its relaunched pass was seen")
+        let status = await demo.exited()
+
+        let log = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        // On a busy machine the pass, and the demo after it, may end before the signal arrives: aic then
+        // exits 0, having removed its folder itself.
+        let completed = ChildProcess.exitCode(of: status) == 0 && log.contains("Contact sheet of the thumbnails")
+        #expect(
+            ChildProcess.signal(of: status) == signal || completed, "\(ChildProcess.termination(of: status)): \(log)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: temporary.path)
+        #expect(!left.contains { $0.hasPrefix("aic-demo-") }, "left in the temporary folder: \(left)")
+        #expect(!Self.isRunning(pass), "the relaunched pass \(pass) runs on after aic ended")
+        if Self.isRunning(pass) { kill(pass, SIGKILL) }
+    }
+
+    /// Sends `signal` to the child `pid` as soon as it has a child of its own (the demo's relaunched pass,
+    /// the one child it starts), and returns that child; `nil`, sending nothing, when `pid` exits first.
+    ///
+    /// Watched from a thread of its own, not from a task: a release build runs the pass in a few
+    /// milliseconds, and a task polling on the cooperative pool, which the other tests keep busy, missed it.
+    private static func sendOnceItStartsAChild(_ signal: Int32, to pid: pid_t) async -> pid_t? {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                while !hasExited(pid) {
+                    if let child = children(of: pid).first {
+                        kill(pid, signal)
+                        return continuation.resume(returning: child)
+                    }
+                    usleep(50)
+                }
+                continuation.resume(returning: nil)
+            }
+        }
+    }
+
+    /// The children of process `pid`: those of each of its threads (`/proc/PID/task/TID/children`).
+    private static func children(of pid: pid_t) -> [pid_t] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.flatMap { task in
+            let text = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? ""
+            return text.split(separator: " ").compactMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+    }
+
+    /// Whether the child `pid` has exited, without reaping it.
+    private static func hasExited(_ pid: pid_t) -> Bool {
+        var info = siginfo_t()
+        return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0
+            && info._sifields._sigchld.si_pid == pid
+    }
+
+    /// Whether `pid` is a process that has not exited (neither gone nor a zombie).
+    private static func isRunning(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return false }
+        return !stat[stat.index(after: end)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+    }
+}
