@@ -140,7 +140,7 @@ enum AIC {
     }
 
     /// What a failure says, in the library's own words where it has them.
-    private static func message(for error: any Error) -> String {
+    static func message(for error: any Error) -> String {
         switch error {
         case let failure as CommandFailure: failure.message
         // The library's errors (ImageLoadingError, ImageDecodingError, ...) describe themselves in one line.

@@ -21,7 +21,9 @@ enum ThumbnailCommand: Subcommand {
           --output FILE      where to write the PNG of the one INPUT; an existing file is replaced
           --output-dir DIR   instead of --output: any number of INPUTs, each written to DIR/NAME.png
                              (NAME is the input's file name without its extension, or input-N for
-                             the Nth INPUT when it has none, as a data: URL), one per core at a time
+                             the Nth INPUT when it has none, as a data: URL), one per core at a time;
+                             an INPUT that fails is listed at the end, the others are still written,
+                             and the exit status is 1
 
         EXAMPLES
           aic thumbnail photo.jpg --width 320 --output photo-320.png
@@ -69,15 +71,42 @@ enum ThumbnailCommand: Subcommand {
         // Each image decodes and resizes on its own; as many at once as there are cores keeps them busy
         // while one waits for its file or writes its PNG.
         let lanes = max(1, ProcessInfo.processInfo.activeProcessorCount)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for (index, job) in jobs.enumerated() {
-                if index >= lanes { try await group.next() }
-                group.addTask { try await thumbnail(job.url, width: width, radius: radius, to: job.output, in: store) }
+        // An input that fails does not stop the others, as in a sheet: the first failure used to end the
+        // batch, leaving the thumbnails of whichever inputs happened to be done and no word of the rest.
+        let failures = await withTaskGroup(of: (Int, (any Error)?).self) { group in
+            var failures: [(index: Int, error: any Error)] = []
+            func record(_ done: (Int, (any Error)?)) {
+                if let error = done.1 { failures.append((done.0, error)) }
             }
-            try await group.waitForAll()
+            for (index, job) in jobs.enumerated() {
+                if index >= lanes, let done = await group.next() { record(done) }
+                group.addTask { (index, await failure(of: job, width: width, radius: radius, in: store)) }
+            }
+            for await done in group { record(done) }
+            return failures.sorted { $0.index < $1.index }.map(\.error)
         }
         // Let a trim that the download scheduled finish, so the cache is within budget on exit.
         store.waitForDiskMaintenance()
+        guard let first = failures.first else { return }
+        guard jobs.count > 1 else { throw first }
+        let list = failures.map { "  " + Console.oneLine(AIC.message(for: $0)) }.joined(separator: "\n")
+        Console.error("\(failures.count) of \(jobs.count) failed:\n\(list)\n")
+        throw CommandFailure("\(failures.count) of \(jobs.count) thumbnails failed; the others were written")
+    }
+
+    /// Why the thumbnail of `job` could not be made or written; `nil` once it is written.
+    ///
+    /// A function of its own rather than a `do` block in the child task, as ``SheetCommand`` loads: with
+    /// Swift 6.3.1 at -O, such a block in an async closure corrupted the captured index.
+    private static func failure(
+        of job: (url: URL, output: PNGOutput), width: Int, radius: Int, in store: ImageStore
+    ) async -> (any Error)? {
+        do {
+            try await thumbnail(job.url, width: width, radius: radius, to: job.output, in: store)
+            return nil
+        } catch {
+            return error
+        }
     }
 
     private static func thumbnail(

@@ -90,6 +90,30 @@ import Testing
         let thumbnail = try CommandLineRunner.decodePNG(at: aic.file("out/input-2.png"))
         #expect(thumbnail.pixelSize == PixelSize(width: 20, height: 13))
     }
+
+    /// One input of a batch that is not an image ended the batch: the thumbnails of the inputs that
+    /// happened to be done were written, the others never started, and only the failure was named.
+    /// Now every other input is written, the failures are listed, and the status is 1.
+    @Test func aBatchWritesEveryOtherThumbnailPastAnInputThatFailsAndListsIt() async throws {
+        let aic = CommandLineRunner()
+        try FileManager.default.createDirectory(at: aic.file("out"), withIntermediateDirectories: true)
+        try Data("not an image".utf8).write(to: aic.file("broken.jpg"))
+        // More than run at once (one per core), so that some wait for a lane when the broken one fails.
+        let names = (1...(ProcessInfo.processInfo.activeProcessorCount + 4)).map { "photo\($0)" }
+        for name in names {
+            try SampleImages.jpeg(width: 40, height: 30).write(to: aic.file("\(name).jpg"))
+        }
+
+        let result = try await aic.run(
+            ["thumbnail", "broken.jpg"] + names.map { "\($0).jpg" } + ["--width", "20", "--output-dir", "out"])
+        #expect(result.status == 1, "\(result)")
+        let written = try FileManager.default.contentsOfDirectory(atPath: aic.file("out").path).sorted()
+        #expect(written == names.map { "\($0).png" }.sorted(), "\(result)")
+        let total = names.count + 1
+        #expect(result.stderrLines.contains("1 of \(total) failed:"), "\(result)")
+        #expect(result.stderrLines.contains("  broken.jpg: not a recognised image format"), "\(result)")
+        #expect(result.stderrLines.last == "aic: 1 of \(total) thumbnails failed; the others were written")
+    }
 }
 
 /// An output path that holds something other than a regular file is refused, not replaced.
