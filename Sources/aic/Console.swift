@@ -17,9 +17,28 @@ enum Console {
         isatty(STDERR_FILENO) == 1
     }
 
-    /// `text` on one line: a failure is reported as exactly one line, whatever the error said.
+    /// `text` on one line: a failure is reported as exactly one line, whatever the error said, and
+    /// without the control characters a path in it may hold (see ``printable(_:)``).
     static func oneLine(_ text: String) -> String {
-        text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        printable(
+            text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                .joined(separator: " "))
+    }
+
+    /// `text` with each control character (a newline, a carriage return, an escape that a terminal would
+    /// obey) shown as `?`, a tab as a space: file names and URLs may hold any of them, and what aic prints
+    /// of them must stay on its own line and must not drive the terminal.
+    static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+        var result = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            if scalar.properties.generalCategory != .control {
+                result.append(scalar)
+            } else {
+                result.append(scalar == "\t" ? " " : "?")
+            }
+        }
+        return String(result)
     }
 }
 

@@ -34,9 +34,10 @@ enum Inputs {
     }
 
     /// A short name for progress lines and failure lists: the file name of a file or an http(s) URL,
-    /// the start of anything else.
+    /// the start of anything else; its control characters shown as `?` (``Console/printable(_:)``): a file
+    /// name, or a URL's percent-decoded one, may hold a newline or an escape.
     static func displayName(of url: URL) -> String {
-        if let name = fileName(of: url) { return name }
+        if let name = fileName(of: url) { return Console.printable(name) }
         let text = url.absoluteString
         return text.count > 40 ? text.prefix(40) + "..." : text
     }

@@ -91,7 +91,7 @@ enum SheetCommand: Subcommand {
         try output.write(sheet)
         let counts = "\(thumbnails.count) of \(urls.count) images, \(sheet.pixelSize) px"
         let elapsed = Formatted.seconds(clock.now - start)
-        Console.out("\(output.url.path): \(counts); \(describe(store.statistics)); \(elapsed)")
+        Console.out("\(Console.printable(output.url.path)): \(counts); \(describe(store.statistics)); \(elapsed)")
     }
 
     /// Loads every request through `store`, at most ``concurrency`` at a time, reporting progress;

@@ -120,7 +120,7 @@ enum ThumbnailCommand: Subcommand {
             throw CommandFailure(Inputs.describe(error, loading: url))
         }
         try output.write(image)
-        Console.out("\(output.url.path): \(image.pixelSize) PNG")
+        Console.out("\(Console.printable(output.url.path)): \(image.pixelSize) PNG")
     }
 }
 

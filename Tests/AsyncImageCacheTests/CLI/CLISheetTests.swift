@@ -41,6 +41,32 @@ import Testing
         #expect(lines.last == "  corrupt.jpg: not a recognised image format", "\(result)")
     }
 
+    /// A file name may hold a newline or an escape: printed as it was, it split its progress line and
+    /// its line in the failure list in two, and an escape drove the terminal (`ESC [2J` clears it). Each
+    /// control character now shows as `?`, in the progress, the failures and the "aic: " line.
+    @Test func controlCharactersInAFileNameShowAsQuestionMarksOnOneLine() async throws {
+        let aic = CommandLineRunner()
+        let album = aic.file("album")
+        try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
+        try SampleImages.jpeg(width: 40, height: 30).write(to: album.appendingPathComponent("good.jpg"))
+        try Data("not an image".utf8).write(to: album.appendingPathComponent("bad\u{1B}[2J\nname.jpg"))
+
+        let result = try await aic.run("sheet", "album", "--width", "20", "--output", "sheet.png")
+        #expect(result.status == 0, "\(result)")
+        #expect(!result.stderr.contains("\u{1B}"), "\(result)")
+        #expect(result.stderrLines.contains("[1/2] bad?[2J?name.jpg (failed)"), "\(result)")
+        #expect(result.stderrLines.last == "  bad?[2J?name.jpg: not a recognised image format", "\(result)")
+
+        let alone = try await aic.run("sheet", "album/bad\u{1B}[2J\nname.jpg", "--output", "sheet.png")
+        #expect(alone.status == 1, "\(alone)")
+        #expect(!alone.stderr.contains("\u{1B}"), "\(alone)")
+        #expect(alone.stderrLines.first == "[1/1] bad?[2J?name.jpg (failed)", "\(alone)")
+
+        let info = try await aic.run("info", "album/bad\u{1B}[2J\nname.jpg")
+        #expect(info.status == 1, "\(info)")
+        #expect(info.stderrLines == ["aic: bad?[2J?name.jpg: not a recognised image format"], "\(info)")
+    }
+
     @Test func whenNoImageMakesItNothingIsWrittenAndItExitsWithOne() async throws {
         let aic = CommandLineRunner()
         try Data("not an image".utf8).write(to: aic.file("corrupt.png"))
