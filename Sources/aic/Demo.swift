@@ -75,6 +75,8 @@ enum Demo: Subcommand {
         // Ctrl-C removes the folder too, and ends the relaunched pass.
         let interruption = Interruption(removing: keepFiles ? nil : workspace)
 
+        bypassProxiesForLoopback()
+
         Console.out("Making the sample set...")
         let samples = try SampleSet.make()
         let server = try LoopbackServer(
@@ -113,6 +115,19 @@ enum Demo: Subcommand {
             "\nDisk tier: \(usage.fileCount) files, \(Formatted.bytes(usage.byteCount)) in \(store.directory.path)")
         Console.out("Contact sheet of the thumbnails: \(sheet.url.path)")
         if !keepFiles { Console.out("(`aic demo --keep` keeps the cache folder)") }
+    }
+
+    /// Keeps the demo's requests to its loopback server off any proxy the environment names (`http_proxy`,
+    /// `all_proxy`): libcurl, which URLSession uses on Linux, sends a request for 127.0.0.1 through such a
+    /// proxy too, which cannot reach this process's server, and the demo failed at its first image. The
+    /// address is added to `no_proxy` and `NO_PROXY` (whichever libcurl reads), after what they list.
+    private static func bypassProxiesForLoopback() {
+        for name in ["no_proxy", "NO_PROXY"] {
+            let current = getenv(name).map { String(cString: $0) } ?? ""
+            let hosts = current.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard !hosts.contains("127.0.0.1"), !hosts.contains("*") else { continue }
+            setenv(name, hosts.isEmpty ? "127.0.0.1" : current + ",127.0.0.1", 1)
+        }
     }
 
     /// Runs the relaunch pass in a fresh process of this executable and returns what it did.
