@@ -20,9 +20,27 @@ enum Inputs {
         let looksLikeURL =
             lowercased.hasPrefix("data:") || lowercased.hasPrefix("file:/")
             || (lowercased.range(of: "^[a-z][a-z0-9+.-]*://", options: .regularExpression) != nil)
-        guard looksLikeURL else { return URL(fileURLWithPath: argument).standardizedFileURL }
+        guard looksLikeURL else { return fileURL(forPath: argument) }
         guard let url = URL(string: argument) else { throw UsageError("not a valid URL: \(argument)") }
         return url
+    }
+
+    /// The file URL of `path` as the system resolves it: relative to the current folder, without its `.`
+    /// components and repeated slashes, and with the part up to its last `..` resolved by the file system
+    /// (`realpath`), where it exists. Collapsed in the text instead (as `URL(fileURLWithPath:)` does with a
+    /// relative path, and `standardizedFileURL` with any), `..` after a symbolic link led back to the folder
+    /// that holds the link: `link/../a.jpg` named the `a.jpg` beside `link`, not the one beside where it
+    /// points, which is the file `cat` and every other program open.
+    static func fileURL(forPath path: String) -> URL {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        var components = absolute.split(separator: "/").filter { $0 != "." }.map(String.init)
+        if let last = components.lastIndex(of: ".."),
+            let resolved = realpath("/" + components[...last].joined(separator: "/"), nil)
+        {
+            defer { free(resolved) }
+            components = String(cString: resolved).split(separator: "/").map(String.init) + components[(last + 1)...]
+        }
+        return URL(fileURLWithPath: "/" + components.joined(separator: "/"))
     }
 
     /// The file name of a file or an http(s) URL (its last path component, percent-decoded); `nil` for

@@ -52,7 +52,7 @@ enum ThumbnailCommand: Subcommand {
                 // name (a `data:` URL, whose "name" would be its payload) is named by its place.
                 let base = Inputs.fileName(of: url) == nil ? nil : url.deletingPathExtension().lastPathComponent
                 let file = String((base ?? "input-\(position + 1)").map { $0 == "/" || $0 == "\0" ? "_" : $0 }) + ".png"
-                return (url, try PNGOutput(path: URL(fileURLWithPath: folder).appendingPathComponent(file).path))
+                return (url, try PNGOutput(path: Inputs.fileURL(forPath: folder).appendingPathComponent(file).path))
             }
             // Two inputs with one name (a/x.jpg, b/x.png) would overwrite each other's thumbnail.
             var names = Set<String>()
@@ -148,7 +148,7 @@ struct PNGOutput {
     init(path: String) throws(CommandFailure) {
         // URL(fileURLWithPath:) drops a final "/": `--output thumbs/`, a folder not made yet, wrote a file `thumbs`.
         guard !path.hasSuffix("/") else { throw CommandFailure("cannot write \(path): a file name cannot end in /") }
-        url = URL(fileURLWithPath: path)
+        url = Inputs.fileURL(forPath: path)
         let folder = url.deletingLastPathComponent().path
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {

@@ -99,3 +99,33 @@ import Testing
         #expect(result.stderr.contains("linked.jpg"), "\(result)")
     }
 }
+
+/// Paths with `..` after a symbolic link.
+@Suite struct CLIDotDotAfterALinkTests {
+    /// `link/../a.jpg` names the `a.jpg` beside where `link` points, as `cat` and the system read it; aic
+    /// collapsed the `..` in the text and read (or wrote) the `a.jpg` beside the link instead: another file.
+    @Test func aPathWithDotDotAfterALinkNamesTheFileTheSystemOpens() async throws {
+        let aic = CommandLineRunner()
+        let target = aic.file("real/sub")
+        try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(at: aic.file("link"), withDestinationURL: target)
+        try SampleImages.jpeg(width: 40, height: 30).write(to: aic.file("real/a.jpg"))
+        try SampleImages.jpeg(width: 20, height: 10).write(to: aic.file("a.jpg"))
+
+        let sheet = try await aic.run("sheet", "link/..", "--width", "8", "--output", "sheet.png")
+        #expect(sheet.stdout.contains("1 of 1 images, 24x22 px"), "real/a.jpg only: \(sheet)")
+
+        let info = try await aic.run("info", "link/../a.jpg")
+        #expect(info.stdout == "40x30 JPEG\n", "\(info)")
+
+        let thumbnail = try await aic.run("thumbnail", "link/../a.jpg", "--width", "8", "--output", "link/../t.png")
+        #expect(thumbnail.status == 0, "\(thumbnail)")
+        #expect(FileManager.default.fileExists(atPath: aic.file("real/t.png").path), "\(thumbnail)")
+        #expect(!FileManager.default.fileExists(atPath: aic.file("t.png").path), "\(thumbnail)")
+        #expect(try CommandLineRunner.decodePNG(at: aic.file("real/t.png")).pixelSize == PixelSize(width: 8, height: 6))
+
+        let batch = try await aic.run("thumbnail", "a.jpg", "--width", "8", "--output-dir", "link/..")
+        #expect(batch.status == 0, "\(batch)")
+        #expect(FileManager.default.fileExists(atPath: aic.file("real/a.png").path), "\(batch)")
+    }
+}
