@@ -7,9 +7,17 @@ enum Console {
         print(line)
     }
 
-    /// Writes `text` to stderr as it is, unbuffered, so progress shows at once.
+    /// Writes `text` to stderr as it is, unbuffered, so progress shows at once. What cannot be written
+    /// (stderr closed, or a log file on a full disk) is dropped: `FileHandle.write(_:)`, used before, trapped
+    /// then, and a sheet that would have been written ended with SIGILL at its first progress line.
     static func error(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { return }
+            bytes = bytes.dropFirst(written)
+        }
     }
 
     /// Whether stderr is a terminal, so that progress can redraw one line instead of adding many.

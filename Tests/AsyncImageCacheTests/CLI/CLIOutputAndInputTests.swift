@@ -129,3 +129,35 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: aic.file("real/a.png").path), "\(batch)")
     }
 }
+
+/// A stderr that cannot be written (a log file on a full disk, `2>&-`).
+@Suite struct CLIUnwritableStderrTests {
+    /// Diagnostics went through `FileHandle.write(_:)`, which traps when the write fails: a sheet that
+    /// would have been written ended with SIGILL at its first progress line, and a failure that should
+    /// have exited with 1 or 2 did too. What cannot be written to stderr is dropped; the command goes on.
+    @Test(arguments: [
+        (["sheet", "album", "--width", "8", "--output", "sheet.png"], Int32(0)),
+        (["info", "missing.jpg"], Int32(1)),
+        (["thumbnail", "--width"], Int32(2)),
+    ])
+    func aStderrOnAFullDiskLeavesTheCommandItsOutcome(arguments: [String], status: Int32) async throws {
+        let aic = CommandLineRunner()
+        try FileManager.default.createDirectory(at: aic.file("album"), withIntermediateDirectories: true)
+        try SampleImages.jpeg(width: 40, height: 30).write(to: aic.file("album/a.jpg"))
+        let output = aic.workspace.url.appendingPathComponent("stdout").path
+        try Data().write(to: URL(fileURLWithPath: output))
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CACHE_HOME"] = aic.cacheHome.url.path
+
+        let child = try ChildProcess(
+            executable: CommandLineRunner.executable.path, arguments: arguments, environment: environment,
+            directory: aic.workspace.url.path, standardOutput: output, standardError: "/dev/full")
+        let waitStatus = await child.exited()
+        #expect(
+            ChildProcess.exitCode(of: waitStatus) == status, "\(arguments): \(ChildProcess.termination(of: waitStatus))"
+        )
+        if status == 0 {
+            #expect(FileManager.default.fileExists(atPath: aic.file("sheet.png").path))
+        }
+    }
+}
