@@ -141,11 +141,26 @@ enum AIC {
 
     /// What a failure says, in the library's own words where it has them.
     static func message(for error: any Error) -> String {
+        if let failure = error as? CommandFailure { return failure.message }
+        if let reason = fileSystemReason(error as NSError) { return reason }
         switch error {
-        case let failure as CommandFailure: failure.message
         // The library's errors (ImageLoadingError, ImageDecodingError, ...) describe themselves in one line.
-        case let error as any CustomStringConvertible: error.description
-        default: error.localizedDescription
+        case let error as any CustomStringConvertible: return error.description
+        default: return error.localizedDescription
         }
+    }
+
+    /// A Foundation file operation's error as `PATH: reason` (`/tmp/x: No such file or directory`); `nil` for
+    /// other errors. Its description, which the case above gave, is a dump of its domain, code and user info:
+    /// `Error Domain=NSCocoaErrorDomain Code=4 "The file doesn't exist." UserInfo={NSURL=..., ...}`.
+    private static func fileSystemReason(_ error: NSError) -> String? {
+        guard [NSCocoaErrorDomain, NSPOSIXErrorDomain].contains(error.domain) else { return nil }
+        // The underlying error may be a `POSIXError`, which `as? NSError` does not bridge out of `Any` on Linux.
+        let underlying = (error.userInfo[NSUnderlyingErrorKey] as? any Error).map { $0 as NSError }
+        let posix = error.domain == NSPOSIXErrorDomain ? error : underlying
+        let reason =
+            posix.flatMap { $0.domain == NSPOSIXErrorDomain ? String(cString: strerror(Int32($0.code))) : nil }
+            ?? error.localizedDescription
+        return (error.userInfo[NSFilePathErrorKey] as? String).map { "\($0): \(reason)" } ?? reason
     }
 }

@@ -115,6 +115,18 @@ import Testing
         #expect(bare.stderr == named.stderr)
     }
 
+    /// A Foundation error that reached the top (here the demo's folder, which cannot be made in /proc)
+    /// printed its whole dump: `aic: Error Domain=NSCocoaErrorDomain Code=4 "The file doesn't exist."
+    /// UserInfo={NSURL=..., NSFilePath=..., NSUnderlyingError=...}`. It says the path and the system's reason.
+    @Test func aFileSystemErrorSaysItsPathAndTheReason() async throws {
+        let aic = CommandLineRunner()
+        let result = try await aic.run(["demo", "--output", "sheet.png"], environment: ["TMPDIR": "/proc"])
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderrLines.count == 1, "\(result)")
+        let line = result.stderrLines.first ?? ""
+        #expect(line.hasPrefix("aic: /proc/aic-demo-") && line.hasSuffix(": No such file or directory"), "\(result)")
+    }
+
     /// `--output=` with nothing after the `=` is a missing value, not an invitation to take the next
     /// word: that word is an input here, and the sheet would be written over it.
     @Test func anEmptyOptionValueIsAUsageErrorAndTheNextWordStaysAnInput() async throws {
