@@ -141,6 +141,33 @@ import Testing
         #expect(disk.totalByteCount <= budget)
     }
 
+    /// A file larger than the whole budget (written under a larger one, by an older version of the app, or
+    /// put there by hand) goes in any trim, however recently used: the trim went through the colder files
+    /// first, removed every one of them, and then that file too, emptying the tier. It now goes first, and
+    /// the files that fit the budget stay.
+    @Test func aFileLargerThanTheBudgetGoesBeforeTheColderFilesThatFit() throws {
+        let folder = TemporaryDirectory("disk")
+        let writer = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let small = (0..<3).map { URL(string: "https://example.com/\($0).jpg")! }
+        for (offset, url) in small.enumerated() {
+            try writer.store(
+                Data(repeating: UInt8(offset), count: 1000), pixelSize: PixelSize(width: 1, height: 1), for: url)
+            try setLastUsed(of: writer.fileURL(for: url), secondsAgo: Double(100 - offset * 10))
+        }
+        let large = URL(string: "https://example.com/large.jpg")!
+        try writer.store(Data(repeating: 9, count: 100_000), pixelSize: PixelSize(width: 1, height: 1), for: large)
+        try setLastUsed(of: writer.fileURL(for: large), secondsAgo: 10)
+        writer.waitForPendingTrims()
+
+        // Room for the three small files, not for the large one.
+        let budget = try CountedSize.ofStored(byteCount: 1000) * 4
+        let disk = DiskStore(directory: folder.url, byteLimit: budget)
+        disk.trim()
+        #expect(!disk.contains(large))
+        #expect(small.filter { disk.contains($0) } == small, "the files within the budget stay")
+        #expect(disk.totalByteCount <= budget)
+    }
+
     /// What a memory hit asks: the file is dated on the disk queue; nothing is made where there is no
     /// file, and a link in a file's place is dated itself, never what it points at.
     @Test func markingAFileUsedDatesItAndNothingElse() throws {

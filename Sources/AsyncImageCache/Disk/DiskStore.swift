@@ -1172,8 +1172,16 @@ final class DiskStore: Sendable {
     private func removeColdest(from entries: inout [Entry], total: inout Int, limit: Int) -> Set<String> {
         var removed = Set<String>()
         guard total > limit else { return removed }
+        // A file larger than the limit goes in any case (a trim cannot end while it is there), so it goes
+        // first, however recently used: the colder files it would otherwise take with it stay.
+        for entry in entries where entry.byteCount > limit {
+            if removeCounted(named: entry.name) {
+                total -= entry.byteCount
+                removed.insert(entry.name)
+            }
+        }
         var readSinceListing: [Entry] = []
-        for entry in entries where total > limit {
+        for entry in entries where total > limit && !removed.contains(entry.name) {
             // Reads are not queued: a file read since the listing is no longer among the coldest, and
             // stays; the next one goes instead.
             if let lastUsed = Self.modificationDate(atPath: entry.path), lastUsed > entry.lastUsed {
