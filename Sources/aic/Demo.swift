@@ -76,6 +76,9 @@ enum Demo: Subcommand {
         let interruption = Interruption(removing: keepFiles ? nil : workspace)
 
         bypassProxiesForLoopback()
+        // Inherited through exec from a parent that ignored it, an ignored SIGCHLD has the kernel reap the
+        // relaunched pass as it ends, and waiting for it failed ("waiting for it: No child processes").
+        signal(SIGCHLD, SIG_DFL)
 
         Console.out("Making the sample set...")
         let samples = try SampleSet.make()
