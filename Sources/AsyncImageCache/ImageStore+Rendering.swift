@@ -55,10 +55,12 @@ extension ImageStore {
             report(.orient, request.url)
             bitmap = bitmap.oriented(header.orientation)
         }
-        // A file that codes more than its header declares (a hostile HEIF within the pixel budget)
-        // decodes larger than its natural size: it comes out at the size the store reports for it, not
-        // at the coded one (4096x4096 for a file that declares 64x64, for any request wider than 64).
-        if target == nil, bitmap.pixelSize.width > natural.width || bitmap.pixelSize.height > natural.height {
+        // A file that codes another size than its header declares (a HEIF or AVIF whose `ispe` disagrees
+        // with its coded picture) decodes at the coded size: it comes out at the size the store reports for
+        // it, as libavif scales such a picture to its `ispe`, not at the coded one (4096x4096 for a hostile
+        // file that declares 64x64, for any request wider than 64; 96x64 for one that declares 192x128).
+        // Scaling up stays within the pixel budget.
+        if target == nil, bitmap.pixelSize != natural, natural.pixelCount <= configuration.pixelBudget {
             target = natural
         }
         if let target, bitmap.pixelSize != target {

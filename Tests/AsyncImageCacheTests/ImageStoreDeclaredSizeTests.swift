@@ -3,8 +3,8 @@ import Testing
 
 @testable import AsyncImageCache
 
-/// What a store delivers for a file that codes more pixels than its header declares: never more than
-/// the natural size it reports for the file, whatever width is asked for.
+/// What a store delivers for a file that codes another size than its header declares: the natural size
+/// it reports for the file, never more, whatever width is asked for.
 @Suite struct ImageStoreDeclaredSizeTests {
     let root = TemporaryDirectory("declared-size")
 
@@ -21,4 +21,26 @@ import Testing
         #expect(store.statistics.decodes == 1)
         #expect(store.cachedPixelSize(for: url) == CGSize(width: 64, height: 64))
     }
+
+    #if os(Linux)
+    /// photo.heic (coded 96x64) with its `ispe` declaring a larger size, as libavif (Chrome's and Firefox's
+    /// AVIF decoder) scales the decoded picture to the size `ispe` declares.
+    @Test(arguments: [PixelSize(width: 192, height: 128), PixelSize(width: 96, height: 65)])
+    func aFileThatCodesLessThanItDeclaresComesOutAtItsDeclaredSize(declared: PixelSize) async throws {
+        let ispe = Array("ispe".utf8) + [0, 0, 0, 0]
+        let data = try HEIFDecoderTests.fixture(
+            "photo.heic", replacing: ispe + [0, 0, 0, 96, 0, 0, 0, 64],
+            with: ispe + [0, 0, 0, UInt8(declared.width), 0, 0, 0, UInt8(declared.height)])
+        #expect(try ImageHeader.parse(data).storedSize == declared)
+        let url = root.url.appendingPathComponent("declares-more.heic")
+        try data.write(to: url)
+        let store = try ImageStore.makeForTesting(root: root.url.appendingPathComponent("cache"))
+        // Before: 96x64, the coded size, where the store reports the declared one (and a width under it resizes).
+        for width: CGFloat? in [nil, 5000] {
+            let image = try await store.image(for: ImageRequest(url: url, targetWidth: width))
+            #expect(image.pixelSize == declared, "\(String(describing: width))")
+        }
+        #expect(store.cachedPixelSize(for: url) == CGSize(width: declared.width, height: declared.height))
+    }
+    #endif
 }
