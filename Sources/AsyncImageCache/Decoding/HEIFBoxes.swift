@@ -72,6 +72,31 @@ struct HEIFBoxes {
 
     /// The 1-based `ipco` indices associated with `item` by the `ipma` boxes between `start` and `end`, in order.
     func associations(of item: Int, from start: Int, to end: Int) throws(ImageDecodingError) -> [Int] {
+        var found: [Int]?
+        try walkAssociations(from: start, to: end) { itemID, indices in
+            guard itemID == item else { return true }
+            found = indices
+            return false
+        }
+        return found ?? []
+    }
+
+    /// The 1-based `ipco` indices associated with every item by the `ipma` boxes between `start` and `end`,
+    /// in one walk; an item listed twice keeps its first entry, as ``associations(of:from:to:)`` reads it.
+    func allAssociations(from start: Int, to end: Int) throws(ImageDecodingError) -> [Int: [Int]] {
+        var all: [Int: [Int]] = [:]
+        try walkAssociations(from: start, to: end) { item, indices in
+            if all[item] == nil { all[item] = indices }
+            return true
+        }
+        return all
+    }
+
+    /// Calls `visit` with each entry of the `ipma` boxes between `start` and `end`, its item ID and its
+    /// indices, until `visit` returns false.
+    private func walkAssociations(
+        from start: Int, to end: Int, _ visit: (Int, [Int]) -> Bool
+    ) throws(ImageDecodingError) {
         for ipma in try children(from: start, to: end) where ipma.type == "ipma" {
             let version = try bytes.byte(at: ipma.contentStart)
             let wideIndices = try bytes.byte(at: ipma.contentStart + 3) & 1 == 1
@@ -97,10 +122,9 @@ struct HEIFBoxes {
                     }
                 }
                 guard offset <= ipma.end else { throw bytes.corrupt("ipma entry runs past its box") }
-                if itemID == item { return indices }
+                guard visit(itemID, indices) else { return }
             }
         }
-        return []
     }
 
     /// The width and height in an `ispe` FullBox.

@@ -31,8 +31,52 @@ enum HEIFCodedSize {
                 }
             }
         }
-        sizes += (try? itemSizes(file, data: data, metaContent: metaContent, metaEnd: meta.end)) ?? []
+        sizes += ((try? itemSizes(file, data: data, metaContent: metaContent, metaEnd: meta.end)) ?? []).map(\.size)
         return sizes.max { $0.pixelCount < $1.pixelCount }
+    }
+
+    /// The size each item's decode makes libheif allocate, by item ID: the largest of the `ispe` and the
+    /// codec configuration (`hvcC`, `av1C`) associated with it and what its own data gives (an `av01`
+    /// item's sequence header, a `grid`'s or `iovl`'s canvas). Items with none of them are left out; so is
+    /// everything when `meta` cannot be read.
+    static func perItem(in data: Data) -> [Int: PixelSize] {
+        let file = HEIFBoxes(bytes: HeaderBytes(data, format: nil))
+        guard let meta = try? file.child("meta", from: 0, to: file.bytes.count) else { return [:] }
+        let metaContent = meta.contentStart + 4  // FullBox version and flags
+        var sizes: [Int: PixelSize] = [:]
+        func add(_ size: PixelSize, to item: Int) {
+            if size.pixelCount > sizes[item]?.pixelCount ?? -1 { sizes[item] = size }
+        }
+        if let iprp = try? file.child("iprp", from: metaContent, to: meta.end),
+            let ipco = try? file.child("ipco", from: iprp.contentStart, to: iprp.end),
+            let properties = try? file.children(from: ipco.contentStart, to: ipco.end),
+            let associations = try? file.allAssociations(from: iprp.contentStart, to: iprp.end)
+        {
+            // Each property's sizes once, however many items share it.
+            var propertySizes: [Int: [PixelSize]] = [:]
+            for (item, indices) in associations {
+                for index in indices where index >= 1 && index <= properties.count {
+                    let found =
+                        propertySizes[index]
+                        ?? {
+                            let property = properties[index - 1]
+                            let content = slice(data, property.contentStart..<property.end)
+                            switch property.type {
+                            case "ispe": return (try? file.spatialExtent(property)).map { [$0] } ?? []
+                            case "hvcC": return hevcSizes(content)
+                            case "av1C": return av1Sizes(Array(content.dropFirst(4)))
+                            default: return []
+                            }
+                        }()
+                    propertySizes[index] = found
+                    found.forEach { add($0, to: item) }
+                }
+            }
+        }
+        for (item, size) in (try? itemSizes(file, data: data, metaContent: metaContent, metaEnd: meta.end)) ?? [] {
+            add(size, to: item)
+        }
+        return sizes
     }
 
     /// The bytes of `data` in `range`, counted from its start.
@@ -172,13 +216,13 @@ enum HEIFCodedSize {
     /// of every `av01` item, and the output size of every `grid` and `iovl` item (the canvas libheif
     /// allocates for the tiles or the overlaid images, ISO/IEC 23008-12 6.6.2.3 and 6.6.2.2).
     private static func itemSizes(_ file: HEIFBoxes, data: Data, metaContent: Int, metaEnd: Int)
-        throws(ImageDecodingError) -> [PixelSize]
+        throws(ImageDecodingError) -> [(item: Int, size: PixelSize)]
     {
         guard let iloc = try file.child("iloc", from: metaContent, to: metaEnd) else { return [] }
         let types = try file.itemTypes(metaContent: metaContent, metaEnd: metaEnd)
         guard types.values.contains(where: { ["av01", "grid", "iovl"].contains($0) }) else { return [] }
         let idat = try file.child("idat", from: metaContent, to: metaEnd)
-        var sizes: [PixelSize] = []
+        var sizes: [(item: Int, size: PixelSize)] = []
         for (id, ranges) in try itemExtents(file, iloc: iloc, idat: idat) {
             // An item's data is its extents joined, as libheif reads it; the first kilobyte is plenty.
             var content: [UInt8] = []
@@ -188,13 +232,13 @@ enum HEIFCodedSize {
             switch types[id] {
             case "av01":
                 // The sequence header comes first; a few hundred bytes are more than enough.
-                sizes += av1Sizes(content)
+                sizes += av1Sizes(content).map { (id, $0) }
             case "grid":
                 // Version, flags (bit 0: 32-bit sizes), rows - 1, columns - 1, output width and height.
-                if let size = canvasSize(content, at: 4) { sizes.append(size) }
+                if let size = canvasSize(content, at: 4) { sizes.append((id, size)) }
             case "iovl":
                 // Version, flags (bit 0: 32-bit sizes), four 16-bit fill values, output width and height.
-                if let size = canvasSize(content, at: 10) { sizes.append(size) }
+                if let size = canvasSize(content, at: 10) { sizes.append((id, size)) }
             default:
                 break
             }

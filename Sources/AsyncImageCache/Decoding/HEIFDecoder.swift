@@ -22,7 +22,11 @@ extension ImageDecoders {
     /// The pixel budget is checked before decoding on the size the file declares (`ispe`) and on the
     /// sizes its codec streams code and its grids' and overlays' canvases (HEVC parameter sets, AV1
     /// sequence headers, `grid` and `iovl` descriptions: see `HEIFCodedSize`), which libheif allocates
-    /// whatever the file declares, and on the decoded size after.
+    /// whatever the file declares, and on the decoded size after. The images decoded on the way to the
+    /// primary image (a grid's tiles, an overlay's layers, their alpha planes), each counted as often as it
+    /// is used, may add up to four times the budget (`HEIFDerivations.pixelBudgetFactor`): libheif lays a
+    /// grid out by the sizes its tiles declare and decodes a tile once per use, so a tile coded larger than
+    /// it declares, used a thousand times, would decode a thousand times the budget.
     ///
     /// ```swift
     /// let bitmap = try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
@@ -44,6 +48,17 @@ extension ImageDecoders {
             if let coded = HEIFCodedSize.largest(in: data) { try context.checkBudget(coded.pixelCount, format: format) }
             let cleanAperture = ImageHeader.heifCleanAperture(in: data)
             return try Self.withPrimaryImage(data, format: format) { handle throws(ImageDecodingError) in
+                // What the images decoded on the way add up to, each as often as it is used (the references
+                // are sound by now: see HEIFDerivations.problem(in:)).
+                if let decoded = HEIFDerivations.decodedPixels(in: data) {
+                    let (limit, overflow) = context.pixelBudget.multipliedReportingOverflow(
+                        by: HEIFDerivations.pixelBudgetFactor)
+                    guard overflow || decoded <= limit else {
+                        let reason = ImageDecodingError.Reason.pixelBudgetExceeded(
+                            pixels: decoded, budget: context.pixelBudget)
+                        throw ImageDecodingError(format: format, reason: reason)
+                    }
+                }
                 // A thumbnail shows the whole picture, so one of a cropped image would need cropping too.
                 if cleanAperture == nil, let minimumSize = context.minimumSize,
                     let thumbnail = Self.coveringThumbnail(of: handle, minimumSize, in: data)

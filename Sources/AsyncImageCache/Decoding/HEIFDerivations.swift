@@ -29,13 +29,7 @@ enum HEIFDerivations {
     /// that do not parse inside a complete `meta` are a reason too: libheif reads past such damage.
     static func problem(in data: Data) -> String? {
         let file = HEIFBoxes(bytes: HeaderBytes(data, format: nil))
-        var metas: [HEIFBoxes.Box] = []
-        var offset = 0
-        // Top-level boxes until the data or their sizes give out; libheif stops at the same place.
-        while offset < file.bytes.count, let box = try? file.box(at: offset, parentEnd: file.bytes.count) {
-            if box.type == "meta" { metas.append(box) }
-            offset = box.end
-        }
+        let metas = metaBoxes(file)
         guard let meta = metas.first else { return nil }
         guard metas.count == 1 else { return "the file has \(metas.count) meta boxes" }
         let types: [Int: String]
@@ -47,22 +41,84 @@ enum HEIFDerivations {
             if case .corrupt(let detail) = error.reason { return "its items cannot be read: \(detail)" }
             return nil
         }
-        // What decoding an item decodes next: a derived image's inputs, an image's auxiliary images.
+        for reference in references where reference.type == "dimg" {
+            for input in reference.to where !imageTypes.contains(types[input] ?? "") {
+                return "derived image \(reference.from) is made from item \(input), which is not an image"
+            }
+        }
+        return graphProblem(nextDecodes(references))
+    }
+
+    /// How many times the pixel budget the images that decoding the primary image decodes may add up to: its
+    /// own canvas and its inputs and alphas, each as often as it is used. A grid's tiles add up to
+    /// about its canvas (their padding past its edges a little more), and so do their alphas: a file within
+    /// the budget stays far below, where one tile coded larger than it declares and used a thousand times
+    /// over (libheif lays tiles out by what they declare) decodes a thousand times the budget.
+    static let pixelBudgetFactor = 4
+
+    /// The pixels libheif 1.15 decodes for the primary image of `data`: the size of every image it decodes on
+    /// the way (see ``HEIFCodedSize/perItem(in:)``), each as often as it is used, itself, its inputs and their
+    /// alphas included. `nil` without a primary item, or when the items or references cannot be read or
+    /// form a cycle (``problem(in:)`` reports those).
+    static func decodedPixels(in data: Data) -> Int? {
+        let file = HEIFBoxes(bytes: HeaderBytes(data, format: nil))
+        guard let meta = metaBoxes(file).first,
+            let pitm = try? file.child("pitm", from: meta.contentStart + 4, to: meta.end),
+            let primary = try? file.primaryItemID(pitm),
+            let references = try? file.references(metaContent: meta.contentStart + 4, metaEnd: meta.end)
+        else { return nil }
+        let sizes = HEIFCodedSize.perItem(in: data)
+        // Saturating: past this no budget is near, and the sums cannot overflow.
+        let ceiling = 1 << 52
+        var pixels: [Int: Int] = [:]  // of finished items
+        let next = nextDecodes(references)
+        var path: [(item: Int, child: Int)] = [(primary, 0)]
+        var onPath: Set<Int> = [primary]
+        // Depth first without recursion, as graphProblem(_:) walks.
+        while let (item, child) = path.last {
+            let children = next[item] ?? []
+            if child < children.count {
+                path[path.count - 1].child += 1
+                let target = children[child]
+                guard !onPath.contains(target) else { return nil }
+                if pixels[target] == nil {
+                    path.append((target, 0))
+                    onPath.insert(target)
+                }
+                continue
+            }
+            let own = min(sizes[item]?.pixelCount ?? 0, ceiling)
+            pixels[item] = children.reduce(own) { min($0 + (pixels[$1] ?? 0), ceiling) }
+            path.removeLast()
+            onPath.remove(item)
+        }
+        return pixels[primary]
+    }
+
+    /// The top-level `meta` boxes of `file`, walked until the data or the box sizes give out (libheif stops
+    /// at the same place).
+    private static func metaBoxes(_ file: HEIFBoxes) -> [HEIFBoxes.Box] {
+        var metas: [HEIFBoxes.Box] = []
+        var offset = 0
+        while offset < file.bytes.count, let box = try? file.box(at: offset, parentEnd: file.bytes.count) {
+            if box.type == "meta" { metas.append(box) }
+            offset = box.end
+        }
+        return metas
+    }
+
+    /// What decoding each item decodes next, by the references: a derived image's inputs (`dimg`), an
+    /// image's auxiliary images (`auxl`, from the auxiliary image to its image).
+    private static func nextDecodes(_ references: [HEIFBoxes.Reference]) -> [Int: [Int]] {
         var next: [Int: [Int]] = [:]
         for reference in references {
             switch reference.type {
-            case "dimg":
-                for input in reference.to where !imageTypes.contains(types[input] ?? "") {
-                    return "derived image \(reference.from) is made from item \(input), which is not an image"
-                }
-                next[reference.from, default: []] += reference.to
-            case "auxl":
-                for image in reference.to { next[image, default: []].append(reference.from) }
-            default:
-                break
+            case "dimg": next[reference.from, default: []] += reference.to
+            case "auxl": for image in reference.to { next[image, default: []].append(reference.from) }
+            default: break
             }
         }
-        return graphProblem(next)
+        return next
     }
 
     /// A cycle in `next`, or an item whose decode would take more than ``decodeLimit`` decodes.

@@ -1,0 +1,134 @@
+#if os(Linux)
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// A `grid` whose tiles are one coded image used over and over: libheif 1.15 decodes a tile once per use,
+/// so a file of a few kilobytes can have it decode far more pixels than its canvas holds, each tile within
+/// the pixel budget (a tile coded 4096x4096, used 4,000 times, is 67 billion pixels of HEVC for a canvas of
+/// 64x64).
+@Suite("HEIF grids whose tiles decode far more than their canvas")
+struct HEIFGridAmplificationTests {
+    typealias S = SyntheticHeaders
+
+    /// photo.heic's coded picture (96x64: its hvcC, ispe and data) as hidden item 1, used `rows` x `columns`
+    /// times as the tiles of a primary `grid` item 2 of `canvas`, described in `idat`.
+    static func grid(rows: Int, columns: Int, canvas: PixelSize, overlay: Bool = false, tileDeclares: PixelSize? = nil)
+        throws -> Data
+    {
+        let photo = try Fixtures.data("heif", "photo.heic")
+        let file = HEIFBoxes(bytes: HeaderBytes(photo, format: nil))
+        let meta = try #require(try file.child("meta", from: 0, to: photo.count))
+        let iprp = try #require(try file.child("iprp", from: meta.contentStart + 4, to: meta.end))
+        let ipco = try #require(try file.child("ipco", from: iprp.contentStart, to: iprp.end))
+        func whole(_ type: String) throws -> [UInt8] {
+            let box = try #require(try file.child(type, from: ipco.contentStart, to: ipco.end))
+            let start = box.contentStart - 8
+            return Array(photo[start..<box.end])
+        }
+        let tileProperties =
+            try whole("hvcC") + (tileDeclares.map { S.ispe(width: $0.width, height: $0.height) } ?? whole("ispe"))
+        // photo.heic's iloc: version 0, 4-byte offsets and lengths, a 4-byte base offset, one extent.
+        let iloc = try #require(try file.child("iloc", from: meta.contentStart + 4, to: meta.end))
+        let entry = iloc.contentStart + 8
+        let base = try file.bytes.uint32BE(at: entry + 4)
+        let offset = base + (try file.bytes.uint32BE(at: entry + 10))
+        let coded = Array(photo[offset..<(offset + (try file.bytes.uint32BE(at: entry + 14)))])
+
+        let ftyp = S.box("ftyp", Array("heic".utf8) + [0, 0, 0, 0] + Array("mif1heic".utf8))
+        let hdlr = S.fullBox("hdlr", [0, 0, 0, 0] + Array("pict".utf8) + [UInt8](repeating: 0, count: 13))
+        let pitm = S.fullBox("pitm", [0, 2])
+        func infe(_ item: Int, _ type: String, hidden: Bool) -> [UInt8] {
+            S.fullBox("infe", version: 2, flags: hidden ? 1 : 0, [0, UInt8(item), 0, 0] + Array(type.utf8) + [0])
+        }
+        let iinf = S.fullBox(
+            "iinf", [0, 2] + infe(1, "hvc1", hidden: true) + infe(2, overlay ? "iovl" : "grid", hidden: false))
+        let uses = rows * columns
+        let iref = S.fullBox(
+            "iref",
+            S.box(
+                "dimg",
+                ByteWriter.build { dimg in
+                    dimg.uint16(2, bigEndian: true)
+                    dimg.uint16(uses, bigEndian: true)
+                    for _ in 0..<uses { dimg.uint16(1, bigEndian: true) }
+                }))
+        let ipco2 = S.box("ipco", tileProperties + S.ispe(width: canvas.width, height: canvas.height))
+        let ipma = S.fullBox("ipma", [0, 0, 0, 2, 0, 1, 2, 0x81, 0x82, 0, 2, 1, 0x83])
+        let iprp2 = S.box("iprp", ipco2 + ipma)
+        // Version, flags (16-bit sizes), rows - 1, columns - 1, output width and height.
+        let description = ByteWriter.build { grid in
+            if overlay {
+                grid.append([0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF])
+            } else {
+                grid.append([0, 0, UInt8(rows - 1), UInt8(columns - 1)])
+            }
+            grid.uint16(canvas.width, bigEndian: true)
+            grid.uint16(canvas.height, bigEndian: true)
+            if overlay { for _ in 0..<uses { grid.append([0, 0, 0, 0]) } }
+        }
+        let idat = S.box("idat", description)
+        func metaBox(codedOffset: Int) -> [UInt8] {
+            // iloc version 1: 4-byte offsets and lengths, no base offset; the tile in mdat, the grid in idat.
+            let iloc = S.fullBox(
+                "iloc", version: 1,
+                ByteWriter.build { iloc in
+                    iloc.append([0x44, 0x00])
+                    iloc.uint16(2, bigEndian: true)
+                    iloc.append([0, 1, 0, 0, 0, 0, 0, 1])
+                    iloc.uint32(codedOffset, bigEndian: true)
+                    iloc.uint32(coded.count, bigEndian: true)
+                    iloc.append([0, 2, 0, 1, 0, 0, 0, 1])
+                    iloc.uint32(0, bigEndian: true)
+                    iloc.uint32(description.count, bigEndian: true)
+                })
+            return S.fullBox("meta", hdlr + pitm + iloc + iinf + iref + iprp2 + idat)
+        }
+        let codedOffset = ftyp.count + metaBox(codedOffset: 0).count + 8
+        return Data(ftyp + metaBox(codedOffset: codedOffset) + S.box("mdat", coded))
+    }
+
+    @Test func aGridOfOneTileCodedLargerThanItDeclaresUsedOverAndOverIsRefused() throws {
+        // 1,024 uses of a tile that declares 8x8 and codes 96x64, on a canvas of 256x256: each size is within
+        // a budget of a million, and what libheif decodes adds up to over six times it.
+        let data = try Self.grid(
+            rows: 32, columns: 32, canvas: PixelSize(width: 256, height: 256),
+            tileDeclares: PixelSize(width: 8, height: 8))
+        let header = try ImageHeader.parse(data)
+        #expect(header.storedSize == PixelSize(width: 256, height: 256))
+        #expect(HEIFCodedSize.largest(in: data) == PixelSize(width: 256, height: 256))
+        #expect(HEIFDerivations.problem(in: data) == nil)
+        let decoded = 256 * 256 + 1024 * 96 * 64
+        #expect(HEIFDerivations.decodedPixels(in: data) == decoded)
+        // Before: decoded, 256x256.
+        let error = decodingError { () throws(ImageDecodingError) in
+            try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header, pixelBudget: 1_000_000))
+        }
+        let refusal = ImageDecodingError.Reason.pixelBudgetExceeded(pixels: decoded, budget: 1_000_000)
+        #expect(error == ImageDecodingError(format: .heif, reason: refusal))
+        #expect(error?.reason.suggestsDamage == false)
+        // Within four times the budget it decodes.
+        let bitmap = try ImageDecoders.HEIF().decode(
+            data, context: ImageDecodingContext(header: header, pixelBudget: decoded / 4 + 1))
+        #expect(bitmap.pixelSize == PixelSize(width: 256, height: 256))
+    }
+
+    @Test func soundFilesDecodeWithABudgetOfTheirOwnSize() throws {
+        // Tiles, layers and alpha planes add up to about the canvas, twice it with alpha: far from four times.
+        let grid = try Self.grid(rows: 2, columns: 2, canvas: PixelSize(width: 192, height: 128))
+        #expect(HEIFDerivations.decodedPixels(in: grid) == 192 * 128 + 4 * 96 * 64)
+        var files = [grid]
+        for name in ["grid.heic", "overlay.heic", "photo.heic", "alpha.avif", "thumbnail.heic"] {
+            files.append(try Fixtures.data("heif", name))
+        }
+        #expect(HEIFDerivations.decodedPixels(in: files[4]) == 2 * 96 * 64)  // alpha.avif: the image and its alpha
+        for data in files {
+            let header = try ImageHeader.parse(data)
+            let bitmap = try ImageDecoders.HEIF().decode(
+                data, context: ImageDecodingContext(header: header, pixelBudget: header.storedSize.pixelCount))
+            #expect(bitmap.pixelSize == header.storedSize)
+        }
+    }
+}
+#endif
