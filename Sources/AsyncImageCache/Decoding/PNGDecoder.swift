@@ -224,7 +224,8 @@ extension ImageDecoders {
         /// libpng's longest side: it refuses a larger IHDR as "Invalid IHDR data", which would read as damage.
         static let longestSide = 1_000_000
 
-        /// `data` as libpng should read it (see ``ignoringGammaUnderProfile(_:)``), after the checks every
+        /// `data` as libpng should read it (see ``withLargestInflateWindow(_:)`` and
+        /// ``ignoringGammaUnderProfile(_:)``), after the checks every
         /// decode starts with: empty data is truncated, and an IHDR with a side over ``longestSide`` throws
         /// ``ImageDecodingError/Reason/unsupportedFeature(_:)``, a valid file (the PNG format allows
         /// 2^31 - 1) that libpng will not read and no refetch would mend. Anything else is left to libpng.
@@ -237,7 +238,56 @@ extension ImageDecoders {
             {
                 throw ImageDecodingError(format: .png, reason: .unsupportedFeature("a side over 1,000,000 pixels"))
             }
-            return ignoringGammaUnderProfile(data)
+            return ignoringGammaUnderProfile(withLargestInflateWindow(data))
+        }
+
+        /// `data` with the zlib header of its image data claiming zlib's largest window, 32 KiB, where it claims
+        /// a smaller one; otherwise `data` itself. Some encoders write a window (the header's CINFO) smaller
+        /// than the distances their data goes back, which libpng refuses ("invalid distance too far back");
+        /// Chrome and Firefox read such files with the largest window (libpng's PNG_MAXIMUM_INFLATE_WINDOW,
+        /// crbug.com/807324), which the simplified API cannot be asked for. Inflating with a larger window
+        /// than needed gives the same bytes. The header is the first two bytes of the first IDAT; the chunk's
+        /// CRC is made right again only when it was right, so damage stays damage.
+        static func withLargestInflateWindow(_ data: Data) -> Data {
+            let bytes = HeaderBytes(data, format: .png)
+            var next = 8
+            _ = try? ImageHeader.walkPNGChunks(bytes, from: 8) { _, offset, length in
+                next = offset + 12 + length
+                return true
+            }
+            guard bytes.matches("IDAT", at: next + 4), let length = try? bytes.uint32BE(at: next),
+                length >= 2, bytes.contains(next + 4, length: length + 8),
+                let method = try? bytes.byte(at: next + 8), let flags = try? bytes.byte(at: next + 9),
+                method & 0x0F == 8, method >> 4 < 7, (Int(method) << 8 | Int(flags)) % 31 == 0,
+                let crc = try? bytes.uint32BE(at: next + 8 + length),
+                crc32(data, from: next + 4, count: length + 4) == crc
+            else { return data }
+            var patched = data
+            let start = patched.startIndex + next
+            // CMF: deflate with a 32 KiB window; FLG: its level and dictionary bits, the check bits made anew.
+            patched[start + 8] = 0x78
+            let kept = Int(flags & 0xE0)
+            patched[start + 9] = UInt8(kept + (31 - (0x78 << 8 | kept) % 31) % 31)
+            let newCRC = crc32(patched, from: next + 4, count: length + 4)
+            for index in 0..<4 {
+                patched[start + 8 + length + index] = UInt8(truncatingIfNeeded: newCRC >> (24 - 8 * index))
+            }
+            return patched
+        }
+
+        /// The CRC-32 that PNG chunks carry (ISO 3309, as zlib computes it) of `count` bytes of `data` from
+        /// `offset` on, counted from its start.
+        private static func crc32(_ data: Data, from offset: Int, count: Int) -> Int {
+            let start = data.startIndex + offset
+            var crc: UInt32 = 0xFFFF_FFFF
+            for byte in data[start..<(start + count)] {
+                crc = crcTable[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8)
+            }
+            return Int(crc ^ 0xFFFF_FFFF)
+        }
+
+        private static let crcTable: [UInt32] = (0..<256).map { (index: UInt32) in
+            (0..<8).reduce(index) { value, _ in value & 1 == 1 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
         }
 
         /// `data` without its gAMA chunks when it also has an `iCCP` chunk that ``ColorProfile`` reads for

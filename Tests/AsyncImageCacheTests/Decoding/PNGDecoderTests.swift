@@ -207,5 +207,55 @@ struct PNGDecoderTests {
         }
         #expect(error == ImageDecodingError(format: .png, reason: .truncated))
     }
+
+    /// The PngSuite file `name` with the zlib header of its image data claiming a window of 256 bytes
+    /// (CINFO 0), shorter than the distances its data uses, and, when `fixingCRC`, the IDAT's CRC made
+    /// right again: what some encoders write.
+    static func claimingTooSmallAWindow(_ name: String, fixingCRC: Bool = true) throws -> Data {
+        var bytes = [UInt8](try Fixtures.data("pngsuite", name))
+        var offset = 8
+        while !bytes[(offset + 4)..<(offset + 8)].elementsEqual("IDAT".utf8) {
+            offset += bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) } + 12
+        }
+        let length = bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) }
+        #expect(bytes[offset + 8] == 0x78)  // a 32 KiB window, as zlib writes it
+        bytes[offset + 8] = 0x08
+        let flags = Int(bytes[offset + 9]) & 0xE0
+        bytes[offset + 9] = UInt8(flags + (31 - (0x08 * 256 + flags) % 31) % 31)
+        if fixingCRC {
+            let crc = Int(CRC32.checksum(Array(bytes[(offset + 4)..<(offset + 8 + length)])))
+            bytes.replaceSubrange(
+                (offset + 8 + length)..<(offset + 12 + length),
+                with: ByteWriter.build { $0.uint32(crc, bigEndian: true) })
+        }
+        return Data(bytes)
+    }
+
+    @Test(arguments: ["basn6a08.png", "basn2c16.png", "basi6a08.png"])
+    func aZlibHeaderClaimingTooSmallAWindowIsReadWithTheLargestAsBrowsersReadIt(name: String) throws {
+        // Chrome and Firefox set libpng's PNG_MAXIMUM_INFLATE_WINDOW for such files (crbug.com/807324). Before:
+        // corrupt data (IDAT: invalid distance too far back), on every path.
+        let data = try Self.claimingTooSmallAWindow(name)
+        let original = try decoder.decode(try Fixtures.data("pngsuite", name), context: decodingContext(.png))
+        let header = try ImageHeader.parse(data)
+        var cancellable = ImageDecodingContext(header: header)
+        cancellable.cancellation = DecodeCancellation()
+        #expect(try decoder.decode(data, context: decodingContext(.png)) == original)
+        #expect(try decoder.decode(data, context: cancellable) == original)
+        // Row by row at display size, for the sequential files.
+        let size = PixelSize(width: 31, height: 17)
+        if let resized = try decoder.decode(data, context: cancellable, resizedTo: size) {
+            #expect(resized == original.resized(to: size))
+        }
+    }
+
+    @Test func aTooSmallWindowUnderAWrongCRCStaysCorrupt() throws {
+        // The damage is not hidden by a header made right: libpng still reads the data as it is.
+        let data = try Self.claimingTooSmallAWindow("basn6a08.png", fixingCRC: false)
+        let error = decodingError { () throws(ImageDecodingError) in
+            try decoder.decode(data, context: decodingContext(.png))
+        }
+        #expect(error == ImageDecodingError(format: .png, reason: .corrupt("IDAT: invalid distance too far back")))
+    }
 }
 #endif
