@@ -29,6 +29,26 @@ import Testing
         #expect(loader.startedCount == 0)
     }
 
+    /// A JPEG segment and then bytes that start no marker: the header walk passed over them to the end of
+    /// the first 16 KiB and took the header for one that runs past them, so the file was read whole.
+    @Test func aLargeFileOfAJPEGSegmentThenNoMarkerFailsWithoutBeingRead() async throws {
+        let folder = TemporaryDirectory("large")
+        let file = folder.url.appendingPathComponent("huge.jpg")
+        // SOI, an APP0 of two bytes, then zeros.
+        let head = Data([0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x04, 0x41, 0x42])
+        try writeFile(file, head: head, byteCount: ImageStore.largeFileBytes + 1024)
+        let loader = RecordingLoader()
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+        }
+        let error = await #expect(throws: ImageLoadingError.self) {
+            try await store.image(for: ImageRequest(url: file, targetWidth: 100))
+        }
+        guard case .decodingFailed(let reason) = error else { Issue.record("got \(String(describing: error))"); return }
+        #expect(reason.reason == .corrupt("4096 bytes that start no marker at byte 8"))
+        #expect(loader.startedCount == 0)
+    }
+
     @Test func aLargeFileThatStartsAnImageIsRead() async throws {
         let folder = TemporaryDirectory("large")
         let names = try SampleImages.writeJPEGs([PixelSize(width: 300, height: 200)], into: folder.url)

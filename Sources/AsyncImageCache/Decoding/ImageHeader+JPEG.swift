@@ -35,8 +35,10 @@ extension ImageHeader {
     /// segment's marker, the offset of its 2-byte length and that length, until `visit` returns false.
     /// Returns the marker the walk stopped at, SOS (0xDA), EOI (0xD9) or the one `visit` stopped on, and
     /// the offset just past it (for SOS, that of the scan header's 2-byte length).
-    /// Bytes between segments that start no marker are skipped, as libjpeg skips them (with a warning).
-    /// Throws `.truncated` when the bytes end first and `.corrupt` for a segment length under 2.
+    /// Bytes between segments that start no marker are skipped, as libjpeg skips them (with a warning), up to
+    /// ``maximumStrayJPEGBytes`` of them.
+    /// Throws `.truncated` when the bytes end first and `.corrupt` for a segment length under 2 or more stray
+    /// bytes than that.
     @discardableResult
     static func walkJPEGSegments(
         _ bytes: HeaderBytes, _ visit: (UInt8, Int, Int) throws(ImageDecodingError) -> Bool
@@ -46,9 +48,15 @@ extension ImageHeader {
             // As libjpeg's next_marker: stray bytes before a marker (some writers leave a few between two
             // segments; libjpeg warns of "extraneous bytes", and decoders and browsers show the file) and
             // stuffed FF 00 pairs are passed over, and any number of 0xFF fill bytes may precede its code.
+            let strayStart = offset
             var marker: UInt8
             repeat {
-                while try bytes.byte(at: offset) != 0xFF { offset += 1 }
+                while try bytes.byte(at: offset) != 0xFF {
+                    offset += 1
+                    guard offset - strayStart <= maximumStrayJPEGBytes else {
+                        throw bytes.corrupt("\(maximumStrayJPEGBytes) bytes that start no marker at byte \(strayStart)")
+                    }
+                }
                 while try bytes.byte(at: offset) == 0xFF { offset += 1 }
                 marker = try bytes.byte(at: offset)
                 offset += 1
@@ -68,6 +76,13 @@ extension ImageHeader {
             offset += length
         }
     }
+
+    /// The most bytes that start no marker the segment walk passes over between two segments, 4 KiB: writers
+    /// that leave any leave a few. Without a bound, a file of a JPEG segment and then no marker (a 3 GB file
+    /// named `.jpg`) was walked to the end of each prefix and taken for a header that runs past it, where
+    /// `.corrupt` ends a read in growing prefixes (``ImageStore/readHeader(from:)``, `aic info`) and turns
+    /// a large file away before it is read whole; under the 16 KiB of that first look, it still does.
+    static let maximumStrayJPEGBytes = 4096
 
     /// SOF0-SOF15, except DHT (C4), JPG (C8) and DAC (CC), which share the range.
     static func isStartOfFrame(_ marker: UInt8) -> Bool {

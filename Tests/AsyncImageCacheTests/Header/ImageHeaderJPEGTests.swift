@@ -91,6 +91,29 @@ import Testing
         #expect(throws: ImageDecodingError(format: .jpeg, reason: .truncated)) { try ImageHeader.parse(cut) }
     }
 
+    /// Past ``ImageHeader/maximumStrayJPEGBytes`` of them, stray bytes make the file corrupt, where it no
+    /// longer ends a read in growing prefixes that a run of them would otherwise take to the end.
+    @Test func strayBytesPastTheLimitAreCorrupt() throws {
+        let original = try Fixtures.data("jpeg", "testorig.jpg")
+        let limit = 4096  // ImageHeader.maximumStrayJPEGBytes
+        let atTheLimit = Self.inserting([UInt8](repeating: 0, count: limit), afterSegmentAt: 2, of: original)
+        #expect(try ImageHeader.parse(atTheLimit) == ImageHeader.parse(original))
+        let past = Self.inserting([UInt8](repeating: 0, count: limit + 1), afterSegmentAt: 2, of: original)
+        #expect(
+            throws: ImageDecodingError(
+                format: .jpeg, reason: .corrupt("\(limit) bytes that start no marker at byte 20"))
+        ) {
+            try ImageHeader.parse(past)
+        }
+        // Found before the data ends: a prefix that ends among them is corrupt too, not cut.
+        #expect(
+            throws: ImageDecodingError(
+                format: .jpeg, reason: .corrupt("\(limit) bytes that start no marker at byte 20"))
+        ) {
+            try ImageHeader.parse(past.prefix(20 + limit + 1))
+        }
+    }
+
     @Test(arguments: [UInt8(0xC1), 0xC2, 0xC3, 0xC9, 0xCF])
     func everyKindOfFrameHeaderGivesTheSize(marker: UInt8) throws {
         let header = try ImageHeader.parse(SyntheticHeaders.jpeg(width: 1024, height: 768, frameMarker: marker))
