@@ -91,7 +91,9 @@ enum ThumbnailCommand: Subcommand {
         guard jobs.count > 1 else { throw first }
         let list = failures.map { "  " + Console.oneLine(AIC.message(for: $0)) }.joined(separator: "\n")
         Console.error("\(failures.count) of \(jobs.count) failed:\n\(list)\n")
-        throw CommandFailure("\(failures.count) of \(jobs.count) thumbnails failed; the others were written")
+        // Said only when there are others: with every input failed, nothing was written.
+        let others = failures.count < jobs.count ? "; the others were written" : ""
+        throw CommandFailure("\(failures.count) of \(jobs.count) thumbnails failed\(others)")
     }
 
     /// Why the thumbnail of `job` could not be made or written; `nil` once it is written.

@@ -114,6 +114,21 @@ import Testing
         #expect(result.stderrLines.contains("  broken.jpg: not a recognised image format"), "\(result)")
         #expect(result.stderrLines.last == "aic: 1 of \(total) thumbnails failed; the others were written")
     }
+
+    /// A batch whose inputs all fail wrote nothing, and does not say that the others were written.
+    @Test func aBatchWhoseInputsAllFailDoesNotSayTheOthersWereWritten() async throws {
+        let aic = CommandLineRunner()
+        try FileManager.default.createDirectory(at: aic.file("out"), withIntermediateDirectories: true)
+        try Data("not an image".utf8).write(to: aic.file("broken.jpg"))
+        try Data("nor this one".utf8).write(to: aic.file("also-broken.jpg"))
+
+        let result = try await aic.run(
+            ["thumbnail", "broken.jpg", "also-broken.jpg", "--width", "20", "--output-dir", "out"])
+        #expect(result.status == 1, "\(result)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: aic.file("out").path).isEmpty)
+        #expect(result.stderrLines.contains("2 of 2 failed:"), "\(result)")
+        #expect(result.stderrLines.last == "aic: 2 of 2 thumbnails failed", "\(result)")
+    }
 }
 
 /// An output path that holds something other than a regular file is refused, not replaced.
