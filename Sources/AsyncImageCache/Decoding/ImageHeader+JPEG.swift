@@ -37,8 +37,8 @@ extension ImageHeader {
     /// the offset just past it (for SOS, that of the scan header's 2-byte length).
     /// Bytes between segments that start no marker are skipped, as libjpeg skips them (with a warning), up to
     /// ``maximumStrayJPEGBytes`` of them.
-    /// Throws `.truncated` when the bytes end first and `.corrupt` for a segment length under 2 or more stray
-    /// bytes than that.
+    /// Throws `.truncated` when the bytes end first and `.corrupt` for a segment length under 2, more stray
+    /// bytes than that or a second SOI.
     @discardableResult
     static func walkJPEGSegments(
         _ bytes: HeaderBytes, _ visit: (UInt8, Int, Int) throws(ImageDecodingError) -> Bool
@@ -62,8 +62,12 @@ extension ImageHeader {
                 offset += 1
             } while marker == 0x00
             switch marker {
-            case 0x01, 0xD0...0xD8:
-                continue  // TEM, RSTn and SOI stand alone, without a length
+            case 0x01, 0xD0...0xD7:
+                continue  // TEM and RSTn stand alone, without a length
+            case 0xD8:
+                // Another image's start, as libjpeg fails it ("two SOI markers"): an EXIF thumbnail's, when a
+                // segment's length falls short of its data, whose frame header would be read for this one's.
+                throw bytes.corrupt("a second start of image at byte \(offset - 2)")
             case 0xD9, 0xDA:
                 return (marker, offset)
             default:

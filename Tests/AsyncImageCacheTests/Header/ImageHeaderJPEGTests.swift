@@ -114,6 +114,30 @@ import Testing
         }
     }
 
+    /// A segment whose length falls short of its data, an EXIF thumbnail in it: the walk went on inside it,
+    /// past the stray bytes up to the thumbnail's SOI, and took the thumbnail's frame header for the image's,
+    /// where libjpeg fails the file ("two SOI markers").
+    @Test(arguments: [[], [0x78, 0x78]] as [[UInt8]])
+    func aSecondStartOfImageIsCorrupt(stray: [UInt8]) throws {
+        let original = try Fixtures.data("jpeg", "testorig.jpg")
+        // After testorig.jpg's APP0, an APP1 of 2 bytes, then the rest of what its data would be: stray bytes
+        // and a 16x16 thumbnail's SOI and frame header.
+        let thumbnail: [UInt8] = [
+            0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x0B, 0x08, 0x00, 0x10, 0x00, 0x10, 0x01, 0x01, 0x11, 0x00,
+        ]
+        let damaged = Self.inserting(
+            [0xFF, 0xE1, 0x00, 0x04, 0x61, 0x62] + stray + thumbnail, afterSegmentAt: 2, of: original)
+        let at = 26 + stray.count
+        #expect(throws: ImageDecodingError(format: .jpeg, reason: .corrupt("a second start of image at byte \(at)"))) {
+            try ImageHeader.parse(damaged)
+        }
+        #if os(Linux)
+        #expect(throws: ImageDecodingError.self) {
+            try ImageDecoders.JPEG().decode(damaged, context: decodingContext(.jpeg))
+        }
+        #endif
+    }
+
     @Test(arguments: [UInt8(0xC1), 0xC2, 0xC3, 0xC9, 0xCF])
     func everyKindOfFrameHeaderGivesTheSize(marker: UInt8) throws {
         let header = try ImageHeader.parse(SyntheticHeaders.jpeg(width: 1024, height: 768, frameMarker: marker))
