@@ -8,9 +8,30 @@ enum Console {
     }
 
     /// Writes `text` to stderr as it is, unbuffered, so progress shows at once. What cannot be written
-    /// (stderr closed, or a log file on a full disk) is dropped: `FileHandle.write(_:)`, used before, trapped
-    /// then, and a sheet that would have been written ended with SIGILL at its first progress line.
+    /// (stderr closed, a log file on a full disk, or a pipe whose reader has gone) is dropped:
+    /// `FileHandle.write(_:)`, used before, trapped then, and a sheet that would have been written ended
+    /// with SIGILL at its first progress line.
     static func error(_ text: String) {
+        #if os(Linux)
+        // A pipe whose reader has gone (`aic sheet ... 2>&1 | head -1`) raises SIGPIPE at the write, whose
+        // default action ended aic there: it is blocked on this thread for the write (the signal goes to the
+        // thread that writes), and one the write raised is taken back before the mask is restored.
+        var brokenPipe = sigset_t()
+        sigemptyset(&brokenPipe)
+        sigaddset(&brokenPipe, SIGPIPE)
+        var pending = sigset_t()
+        sigpending(&pending)
+        let wasPending = sigismember(&pending, SIGPIPE) == 1
+        var previous = sigset_t()
+        pthread_sigmask(SIG_BLOCK, &brokenPipe, &previous)
+        defer {
+            if !wasPending, sigpending(&pending) == 0, sigismember(&pending, SIGPIPE) == 1 {
+                var now = timespec(tv_sec: 0, tv_nsec: 0)
+                _ = sigtimedwait(&brokenPipe, nil, &now)
+            }
+            pthread_sigmask(SIG_SETMASK, &previous, nil)
+        }
+        #endif
         var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty {
             let written = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }

@@ -160,4 +160,40 @@ import Testing
             #expect(FileManager.default.fileExists(atPath: aic.file("sheet.png").path))
         }
     }
+
+    /// stderr on a pipe whose reader has gone (`aic sheet ... 2>&1 | head -1`): the write raised SIGPIPE,
+    /// whose default action ended aic at its first progress line, without its sheet or its status.
+    @Test(arguments: [
+        (["sheet", "album", "--width", "8", "--output", "sheet.png"], Int32(0)),
+        (["info", "missing.jpg"], Int32(1)),
+        (["thumbnail", "--width"], Int32(2)),
+    ])
+    func aStderrPipeWithoutAReaderLeavesTheCommandItsOutcome(arguments: [String], status: Int32) async throws {
+        let aic = CommandLineRunner()
+        try FileManager.default.createDirectory(at: aic.file("album"), withIntermediateDirectories: true)
+        try SampleImages.jpeg(width: 40, height: 30).write(to: aic.file("album/a.jpg"))
+        let output = aic.workspace.url.appendingPathComponent("stdout").path
+        try Data().write(to: URL(fileURLWithPath: output))
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CACHE_HOME"] = aic.cacheHome.url.path
+        // Python puts stderr on a pipe whose read end it has closed, gives SIGPIPE back its default action
+        // (Python ignores it, and an ignored signal stays so through exec), and becomes aic.
+        let brokenStderr = """
+            import os, signal, sys; r, w = os.pipe(); os.close(r); os.dup2(w, 2); \
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])
+            """
+        let child = try ChildProcess(
+            executable: "/usr/bin/env",
+            arguments: ["python3", "-c", brokenStderr, CommandLineRunner.executable.path] + arguments,
+            environment: environment, directory: aic.workspace.url.path, standardOutput: output,
+            standardError: output)
+        let waitStatus = await child.exited()
+        let log = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(
+            ChildProcess.exitCode(of: waitStatus) == status,
+            "\(arguments): \(ChildProcess.termination(of: waitStatus)): \(log)")
+        if status == 0 {
+            #expect(FileManager.default.fileExists(atPath: aic.file("sheet.png").path))
+        }
+    }
 }
