@@ -141,7 +141,7 @@ enum Demo: Subcommand {
         let arguments = ["demo", "--pass", "relaunch", "--root", root.path] + urls.map(\.absoluteString)
         let output: Data
         do {
-            interruption.childStarting()
+            try interruption.childStarting()
             defer { interruption.childEnded() }
             output = try ChildProcess.run(executableURL.path, arguments: arguments) { interruption.childStarted($0) }
         } catch {

@@ -44,7 +44,7 @@ final class Interruption: Sendable {
             var number: UInt8 = 0
             while read(reading, &number, 1) != 1 {}
             Self.arrived.increment()
-            if let pid = child.runningChild() {
+            if let pid = child.endingChild() {
                 kill(pid, SIGTERM)
                 // Waited for without being reaped: the thread that started it reaps it.
                 var info = siginfo_t()
@@ -102,9 +102,11 @@ final class Interruption: Sendable {
     }
 
     /// Records that a child that an interruption must end is being started: until ``childStarted(_:)``
-    /// or ``childEnded()``, an interruption waits to learn its id (it may run already).
-    func childStarting() {
-        child.set(.starting)
+    /// or ``childEnded()``, an interruption waits to learn its id (it may run already). Throws, starting
+    /// nothing, once an interruption has begun: it found no child to end, and one started now would run on
+    /// after aic, in the folder it removes.
+    func childStarting() throws(CommandFailure) {
+        guard child.start() else { throw CommandFailure("interrupted") }
     }
 
     /// Records the id of the child being started.
@@ -124,9 +126,11 @@ private final class ChildState: @unchecked Sendable {
         case none, starting, running(pid_t)
     }
 
-    // `state` is only touched while holding `condition`.
+    // `state` and `isEnding` are only touched while holding `condition`.
     private let condition = NSCondition()
     private var state = State.none
+    /// Set once an interruption has looked for the child: no child starts after that.
+    private var isEnding = false
 
     func set(_ newState: State) {
         condition.withLock {
@@ -135,9 +139,20 @@ private final class ChildState: @unchecked Sendable {
         }
     }
 
-    /// The child's id, or `nil` when none runs; waits while one is being started.
-    func runningChild() -> pid_t? {
+    /// Records that a child is being started; `false`, recording nothing, once an interruption has begun.
+    func start() -> Bool {
         condition.withLock {
+            guard !isEnding else { return false }
+            state = .starting
+            return true
+        }
+    }
+
+    /// The child's id, or `nil` when none runs, for an interruption that ends it; waits while one is being
+    /// started. No child starts from then on (``start()``).
+    func endingChild() -> pid_t? {
+        condition.withLock {
+            isEnding = true
             while case .starting = state { condition.wait() }
             guard case .running(let pid) = state else { return nil }
             return pid
