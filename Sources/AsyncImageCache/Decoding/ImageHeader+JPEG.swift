@@ -36,7 +36,7 @@ extension ImageHeader {
     /// Returns the marker the walk stopped at, SOS (0xDA), EOI (0xD9) or the one `visit` stopped on, and
     /// the offset just past it (for SOS, that of the scan header's 2-byte length).
     /// Bytes between segments that start no marker are skipped, as libjpeg skips them (with a warning), up to
-    /// ``maximumStrayJPEGBytes`` of them.
+    /// ``maximumStrayJPEGBytes`` of them, fill bytes and stuffed FF 00 pairs included.
     /// Throws `.truncated` when the bytes end first and `.corrupt` for a segment length under 2, more stray
     /// bytes than that or a second SOI.
     @discardableResult
@@ -48,16 +48,22 @@ extension ImageHeader {
             // As libjpeg's next_marker: stray bytes before a marker (some writers leave a few between two
             // segments; libjpeg warns of "extraneous bytes", and decoders and browsers show the file) and
             // stuffed FF 00 pairs are passed over, and any number of 0xFF fill bytes may precede its code.
+            // The bound counts them all, stray bytes, stuffed pairs and fill bytes before the marker's own 0xFF:
+            // a run of 0xFF (erased flash) or of FF 00 pairs would otherwise go on as far as zeros did.
             let strayStart = offset
+            func tooMany() -> ImageDecodingError {
+                bytes.corrupt("\(maximumStrayJPEGBytes) bytes that start no marker at byte \(strayStart)")
+            }
             var marker: UInt8
             repeat {
                 while try bytes.byte(at: offset) != 0xFF {
                     offset += 1
-                    guard offset - strayStart <= maximumStrayJPEGBytes else {
-                        throw bytes.corrupt("\(maximumStrayJPEGBytes) bytes that start no marker at byte \(strayStart)")
-                    }
+                    guard offset - strayStart <= maximumStrayJPEGBytes else { throw tooMany() }
                 }
-                while try bytes.byte(at: offset) == 0xFF { offset += 1 }
+                while try bytes.byte(at: offset) == 0xFF {
+                    offset += 1
+                    guard offset - strayStart <= maximumStrayJPEGBytes + 1 else { throw tooMany() }
+                }
                 marker = try bytes.byte(at: offset)
                 offset += 1
             } while marker == 0x00

@@ -114,6 +114,26 @@ import Testing
         }
     }
 
+    /// A run of 0xFF fill bytes or of stuffed FF 00 pairs is bounded as stray bytes are: a file of a JPEG
+    /// segment and then 0xFF (erased flash) was walked to the end of each prefix and taken for a header that
+    /// runs past it. Fill bytes before a marker, up to the limit, still parse.
+    @Test(arguments: [[0xFF], [0xFF, 0x00]] as [[UInt8]])
+    func runsOfFillBytesOrStuffedPairsPastTheLimitAreCorrupt(run: [UInt8]) throws {
+        let original = try Fixtures.data("jpeg", "testorig.jpg")
+        let limit = 4096  // ImageHeader.maximumStrayJPEGBytes
+        let filled = Self.inserting([UInt8](repeating: 0xFF, count: limit), afterSegmentAt: 2, of: original)
+        #expect(try ImageHeader.parse(filled) == ImageHeader.parse(original))
+        // testorig.jpg's SOI and APP0 (20 bytes), then the run for 16 KiB, a prefix of a file that goes on so.
+        let endless = original.prefix(20) + Array(repeating: run, count: 16384 / run.count).joined()
+        // Before: .truncated, for each of them.
+        #expect(
+            throws: ImageDecodingError(
+                format: .jpeg, reason: .corrupt("\(limit) bytes that start no marker at byte 20"))
+        ) {
+            try ImageHeader.parse(endless)
+        }
+    }
+
     /// A segment whose length falls short of its data, an EXIF thumbnail in it: the walk went on inside it,
     /// past the stray bytes up to the thumbnail's SOI, and took the thumbnail's frame header for the image's,
     /// where libjpeg fails the file ("two SOI markers").
