@@ -14,9 +14,13 @@ public enum ImageLoadingError: Error, Sendable, Equatable, CustomStringConvertib
     case fileUnavailable(path: String, reason: String)
     /// The server answered with a status other than 2xx.
     case httpStatus(code: Int, url: URL)
-    /// The request did not get a response in time.
+    /// The request did not get a response, or more of its body, within the loader's `timeout`; or the
+    /// download took longer in all than its `resourceTimeout` (``HTTPDataLoader/resourceTimeout``),
+    /// however steadily its bytes arrived.
     case timedOut(URL)
-    /// The body was larger than the configured response-size cap; the download was stopped early.
+    /// The body was larger than the configured response-size cap (``HTTPDataLoader/maximumResponseBytes``);
+    /// the download was stopped early. Or a local file is larger than ``FileDataLoader/maximumBytes``:
+    /// refused before it is read, or as soon as a file that grew passes the limit.
     case responseTooLarge(url: URL, byteLimit: Int)
     /// The connection closed before the announced `Content-Length` arrived; or a `206 Partial Content`
     /// answer held only part of the image, of `expectedBytes` in all.
