@@ -19,14 +19,17 @@ extension ImageStore {
     /// The lookup goes size memo -> memory originals -> the cached file's extended attribute (one
     /// `getxattr`) -> the cached file's header, which also rewrites a missing attribute. So a
     /// cached image's size is known on the first frame after a relaunch. For `file:` and `data:`
-    /// URLs the header of the file or payload is read.
+    /// URLs the header of the file or payload is read, the first time only: a `file:` URL's size in
+    /// memory is answered without looking at the file, so a file rewritten since keeps its old size
+    /// here until the next load of it, which checks the file's version (or ``clearMemory()``).
     public func cachedPixelSize(for url: URL) -> CGSize? {
         pixelSize(for: url)?.cgSize
     }
 
     /// The original bytes of the image at `url` and its displayed pixel size, from memory or the
     /// disk tier; `nil` when neither has them. The bytes are exactly what the source sent (the
-    /// store never transcodes), for copying or sharing.
+    /// store never transcodes), for copying or sharing. For a `file:` URL they are those its last load
+    /// read: the file is not looked at, and one rewritten since is seen by the next load.
     public func cachedOriginalBytes(for url: URL) -> (data: Data, pixelSize: CGSize)? {
         if let original = originals.value(forKey: url.cacheKey) {
             markDiskUse(of: url, original.diskUse)
