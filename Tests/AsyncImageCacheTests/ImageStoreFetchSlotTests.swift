@@ -204,18 +204,7 @@ import FoundationNetworking
         _ = try await store.image(for: ImageRequest(url: cached, targetWidth: 50))
         await onOwnThread { store.waitForDiskMaintenance() }
         store.clearMemory()  // as after a relaunch: on disk only
-        let hung = try await Self.stallTwentyLoads(of: server, image: names[0], in: store)
-        defer { hung.forEach { $0.cancel() } }
-
-        let fromDisk = Task { try await store.image(for: ImageRequest(url: cached, targetWidth: 100)) }
-        try await waitUntil { store.statistics.diskHits == 1 }
-        #expect(store.fetchSlots.waitingCount == 20 - store.fetchSlots.limit, "still stalled")
-        // Cancelled before the load is awaited, so that a load stuck behind them fails the test, not hangs it.
-        hung.forEach { $0.cancel() }
-        #expect(try await fromDisk.value.pixelSize == PixelSize(width: 100, height: 50))
-        for load in hung { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
-        try await waitUntil { store.fetchSlots.sourceCount == 0 }
-        #expect(try await server.hits()["/images/\(names[0])"] == 1)
+        try await Self.expectReadFromTheDiskTierPastStalledLoads(cached, image: names[0], of: server, in: store)
     }
 
     @Test func aVisibleLoadOfBytesWaitingForTheDiskDoesNotWaitBehindItsHostsLoadsThatDoNotAnswer() async throws {
@@ -240,18 +229,7 @@ import FoundationNetworking
         try await waitUntil { attributes.gate.parkedCount == 1 }
         store.clearMemory()  // the bytes are in the disk tier's queue only
         #expect(!FileManager.default.fileExists(atPath: store.disk.filePath(for: cached)))
-        let hung = try await Self.stallTwentyLoads(of: server, image: names[0], in: store)
-        defer { hung.forEach { $0.cancel() } }
-
-        let fromQueue = Task { try await store.image(for: ImageRequest(url: cached, targetWidth: 100)) }
-        try await waitUntil { store.statistics.diskHits == 1 }
-        #expect(store.fetchSlots.waitingCount == 20 - store.fetchSlots.limit, "still stalled")
-        // Cancelled before the load is awaited, so that a load stuck behind them fails the test, not hangs it.
-        hung.forEach { $0.cancel() }
-        #expect(try await fromQueue.value.pixelSize == PixelSize(width: 100, height: 50))
-        for load in hung { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
-        try await waitUntil { store.fetchSlots.sourceCount == 0 }
-        #expect(try await server.hits()["/images/\(names[0])"] == 1)
+        try await Self.expectReadFromTheDiskTierPastStalledLoads(cached, image: names[0], of: server, in: store)
     }
 
     @Test func aCustomSchemeThatDoesNotAnswerHoldsUpOnlyItsOwnLoads() async throws {
@@ -341,6 +319,26 @@ import FoundationNetworking
         #expect(try await server.hits(for: path) == 1)
         for load in hung { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
         try await waitUntil { store.fetchSlots.sourceCount == 0 }
+    }
+
+    /// With twenty loads of `server` stalled (``stallTwentyLoads(of:image:in:)``), a load of `cached` (200x100,
+    /// its bytes in the disk tier) is read from there, one disk hit, while they still wait, and is delivered
+    /// at 100 wide; `server` is never asked for it again.
+    static func expectReadFromTheDiskTierPastStalledLoads(
+        _ cached: URL, image: String, of server: TestHTTPServer, in store: ImageStore
+    ) async throws {
+        let hung = try await stallTwentyLoads(of: server, image: image, in: store)
+        defer { hung.forEach { $0.cancel() } }
+
+        let fromDisk = Task { try await store.image(for: ImageRequest(url: cached, targetWidth: 100)) }
+        try await waitUntil { store.statistics.diskHits == 1 }
+        #expect(store.fetchSlots.waitingCount == 20 - store.fetchSlots.limit, "still stalled")
+        // Cancelled before the load is awaited, so that a load stuck behind them fails the test, not hangs it.
+        hung.forEach { $0.cancel() }
+        #expect(try await fromDisk.value.pixelSize == PixelSize(width: 100, height: 50))
+        for load in hung { await #expect(throws: ImageLoadingError.cancelled) { try await load.value } }
+        try await waitUntil { store.fetchSlots.sourceCount == 0 }
+        #expect(try await server.hits()["/images/\(image)"] == 1)
     }
 
     /// Twenty loads of `image` under distinct URLs that `server` never answers, started in `store` once

@@ -11,13 +11,7 @@ import Testing
     @Test(arguments: [SIGINT, SIGTERM])
     func anInterruptedDemoEndsItsRelaunchedPassAndLeavesNoFolder(signal: Int32) async throws {
         let aic = CommandLineRunner()
-        let temporary = aic.workspace.url.appendingPathComponent("tmp", isDirectory: true)
-        try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
-        let output = aic.workspace.url.appendingPathComponent("output").path
-        try Data().write(to: URL(fileURLWithPath: output))
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_CACHE_HOME"] = aic.cacheHome.url.path
-        environment["TMPDIR"] = temporary.path
+        let (temporary, output, environment) = try aic.childSetup()
         let demo = try ChildProcess(
             executable: CommandLineRunner.executable.path,
             arguments: ["demo", "--output", aic.file("sheet.png").path], environment: environment,

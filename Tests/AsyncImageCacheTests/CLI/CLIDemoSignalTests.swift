@@ -10,13 +10,7 @@ import Testing
     /// processes"). It restores the default before it relaunches itself.
     @Test func theDemoRunsWhenItsParentLeftSIGCHLDIgnored() async throws {
         let aic = CommandLineRunner()
-        let temporary = aic.workspace.url.appendingPathComponent("tmp", isDirectory: true)
-        try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
-        let output = aic.workspace.url.appendingPathComponent("output").path
-        try Data().write(to: URL(fileURLWithPath: output))
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_CACHE_HOME"] = aic.cacheHome.url.path
-        environment["TMPDIR"] = temporary.path
+        let (_, output, environment) = try aic.childSetup()
         // Python ignores SIGCHLD and then becomes aic, which keeps the disposition.
         let ignoring =
             "import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])"

@@ -132,6 +132,18 @@ import Testing
 
 /// A stderr that cannot be written (a log file on a full disk, `2>&-`).
 @Suite struct CLIUnwritableStderrTests {
+    /// A workspace with an album of one JPEG, an empty file for stdout and the environment aic runs in.
+    private static func albumToSheet() throws -> (CommandLineRunner, output: String, environment: [String: String]) {
+        let aic = CommandLineRunner()
+        try FileManager.default.createDirectory(at: aic.file("album"), withIntermediateDirectories: true)
+        try SampleImages.jpeg(width: 40, height: 30).write(to: aic.file("album/a.jpg"))
+        let output = aic.workspace.url.appendingPathComponent("stdout").path
+        try Data().write(to: URL(fileURLWithPath: output))
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CACHE_HOME"] = aic.cacheHome.url.path
+        return (aic, output, environment)
+    }
+
     /// Diagnostics went through `FileHandle.write(_:)`, which traps when the write fails: a sheet that
     /// would have been written ended with SIGILL at its first progress line, and a failure that should
     /// have exited with 1 or 2 did too. What cannot be written to stderr is dropped; the command goes on.
@@ -141,13 +153,7 @@ import Testing
         (["thumbnail", "--width"], Int32(2)),
     ])
     func aStderrOnAFullDiskLeavesTheCommandItsOutcome(arguments: [String], status: Int32) async throws {
-        let aic = CommandLineRunner()
-        try FileManager.default.createDirectory(at: aic.file("album"), withIntermediateDirectories: true)
-        try SampleImages.jpeg(width: 40, height: 30).write(to: aic.file("album/a.jpg"))
-        let output = aic.workspace.url.appendingPathComponent("stdout").path
-        try Data().write(to: URL(fileURLWithPath: output))
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_CACHE_HOME"] = aic.cacheHome.url.path
+        let (aic, output, environment) = try Self.albumToSheet()
 
         let child = try ChildProcess(
             executable: CommandLineRunner.executable.path, arguments: arguments, environment: environment,
@@ -169,13 +175,7 @@ import Testing
         (["thumbnail", "--width"], Int32(2)),
     ])
     func aStderrPipeWithoutAReaderLeavesTheCommandItsOutcome(arguments: [String], status: Int32) async throws {
-        let aic = CommandLineRunner()
-        try FileManager.default.createDirectory(at: aic.file("album"), withIntermediateDirectories: true)
-        try SampleImages.jpeg(width: 40, height: 30).write(to: aic.file("album/a.jpg"))
-        let output = aic.workspace.url.appendingPathComponent("stdout").path
-        try Data().write(to: URL(fileURLWithPath: output))
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_CACHE_HOME"] = aic.cacheHome.url.path
+        let (aic, output, environment) = try Self.albumToSheet()
         // Python puts stderr on a pipe whose read end it has closed, gives SIGPIPE back its default action
         // (Python ignores it, and an ignored signal stays so through exec), and becomes aic.
         let brokenStderr = """

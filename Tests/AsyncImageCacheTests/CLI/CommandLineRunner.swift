@@ -70,6 +70,19 @@ final class CommandLineRunner: Sendable {
         workspace.url.appendingPathComponent(name)
     }
 
+    /// For a child started by hand (``ChildProcess``): a `tmp` folder in ``workspace`` as its `TMPDIR`, where
+    /// `aic demo` makes its folder, an empty file for its stdout and stderr, and the environment with both.
+    func childSetup() throws -> (temporary: URL, output: String, environment: [String: String]) {
+        let temporary = workspace.url.appendingPathComponent("tmp", isDirectory: true)
+        try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
+        let output = workspace.url.appendingPathComponent("output").path
+        try Data().write(to: URL(fileURLWithPath: output))
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CACHE_HOME"] = cacheHome.url.path
+        environment["TMPDIR"] = temporary.path
+        return (temporary, output, environment)
+    }
+
     /// Runs `aic arguments...` to the end; stdout and stderr go to files, so a chatty run cannot
     /// fill a pipe and stall.
     func run(_ arguments: String...) async throws -> Result {
