@@ -13,30 +13,23 @@ import Testing
         try handle.close()
     }
 
-    @Test func aLargeFileThatIsNotAnImageFailsWithoutBeingRead() async throws {
-        let folder = TemporaryDirectory("large")
-        let file = folder.url.appendingPathComponent("huge.jpg")
-        try writeFile(file, head: Data("not an image, whatever the name says".utf8), byteCount: 3 << 30)
-        let loader = RecordingLoader()
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.dataLoader = loader
-        }
-        let error = await #expect(throws: ImageLoadingError.self) {
-            try await store.image(for: ImageRequest(url: file, targetWidth: 100))
-        }
-        guard case .decodingFailed(let reason) = error else { Issue.record("got \(String(describing: error))"); return }
-        #expect(reason.reason == .unrecognizedFormat)
-        #expect(loader.startedCount == 0)
-    }
-
-    /// A JPEG segment and then bytes that start no marker: the header walk passed over them to the end of
-    /// the first 16 KiB and took the header for one that runs past them, so the file was read whole.
-    @Test func aLargeFileOfAJPEGSegmentThenNoMarkerFailsWithoutBeingRead() async throws {
-        let folder = TemporaryDirectory("large")
-        let file = folder.url.appendingPathComponent("huge.jpg")
+    /// A file whose first bytes start no image, or a JPEG segment and then bytes that start no marker: the
+    /// latter's header walk once passed over them to the end of the first 16 KiB and took the header for one
+    /// that runs past them, so the file was read whole.
+    @Test(arguments: [
+        (Data("not an image, whatever the name says".utf8), 3 << 30, ImageDecodingError.Reason.unrecognizedFormat),
         // SOI, an APP0 of two bytes, then zeros.
-        let head = Data([0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x04, 0x41, 0x42])
-        try writeFile(file, head: head, byteCount: ImageStore.largeFileBytes + 1024)
+        (
+            Data([0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x04, 0x41, 0x42]), ImageStore.largeFileBytes + 1024,
+            .corrupt("4096 bytes that start no marker at byte 8")
+        ),
+    ])
+    func aLargeFileThatIsNotAnImageFailsWithoutBeingRead(
+        head: Data, byteCount: Int, reason: ImageDecodingError.Reason
+    ) async throws {
+        let folder = TemporaryDirectory("large")
+        let file = folder.url.appendingPathComponent("huge.jpg")
+        try writeFile(file, head: head, byteCount: byteCount)
         let loader = RecordingLoader()
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
             $0.dataLoader = loader
@@ -44,8 +37,10 @@ import Testing
         let error = await #expect(throws: ImageLoadingError.self) {
             try await store.image(for: ImageRequest(url: file, targetWidth: 100))
         }
-        guard case .decodingFailed(let reason) = error else { Issue.record("got \(String(describing: error))"); return }
-        #expect(reason.reason == .corrupt("4096 bytes that start no marker at byte 8"))
+        guard case .decodingFailed(let failure) = error else {
+            Issue.record("got \(String(describing: error))"); return
+        }
+        #expect(failure.reason == reason)
         #expect(loader.startedCount == 0)
     }
 
