@@ -74,6 +74,9 @@ import Testing
             atPath: store.disk.filePath(for: url), withDestinationPath: target.path)
 
         #expect(store.disk.data(for: url)?.count == nil)
+        // Not an entry either: a load of it is not sent to the disk tier's fetch slots, to find nothing there.
+        #expect(!store.disk.contains(url))
+        #expect(store.fetchSource(of: url) == FetchSlots.source(of: url))
         #expect(store.cachedOriginalBytes(for: url)?.data.count == nil)
         #expect(store.cachedPixelSize(for: url) == nil)
         #expect(!store.disk.setPixelSize(PixelSize(width: 3, height: 3), for: url))

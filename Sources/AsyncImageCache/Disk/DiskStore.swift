@@ -366,9 +366,10 @@ final class DiskStore: Sendable {
         return data
     }
 
-    /// Whether a file is stored for `url`.
+    /// Whether a file is stored for `url`: a regular file at its path, as the reads take it (a symbolic link
+    /// or a folder there is none).
     func contains(_ url: URL) -> Bool {
-        FileManager.default.fileExists(atPath: filePath(for: url))
+        Self.isRegularFile(atPath: filePath(for: url))
     }
 
     /// Whether a file is stored for `url`, or a write of one waits for the disk
