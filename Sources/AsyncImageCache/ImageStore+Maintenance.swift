@@ -13,6 +13,10 @@ extension ImageStore {
 
     /// Empties memory and deletes every file of the disk tier. A load already under way still
     /// delivers its image but keeps nothing in either tier.
+    ///
+    /// It returns once the files are gone, which means it first waits for the disk work already queued on
+    /// the folder (a commit, a trim that lists it), and then deletes every file: with a large tier, call it
+    /// off the main thread.
     public func removeAll() {
         // Memory is emptied as the disk raises the generation, once its files are gone: a load under
         // way keeps nothing, and one that starts meanwhile finds nothing old.
@@ -23,6 +27,10 @@ extension ImageStore {
     /// remote URL's disk file. For an image that changed behind an unchanged URL whose HTTP headers will
     /// not say so, such as a user's new avatar: the next load fetches it again. A load of `url` already
     /// under way still delivers its image but keeps nothing in either tier, as with ``removeAll()``.
+    ///
+    /// A remote URL's file is removed before it returns, in turn with the disk work already queued on the
+    /// folder (a commit, or a trim that lists a large folder, which can take tens of milliseconds): on the
+    /// main thread it waits for them too.
     public func removeImage(for url: URL) {
         let key = url.cacheKey
         let generation = disk.generation
@@ -47,7 +55,7 @@ extension ImageStore {
     }
 
     /// Deletes disk-tier files not used (read, written, or served from memory) for longer than `maxAge`
-    /// seconds.
+    /// seconds. It lists the folder, after the disk work already queued on it: call it off the main thread.
     ///
     /// - Parameter maxAge: The age in seconds past which a file goes; 7 days by default. `0` or less
     ///   deletes every file last used before the call; `.infinity` and `.nan` delete none.
