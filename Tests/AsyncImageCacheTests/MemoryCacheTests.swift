@@ -47,6 +47,20 @@ import Testing
         #expect(cache.totalCost == 0)
     }
 
+    /// What an insert returns is every value that left the cache, as its documentation says: the value it
+    /// replaced (wherever that stood in the order) before those evicted for room, and a value not kept.
+    @Test func anInsertReturnsEveryValueThatLeftTheCache() {
+        let cache = MemoryCache<String, Int>(countLimit: 10, costLimit: 100)
+        cache.insert(1, forKey: "a", cost: 40)
+        cache.insert(2, forKey: "b", cost: 40)
+        cache.insert(3, forKey: "c", cost: 10)
+        #expect(cache.insert(4, forKey: "c", cost: 50) == [3, 1])  // replaced "c", then evicted "a"
+        #expect(cache.insert(5, forKey: "b", cost: 101) == [2, 5])  // not kept: the older "b", and itself
+        #expect(cache.keysByRecency == ["c"] && cache.totalCost == 50)
+        let closed = MemoryCache<String, Int>(countLimit: 0, costLimit: 100)
+        #expect(closed.insert(6, forKey: "a", cost: -5) == [6] && closed.totalCost == 0)
+    }
+
     @Test func replacingAValueUpdatesTheCostAndRecency() {
         let cache = MemoryCache<String, Int>(countLimit: 10, costLimit: 100)
         cache.insert(1, forKey: "a", cost: 10)

@@ -4,8 +4,9 @@ import Foundation
 ///
 /// Every operation is O(1). When an insert takes the cache past either limit, the least recently
 /// used entries are evicted until it is back within both; a read counts as a use. Eviction order is
-/// deterministic. The store uses one for ready-to-draw variants (cost: `width * height * 4`) and
-/// one for original bytes (cost: their byte count, and for a `data:` URL its key's as well).
+/// deterministic. The store keeps its original bytes in one (cost: their byte count, and for a
+/// `data:` URL its key's as well); its ready-to-draw variants go through the same least-recently-used
+/// storage (cost: `width * height * 4`), with an index of each URL's variants beside it.
 /// It is `Sendable` only when its keys and values are: a value read on one thread is the one inserted
 /// on another, so a cache of a class that is not `Sendable` stays in one concurrency domain.
 ///
@@ -54,9 +55,12 @@ public final class MemoryCache<Key: Hashable, Value> {
 
     /// Stores `value` for `key` as the most recently used entry, then evicts past the limits.
     ///
-    /// A value whose cost alone exceeds the cost limit is not kept, and any older value for `key`
-    /// is removed all the same: the cache never answers with a value that was replaced.
-    /// - Returns: The values evicted to make room, least recently used first.
+    /// A value whose cost alone exceeds the cost limit (or any value, under a count limit of 0) is not
+    /// kept, and any older value for `key` is removed all the same: the cache never answers with a value
+    /// that was replaced. A negative cost counts as 0.
+    /// - Returns: Every value that left the cache: the older value for `key`, if there was one, then
+    ///   the values evicted to make room, least recently used first; or, when `value` is not kept, the
+    ///   older value for `key` and then `value` itself.
     @inlinable @discardableResult
     public func insert(_ value: Value, forKey key: Key, cost: Int) -> [Value] {
         lock.lock()
