@@ -30,6 +30,10 @@ extension ImageStore {
     /// disk tier; `nil` when neither has them. The bytes are exactly what the source sent (the
     /// store never transcodes), for copying or sharing. For a `file:` URL they are those its last load
     /// read: the file is not looked at, and one rewritten since is seen by the next load.
+    ///
+    /// Unlike ``cachedImage(for:)`` it may touch the file system: a remote URL that memory misses has
+    /// its whole file read from the disk tier, on the calling thread, and kept in memory for the next
+    /// call. During layout, ask ``cachedPixelSize(for:)`` instead, which reads at most a header.
     public func cachedOriginalBytes(for url: URL) -> (data: Data, pixelSize: CGSize)? {
         if let original = originals.value(forKey: url.cacheKey) {
             markDiskUse(of: url, original.diskUse)
