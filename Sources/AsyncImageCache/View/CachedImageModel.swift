@@ -65,7 +65,8 @@ public final class CachedImageModel {
     /// The last laid-out size in points given to ``layoutChanged(to:)`` or the initializer.
     public private(set) var layoutSize: CGSize?
     /// The request most recently asked of the store (from memory or loaded); `nil` until the model
-    /// has a laid-out size and something asked for the image.
+    /// has a laid-out size and something asked for the image. A model that draws the image of the model
+    /// it replaces starts with that model's, unless that one had a load in flight.
     public internal(set) var lastRequest: ImageRequest?
     /// Called on the main actor after ``image``, ``reservedSize`` or ``frameCornerRadius`` changes, so a
     /// view can redraw.
@@ -154,6 +155,10 @@ public final class CachedImageModel {
                 // The width it serves and its corners are the image's, whatever the scale.
                 coveredPixelWidth = previous.coveredPixelWidth
                 cornerRadiusPerPixel = previous.cornerRadiusPerPixel
+                // So is the request it came from (unless a load of another is under way, handed over below,
+                // which reads the file anyway): `load()` checks a local file against it, as the previous model
+                // would have on its return (the file may have changed while it was away).
+                lastRequest = previous.loading == nil ? previous.lastRequest : nil
                 draw(image)
             }
             adoptedLoad = previous.handOverLoad()

@@ -47,6 +47,26 @@ import Testing
         #expect(photo.decoder.count == 1)
     }
 
+    /// A model made for a view shown again on a screen of another scale takes over the image its previous
+    /// model kept while away, and checks the local file as the previous model would have on its return: the
+    /// photo may have been edited and saved in place meanwhile. Before, it had asked the store for nothing,
+    /// so it had nothing to check, and drew the old photo for as long as its frame needed no more pixels.
+    @Test func aModelReplacingOneShownAgainChecksTheFileItTakesOver() async throws {
+        let photo = try LocalPhoto()
+        let previous = await shown(photo, scale: 3)
+        #expect(previous.image?.pixelSize == PixelSize(width: 300, height: 200))
+        previous.disappear()
+        try SampleImages.jpeg(width: 1200, height: 1200, seed: 5).write(to: photo.url)
+
+        let model = CachedImageModel(
+            url: photo.url, displayScale: 2, layoutSize: previous.layoutSize, replacing: previous, store: photo.store)
+        await model.load()
+        try await waitUntil { @MainActor in model.fileCheck == nil }
+        let drawn = model.image?.pixelSize
+        #expect(drawn == PixelSize(width: 300, height: 300), "still the old photo: \(String(describing: drawn))")
+        model.disappear()
+    }
+
     @Test func roundedCornersKeepDrawingUntilTheImageWithCornersInPointsLands() async throws {
         let photo = try LocalPhoto()
         let previous = await shown(photo, scale: 3, cornerRadius: 10)
