@@ -10,7 +10,9 @@ public final class ImageLoadTask: Sendable {
 
     /// Stops waiting for the image. The completion handler still runs once, with `nil`, unless it
     /// already ran: cancel on the main thread (as when a cell is reused) and it cannot deliver the
-    /// image afterwards. Unless another load is waiting for the same image, the download stops, a
+    /// image afterwards. That `nil` comes when the load has noticed the cancellation, which may be after
+    /// the completion of a load started since: a cell reused for another URL should clear its image when
+    /// it starts the new load, not when a completion brings `nil`. Unless another load is waiting for the same image, the download stops, a
     /// decode not yet started never starts, and a decode already running stops within a few rows where
     /// the decoder works row by row (JPEG, PNG and GIF on Linux), or within a chunk of the file for
     /// WebP on Linux, keeping no image; the original bytes stay cached where they already were, and
