@@ -83,9 +83,10 @@ enum DisplayPixels {
     }
 
     /// The cap `maxPixelWidth` sets in pixels: at least one pixel (a cap computed as 0 or less is the
-    /// smallest, not none, which would decode at the frame's full width); `nil` for none, NaN or infinity.
+    /// smallest, not none, which would decode at the frame's full width, and so is minus infinity); `nil`
+    /// for none, NaN or infinity.
     static func cap(_ maxPixelWidth: CGFloat?) -> CGFloat? {
-        guard let maxPixelWidth, maxPixelWidth.isFinite else { return nil }
+        guard let maxPixelWidth, !maxPixelWidth.isNaN, maxPixelWidth != .infinity else { return nil }
         return max(1, maxPixelWidth)
     }
 }

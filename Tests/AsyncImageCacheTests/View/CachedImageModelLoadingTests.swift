@@ -69,8 +69,9 @@ import Testing
     }
 
     /// A cap under one pixel (a cap computed as 0, or negative) is the smallest, 1 px, not none: a frame
-    /// of 300 pt at 2x asked for 600 px with `maxPixelWidth` 0.5, 0 or -3. Infinity and NaN are no cap.
-    @Test(arguments: [0.5, 0, -3] as [CGFloat])
+    /// of 300 pt at 2x asked for 600 px with `maxPixelWidth` 0.5, 0 or -3 (and with minus infinity, which
+    /// was taken as none). Infinity and NaN are no cap.
+    @Test(arguments: [0.5, 0, -3, -.infinity] as [CGFloat])
     func aCapUnderOnePixelIsOnePixel(cap: CGFloat) {
         #expect(DisplayPixels.width(forLayoutWidth: 300, scale: 2, maxPixelWidth: cap) == 1)
         #expect(DisplayPixels.cornerRadius(10, layoutWidth: 300, scale: 2, maxPixelWidth: cap) == 20.0 / 600)
