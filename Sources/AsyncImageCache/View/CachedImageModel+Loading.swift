@@ -44,6 +44,8 @@ extension CachedImageModel {
         if request.url.isLocalFileURL {
             uncheckedFileRequest = request
             checkFileDrawnFromMemory()
+        } else {
+            revalidateDrawnFromMemory(request.url)
         }
         // The image may have shown an aspect wider than was known, that needs more pixels (in either content mode).
         if let wider = self.request, wider != request, needsImage(for: wider) {
@@ -78,6 +80,17 @@ extension CachedImageModel {
             checkFileDrawnFromMemory()
         }
         fileCheck = (task, id)
+    }
+
+    /// While the model is shown, has the store ask the server about a remote image drawn from memory when
+    /// its caching facts say it is stale (`no-cache`, past its `max-age`), as a store load that memory
+    /// answers does: once each time the model is shown. The image drawn stays; a changed one replaces it
+    /// in the store, for the next time the view is shown. Off the main thread: facts memory has let go of
+    /// are read from the disk file's attribute.
+    func revalidateDrawnFromMemory(_ url: URL) {
+        guard isActive, !revalidationAsked, url.isRemote else { return }
+        revalidationAsked = true
+        Task.detached(priority: .utility) { [store] in store.revalidateIfStale(url) }
     }
 
     /// Whether the current image falls short of `request`: narrower than it needs, or with corners

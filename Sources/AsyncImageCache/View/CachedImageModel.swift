@@ -88,6 +88,9 @@ public final class CachedImageModel {
     /// it replaced; apart from ``loading``, so it neither shows as loading nor keeps callers of ``load()``
     /// waiting.
     var fileCheck: (task: ImageLoadTask, id: UInt64)?
+    /// Whether the store was asked, since the model was last shown, to check a remote image drawn from
+    /// memory with its server (see ``revalidateDrawnFromMemory(_:)``).
+    var revalidationAsked = false
     /// The callers of ``load()`` still waiting, by number.
     var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     var nextWaiterID: UInt64 = 0
@@ -279,12 +282,15 @@ public final class CachedImageModel {
         let returning = !isActive
         isActive = true
         lastLoadFailed = false
+        if returning { revalidationAsked = false }
         if let layoutSize { layoutChanged(to: layoutSize) }
         // Shown again with the image it kept: a local file may have changed on disk while it was away, so it
-        // is checked as an image drawn from memory is, unless a load under way reads the file anyway.
+        // is checked as an image drawn from memory is, unless a load under way reads the file anyway; a
+        // remote one may have gone stale.
         if returning, image != nil, loading == nil, fileCheck == nil, url?.isLocalFileURL == true {
             uncheckedFileRequest = uncheckedFileRequest ?? lastRequest
         }
+        if returning, image != nil, loading == nil, let url { revalidateDrawnFromMemory(url) }
         checkFileDrawnFromMemory()
         guard !isSettled else { return }
         nextWaiterID += 1
