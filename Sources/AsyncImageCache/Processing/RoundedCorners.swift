@@ -1,27 +1,31 @@
 extension Bitmap {
     /// The bitmap with anti-aliased rounded corners of `radius` pixels.
     ///
-    /// The radius is clamped to half the shorter side, so a large radius on a square gives a circle.
+    /// The radius is clamped to half the shorter side, so a large radius on a square gives a circle
+    /// (half an odd side ends in half a pixel: a 21x21 bitmap's circle has a radius of 10.5).
     /// Each pixel's alpha is multiplied by the fraction of its area inside the rounded rectangle,
     /// measured with 4x4 samples on the pixels the arc crosses; pixels wholly outside the arcs become
     /// fully transparent. A radius of 0 or less returns the bitmap unchanged.
     public func roundingCorners(radius: Int) -> Bitmap {
-        let radius = min(radius, min(width, height) / 2)
+        let radius = min(Double(radius), Double(min(width, height)) / 2)
         guard radius > 0 else { return self }
-        let coverage = Self.cornerCoverage(radius: radius)
+        // The corner squares: on an odd side clamped to half, they share the middle column or row.
+        let side = Int(radius.rounded(.up))
+        let coverage = cornerCoverage(radius: Float(radius), side: side)
         var result = pixels
         result.withUnsafeMutableBufferPointer { pixels in
-            for cornerY in 0..<radius {
-                for cornerX in 0..<radius {
-                    let fraction = coverage[cornerY * radius + cornerX]
+            for cornerY in 0..<side {
+                for cornerX in 0..<side {
+                    let fraction = coverage[cornerY * side + cornerX]
                     guard fraction < 1 else { continue }
-                    // The same coverage, mirrored into each of the four corners.
-                    for (x, y) in [
-                        (cornerX, cornerY), (width - 1 - cornerX, cornerY),
-                        (cornerX, height - 1 - cornerY), (width - 1 - cornerX, height - 1 - cornerY),
-                    ] {
-                        let alpha = (y * width + x) * 4 + 3
-                        pixels[alpha] = UInt8((Float(pixels[alpha]) * fraction).rounded())
+                    // The same coverage, mirrored into each of the four corners; a pixel of a shared middle
+                    // column or row is its own mirror, and is covered once.
+                    let (mirroredX, mirroredY) = (width - 1 - cornerX, height - 1 - cornerY)
+                    for y in mirroredY == cornerY ? [cornerY] : [cornerY, mirroredY] {
+                        for x in mirroredX == cornerX ? [cornerX] : [cornerX, mirroredX] {
+                            let alpha = (y * width + x) * 4 + 3
+                            pixels[alpha] = UInt8((Float(pixels[alpha]) * fraction).rounded())
+                        }
                     }
                 }
             }
@@ -29,34 +33,39 @@ extension Bitmap {
         return Bitmap(width: width, height: height, pixels: result)
     }
 
-    /// The covered fraction of each pixel of the top-left `radius` x `radius` square, row by row,
-    /// for a quarter circle centred on the square's bottom-right corner.
-    private static func cornerCoverage(radius: Int) -> [Float] {
-        let center = Float(radius)
-        let radiusSquared = center * center
+    /// The covered fraction of each pixel of the top-left `side` x `side` square, row by row, for a
+    /// rounded rectangle of this bitmap's size whose arcs have `radius`: a point's distance along each
+    /// axis from the straight part of the edges (which starts `radius` in from either end) decides.
+    private func cornerCoverage(radius: Float, side: Int) -> [Float] {
+        let radiusSquared = radius * radius
         let samplesPerSide = 4
-        var coverage = [Float](repeating: 1, count: radius * radius)
-        for y in 0..<radius {
-            for x in 0..<radius {
-                // The pixel's nearest and farthest points from the centre decide the easy cases.
-                let nearX = center - Float(x + 1)
-                let nearY = center - Float(y + 1)
-                let farX = center - Float(x)
-                let farY = center - Float(y)
+        // How far `position` lies beyond the straight part of an axis `extent` pixels long.
+        func beyond(_ position: Float, _ extent: Int) -> Float {
+            max(radius - position, position - (Float(extent) - radius), 0)
+        }
+        var coverage = [Float](repeating: 1, count: side * side)
+        for y in 0..<side {
+            for x in 0..<side {
+                // The pixel's nearest and farthest points decide the easy cases; its nearest point is on
+                // the straight part along an axis where the pixel reaches it (an odd side's middle pixel).
+                let nearX = max(0, radius - Float(x + 1))
+                let nearY = max(0, radius - Float(y + 1))
+                let farX = max(beyond(Float(x), width), beyond(Float(x + 1), width))
+                let farY = max(beyond(Float(y), height), beyond(Float(y + 1), height))
                 if farX * farX + farY * farY <= radiusSquared { continue }
                 if nearX * nearX + nearY * nearY >= radiusSquared {
-                    coverage[y * radius + x] = 0
+                    coverage[y * side + x] = 0
                     continue
                 }
                 var inside = 0
                 for sampleY in 0..<samplesPerSide {
                     for sampleX in 0..<samplesPerSide {
-                        let dx = center - (Float(x) + (Float(sampleX) + 0.5) / Float(samplesPerSide))
-                        let dy = center - (Float(y) + (Float(sampleY) + 0.5) / Float(samplesPerSide))
+                        let dx = beyond(Float(x) + (Float(sampleX) + 0.5) / Float(samplesPerSide), width)
+                        let dy = beyond(Float(y) + (Float(sampleY) + 0.5) / Float(samplesPerSide), height)
                         if dx * dx + dy * dy <= radiusSquared { inside += 1 }
                     }
                 }
-                coverage[y * radius + x] = Float(inside) / Float(samplesPerSide * samplesPerSide)
+                coverage[y * side + x] = Float(inside) / Float(samplesPerSide * samplesPerSide)
             }
         }
         return coverage

@@ -51,6 +51,18 @@ import Testing
         #expect(bitmap.roundingCorners(radius: 1000) != bitmap.roundingCorners(radius: 9))
     }
 
+    @Test(arguments: [3, 5, 21, 45])
+    func aHugeRadiusOnAnOddSquareGivesACircle(side: Int) {
+        // Half of an odd side ends in half a pixel: the circle's centre is the middle pixel's centre, and
+        // its diameter the whole side, with no straight piece of edge between the arcs.
+        let rounded = Self.opaque(width: side, height: side).roundingCorners(radius: 10_000)
+        let area = stride(from: 3, to: rounded.pixels.count, by: 4).reduce(0.0) {
+            $0 + Double(rounded.pixels[$1]) / 255
+        }
+        let circle = Double.pi * Double(side * side) / 4
+        #expect(abs(area - circle) < 0.25, "area \(area), a circle \(circle)")
+    }
+
     @Test func zeroOrNegativeRadiusChangesNothing() {
         let bitmap = Self.opaque(width: 7, height: 5)
         #expect(bitmap.roundingCorners(radius: 0) == bitmap)

@@ -76,8 +76,9 @@ extension PhotoPipelineTests {
 
         @Test func aHugeRadiusIsClampedToHalfTheShorterSide() async throws {
             let clamped = try await Self.photo(cornerRadius: 10_000)
-            let half = try await Self.photo(cornerRadius: 213 / 2)
-            #expect(clamped == half)
+            // Half of 213 is 106.5: clamped there, a radius of 107 is too, and one of 106 is not.
+            #expect(clamped == (try await Self.photo(cornerRadius: 107)))
+            #expect(clamped != (try await Self.photo(cornerRadius: 106)))
             // Half the height: the left and right ends are half circles, so the middle of each end is opaque
             // and the top edge is transparent except in its middle.
             #expect(clamped.pixel(x: 0, y: 106).alpha == 255)
