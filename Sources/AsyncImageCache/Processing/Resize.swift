@@ -15,8 +15,10 @@ extension Bitmap {
     /// keeps the filter's weights to a few per target pixel.
     ///
     /// - Precondition: `size` is at least 1x1, and its `width * height * 4` bytes can be allocated: as
-    ///   with an array of that many bytes, a size too large for memory stops the process. The store never
-    ///   asks for more than a source's own size (it does not enlarge), so only a direct call can.
+    ///   with an array of that many bytes, a size too large for memory stops the process. The store asks
+    ///   only for the size it reports for an image, or a smaller one, within its pixel budget (it enlarges
+    ///   only a decode that came out smaller, such as a HEIF or AVIF that codes a smaller picture than the
+    ///   size it declares), so only a direct call can.
     public func resized(to size: PixelSize) -> Bitmap {
         resized(to: size, sourceExtent: nil)
     }
