@@ -11,7 +11,7 @@ extension Bitmap {
     /// (noise-like detail, shrunk a little or enlarged, can be 10 and more levels off: the pass
     /// between the two directions is rounded and clamped to bytes, as in Pillow). Asking
     /// for the current size returns the bitmap unchanged. Large images are split across the cores. An axis
-    /// of more than 65536 pixels shrunk more than 128 times has groups of pixels averaged first, which
+    /// of more than 65536 pixels shrunk 128 times or more has groups of pixels averaged first, which
     /// keeps the filter's weights to a few per target pixel.
     ///
     /// - Precondition: `size` is at least 1x1, and its `width * height * 4` bytes can be allocated: as
@@ -61,7 +61,7 @@ extension Bitmap {
     /// Shrinking an axis of `n` samples takes Lanczos weights for about `6 n` taps, whatever the target
     /// (each target sample reads 6 x the reduction factor of them), five floats apiece with their vector
     /// copies: for an image a row or two high, many times the bitmap (a 16777216x1 WebP canvas shown 320
-    /// wide took 2.2 GB). Along an axis of more than 65536 samples shrunk more than 128 times, whole groups
+    /// wide took 2.2 GB). Along an axis of more than 65536 samples shrunk 128 times or more, whole groups
     /// of samples are averaged first, leaving 64 to 128 per target sample for the filter, as Pillow's
     /// `reduce` does before its thumbnails.
     static func groupsAveragedFirst(from source: PixelSize, to target: PixelSize) -> (columns: Int, rows: Int) {
