@@ -19,13 +19,18 @@ extension Bitmap {
                     let fraction = coverage[cornerY * side + cornerX]
                     guard fraction < 1 else { continue }
                     // The same coverage, mirrored into each of the four corners; a pixel of a shared middle
-                    // column or row is its own mirror, and is covered once.
+                    // column or row is its own mirror, and is covered once. (Written out, not looped over
+                    // arrays of the mirrors: those cost allocations per pixel, several times the work.)
+                    func cover(_ x: Int, _ y: Int) {
+                        let alpha = (y * width + x) * 4 + 3
+                        pixels[alpha] = UInt8((Float(pixels[alpha]) * fraction).rounded())
+                    }
                     let (mirroredX, mirroredY) = (width - 1 - cornerX, height - 1 - cornerY)
-                    for y in mirroredY == cornerY ? [cornerY] : [cornerY, mirroredY] {
-                        for x in mirroredX == cornerX ? [cornerX] : [cornerX, mirroredX] {
-                            let alpha = (y * width + x) * 4 + 3
-                            pixels[alpha] = UInt8((Float(pixels[alpha]) * fraction).rounded())
-                        }
+                    cover(cornerX, cornerY)
+                    if mirroredX != cornerX { cover(mirroredX, cornerY) }
+                    if mirroredY != cornerY {
+                        cover(cornerX, mirroredY)
+                        if mirroredX != cornerX { cover(mirroredX, mirroredY) }
                     }
                 }
             }
@@ -44,14 +49,15 @@ extension Bitmap {
             max(radius - position, position - (Float(extent) - radius), 0)
         }
         var coverage = [Float](repeating: 1, count: side * side)
+        // The pixel's nearest and farthest points decide the easy cases; its nearest point is on the straight
+        // part along an axis where the pixel reaches it (an odd side's middle pixel). Each axis's, once.
+        let nearest = (0..<side).map { max(0, radius - Float($0 + 1)) }
+        let farthestX = (0..<side).map { max(beyond(Float($0), width), beyond(Float($0 + 1), width)) }
+        let farthestY = (0..<side).map { max(beyond(Float($0), height), beyond(Float($0 + 1), height)) }
         for y in 0..<side {
+            let (nearY, farY) = (nearest[y], farthestY[y])
             for x in 0..<side {
-                // The pixel's nearest and farthest points decide the easy cases; its nearest point is on
-                // the straight part along an axis where the pixel reaches it (an odd side's middle pixel).
-                let nearX = max(0, radius - Float(x + 1))
-                let nearY = max(0, radius - Float(y + 1))
-                let farX = max(beyond(Float(x), width), beyond(Float(x + 1), width))
-                let farY = max(beyond(Float(y), height), beyond(Float(y + 1), height))
+                let (nearX, farX) = (nearest[x], farthestX[x])
                 if farX * farX + farY * farY <= radiusSquared { continue }
                 if nearX * nearX + nearY * nearY >= radiusSquared {
                     coverage[y * side + x] = 0
