@@ -271,7 +271,9 @@ public final class CachedImageModel {
     /// the image covers the layout, or the load failed. Waits for a first layout when there is none.
     /// A local file's image drawn from memory, or kept by the model while it was not shown, is drawn at
     /// once, and the store then checks the file in the background: when it changed on disk since it was
-    /// decoded, the new decode replaces it.
+    /// decoded, the new decode replaces it. A remote image drawn that way is checked with its server when
+    /// its HTTP caching facts say it is stale, once each time the model is shown: the image drawn stays,
+    /// and a changed one replaces it in the store, for the next time the view is shown.
     /// Returns at once, loading nothing, when ``displayScale`` is not a positive number.
     ///
     /// Cancelling the calling task (SwiftUI cancels `.task` on disappear) returns at once and, when
