@@ -71,7 +71,9 @@ enum HEIFDerivations {
         // Saturating: past this no budget is near, and the sums cannot overflow.
         let ceiling = 1 << 52
         var pixels: [Int: Int] = [:]  // of finished items
-        let next = nextDecodes(references)
+        // Of the auxiliary images only alpha planes are decoded; properties that cannot be read count them all.
+        let alphas = try? file.alphaItems(metaContent: meta.contentStart + 4, metaEnd: meta.end)
+        let next = nextDecodes(references, alphas: alphas)
         var path: [(item: Int, child: Int)] = [(primary, 0)]
         var onPath: Set<Int> = [primary]
         // Depth first without recursion, as graphProblem(_:) walks.
@@ -108,13 +110,16 @@ enum HEIFDerivations {
     }
 
     /// What decoding each item decodes next, by the references: a derived image's inputs (`dimg`), an
-    /// image's auxiliary images (`auxl`, from the auxiliary image to its image).
-    private static func nextDecodes(_ references: [HEIFBoxes.Reference]) -> [Int: [Int]] {
+    /// image's auxiliary images (`auxl`, from the auxiliary image to its image): those in `alphas` when
+    /// given (libheif 1.15 decodes an image's alpha plane with it, not its depth map or other auxiliary
+    /// images), every one when `nil`.
+    private static func nextDecodes(_ references: [HEIFBoxes.Reference], alphas: Set<Int>? = nil) -> [Int: [Int]] {
         var next: [Int: [Int]] = [:]
         for reference in references {
             switch reference.type {
             case "dimg": next[reference.from, default: []] += reference.to
-            case "auxl": for image in reference.to { next[image, default: []].append(reference.from) }
+            case "auxl" where alphas?.contains(reference.from) ?? true:
+                for image in reference.to { next[image, default: []].append(reference.from) }
             default: break
             }
         }
@@ -158,6 +163,36 @@ enum HEIFDerivations {
 }
 
 extension HEIFBoxes {
+    /// The `auxC` types libheif 1.15 takes for an alpha plane.
+    static let alphaAuxiliaryTypes: Set<String> = [
+        "urn:mpeg:mpegB:cicp:systems:auxiliary:alpha", "urn:mpeg:hevc:2015:auxid:1", "urn:mpeg:avc:2015:auxid:1",
+    ]
+
+    /// The items whose first associated `auxC` property names an alpha plane (see
+    /// ``alphaAuxiliaryTypes``), as libheif reads it: its type is the text up to its first zero byte.
+    func alphaItems(metaContent: Int, metaEnd: Int) throws(ImageDecodingError) -> Set<Int> {
+        guard let iprp = try child("iprp", from: metaContent, to: metaEnd),
+            let ipco = try child("ipco", from: iprp.contentStart, to: iprp.end)
+        else { return [] }
+        let properties = try children(from: ipco.contentStart, to: ipco.end)
+        var alphas: Set<Int> = []
+        for (item, indices) in try allAssociations(from: iprp.contentStart, to: iprp.end) {
+            guard
+                let auxC = indices.lazy.filter({ $0 >= 1 && $0 <= properties.count }).map({ properties[$0 - 1] })
+                    .first(where: { $0.type == "auxC" })
+            else { continue }
+            var type: [UInt8] = []
+            // FullBox version and flags, then the type.
+            for offset in (auxC.contentStart + 4)..<max(auxC.contentStart + 4, auxC.end) {
+                let byte = try bytes.byte(at: offset)
+                if byte == 0 { break }
+                type.append(byte)
+            }
+            if Self.alphaAuxiliaryTypes.contains(String(decoding: type, as: UTF8.self)) { alphas.insert(item) }
+        }
+        return alphas
+    }
+
     /// A reference box of `iref`: item `from` refers, as `type` says, to the items `to`.
     struct Reference {
         var type: String

@@ -114,6 +114,30 @@ struct HEIFGridAmplificationTests {
         #expect(bitmap.pixelSize == PixelSize(width: 256, height: 256))
     }
 
+    /// Only an alpha plane is decoded with its image: libheif 1.15 leaves a depth map (or an HDR gain map, a
+    /// portrait matte) alone when it decodes the primary image, so it does not count against the budget.
+    /// alpha.avif with its `auxC` renamed from alpha to depth (same length): before, its depth map counted,
+    /// 2 x 96 x 64 pixels, as its alpha does.
+    @Test func aDepthMapIsNotCountedAsDecoded() throws {
+        let alpha = try Fixtures.data("heif", "alpha.avif")
+        let depth = Data(
+            alpha.replacing(
+                Data("urn:mpeg:mpegB:cicp:systems:auxiliary:alpha".utf8),
+                with: Data("urn:mpeg:mpegB:cicp:systems:auxiliary:depth".utf8)))
+        #expect(depth != alpha && depth.count == alpha.count)
+        #expect(HEIFDerivations.decodedPixels(in: alpha) == 2 * 96 * 64)
+        #expect(HEIFDerivations.decodedPixels(in: depth) == 96 * 64)
+        let file = HEIFBoxes(bytes: HeaderBytes(alpha, format: nil))
+        let meta = try #require(try file.child("meta", from: 0, to: alpha.count))
+        #expect(try file.alphaItems(metaContent: meta.contentStart + 4, metaEnd: meta.end).count == 1)
+        // libheif decodes it, without an alpha plane.
+        let header = try ImageHeader.parse(depth)
+        let bitmap = try ImageDecoders.HEIF().decode(
+            depth, context: ImageDecodingContext(header: header, pixelBudget: header.storedSize.pixelCount))
+        #expect(bitmap.pixelSize == header.storedSize)
+        #expect(stride(from: 3, to: bitmap.pixels.count, by: 4).allSatisfy { bitmap.pixels[$0] == 255 })
+    }
+
     @Test func soundFilesDecodeWithABudgetOfTheirOwnSize() throws {
         // Tiles, layers and alpha planes add up to about the canvas, twice it with alpha: far from four times.
         let grid = try Self.grid(rows: 2, columns: 2, canvas: PixelSize(width: 192, height: 128))
