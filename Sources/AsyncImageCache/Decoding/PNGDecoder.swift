@@ -207,11 +207,16 @@ extension ImageDecoders {
         /// sRGB's 0.45455 and no sRGB chunk (the row reader's test in RowReader.c). Its 8-bit output of such a
         /// 16-bit file goes through gamma tables of 11 significant bits, which turn the darkest levels of a
         /// linear file black or into steps (samples up to 31 of 65535 came out 0 where 1/2.2 gives up to 8);
-        /// its 16-bit linear output keeps them, so such files take ``SixteenBitPath/linear``.
+        /// its 16-bit linear output keeps them, so such files take ``SixteenBitPath/linear``. A gAMA or sRGB
+        /// chunk whose CRC is wrong counts for nothing, as libpng discards it.
         static func correctsGamma(_ data: Data) -> Bool {
             var (gamma, isSRGB): (Int?, Bool) = (nil, false)
             let bytes = HeaderBytes(data, format: .png)
             _ = try? ImageHeader.walkPNGChunks(bytes, from: 8) { type, offset, length in
+                guard type == "sRGB" || type == "gAMA",
+                    let crc = try? bytes.uint32BE(at: offset + 8 + length),
+                    crc32(data, from: offset + 4, count: length + 4) == crc
+                else { return true }
                 if type == "sRGB" { isSRGB = true }
                 if type == "gAMA", length == 4 { gamma = try? bytes.uint32BE(at: offset + 8) }
                 return true

@@ -36,6 +36,26 @@ struct PNGDecoderTests {
         }
     }
 
+    /// A gAMA chunk with a wrong CRC is discarded by libpng, so the file is read as one without it, and both
+    /// readers agree. Found by scripts/fuzz (the png target stops when they differ): the gAMA 1.0 of a 16-bit
+    /// gray file with its CRC damaged sent the simplified API through the 16-bit linear path, as for a gamma
+    /// libpng corrects, while the row reader, which asks libpng for the gamma, read it as sRGB: a sample of 255
+    /// of 65535 came out 0 from one and 1 from the other.
+    @Test func aGammaChunkWithAWrongCRCIsReadAsLibpngReadsIt() throws {
+        var data = SyntheticPNG.sixteenBit(
+            width: 1024, height: 1, channels: 1, interlaced: false, chunks: [SyntheticPNG.gamma(1)]
+        ) { x, _, _ in UInt16(x * 64 + x % 64) }
+        #expect(ImageDecoders.PNG.correctsGamma(data))
+        let gAMA = try #require(data.firstRange(of: Data("gAMA".utf8))).lowerBound
+        data[gAMA + 8] ^= 0xFF  // the first byte of its CRC
+        #expect(!ImageDecoders.PNG.correctsGamma(data))
+        let context = ImageDecodingContext(header: try ImageHeader.parse(data))
+        let rows = try #require(try decoder.decodeRowByRow(data, context: context))
+        let whole = try decoder.decode(data, context: context)
+        let differing = zip(rows.pixels, whole.pixels).filter { $0 != $1 }.count
+        #expect(differing == 0, "\(differing) of \(whole.pixels.count) bytes differ")
+    }
+
     @Test(arguments: valid)
     func everyValidFileDecodesAtTheSizeInItsHeader(name: String) throws {
         let data = try Fixtures.data("pngsuite", name)
