@@ -33,24 +33,29 @@ extension ImageStore {
     /// main thread it waits for them too.
     public func removeImage(for url: URL) {
         let key = url.cacheKey
-        let generation = disk.generation
-        // On the disk's commit queue: a write of the old bytes that is already in place is removed here,
-        // and one not yet in place finds the count raised and is dropped. Under the generation's lock
-        // with memory, as a load keeps what it found: kept before, removed here; after, not kept.
-        let forget = { [self] in
-            _ = disk.ifCurrent(generation) {
-                replacements.withLock { $0.raise(forKey: key) }
-                variants.removeVariants(of: url)
-                originals.removeValue(forKey: key)
-                undecodedOriginals.removeValue(forKey: key)
-                sizeMemo.removeValue(forKey: key)
-                cacheMetadata.removeValue(forKey: key)
+        // Tried again under the new generation when a `removeAll()` begins between the read and the removal:
+        // one of another store on the folder empties only that store's memory, not this one's.
+        while true {
+            let generation = disk.generation
+            // On the disk's commit queue: a write of the old bytes that is already in place is removed here,
+            // and one not yet in place finds the count raised and is dropped. Under the generation's lock
+            // with memory, as a load keeps what it found: kept before, removed here; after, not kept.
+            let forget = { [self] () -> Bool in
+                disk.ifCurrent(generation) { () -> Void in
+                    replacements.withLock { $0.raise(forKey: key) }
+                    variants.removeVariants(of: url)
+                    originals.removeValue(forKey: key)
+                    undecodedOriginals.removeValue(forKey: key)
+                    sizeMemo.removeValue(forKey: key)
+                    cacheMetadata.removeValue(forKey: key)
+                } != nil
             }
-        }
-        if url.isRemote {
-            disk.remove(url, generation: generation, then: forget)
-        } else {
-            forget()  // local files and data: URLs have no file in the disk tier
+            if url.isRemote {
+                // The generation is checked on the queue that runs `removeAll()`: `forget` then runs too.
+                if disk.remove(url, generation: generation, then: { _ = forget() }) { return }
+            } else if forget() {
+                return  // local files and data: URLs have no file in the disk tier
+            }
         }
     }
 
