@@ -12,7 +12,8 @@ extension ImageStore {
     }
 
     /// Empties memory and deletes every file of the disk tier. A load already under way still
-    /// delivers its image but keeps nothing in either tier.
+    /// delivers its image but keeps nothing it fetched or read before the call in either tier; one still
+    /// waiting for a fetch slot then fetches anew, after the call, and keeps what it fetched.
     ///
     /// It returns once the files are gone, which means it first waits for the disk work already queued on
     /// the folder (a commit, a trim that lists it), and then deletes every file: with a large tier, call it
@@ -26,7 +27,8 @@ extension ImageStore {
     /// Forgets what the store has of `url`: every variant, the original and its size in memory, and a
     /// remote URL's disk file. For an image that changed behind an unchanged URL whose HTTP headers will
     /// not say so, such as a user's new avatar: the next load fetches it again. A load of `url` already
-    /// under way still delivers its image but keeps nothing in either tier, as with ``removeAll()``.
+    /// under way still delivers its image but keeps nothing it fetched or read before the call, as with
+    /// ``removeAll()``.
     ///
     /// A remote URL's file is removed before it returns, in turn with the disk work already queued on the
     /// folder (a commit, or a trim that lists a large folder, which can take tens of milliseconds): on the

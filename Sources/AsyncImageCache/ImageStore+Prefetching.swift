@@ -10,7 +10,8 @@ extension ImageStore {
     /// decodes, runs each step that starts after that as the visible load would. Requests already cached
     /// or already prefetching are skipped, except a local file in memory: its prefetch checks the file's version
     /// in the background, as a load does, and decodes it again only if it changed. A prefetch begun
-    /// before ``removeAll()`` does not count (it keeps nothing), and is replaced by a new one.
+    /// before ``removeAll()`` does not count (it keeps nothing fetched before that call), and is replaced
+    /// by a new one.
     /// At most eight prefetches (twice the decode concurrency, when that is more) of one source run at
     /// once: of one host, of the local files, or of the remote images already in the disk tier, whatever
     /// their host; and at most four sources' worth in all. The others wait their turn, so a long list holds
