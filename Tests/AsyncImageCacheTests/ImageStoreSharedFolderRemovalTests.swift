@@ -35,7 +35,10 @@ import Testing
         try await waitUntil { clearing.disk.listingCount > listed }
         removals.enter()
         Thread.detachNewThread {
-            Thread.current.name = ListingHold.removingThreadName
+            // Named through /proc, not `Thread.current.name`: Foundation names the system thread only once the
+            // thread that started this one has recorded it (a race), and a new thread has its creator's name.
+            try? ListingHold.removingThreadName.write(
+                toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
             forgetting.removeImage(for: url)
             removals.leave()
         }
