@@ -122,12 +122,7 @@ import Testing
     @Test func trimRemovesTheLeastRecentlyReadFilesFirst() throws {
         let folder = TemporaryDirectory("disk")
         let writer = DiskStore(directory: folder.url, byteLimit: 1 << 20)
-        let urls = (0..<3).map { URL(string: "https://example.com/\($0).jpg")! }
-        for (offset, url) in urls.enumerated() {
-            try writer.store(
-                Data(repeating: UInt8(offset), count: 1000), pixelSize: PixelSize(width: 1, height: 1), for: url)
-            try setLastUsed(of: writer.fileURL(for: url), secondsAgo: Double(100 - offset * 10))
-        }
+        let urls = try storeThreeAgedFiles(in: writer)
         writer.waitForPendingTrims()
         // The same folder with a budget of two and a half files: the three are over it. Reading the oldest
         // file makes it the most recently used, so the second oldest goes.
@@ -148,12 +143,7 @@ import Testing
     @Test func aFileLargerThanTheBudgetGoesBeforeTheColderFilesThatFit() throws {
         let folder = TemporaryDirectory("disk")
         let writer = DiskStore(directory: folder.url, byteLimit: 1 << 20)
-        let small = (0..<3).map { URL(string: "https://example.com/\($0).jpg")! }
-        for (offset, url) in small.enumerated() {
-            try writer.store(
-                Data(repeating: UInt8(offset), count: 1000), pixelSize: PixelSize(width: 1, height: 1), for: url)
-            try setLastUsed(of: writer.fileURL(for: url), secondsAgo: Double(100 - offset * 10))
-        }
+        let small = try storeThreeAgedFiles(in: writer)
         let large = URL(string: "https://example.com/large.jpg")!
         try writer.store(Data(repeating: 9, count: 100_000), pixelSize: PixelSize(width: 1, height: 1), for: large)
         try setLastUsed(of: writer.fileURL(for: large), secondsAgo: 10)
@@ -594,6 +584,17 @@ import Testing
             directory: "/", standardOutput: "/dev/null", standardError: "/dev/null")
         _ = ended.waitForExit()
         return ended.pid
+    }
+
+    /// Three files of 1000 bytes stored through `writer`, last used 100, 90 and 80 seconds ago: their URLs.
+    private func storeThreeAgedFiles(in writer: DiskStore) throws -> [URL] {
+        let urls = (0..<3).map { URL(string: "https://example.com/\($0).jpg")! }
+        for (offset, url) in urls.enumerated() {
+            try writer.store(
+                Data(repeating: UInt8(offset), count: 1000), pixelSize: PixelSize(width: 1, height: 1), for: url)
+            try setLastUsed(of: writer.fileURL(for: url), secondsAgo: Double(100 - offset * 10))
+        }
+        return urls
     }
 
     private func setLastUsed(of file: URL, secondsAgo: TimeInterval) throws {

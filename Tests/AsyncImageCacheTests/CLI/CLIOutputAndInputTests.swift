@@ -133,6 +133,13 @@ import Testing
 /// A stderr that cannot be written (a log file on a full disk, `2>&-`).
 @Suite struct CLIUnwritableStderrTests {
     /// A workspace with an album of one JPEG, an empty file for stdout and the environment aic runs in.
+    /// Commands that succeed (a sheet), fail (a missing file) and misuse the command line, with their exit statuses.
+    static let outcomes: [([String], Int32)] = [
+        (["sheet", "album", "--width", "8", "--output", "sheet.png"], 0),
+        (["info", "missing.jpg"], 1),
+        (["thumbnail", "--width"], 2),
+    ]
+
     private static func albumToSheet() throws -> (CommandLineRunner, output: String, environment: [String: String]) {
         let aic = CommandLineRunner()
         try FileManager.default.createDirectory(at: aic.file("album"), withIntermediateDirectories: true)
@@ -147,11 +154,7 @@ import Testing
     /// Diagnostics went through `FileHandle.write(_:)`, which traps when the write fails: a sheet that
     /// would have been written ended with SIGILL at its first progress line, and a failure that should
     /// have exited with 1 or 2 did too. What cannot be written to stderr is dropped; the command goes on.
-    @Test(arguments: [
-        (["sheet", "album", "--width", "8", "--output", "sheet.png"], Int32(0)),
-        (["info", "missing.jpg"], Int32(1)),
-        (["thumbnail", "--width"], Int32(2)),
-    ])
+    @Test(arguments: outcomes)
     func aStderrOnAFullDiskLeavesTheCommandItsOutcome(arguments: [String], status: Int32) async throws {
         let (aic, output, environment) = try Self.albumToSheet()
 
@@ -169,11 +172,7 @@ import Testing
 
     /// stderr on a pipe whose reader has gone (`aic sheet ... 2>&1 | head -1`): the write raised SIGPIPE,
     /// whose default action ended aic at its first progress line, without its sheet or its status.
-    @Test(arguments: [
-        (["sheet", "album", "--width", "8", "--output", "sheet.png"], Int32(0)),
-        (["info", "missing.jpg"], Int32(1)),
-        (["thumbnail", "--width"], Int32(2)),
-    ])
+    @Test(arguments: outcomes)
     func aStderrPipeWithoutAReaderLeavesTheCommandItsOutcome(arguments: [String], status: Int32) async throws {
         let (aic, output, environment) = try Self.albumToSheet()
         // Python puts stderr on a pipe whose read end it has closed, gives SIGPIPE back its default action
