@@ -44,6 +44,9 @@ public struct Bitmap: Hashable, Sendable {
         let offset = (y * width + x) * 4
         return (pixels[offset], pixels[offset + 1], pixels[offset + 2], pixels[offset + 3])
     }
+
+    /// Every pixel's alpha, row by row: one byte a pixel.
+    var alphaChannel: [UInt8] { stride(from: 3, to: pixels.count, by: 4).map { pixels[$0] } }
 }
 
 extension Bitmap: CustomStringConvertible {

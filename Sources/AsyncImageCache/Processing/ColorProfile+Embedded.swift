@@ -209,6 +209,4 @@ extension Bitmap {
         }
         for format in [ImageFormat.jpeg, .png, .webp] { _ = ColorProfile.embedded(in: data, format: format) }
     }
-
-    private var alphaChannel: [UInt8] { stride(from: 3, to: pixels.count, by: 4).map { pixels[$0] } }
 }

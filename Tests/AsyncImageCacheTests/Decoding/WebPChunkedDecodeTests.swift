@@ -6,7 +6,8 @@ import Testing
 
 /// A WebP decode that can be cancelled (every decode in a store) goes through libwebp's incremental decoder a
 /// chunk of bytes at a time; it gives what libwebp's one call gives without a cancellation: the same pixels
-/// and the same errors, whatever the chunks.
+/// and the same errors, whatever the chunks, for any file an encoder wrote (a damaged lossy file can differ
+/// in colour only).
 @Suite("WebP decoder in chunks")
 struct WebPChunkedDecodeTests {
     /// The chunk sizes tried: the decoder's own, and small ones that stop and resume libwebp many times.
@@ -118,6 +119,23 @@ struct WebPChunkedDecodeTests {
         // Told the right size, the bare chunk decodes.
         bare.replaceSubrange(bare.startIndex + 4..<bare.startIndex + 8, with: littleEndian32(bare.count - 8))
         #expect(try inChunks(Data(bare), chunkSize: nil).get() == oneCall(Data(bare)).get())
+    }
+
+    /// A lossy file damaged so its arithmetic coding is out of range (its token partition begins ff ff ff,
+    /// which no VP8 encoder writes): libwebp decodes it without an error but gives colour that depends on where
+    /// the bytes were cut. Every cut still decodes, to the one call's size and alpha.
+    @Test func aLossyFileCodedOutOfRangeDecodesInChunksToTheOneCallsSizeAndAlpha() throws {
+        let data = try Fixtures.data("fuzz-regressions", "webp-lossy-coded-out-of-range.webp")
+        let reference = try oneCall(data).get()
+        #expect(reference.width == 100 && reference.height == 100)
+        // Partition 0 ends at byte 315: chunks that hand the incremental decoder 1 to 7 bytes past it first (316
+        // to 322, and 53, which reaches 318) are the cuts whose colour differs; the rest are for comparison.
+        for chunkSize in [nil, 53, 97, 300, 315, 316, 319, 322, 323, 1000] {
+            let chunked = try inChunks(data, chunkSize: chunkSize).get()
+            let label = "chunks of \(chunkSize.map(String.init) ?? "default")"
+            #expect(chunked.width == reference.width && chunked.height == reference.height, "\(label)")
+            #expect(chunked.alphaChannel == reference.alphaChannel, "\(label)")
+        }
     }
 
     private func littleEndian32(_ value: Int) -> [UInt8] { [0, 8, 16, 24].map { UInt8(value >> $0 & 0xFF) } }
