@@ -136,6 +136,26 @@ import Testing
         #expect(listings <= 1, "30 writes into a full tier listed the folder \(listings) times")
     }
 
+    /// Files that another process (or a user clearing the cache) removed since the last listing leave their
+    /// room free for the next writes: the count still holds them, and room made from it took each new file
+    /// away at the next write, until the next listing. The commit that finds the listing's files gone lists
+    /// the folder again instead, once.
+    @Test func filesAnotherProcessRemovedSinceTheListingLeaveRoomForTheNextWrites() throws {
+        let budget = try unit() * 10
+        let disk = DiskStore(directory: folder.url, byteLimit: budget, relistingInterval: 60)
+        for index in 0..<10 { try disk.store(bytes(1000, index), pixelSize: size, for: url(index)) }
+        disk.waitForPendingTrims()  // the listing a full tier makes room from
+        // `aic cache clear` in another process.
+        for index in 0..<10 { try FileManager.default.removeItem(at: disk.fileURL(for: url(index))) }
+        let cleared = disk.listingCount
+        for index in 10..<15 { try disk.store(bytes(1000, index), pixelSize: size, for: url(index)) }
+        let listings = disk.listingCount - cleared
+        // Five files in room for ten: every one stays.
+        #expect((10..<15).filter { disk.contains(url($0)) } == Array(10..<15))
+        #expect(disk.countedByteCount == disk.totalByteCount)
+        #expect(listings == 1)
+    }
+
     /// After `waitForPendingTrims()` ran a trim early, the timer it pre-empted fires at its old time and
     /// must not run the next write's trim then, well within the interval.
     @Test func aTrimRunEarlyLeavesNoTimerThatListsTooSoon() throws {

@@ -149,9 +149,13 @@ extension DiskStore {
         {
             var entries = kept.filter { $0.name != spared }
             var total = counted - (Self.fileSize(atPath: directoryPath + spared) ?? 0)
-            let removed = removeColdest(from: &entries, total: &total, limit: limit)
+            let (removed, foundGone) = removeColdest(from: &entries, total: &total, limit: limit, stoppingAtGone: true)
             folder.snapshot.withLock { $0?.entries.removeAll { removed.contains($0.name) } }
-            return
+            // A file of the listing gone that this trim did not remove: another process, or a user clearing the
+            // cache, removed files since, and the count still holds them. Room made from it would take the
+            // files written since instead, one per write until the next listing: the folder is listed now (also,
+            // needlessly but rightly, after a removal of this process's that the listing still holds).
+            guard foundGone else { return }
         }
         let listedAt = DispatchTime.now()
         var (entries, temporaries) = listingForCount()
@@ -162,19 +166,25 @@ extension DiskStore {
         entries.removeAll { $0.name == spared }
         var total = entries.reduce(0) { $0 + $1.byteCount }
         entries.sort { $0.lastUsed < $1.lastUsed }
-        let removed = removeColdest(from: &entries, total: &total, limit: limit)
+        let removed = removeColdest(from: &entries, total: &total, limit: limit).removed
         recordCount(
             listed.reduce(0) { $0 + $1.byteCount }, listed: listed,
             snapshot: (listed.filter { !removed.contains($0.name) }.sorted { $0.lastUsed < $1.lastUsed }, listedAt))
     }
 
     /// Removes files of `entries`, sorted coldest first, until `total` is at most `limit`; the names removed.
-    private func removeColdest(from entries: inout [Entry], total: inout Int, limit: Int) -> Set<String> {
+    /// With `stoppingAtGone`, it stops at the first entry whose file is gone (`total` still holds it), and
+    /// says so in `foundGone`.
+    private func removeColdest(
+        from entries: inout [Entry], total: inout Int, limit: Int, stoppingAtGone: Bool = false
+    ) -> (removed: Set<String>, foundGone: Bool) {
         var removed = Set<String>()
-        guard total > limit else { return removed }
+        defer { entries.removeAll { removed.contains($0.name) } }
+        guard total > limit else { return (removed, false) }
         // A file larger than the limit goes in any case (a trim cannot end while it is there), so it goes
         // first, however recently used: the colder files it would otherwise take with it stay.
         for entry in entries where entry.byteCount > limit {
+            if stoppingAtGone, Self.modificationDate(atPath: entry.path) == nil { return (removed, true) }
             if removeCounted(named: entry.name) {
                 total -= entry.byteCount
                 removed.insert(entry.name)
@@ -184,7 +194,9 @@ extension DiskStore {
         for entry in entries where total > limit && !removed.contains(entry.name) {
             // Reads are not queued: a file read since the listing is no longer among the coldest, and
             // stays; the next one goes instead.
-            if let lastUsed = Self.modificationDate(atPath: entry.path), lastUsed > entry.lastUsed {
+            let lastUsed = Self.modificationDate(atPath: entry.path)
+            if stoppingAtGone, lastUsed == nil { return (removed, true) }
+            if let lastUsed, lastUsed > entry.lastUsed {
                 readSinceListing.append(entry)
                 continue
             }
@@ -202,8 +214,7 @@ extension DiskStore {
                 removed.insert(entry.name)
             }
         }
-        entries.removeAll { removed.contains($0.name) }
-        return removed
+        return (removed, false)
     }
 
     /// Dates `now` the entries last used after `now` (a clock set back, a file copied in), in the list
