@@ -156,6 +156,28 @@ import Testing
         #expect(listings == 1)
     }
 
+    /// Between listings, a commit that makes room takes files in the order they were last used, read or
+    /// written: a file read since the listing goes before one written after that read. Files read since the
+    /// listing all stayed until every file not read was gone, the one written a moment before among them.
+    @Test func betweenListingsAFileReadBeforeAnotherWasWrittenGoesBeforeIt() throws {
+        let budget = try unit() * 3
+        let disk = DiskStore(directory: folder.url, byteLimit: budget, relistingInterval: 60)
+        for index in 0..<3 { try disk.store(bytes(1000, index), pixelSize: size, for: url(index)) }
+        disk.waitForPendingTrims()  // the listing the next commits make room from
+        // Uses spaced out: the clock that dates files ticks coarsely.
+        func use(_ index: Int) {
+            Thread.sleep(forTimeInterval: 0.02)
+            _ = disk.data(for: url(index))
+        }
+        for index in 0..<3 { use(index) }
+        Thread.sleep(forTimeInterval: 0.02)
+        try disk.store(bytes(1000, 3), pixelSize: size, for: url(3))  // 0 goes, read first
+        use(1)
+        try disk.store(bytes(1000, 4), pixelSize: size, for: url(4))  // 2 goes, read before 3 was written
+        #expect((0..<5).filter { disk.contains(url($0)) } == [1, 3, 4])
+        #expect(disk.listingCount == 1 + 1)  // the first commit's count and the wait's trim only
+    }
+
     /// After `waitForPendingTrims()` ran a trim early, the timer it pre-empted fires at its old time and
     /// must not run the next write's trim then, well within the interval.
     @Test func aTrimRunEarlyLeavesNoTimerThatListsTooSoon() throws {

@@ -181,39 +181,41 @@ extension DiskStore {
         var removed = Set<String>()
         defer { entries.removeAll { removed.contains($0.name) } }
         guard total > limit else { return (removed, false) }
-        // A file larger than the limit goes in any case (a trim cannot end while it is there), so it goes
-        // first, however recently used: the colder files it would otherwise take with it stay.
-        for entry in entries where entry.byteCount > limit {
-            if stoppingAtGone, Self.modificationDate(atPath: entry.path) == nil { return (removed, true) }
-            if removeCounted(named: entry.name) {
-                total -= entry.byteCount
-                removed.insert(entry.name)
-            }
-        }
-        var readSinceListing: [Entry] = []
-        for entry in entries where total > limit && !removed.contains(entry.name) {
-            // Reads are not queued: a file read since the listing is no longer among the coldest, and
-            // stays; the next one goes instead.
-            let lastUsed = Self.modificationDate(atPath: entry.path)
-            if stoppingAtGone, lastUsed == nil { return (removed, true) }
-            if let lastUsed, lastUsed > entry.lastUsed {
-                readSinceListing.append(entry)
-                continue
-            }
+        func remove(_ entry: Entry) {
             // Noted as any removal during the count is, so the count takes them off.
             if removeCounted(named: entry.name) {
                 total -= entry.byteCount
                 removed.insert(entry.name)
             }
         }
-        // The budget comes first: when too few files were left unread, those read go too, the coldest
-        // as listed first.
-        for entry in readSinceListing where total > limit {
-            if removeCounted(named: entry.name) {
-                total -= entry.byteCount
-                removed.insert(entry.name)
-            }
+        // A file larger than the limit goes in any case (a trim cannot end while it is there), so it goes
+        // first, however recently used: the colder files it would otherwise take with it stay.
+        for entry in entries where entry.byteCount > limit {
+            if stoppingAtGone, Self.modificationDate(atPath: entry.path) == nil { return (removed, true) }
+            remove(entry)
         }
+        // Reads are not queued: a file read since the listing is no longer where the listing put it. It
+        // waits, least recently read first, and goes before the first file in the list used after its read.
+        var readSinceListing: [(entry: Entry, lastUsed: Date)] = []
+        for entry in entries where total > limit && !removed.contains(entry.name) {
+            let lastUsed = Self.modificationDate(atPath: entry.path)
+            if stoppingAtGone, lastUsed == nil { return (removed, true) }
+            if let lastUsed, lastUsed > entry.lastUsed {
+                let index = readSinceListing.firstIndex { $0.lastUsed > lastUsed } ?? readSinceListing.endIndex
+                readSinceListing.insert((entry, lastUsed), at: index)
+                continue
+            }
+            // Files read before this one was last used go first: between listings, the list goes on with the
+            // files written since, each perhaps after some of those reads.
+            while total > limit, let read = readSinceListing.first, read.lastUsed < entry.lastUsed {
+                readSinceListing.removeFirst()
+                remove(read.entry)
+            }
+            if total > limit { remove(entry) }
+        }
+        // The budget comes first: when too few files were left unread, those read go too, least recently
+        // read first.
+        for (entry, _) in readSinceListing where total > limit { remove(entry) }
         return (removed, false)
     }
 
