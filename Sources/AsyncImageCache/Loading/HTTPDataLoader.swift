@@ -177,7 +177,7 @@ public final class HTTPDataLoader: DataLoading {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw .unsupportedURL(url)
         }
-        let response = try await response(for: URLRequest(url: url.withLowercaseScheme))
+        let response = try await response(for: URLRequest(url: url))
         guard response.statusCode != 304 else { throw .httpStatus(code: 304, url: url) }
         return response.body
     }
@@ -190,7 +190,7 @@ public final class HTTPDataLoader: DataLoading {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw .unsupportedURL(url)
         }
-        var request = URLRequest(url: url.withLowercaseScheme)
+        var request = URLRequest(url: url)
         if let tag = validators?.entityTag { request.setValue(tag, forHTTPHeaderField: "If-None-Match") }
         if let date = validators?.lastModified { request.setValue(date, forHTTPHeaderField: "If-Modified-Since") }
         let response = try await self.response(for: request)
@@ -206,11 +206,13 @@ public final class HTTPDataLoader: DataLoading {
     /// Performs `request` and returns the 2xx (or 304) response with its body, status and headers.
     ///
     /// The status and headers are what HTTP caching needs (validators, freshness); ``loadData(for:)``
-    /// keeps only the body.
+    /// keeps only the body. Its errors name the request's URL as given; URLSession is sent it with its
+    /// scheme in lower case, as it refuses `HTTP://`.
     func response(for request: URLRequest) async throws(ImageLoadingError) -> HTTPLoadedResponse {
         guard let url = request.url else { preconditionFailure("an HTTP request without a URL") }
         guard !Task.isCancelled else { throw .cancelled }
         var request = request
+        request.url = url.withLowercaseScheme
         request.timeoutInterval = Self.sessionTimeout(timeout)
         if setsAccept && request.value(forHTTPHeaderField: "Accept") == nil {
             request.setValue(Self.acceptHeader, forHTTPHeaderField: "Accept")

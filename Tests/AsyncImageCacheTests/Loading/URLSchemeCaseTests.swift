@@ -39,6 +39,32 @@ import Testing
         #expect(try await loader.loadData(for: url) == Data(contentsOf: folder.url.appendingPathComponent("0.jpg")))
     }
 
+    /// The error of a load names the URL that was asked, as it was written: before, every error the
+    /// download itself met (a status, a cut body, a cap, a timeout) named it with its scheme folded, so it
+    /// never equalled the URL of an `HTTP://` request, where a `304` answered to no validators named it as
+    /// asked.
+    @Test func anUpperCaseSchemesErrorsNameTheURLAsked() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 320, height: 240)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        func upper(_ path: String) throws -> URL {
+            try #require(URL(string: "HTTP" + server.url(path).absoluteString.dropFirst("http".count)))
+        }
+        let missing = try upper("/status/404")
+        await #expect(throws: ImageLoadingError.httpStatus(code: 404, url: missing)) {
+            try await HTTPDataLoader().loadData(for: missing)
+        }
+        let large = try upper("/images/0.jpg")
+        await #expect(throws: ImageLoadingError.responseTooLarge(url: large, byteLimit: 100)) {
+            try await HTTPDataLoader(maximumResponseBytes: 100).loadData(for: large)
+        }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        await #expect(throws: ImageLoadingError.httpStatus(code: 404, url: missing)) {
+            try await store.image(for: ImageRequest(url: missing, targetWidth: 100))
+        }
+    }
+
     @Test func onlyTheSchemeIsFolded() throws {
         let url = try #require(URL(string: "Data:image/png;base64,QUJD"))
         #expect(url.cacheKey == "data:image/png;base64,QUJD")
