@@ -92,6 +92,10 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
                                      none) and Location: <first> (percent-decoded) on the first request
                                      of the path and query, <then> on every later one: a redirect whose
                                      target changes, as /avatar/42 does when the user picks another.
+  GET /redirect-once/<code>/<route>?<first>
+                                     status <code> (a 3xx, no Cache-Control) with Location: <first>
+                                     (percent-decoded) on the first request of the path and query, then
+                                     /<route> itself: a URL that led elsewhere and now serves an image.
   GET /bounce                        302 Found to /bounce on the other name of this server: to localhost
                                      when asked as 127.0.0.1, else to 127.0.0.1; a redirect loop between
                                      two hosts that never ends.
@@ -394,6 +398,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+        elif head == "redirect-once" and len(rest) >= 2 and rest[0].isdigit():
+            with self.state.lock:
+                counts = self.state.__dict__.setdefault("redirect_once", {})
+                seen = counts.get(self.path, 0)
+                counts[self.path] = seen + 1
+            if seen > 0:
+                self.route("/" + "/".join(rest[1:]))
+                return
+            query = self.path.split("?", 1)[1] if "?" in self.path else ""
+            self.send_response(int(rest[0]))
+            self.send_header("Location", urllib.parse.unquote(query))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         elif head == "redirect-then" and len(rest) == 2 and rest[0].isdigit():
             query = self.path.split("?", 1)[1] if "?" in self.path else ""
             first, _, then = query.partition("&")

@@ -251,11 +251,21 @@ struct HTTPLoadedResponse: Sendable {
     var headers: [String: String]
     /// The shortest freshness lifetime the redirects on the way allow; `nil` for no limit.
     var redirectLifetime: TimeInterval? = nil
+    /// Whether the load followed a redirect that may lead elsewhere next time (a 302, 303 or 307, or a
+    /// redirect that may not be kept).
+    var followedRedirectThatMayChange = false
 
     /// What the headers (and, for a response without a freshness lifetime, the status) say about
     /// caching, its freshness cut to what the redirects allow.
+    ///
+    /// Through a redirect that may change, without `Last-Modified`: a revalidation does not send that
+    /// date on through a redirect, and were the URL to serve an image itself by then, an older file's
+    /// `304` to it would keep the image the URL no longer shows. The entity tag stays: only the same
+    /// bytes match it.
     var cachePolicy: HTTPCachePolicy {
-        HTTPCachePolicy(header: header).forStatus(statusCode).limited(toLifetime: redirectLifetime)
+        var policy = HTTPCachePolicy(header: header).forStatus(statusCode).limited(toLifetime: redirectLifetime)
+        if followedRedirectThatMayChange { policy.lastModified = nil }
+        return policy
     }
 
     /// The value of the header named `name`, compared case-insensitively.

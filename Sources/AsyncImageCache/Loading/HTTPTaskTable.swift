@@ -105,6 +105,9 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         var drainedBytes = 0
         /// The shortest freshness the redirects on the way allow; `nil` for no limit (or no redirect).
         var redirectLifetime: TimeInterval?
+        /// Set once the load follows a redirect that may lead elsewhere next time, where the response's
+        /// `Last-Modified` dates a file the URL may not serve then.
+        var followedRedirectThatMayChange = false
         /// The redirects the load has followed, as new tasks or not.
         var redirects = 0
         /// The store's slot that the load's redirects to another host move (``HTTPDataLoader/fetchSlot``).
@@ -463,9 +466,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         // ones; a date says nothing across files: an older file's `304` to `If-Modified-Since` would
         // keep the image the URL no longer shows (an avatar changed back to an older picture). So the
         // date is not sent on; without an entity tag the target is asked in full.
-        if !(HTTPCachePolicy.isPermanentRedirect(response.statusCode) && limit != 0) {
-            request.setValue(nil, forHTTPHeaderField: "If-Modified-Since")
-        }
+        let mayChange = !(HTTPCachePolicy.isPermanentRedirect(response.statusCode) && limit != 0)
+        if mayChange { request.setValue(nil, forHTTPHeaderField: "If-Modified-Since") }
         let followed = request
         let targetHost = followed.url.map(Self.host(of:))
         // The completion handler is called only while the entry is there (under the lock) or after this
@@ -489,6 +491,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
                 let earlier = entries.values[index].redirectLifetime ?? limit
                 entries.values[index].redirectLifetime = min(earlier, limit)
             }
+            if mayChange { entries.values[index].followedRedirectThatMayChange = true }
             entries.values[index].redirects += 1
             guard entries.values[index].redirects <= Self.redirectLimit else {
                 let (removed, next) = removeEntry(load)
@@ -669,6 +672,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         return .success(
             HTTPLoadedResponse(
                 body: entry.body, statusCode: response.statusCode, headers: headers,
-                redirectLifetime: entry.redirectLifetime))
+                redirectLifetime: entry.redirectLifetime,
+                followedRedirectThatMayChange: entry.followedRedirectThatMayChange
+            ))
     }
 }

@@ -58,6 +58,35 @@ import FoundationNetworking
         #expect(try await server.statuses(for: then) == [200])
     }
 
+    @Test func aURLThatStopsRedirectingIsNotSentTheDateOfWhereItLed() async throws {
+        // /avatar -> 302 -> photo.jpg (Last-Modified only, a minute old); then /avatar serves other.jpg itself,
+        // a file two hours old. Before, photo.jpg's date went to /avatar as If-Modified-Since, and other.jpg's
+        // 304 kept photo.jpg's bytes for the avatar URL.
+        let now = Date()
+        try FileManager.default.setAttributes(
+            [.modificationDate: now.addingTimeInterval(-7200)],
+            ofItemAtPath: directory.url.appendingPathComponent("other.jpg").path)
+        try FileManager.default.setAttributes(
+            [.modificationDate: now.addingTimeInterval(-60)],
+            ofItemAtPath: directory.url.appendingPathComponent("photo.jpg").path)
+        let first = "/cache-lm/max-age=31536000/images/photo.jpg"
+        let own = "/cache-lm/max-age=31536000/images/other.jpg"
+        let url = server.url("/redirect-once/302\(own)?\(escaped(first))")
+        let loader = HTTPDataLoader()
+        guard case .modified(let body, let policy) = try await loader.loadData(for: url, revalidating: nil) else {
+            Issue.record("first load not a 200")
+            return
+        }
+        #expect(body == imageBytes)
+        switch try await loader.loadData(for: url, revalidating: policy) {
+        case .modified(let body, _):
+            #expect(body == otherBytes)
+        case .notModified:
+            Issue.record("other.jpg's 304 confirmed photo.jpg's bytes for the URL that now serves other.jpg")
+        }
+        #expect(try await server.statuses(for: own) == [200])
+    }
+
     @Test func aTemporaryRedirectKeepsTheEntityTag() async throws {
         // The same bytes behind the redirect: a 304, as before; changed bytes under their own tag: a 200.
         let first = "/cache/max-age=31536000/images/photo.jpg"
