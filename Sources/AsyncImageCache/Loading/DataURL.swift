@@ -57,32 +57,45 @@ public struct DataURL: Sendable, Equatable {
     /// At most the first `maxLength` bytes of the payload of the `data:` URL `string`, decoding no more of
     /// it than they take (a header needs a few kilobytes of a payload that may be megabytes); `nil` when
     /// the URL is not well-formed as far as it is read. Bytes past the cut are not looked at, so a
-    /// payload damaged further on still gives its start.
+    /// payload damaged further on still gives its start. Fewer than `maxLength` bytes means the payload
+    /// ended: a caller reading more each time (a header past the first read) stops there.
     static func payloadPrefix(of string: String, maxLength: Int) -> Data? {
         let utf8 = string.utf8
         guard let comma = utf8.firstIndex(of: UInt8(ascii: ",")) else { return nil }
         let start = utf8.index(after: comma)
-        // Each decoded byte takes at most three characters (%XX), or 4/3 in base64 with room for line breaks.
-        let limit = maxLength.multipliedReportingOverflow(by: 3).partialValue + 64
-        let end = utf8.index(start, offsetBy: limit, limitedBy: utf8.endIndex) ?? utf8.endIndex
-        var raw = Array(utf8[start..<end])
+        // A decoded byte takes at most three characters (%XX), or 4/3 in base64 with room for line breaks.
+        // Where that was not enough (base64 with its characters escaped takes four), twice as many.
+        var limit = maxLength.multipliedReportingOverflow(by: 3).partialValue + 64
+        while true {
+            let end = utf8.index(start, offsetBy: limit, limitedBy: utf8.endIndex) ?? utf8.endIndex
+            guard let (prefix, isWhole) = decodedPrefix(of: string, payload: start..<end) else { return nil }
+            if isWhole || prefix.count >= maxLength { return prefix.prefix(maxLength) }
+            let (doubled, overflow) = limit.multipliedReportingOverflow(by: 2)
+            limit = overflow ? Int.max : doubled
+        }
+    }
+
+    /// The bytes the characters of `string` in `payload` (from the start of the payload on) decode to, and
+    /// whether they are the whole payload; `nil` when the URL is not well-formed as far as it is read.
+    private static func decodedPrefix(of string: String, payload: Range<String.Index>) -> (Data, isWhole: Bool)? {
+        var raw = Array(string.utf8[payload])
         // A fragment ends the payload (it is not part of the data).
         let fragment = raw.firstIndex(of: UInt8(ascii: "#"))
         if let fragment { raw.removeSubrange(fragment...) }
-        let header = String(string[..<start])
-        guard end < utf8.endIndex, fragment == nil else {
-            // The whole payload is short: parsed as a load would.
-            return (try? DataURL(string: header + String(decoding: raw, as: UTF8.self)))?.data.prefix(maxLength)
+        let header = String(string[..<payload.lowerBound])
+        guard payload.upperBound < string.endIndex, fragment == nil else {
+            // The whole payload: parsed as a load would.
+            return (try? DataURL(string: header + String(decoding: raw, as: UTF8.self))).map { ($0.data, true) }
         }
         // Checked as a load would, with an empty payload.
         guard let parsed = try? DataURL(string: header) else { return nil }
         // A cut through an escape leaves it out.
         if let percent = raw.suffix(2).lastIndex(of: UInt8(ascii: "%")) { raw.removeSubrange(percent...) }
         guard var text = try? percentDecoded(raw[...], what: "payload") else { return nil }
-        guard parsed.isBase64 else { return Data(text.prefix(maxLength)) }
+        guard parsed.isBase64 else { return (Data(text), false) }
         text.removeAll { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
         text.removeLast(text.count % 4)
-        return Data(base64Encoded: Data(text)).map { $0.prefix(maxLength) }
+        return Data(base64Encoded: Data(text)).map { ($0, false) }
     }
 
     private static func mediaType(_ parameters: [Substring]) throws(ImageLoadingError) -> String {

@@ -90,9 +90,12 @@ import Testing
         let base64 = image.base64EncodedString(options: .lineLength76Characters)
             .replacingOccurrences(of: "+", with: "%2B")
         let percent = image.map { String(format: "%%%02X", $0) }.joined()
+        // Base64 with every character escaped, line breaks too: 4.1 characters a byte.
+        let escapedBase64 = image.base64EncodedString(options: .lineLength76Characters).utf8
+            .map { String(format: "%%%02X", $0) }.joined()
         for url in [
             "data:image/jpeg;base64," + base64, "data:image/jpeg," + percent, "DATA:;BASE64," + base64,
-            "data:image/jpeg;base64," + base64 + "#fragment",
+            "data:image/jpeg;base64," + base64 + "#fragment", "data:image/jpeg;base64," + escapedBase64,
         ] {
             let whole = try DataURL(string: url).data
             #expect(whole == image)
@@ -118,5 +121,21 @@ import Testing
         let folder = TemporaryDirectory("data-url-size")
         let store = try ImageStore.makeForTesting(root: folder.url)
         #expect(store.cachedPixelSize(for: url) == CGSize(width: 2400, height: 1600))
+    }
+
+    /// A header that needs more than the first read, in a base64 payload with every character escaped: the
+    /// reads grow until it is whole. Each read gave three quarters of the bytes asked for, which ended them,
+    /// and the size was `nil`.
+    @Test func theSizeOfADataURLWithALongHeaderInAnEscapedPayload() throws {
+        let image = try SampleImages.jpeg(width: 300, height: 200)
+        // A 40 KB comment segment after the start-of-image marker.
+        let comment = [0xFF, 0xFE, UInt8(40_002 >> 8), UInt8(40_002 & 0xFF)] + [UInt8](repeating: 0x61, count: 40_000)
+        let jpeg = image.prefix(2) + Data(comment) + image.dropFirst(2)
+        let escaped = jpeg.base64EncodedString().utf8.map { String(format: "%%%02X", $0) }.joined()
+        let url = try #require(URL(string: "data:image/jpeg;base64," + escaped))
+        #expect(try DataURL(url: url).data == jpeg)
+        let folder = TemporaryDirectory("data-url-long-header")
+        let store = try ImageStore.makeForTesting(root: folder.url)
+        #expect(store.cachedPixelSize(for: url) == CGSize(width: 300, height: 200))
     }
 }
