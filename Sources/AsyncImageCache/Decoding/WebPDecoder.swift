@@ -112,8 +112,8 @@ extension ImageDecoders {
         /// Without a cancellation in `context` (nothing can raise it) libwebp decodes in one call. With one, as in
         /// ``ImageStore``, libwebp's incremental decoder is handed the bytes `chunkSize` more at a time (`nil`
         /// for ``chunkSize(for:)``), which gives the same pixels (but for a damaged lossy bitstream, above), and
-        /// the flag is read before each chunk: a
-        /// decode nobody wants stops within a chunk and throws ``ImageDecodingError/Reason/cancelled``.
+        /// the flag is read before each chunk: a decode nobody wants stops within a chunk and throws
+        /// ``ImageDecodingError/Reason/cancelled``.
         ///
         /// Bytes that fail in chunks are decoded again in one call, and that call's status is the error: the
         /// incremental decoder words some failures its own way (`VP8_STATUS_USER_ABORT` for damaged alpha,
