@@ -49,3 +49,22 @@ public enum ImageLoadingError: Error, Sendable, Equatable, CustomStringConvertib
         }
     }
 }
+
+extension ImageLoadingError {
+    /// This error as the load of `url` reports it: a URL it names that is `url` written another way (with
+    /// the same ``URL/cacheKey``: the scheme in another case) becomes `url` as its caller wrote it. Loads
+    /// of one key share one run, whose errors name the URL of the load that started it.
+    func naming(_ url: URL) -> ImageLoadingError {
+        func asked(_ named: URL) -> URL { named.cacheKey == url.cacheKey ? url : named }
+        switch self {
+        case .unsupportedURL(let named): return .unsupportedURL(asked(named))
+        case .httpStatus(let code, let named): return .httpStatus(code: code, url: asked(named))
+        case .timedOut(let named): return .timedOut(asked(named))
+        case .responseTooLarge(let named, let limit): return .responseTooLarge(url: asked(named), byteLimit: limit)
+        case .truncatedResponse(let named, let expected, let received):
+            return .truncatedResponse(url: asked(named), expectedBytes: expected, receivedBytes: received)
+        case .network(let named, let description): return .network(url: asked(named), description: description)
+        case .invalidDataURL, .fileUnavailable, .decodingFailed, .cancelled: return self
+        }
+    }
+}

@@ -133,7 +133,8 @@ extension ImageStore {
             return await prepare(request, fileVersion: version, priority: priority, fetchSlot: fetchSlot)
         }
         if case .failure(let error) = outcome, error != .cancelled { count { $0.failures += 1 } }
-        return outcome
+        // The run may have been started by a load that wrote the URL another way (`HTTP://`).
+        return outcome.mapError { $0.naming(request.url) }
     }
 
     /// One run of the pipeline for `request`, shared by every waiter for it; for a local file, by those

@@ -282,3 +282,33 @@ func waitUntil(
     }
     Issue.record("condition never held", sourceLocation: sourceLocation)
 }
+
+extension ImageStoreCoalescingTests {
+    /// Loads of one image whose URLs differ only in the scheme's case (`HTTP://` and `http://`, one cache
+    /// key) share the download and, at the same width, the decode; each load's error names its own URL as
+    /// it was written, not the one the load that started the shared work wrote.
+    @Test func loadsSharingWorkUnderTwoSpellingsOfAURLEachGetAnErrorNamingTheirOwn() async throws {
+        let folder = TemporaryDirectory("images")
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        // Held until every load waits for it, however loaded the machine.
+        let path = "/held/spellings/status/404"
+        let lower = server.url(path)
+        let upper = try #require(URL(string: "HTTP" + lower.absoluteString.dropFirst("http".count)))
+        let first = Task { try await store.image(for: ImageRequest(url: lower, targetWidth: 100)) }
+        try await waitUntil { try await server.hits(for: path) == 1 }
+        let sameWidth = ImageRequest(url: upper, targetWidth: 100)
+        let otherWidth = ImageRequest(url: upper, targetWidth: 200)
+        let joiners = [sameWidth, otherWidth].map { request in Task { try await store.image(for: request) } }
+        try await waitUntil {
+            store.variantRuns.waiterCount(for: sameWidth) == 2 && store.fetchRuns.waiterCount(for: lower.cacheKey) == 2
+        }
+        try await server.release("spellings")
+        await #expect(throws: ImageLoadingError.httpStatus(code: 404, url: lower)) { try await first.value }
+        for joiner in joiners {
+            await #expect(throws: ImageLoadingError.httpStatus(code: 404, url: upper)) { try await joiner.value }
+        }
+        #expect(try await server.hits(for: path) == 1)
+    }
+}
