@@ -36,8 +36,10 @@ enum Demo: Subcommand {
     static let options: Set<String> = ["--output", "--pass", "--root"]
     static let flags: Set<String> = ["--keep"]
 
+    /// Named for the user: in a shared, sticky temporary folder (`/tmp`) no one may replace a file another
+    /// user wrote, and the demo run after someone else's (or after `sudo scripts/demo`) failed at its end.
     static var defaultSheetPath: String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("aic-demo-sheet.png").path
+        FileManager.default.temporaryDirectory.appendingPathComponent("aic-demo-sheet-\(getuid()).png").path
     }
 
     static func run(_ arguments: Arguments) async throws {

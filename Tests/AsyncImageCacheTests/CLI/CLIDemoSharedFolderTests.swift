@@ -1,0 +1,42 @@
+import Foundation
+import Spawn
+import Testing
+
+/// `aic demo` on a machine it shares with other users, whose temporary folder (`/tmp`) is everyone's.
+@Suite struct CLIDemoSharedFolderTests {
+    /// The contact sheet's default path was the same for everyone, `/tmp/aic-demo-sheet.png`: once another
+    /// user had run the demo (or the same user with `sudo scripts/demo`), the sticky temporary folder let
+    /// no one else replace that file, and the demo, run with no arguments, went through its three passes
+    /// and then failed ("cannot write /tmp/aic-demo-sheet.png: ... You don't have permission.", exit 1).
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    func theDemoWritesItsSheetWhenAnotherUsersSheetIsInTheSharedTemporaryFolder() async throws {
+        let aic = CommandLineRunner()
+        let (temporary, output, environment) = try aic.childSetup()
+        chmod(temporary.path, 0o1777)
+        // Root's sheet, by the name it had and by the one root's demo gives it now.
+        let othersSheets = ["aic-demo-sheet.png", "aic-demo-sheet-0.png"].map { temporary.appendingPathComponent($0) }
+        for sheet in othersSheets { try Data("root's sheet".utf8).write(to: sheet) }
+        let home = temporary.appendingPathComponent("home", isDirectory: true)
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        chown(home.path, 65534, 65534)
+        var asNobody = environment
+        asNobody["HOME"] = home.path
+        asNobody["XDG_CACHE_HOME"] = home.appendingPathComponent(".cache").path
+        let demo = try ChildProcess(
+            executable: "/usr/bin/setpriv",
+            arguments: [
+                "--reuid=65534", "--regid=65534", "--clear-groups", CommandLineRunner.executable.path, "demo",
+            ],
+            environment: asNobody, directory: home.path, standardOutput: output, standardError: output)
+        let status = await demo.exited()
+
+        let log = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(ChildProcess.exitCode(of: status) == 0, "\(ChildProcess.termination(of: status)): \(log)")
+        let sheetLine = try #require(
+            log.split(separator: "\n").first { $0.hasPrefix("Contact sheet of the thumbnails: ") }, "\(log)")
+        let sheet = String(sheetLine.dropFirst("Contact sheet of the thumbnails: ".count))
+        #expect(sheet.hasPrefix(temporary.path + "/"), "\(sheet)")
+        #expect(FileManager.default.fileExists(atPath: sheet))
+        for sheet in othersSheets { #expect(try Data(contentsOf: sheet) == Data("root's sheet".utf8)) }
+    }
+}
