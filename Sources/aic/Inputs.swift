@@ -75,10 +75,12 @@ enum Inputs {
     }
 
     private static func images(inFolder folder: URL) -> [URL] {
-        // Hidden files and folders are other programs' caches and metadata (.thumbnails, ._photo.jpg).
+        // Hidden files and folders are other programs' caches and metadata (.thumbnails, ._photo.jpg). The
+        // walker follows no link, not even the one it starts from: a folder named through a link (`~/Pictures`
+        // on another disk) is walked where it points, or it was "no images found".
         guard
             let walker = FileManager.default.enumerator(
-                at: folder, includingPropertiesForKeys: nil, options: .skipsHiddenFiles)
+                at: folder.resolvingSymlinksInPath(), includingPropertiesForKeys: nil, options: .skipsHiddenFiles)
         else { return [] }
         // stat, not the walker's isRegularFile: a link to an image is an image, as it is when named on the
         // command line (the walker does not follow links to folders, so a link loop cannot trap it).

@@ -98,6 +98,22 @@ import Testing
         #expect(result.stdout.contains("2 of 2 images"), "\(result)")
         #expect(result.stderr.contains("linked.jpg"), "\(result)")
     }
+
+    /// A folder named through a link (`~/Pictures` as a link to another disk) was "no images found": the
+    /// walker does not follow a link, not even the one it starts from.
+    @Test(arguments: ["pictures", "pictures/"])
+    func aLinkToAFolderNamedOnTheCommandLineIsWalked(argument: String) async throws {
+        let aic = CommandLineRunner()
+        let album = aic.file("album")
+        try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
+        try SampleImages.jpeg(width: 40, height: 30).write(to: album.appendingPathComponent("a.jpg"))
+        try SampleImages.jpeg(width: 30, height: 40).write(to: album.appendingPathComponent("b.jpg"))
+        try FileManager.default.createSymbolicLink(at: aic.file("pictures"), withDestinationURL: album)
+
+        let result = try await aic.run("sheet", argument, "--width", "20", "--output", "sheet.png")
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("2 of 2 images"), "\(result)")
+    }
 }
 
 /// Paths with `..` after a symbolic link.
