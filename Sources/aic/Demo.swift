@@ -114,7 +114,8 @@ enum Demo: Subcommand {
 
         let layout = SheetLayout(
             sizes: thumbnails.map(\.pixelSize), cellWidth: width, columns: sheetColumns, gap: SheetCommand.gap)
-        try sheet.write(layout.composite(thumbnails))
+        let composite = layout.composite(thumbnails)
+        try interruption.finishing { try sheet.write(composite) }
         let usage = store.diskUsage()
         Console.out(
             "\nDisk tier: \(usage.fileCount) files, \(Formatted.bytes(usage.byteCount)) in \(store.directory.path)")

@@ -7,8 +7,9 @@ import Darwin
 #endif
 
 /// What `aic demo` undoes when Ctrl-C (`SIGINT`) or `SIGTERM` ends it: the relaunched child is ended and
-/// waited for, the temporary folder is removed (unless `--keep`), then aic ends by the same signal, so
-/// its caller sees the status it would have seen without the handler (130 or 143 in a shell).
+/// waited for, a contact sheet being written is finished, the temporary folder is removed (unless `--keep`),
+/// then aic ends by the same signal, so its caller sees the status it would have seen without the handler
+/// (130 or 143 in a shell).
 ///
 /// Ended by the signal's default action, the demo left its folder (the sample set's cache, close to a
 /// megabyte) in the temporary directory for good, and a relaunched child that the signal did not reach
@@ -28,6 +29,8 @@ final class Interruption: Sendable {
     private static let arrived = LockedCounter()
     /// The relaunched child, if any.
     private let child = ChildState()
+    /// Work to finish before the folder goes and aic ends: the contact sheet's write.
+    private let unfinished = UnfinishedWork()
 
     /// Whether a handled signal has arrived: aic is ending by it, and reports nothing else.
     static var isInProgress: Bool { arrived.value > 0 }
@@ -40,7 +43,7 @@ final class Interruption: Sendable {
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         Self.pipeWriting = ends[1]
         let reading = ends[0]
-        let thread = Thread { [child] in
+        let thread = Thread { [child, unfinished] in
             var number: UInt8 = 0
             while read(reading, &number, 1) != 1 {}
             Self.arrived.increment()
@@ -50,6 +53,7 @@ final class Interruption: Sendable {
                 var info = siginfo_t()
                 _ = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT)
             }
+            unfinished.waitUntilDone()
             // Tried again while anything is left: the demo's own removal may run at the same time (its pass
             // failed as the child was ended), and a removal that finds a file gone stops where it is.
             if let folder {
@@ -117,6 +121,49 @@ final class Interruption: Sendable {
     /// Records that the child has been waited for, or could not start.
     func childEnded() {
         child.set(.none)
+    }
+
+    /// Runs `work` to its end before an interruption removes the folder and ends aic; throws, running
+    /// nothing, once an interruption has begun. For the contact sheet's write: ended in the middle,
+    /// Foundation's atomic write left its temporary file (`.dat.nosync...`, the whole PNG) beside the sheet.
+    func finishing<Result>(_ work: () throws -> Result) throws -> Result {
+        guard unfinished.begin() else { throw CommandFailure("interrupted") }
+        defer { unfinished.end() }
+        return try work()
+    }
+}
+
+/// Work an interruption lets finish, safe to begin and end from any thread.
+private final class UnfinishedWork: @unchecked Sendable {
+    // `count` and `isEnding` are only touched while holding `condition`.
+    private let condition = NSCondition()
+    private var count = 0
+    /// Set once an interruption waits: no work begins after that.
+    private var isEnding = false
+
+    /// Records that work begins; `false`, recording nothing, once an interruption has begun.
+    func begin() -> Bool {
+        condition.withLock {
+            guard !isEnding else { return false }
+            count += 1
+            return true
+        }
+    }
+
+    /// Records that work begun with ``begin()`` has ended.
+    func end() {
+        condition.withLock {
+            count -= 1
+            condition.broadcast()
+        }
+    }
+
+    /// Waits until no work is in progress; none begins from then on.
+    func waitUntilDone() {
+        condition.withLock {
+            isEnding = true
+            while count > 0 { condition.wait() }
+        }
     }
 }
 

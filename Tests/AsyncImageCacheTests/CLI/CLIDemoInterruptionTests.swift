@@ -33,6 +33,48 @@ import Testing
         if Self.isRunning(pass) { kill(pass, SIGKILL) }
     }
 
+    /// A signal that came while the contact sheet was being written ended aic in the middle of Foundation's
+    /// atomic write, whose temporary file (`.dat.nosync...`, the whole PNG) stayed beside the sheet for good.
+    /// The write is now finished first; aic then ends by the signal, the sheet written.
+    @Test func aDemoInterruptedWhileWritingItsSheetLeavesNoTemporaryFile() async throws {
+        let aic = CommandLineRunner()
+        let (_, output, environment) = try aic.childSetup()
+        let sheets = aic.workspace.url.appendingPathComponent("sheets", isDirectory: true)
+        try FileManager.default.createDirectory(at: sheets, withIntermediateDirectories: true)
+        let demo = try ChildProcess(
+            executable: CommandLineRunner.executable.path,
+            arguments: ["demo", "--output", sheets.appendingPathComponent("sheet.png").path], environment: environment,
+            directory: aic.workspace.url.path, standardOutput: output, standardError: output)
+
+        let sent = await Self.sendOnceAFileAppears(SIGINT, in: sheets, to: demo.pid)
+        let status = await demo.exited()
+
+        let log = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        try #require(sent, "the demo ended before its sheet was written: \(log)")
+        #expect(
+            ChildProcess.signal(of: status) == SIGINT || ChildProcess.exitCode(of: status) == 0,
+            "\(ChildProcess.termination(of: status)): \(log)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: sheets.path)
+        #expect(left.allSatisfy { $0 == "sheet.png" }, "left beside the sheet: \(left)")
+    }
+
+    /// Sends `signal` to `pid` as soon as anything appears in `folder`; `false`, sending nothing, when `pid`
+    /// exits first. Watched from a thread of its own, as ``sendOnceItStartsAChild(_:to:)`` is.
+    private static func sendOnceAFileAppears(_ signal: Int32, in folder: URL, to pid: pid_t) async -> Bool {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                while !hasExited(pid) {
+                    if let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path), !names.isEmpty {
+                        kill(pid, signal)
+                        return continuation.resume(returning: true)
+                    }
+                    usleep(50)
+                }
+                continuation.resume(returning: false)
+            }
+        }
+    }
+
     /// Sends `signal` to the child `pid` as soon as it has a child of its own (the demo's relaunched pass,
     /// the one child it starts), and returns that child; `nil`, sending nothing, when `pid` exits first.
     ///
