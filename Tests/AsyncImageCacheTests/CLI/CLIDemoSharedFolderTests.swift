@@ -19,13 +19,16 @@ import Testing
         let home = temporary.appendingPathComponent("home", isDirectory: true)
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         chown(home.path, 65534, 65534)
+        // A copy the other user can run wherever the checkout is (under /root, which only root may enter).
+        let executable = home.appendingPathComponent("aic")
+        try FileManager.default.copyItem(at: CommandLineRunner.executable, to: executable)
         var asNobody = environment
         asNobody["HOME"] = home.path
         asNobody["XDG_CACHE_HOME"] = home.appendingPathComponent(".cache").path
         let demo = try ChildProcess(
             executable: "/usr/bin/setpriv",
             arguments: [
-                "--reuid=65534", "--regid=65534", "--clear-groups", CommandLineRunner.executable.path, "demo",
+                "--reuid=65534", "--regid=65534", "--clear-groups", executable.path, "demo",
             ],
             environment: asNobody, directory: home.path, standardOutput: output, standardError: output)
         let status = await demo.exited()
