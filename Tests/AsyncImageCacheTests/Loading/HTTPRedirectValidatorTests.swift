@@ -31,60 +31,48 @@ import FoundationNetworking
         // /avatar -> 302 no-cache -> photo.jpg (Last-Modified only); then the avatar becomes other.jpg,
         // a file older than photo.jpg. Before, the revalidation sent photo.jpg's If-Modified-Since on to
         // other.jpg, whose 304 kept photo.jpg's bytes for the avatar (for ever: each revalidation the same).
-        let now = Date()
-        try FileManager.default.setAttributes(
-            [.modificationDate: now.addingTimeInterval(-7200)],
-            ofItemAtPath: directory.url.appendingPathComponent("other.jpg").path)
-        try FileManager.default.setAttributes(
-            [.modificationDate: now.addingTimeInterval(-60)],
-            ofItemAtPath: directory.url.appendingPathComponent("photo.jpg").path)
         let first = "/cache-lm/max-age=31536000/images/photo.jpg"
         let then = "/cache-lm/max-age=31536000/images/other.jpg"
         let url = server.url("/redirect-then/302/no-cache?\(escaped(first))&\(escaped(then))")
-        let loader = HTTPDataLoader()
-        guard case .modified(let body, let policy) = try await loader.loadData(for: url, revalidating: nil) else {
-            Issue.record("first load not a 200")
-            return
-        }
-        #expect(body == imageBytes)
-        #expect(policy.maxAge == 0)
-        let again = try await loader.loadData(for: url, revalidating: policy)
-        switch again {
-        case .modified(let body, _):
-            #expect(body == otherBytes)
-        case .notModified:
-            Issue.record("other.jpg's 304 confirmed photo.jpg's bytes for the avatar URL")
-        }
-        #expect(try await server.statuses(for: then) == [200])
+        let policy = try await expectRevalidationGetsTheOlderImage(url, servedAt: then)
+        #expect(policy?.maxAge == 0)
     }
 
     @Test func aURLThatStopsRedirectingIsNotSentTheDateOfWhereItLed() async throws {
-        // /avatar -> 302 -> photo.jpg (Last-Modified only, a minute old); then /avatar serves other.jpg itself,
-        // a file two hours old. Before, photo.jpg's date went to /avatar as If-Modified-Since, and other.jpg's
-        // 304 kept photo.jpg's bytes for the avatar URL.
-        let now = Date()
-        try FileManager.default.setAttributes(
-            [.modificationDate: now.addingTimeInterval(-7200)],
-            ofItemAtPath: directory.url.appendingPathComponent("other.jpg").path)
-        try FileManager.default.setAttributes(
-            [.modificationDate: now.addingTimeInterval(-60)],
-            ofItemAtPath: directory.url.appendingPathComponent("photo.jpg").path)
+        // /avatar -> 302 -> photo.jpg (Last-Modified only); then /avatar serves other.jpg itself. Before,
+        // photo.jpg's date went to /avatar as If-Modified-Since, and other.jpg's 304 kept photo.jpg's bytes.
         let first = "/cache-lm/max-age=31536000/images/photo.jpg"
         let own = "/cache-lm/max-age=31536000/images/other.jpg"
-        let url = server.url("/redirect-once/302\(own)?\(escaped(first))")
+        _ = try await expectRevalidationGetsTheOlderImage(
+            server.url("/redirect-once/302\(own)?\(escaped(first))"), servedAt: own)
+    }
+
+    /// Loads `url`, which leads to photo.jpg (dated a minute ago) the first time, then revalidates it once
+    /// it shows other.jpg (dated two hours ago), served at `path`: only a whole response gives the new
+    /// image, as an older file's `304` would keep photo.jpg's bytes. Returns the first load's policy.
+    private func expectRevalidationGetsTheOlderImage(
+        _ url: URL, servedAt path: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> HTTPCachePolicy? {
+        let now = Date()
+        for (name, age) in [("other.jpg", 7200.0), ("photo.jpg", 60)] {
+            try FileManager.default.setAttributes(
+                [.modificationDate: now.addingTimeInterval(-age)],
+                ofItemAtPath: directory.url.appendingPathComponent(name).path)
+        }
         let loader = HTTPDataLoader()
         guard case .modified(let body, let policy) = try await loader.loadData(for: url, revalidating: nil) else {
-            Issue.record("first load not a 200")
-            return
+            Issue.record("first load not a 200", sourceLocation: sourceLocation)
+            return nil
         }
-        #expect(body == imageBytes)
+        #expect(body == imageBytes, sourceLocation: sourceLocation)
         switch try await loader.loadData(for: url, revalidating: policy) {
         case .modified(let body, _):
-            #expect(body == otherBytes)
+            #expect(body == otherBytes, sourceLocation: sourceLocation)
         case .notModified:
-            Issue.record("other.jpg's 304 confirmed photo.jpg's bytes for the URL that now serves other.jpg")
+            Issue.record("other.jpg's 304 confirmed photo.jpg's bytes for the URL", sourceLocation: sourceLocation)
         }
-        #expect(try await server.statuses(for: own) == [200])
+        #expect(try await server.statuses(for: path) == [200], sourceLocation: sourceLocation)
+        return policy
     }
 
     @Test func aTemporaryRedirectKeepsTheEntityTag() async throws {
