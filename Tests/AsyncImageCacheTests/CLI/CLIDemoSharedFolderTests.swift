@@ -21,7 +21,7 @@ import Testing
         chown(home.path, 65534, 65534)
         // A copy the other user can run wherever the checkout is (under /root, which only root may enter).
         let executable = home.appendingPathComponent("aic")
-        try FileManager.default.copyItem(at: CommandLineRunner.executable, to: executable)
+        try copyExecutable(CommandLineRunner.executable, to: executable)
         var asNobody = environment
         asNobody["HOME"] = home.path
         asNobody["XDG_CACHE_HOME"] = home.appendingPathComponent(".cache").path
@@ -41,5 +41,23 @@ import Testing
         #expect(sheet.hasPrefix(temporary.path + "/"), "\(sheet)")
         #expect(FileManager.default.fileExists(atPath: sheet))
         for sheet in othersSheets { #expect(try Data(contentsOf: sheet) == Data("root's sheet".utf8)) }
+    }
+
+    /// Copies the program at `source` to `destination`, through a descriptor no child inherits: one that
+    /// another test spawned while a plain copy was open held it open for writing, and running the copy
+    /// failed with "Text file busy" (setpriv's status 126, seen once in a whole CLI run).
+    private func copyExecutable(_ source: URL, to destination: URL) throws {
+        let bytes = try Data(contentsOf: source)
+        let descriptor = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(descriptor) }
+        try bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                guard written > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+                offset += written
+            }
+        }
     }
 }
