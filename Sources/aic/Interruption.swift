@@ -15,6 +15,9 @@ import Darwin
 /// megabyte) in the temporary directory for good, and a relaunched child that the signal did not reach
 /// (a `SIGTERM` sent to aic alone, by `timeout` or a supervisor) ran on after it.
 ///
+/// `aic thumbnail` and `aic sheet` use it too, with no folder and no child: a PNG being written is finished
+/// (``finishing(_:)``), where Ctrl-C left the temporary file of Foundation's atomic write beside it.
+///
 /// The handler only writes the signal's number into a pipe (all a signal handler may safely do); a
 /// thread of its own reads it and does the work.
 final class Interruption: Sendable {
@@ -36,7 +39,7 @@ final class Interruption: Sendable {
     static var isInProgress: Bool { arrived.value > 0 }
 
     /// Handles ``signals`` from now on, ending the recorded child and removing `folder` (when not `nil`)
-    /// before aic ends. Call once.
+    /// before aic ends. Call once, in the command that runs.
     init(removing folder: URL?) {
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { return }  // no handler: the signals end aic as before
@@ -124,8 +127,9 @@ final class Interruption: Sendable {
     }
 
     /// Runs `work` to its end before an interruption removes the folder and ends aic; throws, running
-    /// nothing, once an interruption has begun. For the contact sheet's write: ended in the middle,
-    /// Foundation's atomic write left its temporary file (`.dat.nosync...`, the whole PNG) beside the sheet.
+    /// nothing, once an interruption has begun. For a PNG's write (the demo's sheet, a thumbnail, a sheet):
+    /// ended in the middle, Foundation's atomic write left its temporary file (`.dat.nosync...`, the whole
+    /// PNG) beside it.
     func finishing<Result>(_ work: () throws -> Result) throws -> Result {
         guard unfinished.begin() else { throw CommandFailure("interrupted") }
         defer { unfinished.end() }

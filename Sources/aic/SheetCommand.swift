@@ -52,6 +52,8 @@ enum SheetCommand: Subcommand {
         let radius = try arguments.integer("--radius", default: 0, in: 0...ThumbnailCommand.maximumWidth)
         let output = try PNGOutput(path: try PNGOutput.checkedPath(try arguments.required("--output")))
         let store = try Inputs.store()
+        // Ctrl-C lets the sheet's write finish (``Interruption``), so that no temporary file stays beside it.
+        let interruption = Interruption(removing: nil)
 
         let urls = try Inputs.expandingFolders(arguments.positionals)
         guard !urls.isEmpty else {
@@ -88,7 +90,7 @@ enum SheetCommand: Subcommand {
             )
         }
         let sheet = layout.composite(thumbnails)
-        try output.write(sheet)
+        try interruption.finishing { try output.write(sheet) }
         let counts = "\(thumbnails.count) of \(urls.count) images, \(sheet.pixelSize) px"
         let elapsed = Formatted.seconds(clock.now - start)
         Console.out("\(Console.printable(output.url.path)): \(counts); \(describe(store.statistics)); \(elapsed)")

@@ -68,6 +68,8 @@ enum ThumbnailCommand: Subcommand {
         try PNGOutput.checkNoneOverwrites(jobs.map(\.url), outputs: jobs.map(\.output))
 
         let store = try Inputs.store()
+        // Ctrl-C lets a PNG being written finish (``Interruption``), so that no temporary file stays beside it.
+        let interruption = Interruption(removing: nil)
         // Each image decodes and resizes on its own; as many at once as there are cores keeps them busy
         // while one waits for its file or writes its PNG.
         let lanes = max(1, ProcessInfo.processInfo.activeProcessorCount)
@@ -80,7 +82,9 @@ enum ThumbnailCommand: Subcommand {
             }
             for (index, job) in jobs.enumerated() {
                 if index >= lanes, let done = await group.next() { record(done) }
-                group.addTask { (index, await failure(of: job, width: width, radius: radius, in: store)) }
+                group.addTask {
+                    (index, await failure(of: job, width: width, radius: radius, in: store, interruption: interruption))
+                }
             }
             for await done in group { record(done) }
             return failures.sorted { $0.index < $1.index }.map(\.error)
@@ -101,10 +105,12 @@ enum ThumbnailCommand: Subcommand {
     /// A function of its own rather than a `do` block in the child task, as ``SheetCommand`` loads: with
     /// Swift 6.3.1 at -O, such a block in an async closure corrupted the captured index.
     private static func failure(
-        of job: (url: URL, output: PNGOutput), width: Int, radius: Int, in store: ImageStore
+        of job: (url: URL, output: PNGOutput), width: Int, radius: Int, in store: ImageStore,
+        interruption: Interruption
     ) async -> (any Error)? {
         do {
-            try await thumbnail(job.url, width: width, radius: radius, to: job.output, in: store)
+            try await thumbnail(
+                job.url, width: width, radius: radius, to: job.output, in: store, interruption: interruption)
             return nil
         } catch {
             return error
@@ -112,7 +118,7 @@ enum ThumbnailCommand: Subcommand {
     }
 
     private static func thumbnail(
-        _ url: URL, width: Int, radius: Int, to output: PNGOutput, in store: ImageStore
+        _ url: URL, width: Int, radius: Int, to output: PNGOutput, in store: ImageStore, interruption: Interruption
     ) async throws {
         let image: Bitmap
         do {
@@ -121,7 +127,7 @@ enum ThumbnailCommand: Subcommand {
         } catch {
             throw CommandFailure(Inputs.describe(error, loading: url))
         }
-        try output.write(image)
+        try interruption.finishing { try output.write(image) }
         Console.out("\(Console.printable(output.url.path)): \(image.pixelSize) PNG")
     }
 }

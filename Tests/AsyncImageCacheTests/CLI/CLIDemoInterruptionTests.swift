@@ -60,7 +60,7 @@ import Testing
 
     /// Sends `signal` to `pid` as soon as anything appears in `folder`; `false`, sending nothing, when `pid`
     /// exits first. Watched from a thread of its own, as ``sendOnceItStartsAChild(_:to:)`` is.
-    private static func sendOnceAFileAppears(_ signal: Int32, in folder: URL, to pid: pid_t) async -> Bool {
+    static func sendOnceAFileAppears(_ signal: Int32, in folder: URL, to pid: pid_t) async -> Bool {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread {
                 while !hasExited(pid) {
@@ -105,7 +105,7 @@ import Testing
     }
 
     /// Whether the child `pid` has exited, without reaping it.
-    private static func hasExited(_ pid: pid_t) -> Bool {
+    static func hasExited(_ pid: pid_t) -> Bool {
         var info = siginfo_t()
         return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0
             && info._sifields._sigchld.si_pid == pid
