@@ -328,18 +328,17 @@ import Testing
     /// it ended at once with the write still queued, no file was left, and the next run downloaded the
     /// image again.
     @Test func aLoadsWriteLandsWhenTheProgramExitsRightAfterIt() async throws {
-        let root = TemporaryDirectory("disk-commit-exit")
-        let bytes = try SampleImages.jpeg(width: 64, height: 48)
-        let url = URL(string: "https://images.example.com/exit.jpg")!
-        await #expect(processExitsWith: .success) {
-            [path = root.url.path as String, bytes = bytes as Data, url = url as URL] in
-            let store = try ImageStore.makeForTesting(root: URL(fileURLWithPath: path)) {
-                $0.dataLoader = FixedBytesLoader(bytes: bytes)
-            }
+        // The image comes from this process's loopback server, as the child's download.
+        let fixture = try await Fixture("disk-commit-exit")
+        defer { fixture.server.stop() }
+        let (root, bytes, url) = (fixture.folder, fixture.bytes, fixture.url)
+        await #expect(processExitsWith: .success) { [path = root.url.path as String, url = url as URL] in
+            let store = try ImageStore.makeForTesting(root: URL(fileURLWithPath: path))
             let gate = try await Self.holdDiskQueue(of: store.disk)
             _ = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
             DispatchQueue.global().asyncAfter(deadline: .now() + 2) { gate.signal() }
         }
+        #expect(try await fixture.server.hits(for: "/images/a.jpg") == 1)
         let store = try ImageStore.makeForTesting(root: root.url)
         #expect(store.disk.data(for: url) == bytes, "the program exited, and the load's file is not in the folder")
         #expect(store.disk.pixelSize(for: url) == PixelSize(width: 64, height: 48))
