@@ -12,13 +12,12 @@ import Testing
     /// the `removeImage(for:)` reads the generation and waits behind it.
     @Test func aRemoveImageWhileAnotherStoreOnTheFolderRemovesAllStillForgetsTheImage() async throws {
         let folder = TemporaryDirectory("remove-image-during-remove-all")
-        let images = TemporaryDirectory("remove-image-during-remove-all-images")
-        let (server, _) = try await TestHTTPServer.servingOneJPEG(in: images)
-        defer { server.stop() }
-        let url = server.url("/images/0.jpg")
+        let url = URL(string: "https://images.example.com/avatar.jpg")!
         let request = ImageRequest(url: url, targetWidth: 32)
         let clearing = try ImageStore.makeForTesting(root: folder.url)
-        let forgetting = try ImageStore.makeForTesting(root: folder.url)
+        let forgetting = try ImageStore.makeForTesting(root: folder.url) {
+            $0.dataLoader = FixedBytesLoader(bytes: try! SampleImages.jpeg(width: 64, height: 48))
+        }
         _ = try await forgetting.image(for: request)
         await onOwnThread { forgetting.waitForDiskMaintenance() }
         #expect(forgetting.cachedImage(for: request) != nil)
