@@ -38,24 +38,36 @@ import Testing
     /// The write is now finished first; aic then ends by the signal, the sheet written.
     @Test func aDemoInterruptedWhileWritingItsSheetLeavesNoTemporaryFile() async throws {
         let aic = CommandLineRunner()
-        let (_, output, environment) = try aic.childSetup()
         let sheets = aic.workspace.url.appendingPathComponent("sheets", isDirectory: true)
-        try FileManager.default.createDirectory(at: sheets, withIntermediateDirectories: true)
-        let demo = try ChildProcess(
-            executable: CommandLineRunner.executable.path,
-            arguments: ["demo", "--output", sheets.appendingPathComponent("sheet.png").path], environment: environment,
+        let left = try await Self.leftBesideOutput(
+            of: aic, running: ["demo", "--output", sheets.appendingPathComponent("sheet.png").path], in: sheets)
+        #expect(left.isEmpty, "left beside the sheet: \(left)")
+    }
+
+    /// Runs `aic arguments...`, which writes one PNG into `folder` (made here, empty), sends it `SIGINT` as soon
+    /// as anything appears there, and returns the other files left there once aic has ended (by the signal,
+    /// or on its own with the PNG written).
+    static func leftBesideOutput(
+        of aic: CommandLineRunner, running arguments: [String], in folder: URL,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> [String] {
+        let (_, output, environment) = try aic.childSetup()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let child = try ChildProcess(
+            executable: CommandLineRunner.executable.path, arguments: arguments, environment: environment,
             directory: aic.workspace.url.path, standardOutput: output, standardError: output)
 
-        let sent = await Self.sendOnceAFileAppears(SIGINT, in: sheets, to: demo.pid)
-        let status = await demo.exited()
+        let sent = await sendOnceAFileAppears(SIGINT, in: folder, to: child.pid)
+        let status = await child.exited()
 
         let log = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-        try #require(sent, "the demo ended before its sheet was written: \(log)")
+        try #require(
+            sent, "aic \(arguments[0]) ended before its output was written: \(log)", sourceLocation: sourceLocation)
         #expect(
             ChildProcess.signal(of: status) == SIGINT || ChildProcess.exitCode(of: status) == 0,
-            "\(ChildProcess.termination(of: status)): \(log)")
-        let left = try FileManager.default.contentsOfDirectory(atPath: sheets.path)
-        #expect(left.allSatisfy { $0 == "sheet.png" }, "left beside the sheet: \(left)")
+            "\(ChildProcess.termination(of: status)): \(log)", sourceLocation: sourceLocation)
+        let written = URL(fileURLWithPath: arguments[arguments.firstIndex(of: "--output")! + 1]).lastPathComponent
+        return try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0 != written }
     }
 
     /// Sends `signal` to `pid` as soon as anything appears in `folder`; `false`, sending nothing, when `pid`

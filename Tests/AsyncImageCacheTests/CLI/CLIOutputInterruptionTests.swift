@@ -13,29 +13,14 @@ import Testing
     @Test(arguments: ["thumbnail", "sheet"])
     func aCommandInterruptedWhileWritingItsOutputLeavesNoTemporaryFile(command: String) async throws {
         let aic = CommandLineRunner()
-        let (_, output, environment) = try aic.childSetup()
         // Large enough that its PNG takes a while to write: several megabytes.
         try SampleImages.jpeg(width: 2400, height: 1800).write(to: aic.file("photo.jpg"))
         var leftovers: [String] = []
         for run in 1...Self.runs {
             let folder = aic.workspace.url.appendingPathComponent("out-\(run)", isDirectory: true)
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let png = folder.appendingPathComponent("out.png").path
-            let child = try ChildProcess(
-                executable: CommandLineRunner.executable.path,
-                arguments: [command, "photo.jpg", "--width", "2400", "--output", png], environment: environment,
-                directory: aic.workspace.url.path, standardOutput: output, standardError: output)
-
-            let sent = await CLIDemoInterruptionTests.sendOnceAFileAppears(SIGINT, in: folder, to: child.pid)
-            let status = await child.exited()
-
-            let log = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-            try #require(sent, "aic \(command) ended before its output was written: \(log)")
-            #expect(
-                ChildProcess.signal(of: status) == SIGINT || ChildProcess.exitCode(of: status) == 0,
-                "\(ChildProcess.termination(of: status)): \(log)")
-            let left = try FileManager.default.contentsOfDirectory(atPath: folder.path)
-            leftovers += left.filter { $0 != "out.png" }
+            leftovers += try await CLIDemoInterruptionTests.leftBesideOutput(
+                of: aic, running: [command, "photo.jpg", "--width", "2400", "--output", png], in: folder)
         }
         #expect(leftovers.isEmpty, "left beside the output in \(leftovers.count) of \(Self.runs) runs: \(leftovers)")
     }
