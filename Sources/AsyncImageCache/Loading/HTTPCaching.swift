@@ -19,6 +19,9 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     /// The response's `Cache-Control`; `nil` when it has none (a `304` without one keeps the stored one).
     /// A `Pragma: no-cache` without `Cache-Control` stands as `Cache-Control: no-cache`.
     var cacheControl: CacheControl?
+    /// Whether ``cacheControl`` stands for a `Pragma: no-cache`: on a `304`, it gives way to the stored
+    /// response's own `Cache-Control` (RFC 9111 5.4).
+    var cacheControlIsPragma = false
     /// Seconds from the response's `Date` (its arrival, without one) to its `Expires`: `0` for one in the
     /// past or that is not a date; `nil` without `Expires`.
     var expiresLifetime: TimeInterval?
@@ -117,6 +120,7 @@ public struct HTTPCachePolicy: Sendable, Equatable {
             // An older server's no-cache (RFC 9111 5.4), which browsers honour in a response without
             // Cache-Control: stale at once, not fresh until evicted for want of a lifetime.
             cacheControl = CacheControl(lifetime: 0)
+            cacheControlIsPragma = true
         }
         // A response that varies on `*` matches no later request (RFC 9111 4.1): stale at once, so every
         // load asks the server. Other Vary fields name request headers that are the same on every load.
@@ -305,7 +309,11 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     /// It stays after a 304 without `Cache-Control` or `Expires`, and else gives way, as it did there.
     func refreshed(by policy: HTTPCachePolicy, at now: Date = Date()) -> HTTPCacheMetadata {
         var refreshed = HTTPCacheMetadata(policy: policy, receivedAt: now)
-        if policy.cacheControl == nil {
+        // Merged into the stored fields, a 304's `Pragma: no-cache` counts only where they hold no `Cache-Control`
+        // lifetime (one that gave none, such as `public`, is not told apart from none: the Pragma counts then).
+        let bringsCacheControl =
+            policy.cacheControl != nil && !(policy.cacheControlIsPragma && cacheControlLifetime != nil)
+        if !bringsCacheControl {
             refreshed.isStorable = isStorable
             if !(lifetimeSourceIsUnknown && policy.expiresLifetime != nil) {
                 refreshed.cacheControlLifetime = cacheControlLifetime

@@ -11,6 +11,24 @@ import Testing
         HTTPCachePolicy { name in fields.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value }
     }
 
+    /// A 304's `Pragma: no-cache` without `Cache-Control`, merged into a stored response whose `Cache-Control`
+    /// gives a lifetime (RFC 9111 4.3.4), changes nothing: `Cache-Control` comes first (5.4). Before, it
+    /// stood as the 304's own `no-cache` and made a year-long image stale at once, asked for at every load.
+    /// Onto a stored response without a lifetime it still makes the entry stale, as on a 200.
+    @Test func aPragmaOnA304GivesWayToTheStoredCacheControl() {
+        let received = Date(timeIntervalSince1970: 1000)
+        let now = Date(timeIntervalSince1970: 5000)
+        let pragma = Self.policy(headers: ["Pragma": "no-cache"])
+        let stored = HTTPCacheMetadata(
+            policy: Self.policy(headers: ["Cache-Control": "max-age=31536000", "ETag": "\"a\""]), receivedAt: received)
+        let refreshed = stored.refreshed(by: pragma, at: now)
+        #expect(refreshed.cacheControlLifetime == 31_536_000)
+        #expect(refreshed.expires == now.addingTimeInterval(31_536_000))
+        let unsaid = HTTPCacheMetadata(policy: Self.policy(headers: ["ETag": "\"a\""]), receivedAt: received)
+        #expect(unsaid.refreshed(by: pragma, at: now).isStale(at: now))
+        #expect(HTTPCacheMetadata(policy: pragma, receivedAt: now).isStale(at: now))
+    }
+
     @Test func freshnessFieldsAreKeptOnDiskAndOlderEntriesStillRead() throws {
         let made = HTTPCacheMetadata(
             policy: HTTPCachePolicy(maxAge: 2.5, entityTag: "\"e\""), receivedAt: Date(timeIntervalSince1970: 1000))
