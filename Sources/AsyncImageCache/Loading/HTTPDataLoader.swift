@@ -34,6 +34,14 @@ import FoundationNetworking
 /// server (it leaves an always-ready write source on the socket once the request is sent), so there
 /// the two timeouts also bound the CPU a slow server costs.
 ///
+/// Also on Linux, swift-corelibs-foundation reads the body of a redirect (301, 302, 303, 307, 308)
+/// itself before it asks the delegate, and never shows it: ``maximumResponseBytes`` cannot stop it, and
+/// neither can a cancellation. It copies the body as it grows, so its time grows with the square of
+/// the size, and it holds the queue that every `URLSession` in the process shares. A redirect with a
+/// 64 MiB body from a loopback server held up every other download in the process for over three
+/// minutes, cancelled 0.3 s in. The short bodies servers send with a redirect ("Moved: here") cost
+/// nothing.
+///
 /// By default it uses an ephemeral session without a `URLCache`: the store keeps its own memory and
 /// disk tiers, and a second copy of every response would only cost memory and disk. Requests carry
 /// ``acceptHeader``, so an image CDN that negotiates the format sends one this platform decodes,
