@@ -132,7 +132,9 @@ package final class ChildProcess: Sendable {
         guard let addChdir = Self.addChdir, addChdir(&actions, directory) == 0 else {
             throw SpawnError(description: "posix_spawn_file_actions_addchdir_np is not available")
         }
-        var attributes = Self.defaultSignals()
+        // SIGHUP too: aic under test gets a terminal's signals as a shell gives them, whatever the test
+        // runner ignores (a CI job started under `nohup`).
+        var attributes = Self.defaultSignals(adding: [SIGHUP])
         defer { posix_spawnattr_destroy(&attributes) }
         var argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
@@ -158,15 +160,16 @@ package final class ChildProcess: Sendable {
         }()
 
     /// Attributes that give a child no blocked signals (a thread of the test pool blocks some, and a child
-    /// inherits its mask) and the default handling of SIGTERM, SIGINT and SIGPIPE. Destroy them after use.
-    private static func defaultSignals() -> posix_spawnattr_t {
+    /// inherits its mask) and the default handling of SIGTERM, SIGINT, SIGPIPE and `more`. Destroy them
+    /// after use.
+    private static func defaultSignals(adding more: [Int32] = []) -> posix_spawnattr_t {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         var noSignals = sigset_t()
         sigemptyset(&noSignals)
         var defaults = sigset_t()
         sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGPIPE] { sigaddset(&defaults, signal) }
+        for signal in [SIGTERM, SIGINT, SIGPIPE] + more { sigaddset(&defaults, signal) }
         posix_spawnattr_setsigmask(&attributes, &noSignals)
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))

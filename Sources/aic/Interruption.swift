@@ -6,10 +6,10 @@ import Glibc
 import Darwin
 #endif
 
-/// What `aic demo` undoes when Ctrl-C (`SIGINT`) or `SIGTERM` ends it: the relaunched child is ended and
-/// waited for, a contact sheet being written is finished, the temporary folder is removed (unless `--keep`),
-/// then aic ends by the same signal, so its caller sees the status it would have seen without the handler
-/// (130 or 143 in a shell).
+/// What `aic demo` undoes when Ctrl-C (`SIGINT`), `SIGTERM` or a closed terminal (`SIGHUP`) ends it: the
+/// relaunched child is ended and waited for, a contact sheet being written is finished, the temporary folder
+/// is removed (unless `--keep`), then aic ends by the same signal, so its caller sees the status it would have
+/// seen without the handler (130, 143 or 129 in a shell).
 ///
 /// Ended by the signal's default action, the demo left its folder (the sample set's cache, close to a
 /// megabyte) in the temporary directory for good, and a relaunched child that the signal did not reach
@@ -21,9 +21,9 @@ import Darwin
 /// The handler only writes the signal's number into a pipe (all a signal handler may safely do); a
 /// thread of its own reads it and does the work.
 final class Interruption: Sendable {
-    /// The signals handled: those that end a program that is asked to stop, and that a child spawned
-    /// through ``ChildProcess`` gets back at their default action.
-    static let signals = [SIGINT, SIGTERM]
+    /// The signals handled: those that end a program that is asked to stop, or whose terminal closed
+    /// (ignored ones stay ignored: `nohup aic demo` keeps running when its terminal closes).
+    static let signals = [SIGINT, SIGTERM, SIGHUP]
 
     /// The write end of the pipe the handler writes into, set once before any handler is installed.
     nonisolated(unsafe) private static var pipeWriting: Int32 = -1

@@ -2,13 +2,15 @@ import Foundation
 import Spawn
 import Testing
 
-/// `aic demo` stopped by Ctrl-C (`SIGINT`) or `SIGTERM` while its relaunched pass runs.
+/// `aic demo` stopped by Ctrl-C (`SIGINT`), `SIGTERM` or a closed terminal (`SIGHUP`) while its relaunched
+/// pass runs.
 @Suite struct CLIDemoInterruptionTests {
     /// The signal used to end aic at once, by its default action: the demo's folder (its sample set's
     /// cache) stayed in the temporary directory, and the relaunched pass, which a signal sent to aic
     /// alone does not reach, ran on after it. Now the pass is ended and waited for, the folder removed,
-    /// and aic still ends by the signal.
-    @Test(arguments: [SIGINT, SIGTERM])
+    /// and aic still ends by the signal. `SIGHUP`, sent when the terminal closes, left the folder after
+    /// the others were handled.
+    @Test(arguments: [SIGINT, SIGTERM, SIGHUP])
     func anInterruptedDemoEndsItsRelaunchedPassAndLeavesNoFolder(signal: Int32) async throws {
         let aic = CommandLineRunner()
         let (temporary, output, environment) = try aic.childSetup()
