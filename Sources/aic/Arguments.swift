@@ -106,7 +106,7 @@ struct Arguments {
         guard let seconds = number.map({ $0 * (unit ?? 1) }), seconds.isFinite, seconds >= 0 else {
             throw UsageError("\(name) must be seconds, or a number ending in s, m, h or d (e.g. 7d), not \"\(text)\"")
         }
-        return seconds
+        return seconds == 0 ? 0 : seconds  // -0 passes `>= 0`, and printed as "-0 seconds"
     }
 }
 

@@ -161,6 +161,19 @@ import Testing
         #expect(infinite.status == 2, "\(infinite)")
     }
 
+    /// `-0` is a number of seconds that is not negative, and the age it gives is 0: the summary said
+    /// "not used for -0 seconds".
+    @Test func aMaxAgeOfMinusZeroIsZeroSeconds() async throws {
+        let aic = CommandLineRunner()
+        for text in ["-0", "-0d", "-0.0"] {
+            let trimmed = try await aic.run("cache", "trim", "--max-age", text)
+            #expect(trimmed.status == 0, "\(trimmed)")
+            #expect(trimmed.stdout.contains("not used for 0 seconds from"), "\(text): \(trimmed)")
+        }
+        let negative = try await aic.run("cache", "trim", "--max-age", "-1")
+        #expect(negative.status == 2, "\(negative)")
+    }
+
     /// Without an absolute `XDG_CACHE_HOME` (unset, empty or relative, which the XDG spec says to
     /// ignore) the cache is in `$HOME/.cache`, as the documentation says: the home directory of the
     /// account database is only for a `HOME` that is unset or not absolute.
