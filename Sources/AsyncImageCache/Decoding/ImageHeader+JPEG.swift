@@ -3,8 +3,11 @@ extension ImageHeader {
     /// APP1 segment, walking the marker segments that come before the first scan.
     ///
     /// The EXIF segment may come after the frame header, as libjpeg, browsers and Pillow all allow, so
-    /// the walk goes on to the scan. Past the frame header, bytes that end (a prefix of the file) or make
-    /// no sense only end the search: the size is known, and the orientation is what was found.
+    /// the walk goes on to the scan. Past the frame header, bytes that make no sense only end the search:
+    /// the size is known, and the orientation is what was found. Bytes that end before the scan are
+    /// `.truncated` all the same, since the EXIF segment may still come: a reader of growing prefixes
+    /// (``ImageStore/readHeader(from:)``) would otherwise take a prefix that ends inside it for an
+    /// upright image, and report a photo turned by its EXIF with its width and height exchanged.
     static func parseJPEG(_ bytes: HeaderBytes) throws(ImageDecodingError) -> ImageHeader {
         var orientation: ImageOrientation?
         var frame: (offset: Int, length: Int)?
@@ -24,7 +27,7 @@ extension ImageHeader {
                 throw bytes.corrupt(
                     end.marker == 0xD9 ? "end of image before a frame header" : "scan before a frame header")
             }
-        } catch  where frame != nil {
+        } catch  where frame != nil && error.reason != .truncated {
             // After the frame header: the header stands with the orientation found so far.
         }
         guard let frame else { throw bytes.corrupt("no frame header") }

@@ -91,6 +91,22 @@ import Testing
         #expect(throws: ImageDecodingError(format: .jpeg, reason: .truncated)) { try ImageHeader.parse(cut) }
     }
 
+    /// An EXIF segment after the frame header that runs past the store's first 16 KiB look (a thumbnail's
+    /// worth of it) still turns the size read from growing prefixes, as it turns the decoded picture.
+    @Test func aLargeExifSegmentAfterTheFrameHeaderTurnsTheSizeReadFromPrefixes() throws {
+        let data = SyntheticHeaders.jpeg(
+            width: 40, height: 30, exif: SyntheticHeaders.tiff(orientation: 6, bigEndian: false),
+            exifAfterFrameHeader: true, exifPadding: 40_000)
+        #expect(try ImageHeader.parse(data).displaySize == PixelSize(width: 30, height: 40))
+        let header = ImageStore.readHeader { data.prefix($0) }
+        #expect(header?.orientation == .right, "orientation read from prefixes: \(String(describing: header))")
+        #expect(header?.displaySize == PixelSize(width: 30, height: 40))
+        // A file cut inside that segment is cut short, not an upright image.
+        #expect(throws: ImageDecodingError(format: .jpeg, reason: .truncated)) {
+            try ImageHeader.parse(data.prefix(16 * 1024))
+        }
+    }
+
     /// Past ``ImageHeader/maximumStrayJPEGBytes`` of them, stray bytes make the file corrupt, where it no
     /// longer ends a read in growing prefixes that a run of them would otherwise take to the end.
     @Test func strayBytesPastTheLimitAreCorrupt() throws {

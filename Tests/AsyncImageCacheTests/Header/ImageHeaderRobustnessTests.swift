@@ -13,6 +13,14 @@ import Testing
                 ImageHeader(format: .jpeg, storedSize: PixelSize(width: 1200, height: 1800), orientation: .right)
             ),
             (
+                // A prefix that ends inside the EXIF segment after the frame header is not yet the answer.
+                "JPEG with EXIF after the frame header",
+                SyntheticHeaders.jpeg(
+                    width: 5, height: 3, exif: SyntheticHeaders.tiff(orientation: 6, bigEndian: true),
+                    exifAfterFrameHeader: true),
+                ImageHeader(format: .jpeg, storedSize: PixelSize(width: 5, height: 3), orientation: .right)
+            ),
+            (
                 "beacon.gif", try Fixtures.data("gif", "beacon.gif"),
                 ImageHeader(format: .gif, storedSize: PixelSize(width: 6, height: 6))
             ),

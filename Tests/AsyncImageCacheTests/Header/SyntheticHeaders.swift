@@ -23,18 +23,23 @@ enum SyntheticHeaders {
     }
 
     /// SOI, an optional EXIF APP1, a JFIF APP0, fill bytes, a frame header and the start of a scan.
+    /// With `exifAfterFrameHeader` the APP1 comes after the frame header instead; `exifPadding` zero
+    /// bytes follow the TIFF structure inside it (an EXIF thumbnail's room).
     static func jpeg(
-        width: Int, height: Int, exif: [UInt8]? = nil, frameMarker: UInt8 = 0xC0, fillBytes: Int = 0
+        width: Int, height: Int, exif: [UInt8]? = nil, frameMarker: UInt8 = 0xC0, fillBytes: Int = 0,
+        exifAfterFrameHeader: Bool = false, exifPadding: Int = 0
     ) -> Data {
         Data(
             ByteWriter.build { jpeg in
-                jpeg.append([0xFF, 0xD8])
-                if let exif {
+                func appendExif() {
+                    guard let exif else { return }
                     jpeg.append([0xFF, 0xE1])
-                    jpeg.uint16(2 + 6 + exif.count, bigEndian: true)
+                    jpeg.uint16(2 + 6 + exif.count + exifPadding, bigEndian: true)
                     jpeg.ascii("Exif")
-                    jpeg.append([0, 0] + exif)
+                    jpeg.append([0, 0] + exif + [UInt8](repeating: 0, count: exifPadding))
                 }
+                jpeg.append([0xFF, 0xD8])
+                if !exifAfterFrameHeader { appendExif() }
                 jpeg.append([0xFF, 0xE0, 0x00, 0x10])
                 jpeg.ascii("JFIF")
                 jpeg.append([0, 1, 1, 0, 0, 1, 0, 1, 0, 0])
@@ -45,6 +50,7 @@ enum SyntheticHeaders {
                 jpeg.uint16(height, bigEndian: true)
                 jpeg.uint16(width, bigEndian: true)
                 jpeg.append([3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1])
+                if exifAfterFrameHeader { appendExif() }
                 jpeg.append([0xFF, 0xDA, 0x00, 0x0C, 3, 1, 0, 2, 0x11, 3, 0x11, 0, 0x3F, 0])
             })
     }
