@@ -79,6 +79,20 @@ enum HEIFCodedSize {
         return sizes
     }
 
+    /// The output size of item `item` when it is a `grid` or an `iovl`, as its description gives it: the
+    /// canvas libheif makes for it, whatever `ispe` says or leaves unsaid. `nil` for other items, and when
+    /// the description cannot be read from the bytes present.
+    static func derivedImageCanvas(of item: Int, in data: Data) -> PixelSize? {
+        let file = HEIFBoxes(bytes: HeaderBytes(data, format: nil))
+        guard let meta = try? file.child("meta", from: 0, to: file.bytes.count) else { return nil }
+        let metaContent = meta.contentStart + 4  // FullBox version and flags
+        guard let types = try? file.itemTypes(metaContent: metaContent, metaEnd: meta.end),
+            types[item] == "grid" || types[item] == "iovl",
+            let sizes = try? itemSizes(file, data: data, metaContent: metaContent, metaEnd: meta.end)
+        else { return nil }
+        return sizes.first { $0.item == item }?.size
+    }
+
     /// The bytes of `data` in `range`, counted from its start.
     private static func slice(_ data: Data, _ range: Range<Int>) -> [UInt8] {
         Array(data[(data.startIndex + range.lowerBound)..<(data.startIndex + range.upperBound)])

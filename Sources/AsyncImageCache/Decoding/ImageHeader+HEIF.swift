@@ -28,8 +28,9 @@ extension ImageHeader {
     /// clean aperture (`clap`) when it has one, and its orientation from that item's `irot` and `imir`
     /// properties, found in `meta` / `iprp`.
     ///
-    /// When the primary item cannot be matched to its properties, the largest `ispe` is taken, upright
-    /// and uncropped.
+    /// A primary `grid` or `iovl` item without an `ispe` of its own takes its size from its description,
+    /// with its own `irot`, `imir` and `clap`. Otherwise, when the primary item cannot be matched to its
+    /// `ispe`, the largest `ispe` is taken, upright and uncropped.
     static func parseHEIF(_ bytes: HeaderBytes) throws(ImageDecodingError) -> ImageHeader {
         let (file, properties, extent) = try heifItem(bytes, id: nil)
         return try file.completeBoxes { () throws(ImageDecodingError) -> ImageHeader in
@@ -57,7 +58,8 @@ extension ImageHeader {
     }
 
     /// The properties associated with the item `id` (`nil`: the primary item), and the size its `ispe`
-    /// declares. When the item cannot be matched to its properties: no properties, and the largest `ispe`.
+    /// declares, or for a `grid` or `iovl` without one, its description. When the item cannot be matched to
+    /// its size that way: no properties, and the largest `ispe`.
     private static func heifItem(
         _ bytes: HeaderBytes, id: Int?
     ) throws(ImageDecodingError) -> (HEIFBoxes, properties: [HEIFBoxes.Box], extent: PixelSize) {
@@ -85,6 +87,11 @@ extension ImageHeader {
                 chosen = indices.compactMap { $0 >= 1 && $0 <= all.count ? all[$0 - 1] : nil }
             }
             if let size = try file.largestExtent(among: chosen) { return (file, chosen, size) }
+            // A grid or overlay without the ispe HEIF asks of it is as large as its description says, which
+            // is what libheif makes of it; its irot, imir and clap are its own all the same.
+            if let item, let canvas = HEIFCodedSize.derivedImageCanvas(of: item, in: bytes.bytes) {
+                return (file, chosen, canvas)
+            }
             guard let size = try file.largestExtent(among: all) else { throw bytes.corrupt("no ispe property") }
             return (file, [], size)
         }
