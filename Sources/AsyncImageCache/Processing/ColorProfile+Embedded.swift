@@ -5,10 +5,10 @@ import Foundation
 
 extension ColorProfile {
     /// The profile embedded in `data`, a file of `format`, when it is one this type reads: a JPEG's
-    /// `ICC_PROFILE` APP2 segments (joined in their order), a PNG's `iCCP` chunk, a WebP's `ICCP` chunk,
-    /// a HEIF or AVIF primary image's `prof` or `rICC` colour information (or, with no ICC profile, its
-    /// `nclx` colour description: see ``ImageDecoders/HEIF``); for a colour JPEG (three components) with
-    /// no profile whose EXIF declares Adobe RGB, ``adobeRGB``.
+    /// `ICC_PROFILE` APP2 segments (joined in their order), a PNG's `iCCP` chunk, a WebP's `ICCP` chunk
+    /// (where its `VP8X` flags announce it), a HEIF or AVIF primary image's `prof` or `rICC` colour
+    /// information (or, with no ICC profile, its `nclx` colour description: see ``ImageDecoders/HEIF``);
+    /// for a colour JPEG (three components) with no profile whose EXIF declares Adobe RGB, ``adobeRGB``.
     ///
     /// A gray profile counts only for a grayscale image (a JPEG of one component, a PNG of colour type 0
     /// or 4), as the ICC and PNG specifications have it: on a colour image it describes other samples,
@@ -114,15 +114,22 @@ extension ColorProfile {
         return (icc, exif.map { ImageHeader.exifDeclaresAdobeRGB(in: $0) } ?? false, components)
     }
 
-    /// Walks the RIFF chunks for `ICCP` (extended files only put it right after `VP8X`).
+    /// The `ICCP` chunk of an extended file whose `VP8X` flags say it has a profile, among the chunks its
+    /// RIFF size covers, as libwebp's demuxer (which browsers read WebP's profile through) finds it: a
+    /// chunk the flags do not announce, one in a simple file (no `VP8X`) and one past the RIFF size are
+    /// passed over, and the picture is taken for sRGB.
     private static func webPICCData(_ bytes: UnsafeRawBufferPointer) -> Data? {
-        guard bytes.count >= 12, bytes[0..<4].elementsEqual("RIFF".utf8), bytes[8..<12].elementsEqual("WEBP".utf8)
+        func uint32LE(at offset: Int) -> Int { (0..<4).reduce(0) { $0 | Int(bytes[offset + $1]) << (8 * $1) } }
+        guard bytes.count >= 30, bytes[0..<4].elementsEqual("RIFF".utf8), bytes[8..<12].elementsEqual("WEBP".utf8),
+            bytes[12..<16].elementsEqual("VP8X".utf8), bytes[20] & 0x20 != 0
         else { return nil }
+        // The RIFF size counts the bytes after itself; chunks beyond it belong to no one.
+        let riffEnd = min(bytes.count, uint32LE(at: 4) + 8)
         var offset = 12
-        while offset + 8 <= bytes.count {
-            let size = (0..<4).reduce(0) { $0 | Int(bytes[offset + 4 + $1]) << (8 * $1) }
+        while offset + 8 <= riffEnd {
+            let size = uint32LE(at: offset + 4)
             let end = offset + 8 + size
-            guard end <= bytes.count else { return nil }
+            guard end <= riffEnd else { return nil }
             if bytes[offset..<(offset + 4)].elementsEqual("ICCP".utf8) {
                 return size <= largestProfile ? Data(bytes[(offset + 8)..<end]) : nil
             }
