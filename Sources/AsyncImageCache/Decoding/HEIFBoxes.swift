@@ -145,15 +145,32 @@ struct HEIFBoxes {
         return largest
     }
 
-    /// The EXIF orientation equal to the `irot` (quarter turns anticlockwise) followed by the
-    /// `imir` (axis 0: top and bottom exchanged; 1: left and right, per ISO/IEC 23008-12:2022)
-    /// among `properties`. HEIF requires this order, so the order of the boxes themselves is not consulted.
+    /// The EXIF orientation equal to the `irot` (quarter turns anticlockwise) and `imir` (axis 0: top and
+    /// bottom exchanged; 1: left and right, per ISO/IEC 23008-12:2022) among `properties`, applied in the
+    /// order they are associated with the item, as HEIF has it (6.3) and libheif does. MIAF asks writers
+    /// for the rotation first, but a HEIF file may mirror first, which turns the other way.
     func orientation(from properties: [Box]) throws(ImageDecodingError) -> ImageOrientation {
+        // What the properties so far amount to: a rotation, then a mirror or none.
         var quarterTurns = 0
         var mirrorAxis: Int?
         for property in properties {
-            if property.type == "irot" { quarterTurns = Int(try bytes.byte(at: property.contentStart) & 0x03) }
-            if property.type == "imir" { mirrorAxis = Int(try bytes.byte(at: property.contentStart) & 0x01) }
+            if property.type == "irot" {
+                let turns = Int(try bytes.byte(at: property.contentStart) & 0x03)
+                // A mirror then a rotation is the rotation then the mirror about the turned axis.
+                quarterTurns = (quarterTurns + turns) % 4
+                if turns % 2 == 1, let axis = mirrorAxis { mirrorAxis = 1 - axis }
+            }
+            if property.type == "imir" {
+                let axis = Int(try bytes.byte(at: property.contentStart) & 0x01)
+                switch mirrorAxis {
+                case nil: mirrorAxis = axis
+                case axis?: mirrorAxis = nil  // the same mirror twice undoes itself
+                default:
+                    // Mirrors about both axes make a half turn.
+                    mirrorAxis = nil
+                    quarterTurns = (quarterTurns + 2) % 4
+                }
+            }
         }
         // Rows: quarter turns anticlockwise. Columns: no mirror, axis 0 (flip vertically), axis 1 (horizontally).
         let table: [[ImageOrientation]] = [
