@@ -15,6 +15,10 @@ struct HEIFCleanAperture: Equatable {
     var height: Fraction
     var horizontalOffset: Fraction
     var verticalOffset: Fraction
+    /// What the item's `irot` and `imir` associated before the aperture do to the picture first: the
+    /// aperture's numbers are measured along the sides of the picture so turned (HEIF applies an item's
+    /// transformations in the order they are associated; MIAF files put the aperture first, `.up`).
+    var precedingOrientation = ImageOrientation.up
 
     /// The eight fields of a `clap` box's content: width, height, horizontal and vertical offset, each
     /// a 32-bit numerator and denominator; the offsets' numerators are signed. `nil` for a zero
@@ -43,6 +47,49 @@ struct HEIFCleanAperture: Equatable {
         }
         let shown = PixelSize(width: min(shownWidth, size.width), height: min(shownHeight, size.height))
         return shown.width > 0 && shown.height > 0 ? shown : nil
+    }
+
+    /// The size the aperture shows, in stored orientation, of an image declared as `size` in stored
+    /// orientation: ``shownSize(of:)`` measured along the sides of the picture as
+    /// ``precedingOrientation`` turns it, turned back.
+    func shownStoredSize(of size: PixelSize) -> PixelSize? {
+        let turned = precedingOrientation.swapsWidthAndHeight
+        return shownSize(of: turned ? size.transposed : size).map { turned ? $0.transposed : $0 }
+    }
+
+    /// The rectangle of a decoded picture of `decoded` pixels (stored orientation) that the aperture shows,
+    /// in stored coordinates: ``crop(in:)`` of the picture as ``precedingOrientation`` turns it, with the
+    /// size ``shownSize(of:)`` promises for the `declared` size (stored orientation; its `ispe`) where the
+    /// picture's edge cuts the crop short (the aperture reaching past it, against the standard: the crop
+    /// grows back inwards), mapped back onto the stored pixels. `nil` where ``crop(in:)`` is.
+    func storedCrop(in decoded: PixelSize, declared: PixelSize) -> (x: Int, y: Int, width: Int, height: Int)? {
+        let turn = precedingOrientation
+        let seen = turn.displaySize(ofStored: decoded)
+        guard var crop = crop(in: seen) else { return nil }
+        if let promised = shownSize(of: turn.displaySize(ofStored: declared)) {
+            crop.width = min(promised.width, seen.width)
+            crop.height = min(promised.height, seen.height)
+            crop.x = min(crop.x, seen.width - crop.width)
+            crop.y = min(crop.y, seen.height - crop.height)
+        }
+        // The stored pixel that shows at (x, y) of the turned picture, as Bitmap.oriented(_:) reads them.
+        let (width, height) = (decoded.width, decoded.height)
+        func stored(_ x: Int, _ y: Int) -> (x: Int, y: Int) {
+            switch turn {
+            case .up: (x, y)
+            case .upMirrored: (width - 1 - x, y)
+            case .down: (width - 1 - x, height - 1 - y)
+            case .downMirrored: (x, height - 1 - y)
+            case .leftMirrored: (y, x)
+            case .right: (y, height - 1 - x)
+            case .rightMirrored: (width - 1 - y, height - 1 - x)
+            case .left: (width - 1 - y, x)
+            }
+        }
+        let first = stored(crop.x, crop.y)
+        let last = stored(crop.x + crop.width - 1, crop.y + crop.height - 1)
+        let (x, y) = (min(first.x, last.x), min(first.y, last.y))
+        return (x, y, max(first.x, last.x) - x + 1, max(first.y, last.y) - y + 1)
     }
 
     /// The rectangle of a decoded image of `size` that the aperture shows, computed as libheif 1.15
@@ -113,12 +160,16 @@ struct HEIFCleanAperture: Equatable {
 }
 
 extension HEIFBoxes {
-    /// The clean aperture among `properties` (an item's), if it has a usable one.
+    /// The clean aperture among `properties` (an item's, in the order they are associated), if it has a
+    /// usable one, with the `irot` and `imir` associated before it.
     func cleanAperture(among properties: [Box]) throws(ImageDecodingError) -> HEIFCleanAperture? {
-        guard let clap = properties.first(where: { $0.type == "clap" }) else { return nil }
+        guard let index = properties.firstIndex(where: { $0.type == "clap" }) else { return nil }
+        let clap = properties[index]
         guard clap.end - clap.contentStart >= 32 else { throw bytes.corrupt("clap of the wrong length") }
         var fields: [Int] = []
         for index in 0..<8 { fields.append(try bytes.uint32BE(at: clap.contentStart + index * 4)) }
-        return HEIFCleanAperture(fields: fields)
+        var aperture = HEIFCleanAperture(fields: fields)
+        aperture?.precedingOrientation = try orientation(from: Array(properties[..<index]))
+        return aperture
     }
 }

@@ -14,9 +14,10 @@ extension ImageDecoders {
     ///
     /// The result is in stored orientation, as from every decoder: the file's `irot` and `imir`, which
     /// the header reads as an EXIF orientation, are left to the store. Its clean aperture (`clap`), which
-    /// HEIF applies before them, is applied here: the picture is cropped to it, to the size the header
-    /// reads; an aperture outside the picture is `.corrupt`, as libheif has it. A file with one decodes
-    /// its primary image, never a thumbnail (whose crop it does not say), and a thumbnail with an
+    /// HEIF applies in the order the properties are associated (before them in MIAF files), is applied
+    /// here, measured on the picture turned by those before it: the picture is cropped to it, to the size
+    /// the header reads; an aperture outside the picture is `.corrupt`, as libheif has it. A file with one
+    /// decodes its primary image, never a thumbnail (whose crop it does not say), and a thumbnail with an
     /// aperture of its own is passed over.
     ///
     /// The pixel budget is checked before decoding on the size the file declares (`ispe`) and on the
@@ -154,23 +155,18 @@ extension ImageDecoders {
             }
             var crop = (x: 0, y: 0, width: decoded.width, height: decoded.height)
             if let cleanAperture {
+                // The header promised the aperture's size: a crop the picture's edge cut short (the aperture
+                // reaching past it, against the standard) grows back inwards, so the bitmap keeps that size.
+                // An aperture after an irot or imir is measured on the turned picture, and mapped back.
+                let declared = PixelSize(
+                    width: Int(heif_image_handle_get_ispe_width(handle)),
+                    height: Int(heif_image_handle_get_ispe_height(handle)))
                 // libheif refuses an aperture that leaves nothing (or a single row or column) of the picture.
-                guard let shown = cleanAperture.crop(in: decoded) else {
+                guard let shown = cleanAperture.storedCrop(in: decoded, declared: declared) else {
                     throw ImageDecodingError(
                         format: format, reason: .corrupt("the clean aperture lies outside the picture"))
                 }
                 crop = shown
-                // The header promised the aperture's size: a crop the picture's edge cut short (the aperture
-                // reaching past it, against the standard) grows back inwards, so the bitmap keeps that size.
-                let declared = PixelSize(
-                    width: Int(heif_image_handle_get_ispe_width(handle)),
-                    height: Int(heif_image_handle_get_ispe_height(handle)))
-                if let promised = cleanAperture.shownSize(of: declared) {
-                    crop.width = min(promised.width, decoded.width)
-                    crop.height = min(promised.height, decoded.height)
-                    crop.x = min(crop.x, decoded.width - crop.width)
-                    crop.y = min(crop.y, decoded.height - crop.height)
-                }
             }
             let size = PixelSize(width: crop.width, height: crop.height)
             let rowBytes = size.width * 4

@@ -35,7 +35,7 @@ extension ImageHeader {
         let (file, properties, extent) = try heifItem(bytes, id: nil)
         return try file.completeBoxes { () throws(ImageDecodingError) -> ImageHeader in
             let orientation = try file.orientation(from: properties)
-            let shown = try file.cleanAperture(among: properties)?.shownSize(of: extent) ?? extent
+            let shown = try file.cleanAperture(among: properties)?.shownStoredSize(of: extent) ?? extent
             return try validated(bytes, width: shown.width, height: shown.height, orientation: orientation)
         }
     }
