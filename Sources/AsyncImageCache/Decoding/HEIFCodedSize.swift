@@ -122,8 +122,31 @@ enum HEIFCodedSize {
         return sizes
     }
 
-    /// `pic_width_in_luma_samples` and `pic_height_in_luma_samples` of an SPS NAL unit (ITU-T H.265 7.3.2.2).
-    static func spsSize(_ nal: [UInt8]) -> PixelSize? {
+    /// The size of the picture the first sequence parameter set in an HEVCDecoderConfigurationRecord
+    /// codes, as the decoder outputs it: its luma samples less its conformance window.
+    static func hevcPictureSize(_ record: [UInt8]) -> PixelSize? {
+        guard record.count >= 23 else { return nil }
+        var offset = 23
+        for _ in 0..<Int(record[22]) {
+            guard offset + 3 <= record.count else { return nil }
+            let type = record[offset] & 0x3F
+            let count = Int(record[offset + 1]) << 8 | Int(record[offset + 2])
+            offset += 3
+            for _ in 0..<count {
+                guard offset + 2 <= record.count else { return nil }
+                let length = Int(record[offset]) << 8 | Int(record[offset + 1])
+                offset += 2
+                guard offset + length <= record.count else { return nil }
+                if type == 33 { return spsSize(Array(record[offset..<(offset + length)]), conformanceWindow: true) }
+                offset += length
+            }
+        }
+        return nil
+    }
+
+    /// `pic_width_in_luma_samples` and `pic_height_in_luma_samples` of an SPS NAL unit (ITU-T H.265 7.3.2.2),
+    /// less the conformance window (in chroma samples) with `conformanceWindow`: the size the decoder outputs.
+    static func spsSize(_ nal: [UInt8], conformanceWindow: Bool = false) -> PixelSize? {
         guard nal.count > 2 else { return nil }
         // Emulation prevention: 00 00 03 stands for 00 00.
         var payload: [UInt8] = []
@@ -152,9 +175,26 @@ enum HEIFCodedSize {
             guard bits.skip((profilePresent[layer] ? 88 : 0) + (levelPresent[layer] ? 8 : 0)) else { return nil }
         }
         guard bits.readExpGolomb() != nil, let chromaFormat = bits.readExpGolomb() else { return nil }
-        if chromaFormat == 3 { guard bits.skip(1) else { return nil } }
+        var separateColourPlanes = false
+        if chromaFormat == 3 {
+            guard let flag = bits.read(1) else { return nil }
+            separateColourPlanes = flag == 1
+        }
         guard let width = bits.readExpGolomb(), let height = bits.readExpGolomb(), width > 0, height > 0 else {
             return nil
+        }
+        if conformanceWindow {
+            guard let windowed = bits.read(1) else { return nil }
+            guard windowed == 1 else { return PixelSize(width: min(width, 1 << 24), height: min(height, 1 << 24)) }
+            guard let left = bits.readExpGolomb(), let right = bits.readExpGolomb(), let top = bits.readExpGolomb(),
+                let bottom = bits.readExpGolomb()
+            else { return nil }
+            // SubWidthC and SubHeightC (H.265 table 6-1): 4:2:0 halves both, 4:2:2 the width only.
+            let subWidth = (chromaFormat == 1 || chromaFormat == 2) && !separateColourPlanes ? 2 : 1
+            let subHeight = chromaFormat == 1 && !separateColourPlanes ? 2 : 1
+            let shown = PixelSize(width: width - subWidth * (left + right), height: height - subHeight * (top + bottom))
+            guard shown.width > 0, shown.height > 0 else { return nil }
+            return PixelSize(width: min(shown.width, 1 << 24), height: min(shown.height, 1 << 24))
         }
         // ue(v) reaches 2^32; capped, an absurd size stays far past any budget without overflowing.
         return PixelSize(width: min(width, 1 << 24), height: min(height, 1 << 24))

@@ -29,8 +29,9 @@ extension ImageHeader {
     /// properties, found in `meta` / `iprp`.
     ///
     /// A primary `grid` or `iovl` item without an `ispe` of its own takes its size from its description,
-    /// with its own `irot`, `imir` and `clap`. Otherwise, when the primary item cannot be matched to its
-    /// `ispe`, the largest `ispe` is taken, upright and uncropped.
+    /// and an HEVC one from its sequence parameter set, with its own `irot`, `imir` and `clap`. Otherwise,
+    /// when the primary item cannot be matched to its size, the largest `ispe` is taken, upright and
+    /// uncropped.
     static func parseHEIF(_ bytes: HeaderBytes) throws(ImageDecodingError) -> ImageHeader {
         let (file, properties, extent) = try heifItem(bytes, id: nil)
         return try file.completeBoxes { () throws(ImageDecodingError) -> ImageHeader in
@@ -58,8 +59,8 @@ extension ImageHeader {
     }
 
     /// The properties associated with the item `id` (`nil`: the primary item), and the size its `ispe`
-    /// declares, or for a `grid` or `iovl` without one, its description. When the item cannot be matched to
-    /// its size that way: no properties, and the largest `ispe`.
+    /// declares, or without one, what a `grid`'s or `iovl`'s description or an HEVC image's parameter set
+    /// gives. When the item cannot be matched to its size that way: no properties, and the largest `ispe`.
     private static func heifItem(
         _ bytes: HeaderBytes, id: Int?
     ) throws(ImageDecodingError) -> (HEIFBoxes, properties: [HEIFBoxes.Box], extent: PixelSize) {
@@ -91,6 +92,13 @@ extension ImageHeader {
             // is what libheif makes of it; its irot, imir and clap are its own all the same.
             if let item, let canvas = HEIFCodedSize.derivedImageCanvas(of: item, in: bytes.bytes) {
                 return (file, chosen, canvas)
+            }
+            // So is an HEVC image as its parameter set codes it, which is what libheif decodes.
+            if let hvcC = chosen.first(where: { $0.type == "hvcC" }),
+                let size = HEIFCodedSize.hevcPictureSize(
+                    [UInt8](try bytes.window(at: hvcC.contentStart, length: hvcC.end - hvcC.contentStart).bytes))
+            {
+                return (file, chosen, size)
             }
             guard let size = try file.largestExtent(among: all) else { throw bytes.corrupt("no ispe property") }
             return (file, [], size)
