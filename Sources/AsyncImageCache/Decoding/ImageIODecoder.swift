@@ -25,7 +25,8 @@ extension ImageDecoders {
         /// Creates an ImageIO decoder.
         public init() {}
 
-        /// Decodes the first image in `data` at the smallest size that covers `context.minimumSize`.
+        /// Decodes the primary image of `data` (the first one, except in an HEIF or AVIF file whose primary
+        /// item is not the first of its images) at the smallest size that covers `context.minimumSize`.
         public func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
             let format = context.header.format
             let size = context.coveringSize
@@ -37,7 +38,10 @@ extension ImageDecoders {
                 throw ImageDecodingError(format: format, reason: .corrupt("ImageIO cannot open the data"))
             }
             try Self.check(CGImageSourceGetStatus(source), format: format)
-            guard CGImageSourceGetCount(source) > 0 else {
+            // The image the header describes, and the one the Linux decoders decode: in an HEIF or AVIF file
+            // its primary item, which need not be the first of the file's images (index 0).
+            let index = CGImageSourceGetPrimaryImageIndex(source)
+            guard index >= 0, index < CGImageSourceGetCount(source) else {
                 throw ImageDecodingError(format: format, reason: .corrupt("no image in the data"))
             }
             var options: [CFString: Any] = [
@@ -49,11 +53,11 @@ extension ImageDecoders {
             if size != context.header.storedSize {
                 options[kCGImageSourceThumbnailMaxPixelSize] = max(size.width, size.height)
             }
-            guard let image = CGImageSourceCreateThumbnailAtIndex(source, 0, options as CFDictionary) else {
-                try Self.check(CGImageSourceGetStatusAtIndex(source, 0), format: format)
+            guard let image = CGImageSourceCreateThumbnailAtIndex(source, index, options as CFDictionary) else {
+                try Self.check(CGImageSourceGetStatusAtIndex(source, index), format: format)
                 throw ImageDecodingError(format: format, reason: .corrupt("ImageIO cannot decode the image"))
             }
-            try Self.check(CGImageSourceGetStatusAtIndex(source, 0), format: format)
+            try Self.check(CGImageSourceGetStatusAtIndex(source, index), format: format)
             // The header and ImageIO could disagree on the size; the bitmap allocated here is checked too.
             try context.checkBudget(image.width * image.height, format: format)
             guard let bitmap = Self.bitmap(from: image) else {
