@@ -75,7 +75,10 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     /// The `Last-Modified` validator, sent back as `If-Modified-Since`.
     public var lastModified: String?
 
-    /// A policy with no directives and no validators: storable, fresh until evicted.
+    /// A policy that says what its arguments say, as a custom ``DataLoading`` reports a response:
+    /// `no-store` when `isStorable` is `false` (then stale at once, whatever `maxAge` says), `max-age`
+    /// from `maxAge` (`nil`: none), and the validators `entityTag` and `lastModified`. With the defaults,
+    /// a policy with no directives and no validators: storable, fresh until evicted.
     public init(
         isStorable: Bool = true, maxAge: TimeInterval? = nil, entityTag: String? = nil, lastModified: String? = nil
     ) {
