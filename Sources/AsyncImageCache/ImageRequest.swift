@@ -19,8 +19,8 @@ public struct ImageRequest: Hashable, Sendable, CustomStringConvertible {
     /// differ otherwise, such as `http://h:80/a.jpg` and `http://h/a.jpg`, `%7E` and `~`, or two
     /// `#fragment`s, are separate entries, each downloaded and stored. A redirect does not change the key.
     public let url: URL
-    /// The URL's absolute string: requests compare and hash by it, which is several times cheaper
-    /// than comparing `URL` values and keeps `cachedImage(for:)` fast during layout.
+    /// The URL's absolute string, its scheme in lower case: requests compare and hash by it, which is
+    /// several times cheaper than comparing `URL` values and keeps `cachedImage(for:)` fast during layout.
     private let urlKey: String
     /// The width in pixels to scale the image to, keeping its aspect ratio; `nil` keeps the natural
     /// size. Rounded to the nearest whole pixel and capped at 1,000,000 (beyond any real image); a
@@ -73,14 +73,15 @@ public struct ImageRequest: Hashable, Sendable, CustomStringConvertible {
         return text
     }
 
-    /// Two requests are equal when their URLs have the same absolute string and their quantized
-    /// width and radius match.
+    /// Two requests are equal when their URLs have the same absolute string but for the scheme's case
+    /// (the key every tier uses, see ``url``: `HTTP://h/a.jpg` and `http://h/a.jpg` are equal) and their
+    /// quantized width and radius match.
     public static func == (lhs: ImageRequest, rhs: ImageRequest) -> Bool {
         lhs.targetPixelWidth == rhs.targetPixelWidth && lhs.cornerPixelRadius == rhs.cornerPixelRadius
             && lhs.urlKey == rhs.urlKey
     }
 
-    /// Hashes the URL's absolute string and the quantized width and radius.
+    /// Hashes the URL's absolute string with the scheme in lower case, and the quantized width and radius.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(urlKey)
         hasher.combine(targetPixelWidth)
