@@ -8,13 +8,14 @@ extension ImageStore {
         /// Loads whose bytes came from the disk tier.
         public var diskHits = 0
         /// Fetches from the source (network, file or `data:` URL) that gave bytes; one that failed (a 404, a
-        /// timeout, a missing file) counts in ``failures`` instead, with the load it failed.
+        /// timeout, a missing file) counts in ``failures`` instead, once for each load it failed.
         public var sourceFetches = 0
         /// Bytes received from sources.
         public var bytesFetched = 0
         /// Decodes started.
         public var decodes = 0
-        /// Loads that failed (cancellations excluded).
+        /// Loads that failed (cancellations excluded), prefetches among them: each load that waited for a
+        /// failed run counts, so three loads of one URL that share a failed download count three.
         public var failures = 0
         /// Background revalidations of stale remote entries.
         public var revalidations = 0
