@@ -102,8 +102,20 @@ enum HEIFCodedSize {
 
     /// The picture sizes of the sequence parameter sets in an HEVCDecoderConfigurationRecord.
     static func hevcSizes(_ record: [UInt8]) -> [PixelSize] {
+        sequenceParameterSets(in: record).compactMap { spsSize($0) }
+    }
+
+    /// The size of the picture the first sequence parameter set in an HEVCDecoderConfigurationRecord
+    /// codes, as the decoder outputs it: its luma samples less its conformance window.
+    static func hevcPictureSize(_ record: [UInt8]) -> PixelSize? {
+        sequenceParameterSets(in: record).first.flatMap { spsSize($0, conformanceWindow: true) }
+    }
+
+    /// The SPS NAL units (type 33) of an HEVCDecoderConfigurationRecord's arrays, in order, up to where
+    /// the record ends or stops making sense.
+    private static func sequenceParameterSets(in record: [UInt8]) -> [[UInt8]] {
         guard record.count >= 23 else { return [] }
-        var sizes: [PixelSize] = []
+        var units: [[UInt8]] = []
         var offset = 23
         for _ in 0..<Int(record[22]) {
             guard offset + 3 <= record.count else { break }
@@ -111,37 +123,15 @@ enum HEIFCodedSize {
             let count = Int(record[offset + 1]) << 8 | Int(record[offset + 2])
             offset += 3
             for _ in 0..<count {
-                guard offset + 2 <= record.count else { return sizes }
+                guard offset + 2 <= record.count else { return units }
                 let length = Int(record[offset]) << 8 | Int(record[offset + 1])
                 offset += 2
-                guard offset + length <= record.count else { return sizes }
-                if type == 33, let size = spsSize(Array(record[offset..<(offset + length)])) { sizes.append(size) }
+                guard offset + length <= record.count else { return units }
+                if type == 33 { units.append(Array(record[offset..<(offset + length)])) }
                 offset += length
             }
         }
-        return sizes
-    }
-
-    /// The size of the picture the first sequence parameter set in an HEVCDecoderConfigurationRecord
-    /// codes, as the decoder outputs it: its luma samples less its conformance window.
-    static func hevcPictureSize(_ record: [UInt8]) -> PixelSize? {
-        guard record.count >= 23 else { return nil }
-        var offset = 23
-        for _ in 0..<Int(record[22]) {
-            guard offset + 3 <= record.count else { return nil }
-            let type = record[offset] & 0x3F
-            let count = Int(record[offset + 1]) << 8 | Int(record[offset + 2])
-            offset += 3
-            for _ in 0..<count {
-                guard offset + 2 <= record.count else { return nil }
-                let length = Int(record[offset]) << 8 | Int(record[offset + 1])
-                offset += 2
-                guard offset + length <= record.count else { return nil }
-                if type == 33 { return spsSize(Array(record[offset..<(offset + length)]), conformanceWindow: true) }
-                offset += length
-            }
-        }
-        return nil
+        return units
     }
 
     /// `pic_width_in_luma_samples` and `pic_height_in_luma_samples` of an SPS NAL unit (ITU-T H.265 7.3.2.2),
