@@ -1,8 +1,9 @@
 import Foundation
 
 extension ImageStore {
-    /// Empties both memory tiers, the downloads held after a cancelled load, and the size memo. The disk
-    /// tier is kept, so sizes and bytes of remote images are still found there.
+    /// Empties both memory tiers, the downloads held after a cancelled load, the size memo, and the HTTP
+    /// caching facts kept in memory. The disk tier is kept, so sizes, bytes and caching facts of remote
+    /// images are still found there.
     public func clearMemory() {
         variants.removeAll()
         originals.removeAll()
@@ -63,6 +64,8 @@ extension ImageStore {
 
     /// Deletes disk-tier files not used (read, written, or served from memory) for longer than `maxAge`
     /// seconds. It lists the folder, after the disk work already queued on it: call it off the main thread.
+    /// An image served from memory dates its file at most once a minute, so with a `maxAge` under a minute
+    /// the file of one served from memory in the last minute may go.
     ///
     /// - Parameter maxAge: The age in seconds past which a file goes; 7 days by default. `0` or less
     ///   deletes every file last used before the call; `.infinity` and `.nan` delete none.
