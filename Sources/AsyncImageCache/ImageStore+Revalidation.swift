@@ -223,11 +223,13 @@ extension ImageStore {
             }
             // Decoded once at a token size first: bytes that do not decode are not kept.
             let smallest = PixelSize(width: 1, height: 1)
-            let check = await decodeSlots.run(priority: RunPriority(.low)) { [configuration] in
-                (try? configuration.decoder.decode(
-                    data,
-                    context: ImageDecodingContext(
-                        header: header, minimumSize: smallest, pixelBudget: configuration.pixelBudget))) != nil
+            let check = await decodeSlots.run(priority: RunPriority(.low)) { [self, configuration] in
+                count { $0.decodes += 1 }
+                return
+                    (try? configuration.decoder.decode(
+                        data,
+                        context: ImageDecodingContext(
+                            header: header, minimumSize: smallest, pixelBudget: configuration.pixelBudget))) != nil
             }
             guard check == true else { return generation }
             // Kept in memory, and the count raised, in one step with the file's change: a lookup that

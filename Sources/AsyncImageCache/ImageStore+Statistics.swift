@@ -12,7 +12,7 @@ extension ImageStore {
         public var sourceFetches = 0
         /// Bytes received from sources.
         public var bytesFetched = 0
-        /// Decodes started.
+        /// Decodes started: those of loads, and the check decode of a changed image a revalidation found.
         public var decodes = 0
         /// Loads that failed (cancellations excluded), prefetches among them: each load that waited for a
         /// failed run counts, so three loads of one URL that share a failed download count three.

@@ -32,6 +32,26 @@ private typealias Fixture = ImageStoreHTTPCachingTests.Fixture
         #expect(store.disk.pixelSize(for: url) == PixelSize(width: 200, height: 200))
     }
 
+    /// The check decode of a changed image is a decode the store runs: `statistics.decodes` counted the
+    /// decodes of loads only, so a revalidation's went unseen.
+    @Test func aChangedImagesCheckDecodeCountsAsADecode() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let url = fixture.server.url("/cache/no-cache/images/photo.jpg")
+        let store = try fixture.store()
+        let request = ImageRequest(url: url, targetWidth: 100)
+        _ = try await store.image(for: request)
+        #expect(store.statistics.decodes == 1)
+        try fixture.replacePhoto(width: 200, height: 200)
+        // Stale (no-cache): this hit, served from memory without a decode, revalidates.
+        _ = try await store.image(for: request)
+        try await waitUntil { store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200) }
+        #expect(store.statistics.decodes == 2)
+        // The new image's own decode at the next load.
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 100, height: 100))
+        #expect(store.statistics.decodes == 3)
+    }
+
     /// A changed image's lifetime runs from its response, not from the end of the check decode that
     /// waits for a low-priority slot before it is kept.
     @Test func aChangedImageIsFreshForItsLifetimeFromItsResponse() async throws {
