@@ -287,9 +287,11 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     init(policy: HTTPCachePolicy, receivedAt now: Date = Date()) {
         // A policy a custom loader made may hold any value: bounded here, so that every expiry encodes.
         // A no-store policy made by a custom loader may state a lifetime, or none: stale at once all the
-        // same, as one read from the header is (see ``HTTPCachePolicy/isStorable``).
+        // same, as one read from the header is (see ``HTTPCachePolicy/isStorable``). A NaN lifetime is stale
+        // at once too, as the policy's `maxAge` reads it back and as a header's invalid `max-age` is.
         cacheControlLifetime =
-            policy.isStorable ? policy.cacheControl?.lifetime.flatMap(HTTPCachePolicy.lifetime) : 0
+            policy.isStorable
+            ? policy.cacheControl?.lifetime.flatMap { HTTPCachePolicy.lifetime($0.isNaN ? 0 : $0) } : 0
         expiresAt = policy.expiresLifetime.flatMap(HTTPCachePolicy.lifetime).map {
             (policy.date ?? now).addingTimeInterval($0)
         }

@@ -159,6 +159,12 @@ import Testing
         // RFC 9111 4.2.1: of two max-age, the first counts (before: the last, 3600).
         #expect(policy("max-age=60, max-age=3600").maxAge == 60)
         #expect(policy("max-age=60, no-cache").maxAge == 0)
+        // A custom loader's NaN lifetime is stale at once, as the policy reads it back and as a header's
+        // max-age=nan is (before: the store took it for no lifetime, fresh until evicted).
+        let notANumber = HTTPCachePolicy(maxAge: .nan)
+        #expect(notANumber.maxAge == 0)
+        let received = Date(timeIntervalSince1970: 1000)
+        #expect(HTTPCacheMetadata(policy: notANumber, receivedAt: received).isStale(at: received))
         // Whatever a custom loader's policy holds, the metadata encodes and reads back.
         for maxAge in [TimeInterval.infinity, -.infinity, .nan, 1e300, -1e300] {
             let made = HTTPCacheMetadata(
