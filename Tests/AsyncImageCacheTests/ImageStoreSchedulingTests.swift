@@ -180,8 +180,15 @@ import FoundationNetworking
     @Test func aPrefetchThatAVisibleLoadJoinsIsRaisedToItsPriority() async throws {
         let slot = try OneGatedSlot(count: 4)
         let (requests, gate, log, store) = (slot.requests, slot.gate, slot.log, slot.store)
-        store.startPrefetching(requests)
-        try await waitUntil { gate.enteredCount == 1 && store.decodeSlots.waitingCount == 3 }
+        // Started one by one, so that the first holds the slot and the others queue in order: started
+        // together, their reads could finish in any order, and under ThreadSanitizer the last one's
+        // decode once took the slot first.
+        store.startPrefetching([requests[0]])
+        try await waitUntil { gate.enteredCount == 1 }
+        for (index, request) in requests.enumerated().dropFirst() {
+            store.startPrefetching([request])
+            try await waitUntil { store.decodeSlots.waitingCount == index }
+        }
         // The last prefetch is queued last; a visible load of the same request moves it up.
         let visible = Task { try await store.image(for: requests[3]) }
         try await waitUntil { store.variantRuns.waiterCount(for: requests[3]) == 2 }
