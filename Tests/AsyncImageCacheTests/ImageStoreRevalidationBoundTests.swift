@@ -53,9 +53,15 @@ import Testing
         let request = ImageRequest(url: other.url(path), targetWidth: 8)
         _ = try await store.image(for: request)
         _ = try await store.image(for: request)
+        // Started as it is shown: still running, or already over, as the other host answers at once and
+        // a loaded machine may run the whole check before this reads the count. A check asks the server
+        // before it ends, so read in this order, one of the two sees it.
         let checks = store.revalidating.withLock { $0.count } - urls.count
-        #expect(checks == 1, "the other host's stale image started \(checks) checks behind a host that does not answer")
-        if checks == 1 { try await waitUntil { try await other.hits(for: path) == 2 } }
+        let asked = try await other.hits(for: path) - 1
+        #expect(
+            checks == 1 || asked == 1,
+            "the other host's stale image started \(checks) checks behind a host that does not answer (\(asked) asked)")
+        if checks == 1 || asked == 1 { try await waitUntil { try await other.hits(for: path) == 2 } }
         try await stalled.release("k")
         try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
         store.waitForDiskMaintenance()
