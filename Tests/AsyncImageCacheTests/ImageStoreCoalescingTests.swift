@@ -119,7 +119,11 @@ import Testing
         let request = ImageRequest(url: server.url(path), targetWidth: 150)
         let leaving = Task { try await store.image(for: request) }
         let staying = Task { try await store.image(for: request) }
-        try await waitUntil { try await server.hits(for: path) == 1 }
+        // Both wait for the download before one leaves: a Task's first turn may run after the other's
+        // request reached the server, and cancelling the only waiter stops the download.
+        try await waitUntil {
+            try await server.hits(for: path) == 1 && store.variantRuns.waiterCount(for: request) == 2
+        }
         leaving.cancel()
         await #expect(throws: ImageLoadingError.cancelled) { try await leaving.value }
         try await server.release("stay")
