@@ -276,7 +276,9 @@ extension ImageStoreDecodeCancellationTests {
         let request = ImageRequest(url: url, targetWidth: 120)
         let leaving = Task { try await store.image(for: request) }
         let staying = Task { try await store.image(for: request) }
-        try await waitUntil { decoder.enteredCount == 2 }
+        // Both wait for the decode before one leaves: a Task's first turn may run after the other's decode
+        // started, and the only waiter leaving cancels it.
+        try await waitUntil { decoder.enteredCount == 2 && store.variantRuns.waiterCount(for: request) == 2 }
         leaving.cancel()
         await #expect(throws: ImageLoadingError.cancelled) { try await leaving.value }
         #expect(decoder.lastContext?.isCancelled == false, "cancelled while a waiter stays")
