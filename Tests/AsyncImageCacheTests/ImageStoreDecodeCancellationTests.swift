@@ -98,7 +98,9 @@ import Testing
         fixture.gate.arm()
         let leaving = Task { try await store.image(for: request) }
         let staying = Task { try await store.image(for: request) }
-        try await waitUntil { fixture.gate.parkedCount == 1 }
+        // Both wait for the decode before one leaves: a Task's first turn may come after the other's decode
+        // parked, and the staying load would then run a decode of its own, testing nothing.
+        try await waitUntil { fixture.gate.parkedCount == 1 && store.variantRuns.waiterCount(for: request) == 2 }
         leaving.cancel()
         await #expect(throws: ImageLoadingError.cancelled) { try await leaving.value }
         fixture.gate.open()
