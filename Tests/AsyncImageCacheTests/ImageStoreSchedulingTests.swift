@@ -218,8 +218,13 @@ import FoundationNetworking
     @Test func aPrefetchWhoseVisibleLoadLeftQueuesBehindTheNextVisibleLoad() async throws {
         let slot = try OneGatedSlot(count: 4)
         let (requests, gate, log, store) = (slot.requests, slot.gate, slot.log, slot.store)
-        store.startPrefetching(Array(requests.prefix(3)))
-        try await waitUntil { gate.enteredCount == 1 && store.decodeSlots.waitingCount == 2 }
+        // One by one, so that the first holds the slot and the last is queued (see the test above).
+        store.startPrefetching([requests[0]])
+        try await waitUntil { gate.enteredCount == 1 }
+        for index in 1...2 {
+            store.startPrefetching([requests[index]])
+            try await waitUntil { store.decodeSlots.waitingCount == index }
+        }
         // The row of the last prefetch appears (raising it) and is flung away again.
         let passing = Task { try await store.image(for: requests[2]) }
         try await waitUntil { store.variantRuns.waiterCount(for: requests[2]) == 2 }
