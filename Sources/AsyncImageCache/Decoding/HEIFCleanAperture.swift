@@ -72,22 +72,8 @@ struct HEIFCleanAperture: Equatable {
             crop.x = min(crop.x, seen.width - crop.width)
             crop.y = min(crop.y, seen.height - crop.height)
         }
-        // The stored pixel that shows at (x, y) of the turned picture, as Bitmap.oriented(_:) reads them.
-        let (width, height) = (decoded.width, decoded.height)
-        func stored(_ x: Int, _ y: Int) -> (x: Int, y: Int) {
-            switch turn {
-            case .up: (x, y)
-            case .upMirrored: (width - 1 - x, y)
-            case .down: (width - 1 - x, height - 1 - y)
-            case .downMirrored: (x, height - 1 - y)
-            case .leftMirrored: (y, x)
-            case .right: (y, height - 1 - x)
-            case .rightMirrored: (width - 1 - y, height - 1 - x)
-            case .left: (width - 1 - y, x)
-            }
-        }
-        let first = stored(crop.x, crop.y)
-        let last = stored(crop.x + crop.width - 1, crop.y + crop.height - 1)
+        let first = turn.storedPosition(ofDisplayed: crop.x, crop.y, in: decoded)
+        let last = turn.storedPosition(ofDisplayed: crop.x + crop.width - 1, crop.y + crop.height - 1, in: decoded)
         let (x, y) = (min(first.x, last.x), min(first.y, last.y))
         return (x, y, max(first.x, last.x) - x + 1, max(first.y, last.y) - y + 1)
     }

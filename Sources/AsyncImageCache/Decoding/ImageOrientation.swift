@@ -32,4 +32,20 @@ public enum ImageOrientation: Int, Sendable, CaseIterable {
     public func displaySize(ofStored storedSize: PixelSize) -> PixelSize {
         swapsWidthAndHeight ? storedSize.transposed : storedSize
     }
+
+    /// The stored pixel that shows at (`x`, `y`) of the upright picture, for stored pixels of `storedSize`:
+    /// the one mapping that ``Bitmap/oriented(_:)`` and the HEIF clean aperture's crop both follow.
+    func storedPosition(ofDisplayed x: Int, _ y: Int, in storedSize: PixelSize) -> (x: Int, y: Int) {
+        let (width, height) = (storedSize.width, storedSize.height)
+        switch self {
+        case .up: return (x, y)
+        case .upMirrored: return (width - 1 - x, y)
+        case .down: return (width - 1 - x, height - 1 - y)
+        case .downMirrored: return (x, height - 1 - y)
+        case .leftMirrored: return (y, x)
+        case .right: return (y, height - 1 - x)
+        case .rightMirrored: return (width - 1 - y, height - 1 - x)
+        case .left: return (width - 1 - y, x)
+        }
+    }
 }

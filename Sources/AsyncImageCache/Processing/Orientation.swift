@@ -5,19 +5,13 @@ extension Bitmap {
     /// tagged ``ImageOrientation/right`` becomes 1200x1800, turned 90 degrees clockwise.
     public func oriented(_ orientation: ImageOrientation) -> Bitmap {
         guard orientation != .up else { return self }
-        let (width, height) = (self.width, self.height)
-        // Output pixel (x, y) comes from source pixel origin + x * stepX + y * stepY (in pixels).
-        let (origin, stepX, stepY): (Int, Int, Int)
-        switch orientation {
-        case .up: (origin, stepX, stepY) = (0, 1, width)
-        case .upMirrored: (origin, stepX, stepY) = (width - 1, -1, width)
-        case .down: (origin, stepX, stepY) = (height * width - 1, -1, -width)
-        case .downMirrored: (origin, stepX, stepY) = ((height - 1) * width, 1, -width)
-        case .leftMirrored: (origin, stepX, stepY) = (0, width, 1)
-        case .right: (origin, stepX, stepY) = ((height - 1) * width, -width, 1)
-        case .rightMirrored: (origin, stepX, stepY) = (height * width - 1, -width, -1)
-        case .left: (origin, stepX, stepY) = (width - 1, width, -1)
-        }
+        let width = self.width
+        // Output pixel (x, y) comes from source pixel origin + x * stepX + y * stepY (in pixels): the mapping
+        // is linear, so three of its points give the origin and the two steps.
+        func index(_ position: (x: Int, y: Int)) -> Int { position.y * width + position.x }
+        let origin = index(orientation.storedPosition(ofDisplayed: 0, 0, in: pixelSize))
+        let stepX = index(orientation.storedPosition(ofDisplayed: 1, 0, in: pixelSize)) - origin
+        let stepY = index(orientation.storedPosition(ofDisplayed: 0, 1, in: pixelSize)) - origin
         let output = orientation.displaySize(ofStored: pixelSize)
         let result = [UInt8](unsafeUninitializedCapacity: pixels.count) { buffer, initialized in
             pixels.withUnsafeBytes { source in
