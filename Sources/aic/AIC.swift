@@ -71,6 +71,7 @@ enum AIC {
     }
 
     static func main() async {
+        StandardStreams.holdClosedOnes()
         await runCommandLine()
         // A signal that arrived as the demo ended ends aic once its handler is done, as a moment sooner.
         while Interruption.isInProgress { pause() }

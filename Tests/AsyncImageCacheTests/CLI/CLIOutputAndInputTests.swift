@@ -34,6 +34,29 @@ import Testing
         #expect(result.stderr.hasPrefix("aic: ") && result.stderr.contains("No space left on device"), "\(result)")
     }
 
+    /// `aic info photo.jpg >&-`: with stdout closed, the first descriptor aic opened (Dispatch's epoll) took
+    /// its number, the line went there, and aic reported "cannot write to stdout: Invalid argument", a reason
+    /// that names neither the closed stream nor anything the user did.
+    @Test func aStdoutClosedByTheParentIsReportedAsClosed() async throws {
+        let aic = CommandLineRunner()
+        try SampleImages.jpeg(width: 40, height: 30).write(to: aic.file("photo.jpg"))
+        let stderrFile = aic.workspace.url.appendingPathComponent("stderr.txt")
+        try Data().write(to: stderrFile)
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CACHE_HOME"] = aic.cacheHome.url.path
+        // Python closes descriptor 1 and becomes aic, as a shell does for `>&-`.
+        let closedStdout = "import os, sys; os.close(1); os.execv(sys.argv[1], sys.argv[1:])"
+        let child = try ChildProcess(
+            executable: "/usr/bin/env",
+            arguments: ["python3", "-c", closedStdout, CommandLineRunner.executable.path, "info", "photo.jpg"],
+            environment: environment, directory: aic.workspace.url.path, standardOutput: "/dev/null",
+            standardError: stderrFile.path)
+        let status = ChildProcess.exitCode(of: await child.exited())
+        let stderr = try String(contentsOf: stderrFile, encoding: .utf8)
+        #expect(status == 1, "\(stderr)")
+        #expect(stderr == "aic: cannot write to stdout: Bad file descriptor\n", "\(stderr)")
+    }
+
     /// `--output thumbs/` names a folder; when there was none yet, the PNG was written as a file named
     /// `thumbs` and the run succeeded.
     @Test(arguments: ["thumbnail", "sheet"])
