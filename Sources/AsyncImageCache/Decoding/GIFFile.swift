@@ -66,7 +66,16 @@ struct GIFFile {
     /// not run out: its LZW end code comes early, or its block terminator, or a code giflib cannot decode.
     /// Browsers end the frame there (Wuffs, which Chrome uses, takes any such LZW error for the end of the
     /// data), and a file cut short is still `.truncated`.
-    func readRow(into row: UnsafeMutableBufferPointer<GifPixelType>) throws(ImageDecodingError) -> Bool {
+    ///
+    /// After the image's last pixel giflib reads on to the block terminator that ends its data. For the
+    /// `isLast` row, bytes that run out there end the data as that terminator would: a file whose data holds
+    /// every pixel but stops before the terminator or the trailer is whole, as giflib-based viewers and
+    /// browsers show it. Bytes that run out before the last pixel still throw `.truncated`.
+    func readRow(into row: UnsafeMutableBufferPointer<GifPixelType>, isLast: Bool) throws(ImageDecodingError)
+        -> Bool
+    {
+        source.pointee.endsWithBlockTerminator = isLast
+        defer { source.pointee.endsWithBlockTerminator = false }
         guard DGifGetLine(handle, row.baseAddress, Int32(row.count)) != GIF_OK else { return true }
         let code = handle.pointee.Error
         if !source.pointee.ranOut && (code == D_GIF_ERR_EOF_TOO_SOON || code == D_GIF_ERR_IMAGE_DEFECT) {
@@ -96,6 +105,12 @@ struct GIFByteSource {
     private(set) var offset = 0
     /// Whether a read asked for more bytes than were left: the data ended early.
     private(set) var ranOut = false
+    /// Whether a one-byte read past the end gets a 0, the block terminator that ends an image's data.
+    ///
+    /// giflib reads a sub-block's length byte alone, both for the next codes of an image and, after its last
+    /// pixel, to skip to the terminator. A 0 ends the skip; in the middle of the codes giflib takes it for a
+    /// defect, and since ``ranOut`` is then set the error is still `.truncated`.
+    var endsWithBlockTerminator = false
 
     init(bytes: UnsafeRawBufferPointer) {
         self.bytes = bytes
@@ -106,6 +121,10 @@ struct GIFByteSource {
         let wanted = max(0, Int(count))
         let available = min(wanted, bytes.count - offset)
         if available < wanted { ranOut = true }
+        if endsWithBlockTerminator && wanted == 1 && available == 0 {
+            buffer[0] = 0
+            return 1
+        }
         guard available > 0, let base = bytes.baseAddress else { return 0 }
         UnsafeMutableRawPointer(buffer).copyMemory(from: base + offset, byteCount: available)
         offset += available

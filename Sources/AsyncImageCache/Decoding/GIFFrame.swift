@@ -52,7 +52,8 @@ struct GIFFrame {
     /// whatever lies outside it; stops with ``ImageDecodingError/Reason/cancelled`` once `context` is
     /// cancelled (read every ``cancellationCheckRows`` rows). Image data that ends before the frame's last
     /// pixel, in a file that is all there, ends the frame: the rows it has are drawn, the row it ends in
-    /// and those after it stay transparent (see ``GIFFile/readRow(into:)``).
+    /// and those after it stay transparent (see ``GIFFile/readRow(into:isLast:)``). Bytes that run out after
+    /// the last pixel, before the block terminator, leave the frame whole.
     func composite(
         on screen: PixelSize, palette: [UInt8], reading file: GIFFile, context: ImageDecodingContext
     ) throws(ImageDecodingError) -> [UInt8] {
@@ -66,7 +67,7 @@ struct GIFFrame {
         for (index, frameRow) in rowOrder.enumerated() {
             if index % Self.cancellationCheckRows == 0 { try context.checkCancellation(format: .gif) }
             let isWhole = try row.withUnsafeMutableBufferPointer { buffer throws(ImageDecodingError) in
-                try file.readRow(into: buffer)
+                try file.readRow(into: buffer, isLast: index == rowOrder.count - 1)
             }
             guard isWhole else { break }
             let screenRow = top + frameRow
