@@ -3,7 +3,9 @@ extension ImageHeader {
     ///
     /// A VP8X file that flags EXIF metadata is walked chunk by chunk to its EXIF chunk for the
     /// orientation. The format puts that chunk after the image data, so such a file reports
-    /// `.truncated` until nearly all of it is present.
+    /// `.truncated` until nearly all of it is present. An EXIF chunk that declares more bytes than the
+    /// RIFF size leaves it is not whole however many bytes follow, and is ignored: libwebp decodes the
+    /// picture before it and never reads it.
     static func parseWebP(_ bytes: HeaderBytes) throws(ImageDecodingError) -> ImageHeader {
         let chunk = 12  // after "RIFF", the file size and "WEBP"
         let payload = chunk + 8
@@ -46,6 +48,9 @@ extension ImageHeader {
         while offset + 8 <= end {
             let size = try bytes.uint32LE(at: offset + 4)
             if bytes.matches("EXIF", at: offset) {
+                // Waiting for its end would wait forever, and the decoder (WebPDecode, which stops at the
+                // RIFF size) gives the picture without it.
+                guard size <= end - offset - 8 else { return nil }
                 return exifOrientation(in: try bytes.window(at: offset + 8, length: size))
             }
             // Chunk data is padded to an even length.
