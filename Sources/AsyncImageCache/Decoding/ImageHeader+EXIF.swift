@@ -12,12 +12,16 @@ extension ImageHeader {
     ///
     /// `payload` is a TIFF structure (byte order `II` or `MM`, the number 42, then the offset of
     /// IFD0), optionally preceded by the `Exif\0\0` marker that JPEG uses and that some PNG and WebP
-    /// writers copy. Malformed metadata is ignored rather than reported: a picture with broken EXIF
+    /// writers copy. The orientation entry counts only as one SHORT, its count 1, as the specification
+    /// has it. Malformed metadata is ignored rather than reported: a picture with broken EXIF
     /// still has a perfectly good size, and every viewer shows it unrotated.
     static func exifOrientation(in payload: HeaderBytes) -> ImageOrientation? {
         guard let (tiff, bigEndian, ifd0) = tiffStructure(in: payload),
             let entry = try? directoryEntry(orientationTag, in: ifd0, tiff, bigEndian: bigEndian),
             (try? tiff.unsigned(at: entry + 2, length: 2, bigEndian: bigEndian)) == shortType,
+            // One value, as TIFF and EXIF define the tag and as browsers (Chrome, Safari, Firefox) read it;
+            // another count leaves the value field empty or names more than the one orientation.
+            (try? tiff.unsigned(at: entry + 4, length: 4, bigEndian: bigEndian)) == 1,
             // A single SHORT sits left-aligned in the 4-byte value field, in the file's byte order.
             let value = try? tiff.unsigned(at: entry + 8, length: 2, bigEndian: bigEndian)
         else { return nil }

@@ -45,6 +45,24 @@ import Testing
         #expect(try ImageHeader.parse(SyntheticHeaders.jpeg(width: 8, height: 8, exif: exif)).orientation == .up)
     }
 
+    /// TIFF 6.0 and EXIF give the orientation one SHORT (count 1). Chrome, Safari (WebKit) and Firefox read it
+    /// only with a count of 1; Pillow 13 and libexif 0.6.24 take the first value of a count of 2 and, like
+    /// everyone, ignore a count of 0. We follow the specification and the browsers. Before: every count here
+    /// read as orientation 6 (`.right`), from a value field that the count says is empty, holds two values
+    /// or is an offset.
+    @Test(arguments: [0, 2, 3, 0xFFFF_FFFF])
+    func anOrientationEntryWhoseCountIsNotOneIsIgnored(count: UInt32) throws {
+        // Landscape_6.jpg's IFD0 (big-endian) starts with the orientation entry: tag, type, then the count.
+        var data = try Fixtures.data("exif-orientation", "Landscape_6.jpg")
+        try #require(data[40..<48] == Data([0x01, 0x12, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01]))
+        #expect(try ImageHeader.parse(data).orientation == .right)
+        data.replaceSubrange(44..<48, with: withUnsafeBytes(of: count.bigEndian) { Data($0) })
+        let header = try ImageHeader.parse(data)
+        #expect(header == ImageHeader(format: .jpeg, storedSize: PixelSize(width: 1200, height: 1800)))
+        let synthetic = SyntheticHeaders.tiff(orientation: 6, bigEndian: false, count: Int(count))
+        #expect(try ImageHeader.parse(SyntheticHeaders.jpeg(width: 8, height: 8, exif: synthetic)).orientation == .up)
+    }
+
     @Test func malformedExifStillGivesTheSize() throws {
         let broken: [UInt8] = Array("MM".utf8) + [0, 42, 0xFF, 0xFF, 0xFF, 0xF0]  // IFD0 far outside
         let header = try ImageHeader.parse(SyntheticHeaders.jpeg(width: 30, height: 20, exif: broken))

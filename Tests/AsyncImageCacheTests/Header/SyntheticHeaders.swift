@@ -2,8 +2,9 @@ import Foundation
 
 /// Image headers built byte by byte from the format specifications, for cases the corpus lacks.
 enum SyntheticHeaders {
-    /// A TIFF structure whose IFD0 holds an image width entry and then the orientation entry.
-    static func tiff(orientation: Int, bigEndian: Bool, fieldType: Int = 3) -> [UInt8] {
+    /// A TIFF structure whose IFD0 holds an image width entry and then the orientation entry, of `fieldType`
+    /// and `count` values (the specification's SHORT and 1 by default; the value field holds one either way).
+    static func tiff(orientation: Int, bigEndian: Bool, fieldType: Int = 3, count: Int = 1) -> [UInt8] {
         ByteWriter.build { tiff in
             tiff.ascii(bigEndian ? "MM" : "II")
             tiff.uint16(42, bigEndian: bigEndian)
@@ -15,7 +16,7 @@ enum SyntheticHeaders {
             tiff.uint32(640, bigEndian: bigEndian)
             tiff.uint16(0x0112, bigEndian: bigEndian)  // Orientation, SHORT, 1, value left-aligned
             tiff.uint16(fieldType, bigEndian: bigEndian)
-            tiff.uint32(1, bigEndian: bigEndian)
+            tiff.uint32(count, bigEndian: bigEndian)
             tiff.uint16(orientation, bigEndian: bigEndian)
             tiff.uint16(0, bigEndian: bigEndian)
             tiff.uint32(0, bigEndian: bigEndian)  // no IFD1
