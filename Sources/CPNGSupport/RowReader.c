@@ -151,6 +151,64 @@ cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cp
     return CPNG_READER_READY;
 }
 
+cpng_reader_status cpng_reader_open_16(const unsigned char *bytes, size_t count, cpng_reader **result,
+                                       unsigned *width, unsigned *height, int *passes, int *gamma, char *message) {
+    *result = NULL;
+    message[0] = 0;
+    cpng_reader *reader = new_reader(bytes, count);
+    if (reader == NULL) {
+        snprintf(message, CPNG_MESSAGE_SIZE, "out of memory");
+        return CPNG_READER_FAILED;
+    }
+    if (setjmp(png_jmpbuf(reader->png))) {
+        snprintf(message, CPNG_MESSAGE_SIZE, "%s", reader->message[0] ? reader->message : "libpng failed");
+        cpng_reader_close(reader);
+        return CPNG_READER_FAILED;
+    }
+    png_read_info(reader->png, reader->info);
+
+    png_uint_32 image_width = 0, image_height = 0;
+    int depth = 0, color = 0;
+    png_get_IHDR(reader->png, reader->info, &image_width, &image_height, &depth, &color, NULL, NULL, NULL);
+    if (depth != 16) {
+        cpng_reader_close(reader);
+        return CPNG_READER_NEEDS_WHOLE_IMAGE;
+    }
+    /* libpng keeps an sRGB chunk's gamma (45455) over a gAMA chunk's, and drops a gAMA it rejects. */
+    png_fixed_point file_gamma = 45455;
+    if (!png_get_valid(reader->png, reader->info, PNG_INFO_sRGB)) {
+        png_get_gAMA_fixed(reader->png, reader->info, &file_gamma);
+    }
+    int transparent = png_get_valid(reader->png, reader->info, PNG_INFO_tRNS) != 0;
+    if (transparent) {
+        png_set_tRNS_to_alpha(reader->png);
+    }
+    if ((color & PNG_COLOR_MASK_COLOR) == 0) {
+        png_set_gray_to_rgb(reader->png);
+    }
+    if ((color & PNG_COLOR_MASK_ALPHA) == 0 && !transparent) {
+        png_set_filler(reader->png, 0xFFFF, PNG_FILLER_AFTER);
+    }
+    /* PNG stores samples big-endian; the caller reads them as native integers. */
+    const unsigned short probe = 1;
+    if (*(const unsigned char *)&probe == 1) {
+        png_set_swap(reader->png);
+    }
+    int pass_count = png_set_interlace_handling(reader->png);
+    png_read_update_info(reader->png, reader->info);
+    if (png_get_rowbytes(reader->png, reader->info) != (size_t)image_width * 8) {
+        snprintf(message, CPNG_MESSAGE_SIZE, "unexpected row layout after the transforms");
+        cpng_reader_close(reader);
+        return CPNG_READER_FAILED;
+    }
+    *width = image_width;
+    *height = image_height;
+    *passes = pass_count;
+    *gamma = (int)file_gamma;
+    *result = reader;
+    return CPNG_READER_READY;
+}
+
 int cpng_reader_read_rows(cpng_reader *reader, unsigned char *rows, size_t stride, unsigned count) {
     if (reader->failed) {
         return -1;

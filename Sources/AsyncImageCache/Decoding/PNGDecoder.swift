@@ -34,9 +34,10 @@ extension ImageDecoders {
         /// it row by row, an Adam7 file pass by pass, to the simplified API's pixels, and
         /// ``ImageDecodingContext/isCancelled`` is read every 8 rows: a decode nobody wants stops there and
         /// throws ``ImageDecodingError/Reason/cancelled``. The files it does not read right (a gamma that
-        /// libpng corrects, Adam7 at 16 bits) and a context you make, which nothing can cancel, go to the
-        /// simplified API, which reads the image in one call: then the flag is only looked at before it
-        /// starts. A file the rows fail on is decoded again by the simplified API, whose outcome stands, so
+        /// libpng corrects, Adam7 at 16 bits) and a context you make, which nothing can cancel, are decoded
+        /// whole: 16-bit ones with a gamma that libpng corrects or Adam7 rows are read by libpng's row API
+        /// and converted here, and the flag is read every 8 rows there too; the others go to the simplified
+        /// API, which reads the image in one call, and the flag is only looked at before it starts. A file the rows fail on is decoded again by the simplified API, whose outcome stands, so
         /// that a file ends the same way whoever decodes it.
         public func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
             try context.checkCancellation(format: .png)
@@ -180,17 +181,6 @@ extension ImageDecoders {
             return .success(bitmap)
         }
 
-        /// How 16-bit files are reduced to 8 bits.
-        enum SixteenBitPath {
-            /// libpng's own 8-bit output, except for interlaced 16-bit files and those whose gamma libpng
-            /// corrects (see ``linear`` and ``PNG/correctsGamma(_:)``).
-            case automatic
-            /// Through libpng's 16-bit linear output, converted here. libpng 1.6.39 as Debian ships it gets
-            /// Adam7 16-bit to 8-bit wrong in `png_image_finish_read` (up to 255 off in half the samples:
-            /// pnggroup/libpng#853), while its 16-bit linear output is right.
-            case linear
-        }
-
         /// Decodes `data`, choosing how 16-bit samples are reduced (tests compare the two paths).
         func decode(_ data: Data, context: ImageDecodingContext, sixteenBitPath: SixteenBitPath)
             throws(ImageDecodingError) -> Bitmap
@@ -207,7 +197,7 @@ extension ImageDecoders {
         /// sRGB's 0.45455 and no sRGB chunk (the row reader's test in RowReader.c). Its 8-bit output of such a
         /// 16-bit file goes through gamma tables of 11 significant bits, which turn the darkest levels of a
         /// linear file black or into steps (samples up to 31 of 65535 came out 0 where 1/2.2 gives up to 8);
-        /// its 16-bit linear output keeps them, so such files take ``SixteenBitPath/linear``. A gAMA or sRGB
+        /// its 16-bit samples keep them, so such files take ``SixteenBitPath/linear``. A gAMA or sRGB
         /// chunk whose CRC is wrong counts for nothing, as libpng discards it.
         static func correctsGamma(_ data: Data) -> Bool {
             var (gamma, isSRGB): (Int?, Bool) = (nil, false)
@@ -349,7 +339,7 @@ extension ImageDecoders {
                 return .failure(ImageDecodingError(format: .png, reason: reason))
             }
 
-            if readsLinear { return readLinear(&image, size: size) }
+            if readsLinear { return readSixteenBit(bytes, size: size, context: context) }
             let byteCount = size.pixelCount * 4
             var succeeded = false
             let pixels = [UInt8](unsafeUninitializedCapacity: byteCount) { buffer, initializedCount in
@@ -361,39 +351,11 @@ extension ImageDecoders {
             return .success(Bitmap(width: size.width, height: size.height, pixels: pixels))
         }
 
-        /// Reads 16-bit linear, premultiplied RGBA and converts it to 8-bit sRGB with straight alpha.
-        private static func readLinear(_ image: inout png_image, size: PixelSize) -> Result<
-            Bitmap, ImageDecodingError
-        > {
-            image.format = UInt32(PNG_FORMAT_FLAG_LINEAR | PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA)
-            var linear = [UInt16](repeating: 0, count: size.pixelCount * 4)
-            guard png_image_finish_read(&image, nil, &linear, 0, nil) != 0 else {
-                return .failure(error(from: &image))
-            }
-            var pixels = [UInt8](repeating: 0, count: linear.count)
-            for offset in stride(from: 0, to: linear.count, by: 4) {
-                let alpha = Double(linear[offset + 3])
-                guard alpha > 0 else { continue }  // fully transparent: libpng's 8-bit output is 0, 0, 0, 0 too
-                for channel in 0..<3 {
-                    pixels[offset + channel] = encodedSRGB(min(Double(linear[offset + channel]) / alpha, 1))
-                }
-                pixels[offset + 3] = UInt8((alpha * 255 / 65535).rounded())
-            }
-            return .success(Bitmap(width: size.width, height: size.height, pixels: pixels))
-        }
-
-        /// The 8-bit encoding of a linear intensity from 0 to 1 as libpng's simplified API makes it: its
-        /// "sRGB" is a pure power of 1/2.2 (`PNG_DEFAULT_sRGB`, gamma 0.45455), not the piecewise curve of
-        /// IEC 61966-2-1, and it decodes with the same power, so a file read as sRGB comes back unchanged.
-        private static func encodedSRGB(_ linear: Double) -> UInt8 {
-            UInt8((pow(linear, 0.45455) * 255).rounded())
-        }
-
         private static func error(from image: inout png_image) -> ImageDecodingError {
             error(message: image.messageText)
         }
 
-        private static func error(message: String) -> ImageDecodingError {
+        static func error(message: String) -> ImageDecodingError {
             // The simplified reader words a short stream as "read beyond end of data"; libpng's row reader
             // as "Not enough image data" or "... too short".
             let truncationPhrases = ["end of data", "not enough image data", "too short"]

@@ -45,7 +45,17 @@ cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cp
                                     unsigned *width, unsigned *height, int *has_alpha, int *passes,
                                     char *message);
 
-/// Writes the next `count` rows, each `width * 4` bytes, `stride` bytes apart from `rows` on (in a
+/// Reads the chunks before the image data of a 16-bit PNG, as `cpng_reader_open` does, for rows of 16-bit
+/// RGBA samples as stored: native byte order, straight alpha (tRNS made alpha, gray widened, opaque images
+/// given alpha 65535), no gamma applied. Any gamma and any interlace is read; an Adam7 file in `*passes`
+/// (7) passes over every row of one image, as `cpng_reader_open` reads it. `*gamma` is the file's gamma
+/// times 100000 as the simplified API takes it: an sRGB chunk's 45455, else a gAMA chunk's value, else
+/// sRGB's 45455. A file of fewer bits a sample is `CPNG_READER_NEEDS_WHOLE_IMAGE`. Rows go through
+/// `cpng_reader_read_rows`, each `width * 8` bytes.
+cpng_reader_status cpng_reader_open_16(const unsigned char *bytes, size_t count, cpng_reader **reader,
+                                       unsigned *width, unsigned *height, int *passes, int *gamma, char *message);
+
+/// Writes the next `count` rows, each `width * 4` bytes (`width * 8` from `cpng_reader_open_16`), `stride` bytes apart from `rows` on (in a
 /// later pass of an interlaced file, over the same rows of the image again). Returns 0, or -1 when
 /// libpng fails: then the reader's message says why and no more rows come.
 int cpng_reader_read_rows(cpng_reader *reader, unsigned char *rows, size_t stride, unsigned count);

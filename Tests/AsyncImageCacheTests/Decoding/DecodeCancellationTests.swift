@@ -175,6 +175,25 @@ import Testing
         }
     }
 
+    /// A 16-bit Adam7 file and one whose gamma libpng corrects, which decode whole through the 16-bit linear
+    /// path, stop at the batch of rows after the flag is raised. Before: that path read the image in one call
+    /// and never looked at the flag; each decode gave its bitmap, reporting no rows.
+    @Test(arguments: [false, true])
+    func aSixteenBitPNGDecodeThroughTheLinearPathStopsAtTheRowsAfterTheFlagIsRaised(interlaced: Bool) throws {
+        let data = SyntheticPNG.sixteenBit(
+            width: 64, height: 64, channels: 3, interlaced: interlaced,
+            chunks: interlaced ? [] : [SyntheticPNG.gamma(1)]
+        ) { x, y, channel in UInt16((x * 1000 + y * 17 + channel * 5000) % 65536) }
+        let recorder = RaisingAtFirstReport()
+        let context = try context(data, raisedBy: recorder)
+        expectCancelled(.png) { () throws(ImageDecodingError) in
+            try ImageDecoders.PNG().decode(data, context: context)
+        }
+        let reports = recorder.rowsReported
+        #expect(reports.count == 1, "reported \(reports)")
+        #expect(reports.allSatisfy { $0.rows < $0.total && $0.total == (interlaced ? 7 : 1) * 64 }, "\(reports)")
+    }
+
     /// Large enough to be split between lanes, so every lane sees the flag.
     @Test func aRaisedCancellationStopsTheResize() {
         let bitmap = SampleImages.gradient(width: 1200, height: 900)

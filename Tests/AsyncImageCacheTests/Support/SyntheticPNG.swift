@@ -4,17 +4,20 @@ import Foundation
 /// lacks: its 16-bit files all carry a gAMA chunk of 1.0, while most 16-bit files in the wild carry
 /// no colour chunk at all.
 enum SyntheticPNG {
-    /// A 16-bit gray (`channels` 1) or RGB (`channels` 3) PNG whose samples `sample(x, y, channel)`
-    /// gives, sequential or Adam7-interlaced, with `chunks` (type and content) between IHDR and IDAT.
+    /// A 16-bit gray (`channels` 1), gray and alpha (2), RGB (3) or RGBA (4) PNG whose samples
+    /// `sample(x, y, channel)` gives (alpha last), sequential or Adam7-interlaced, with `chunks` (type and
+    /// content) between IHDR and IDAT.
     static func sixteenBit(
         width: Int, height: Int, channels: Int, interlaced: Bool, chunks: [(String, [UInt8])] = [],
         sample: (Int, Int, Int) -> UInt16
     ) -> Data {
-        precondition(channels == 1 || channels == 3)
+        // The PNG colour type of each channel count.
+        let colorTypes: [Int: UInt8] = [1: 0, 2: 4, 3: 2, 4: 6]
+        let colorType = colorTypes[channels]!
         var ihdr = ByteWriter()
         ihdr.uint32(width, bigEndian: true)
         ihdr.uint32(height, bigEndian: true)
-        ihdr.append([16, channels == 1 ? 0 : 2, 0, 0, interlaced ? 1 : 0])
+        ihdr.append([16, colorType, 0, 0, interlaced ? 1 : 0])
         var scanlines: [UInt8] = []
         // Adam7's passes as (first column, first row, column step, row step); a sequential file is one pass.
         let passes =
