@@ -322,6 +322,7 @@ int main(int argc, char **argv) {
     write_heif(folder, "display-p3.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, icc, icc_size, 0, 0, 1);
     write_heif(folder, "display-p3-nclx.avif", heif_compression_AV1, opaque, 0, heif_orientation_normal, NULL, 0, 0, 1, 1);
     write_heif(folder, "thumbnail.heic", heif_compression_HEVC, opaque, 0, heif_orientation_normal, NULL, 0, 48, 0, 1);
+    write_heif(folder, "thumbnail.avif", heif_compression_AV1, opaque, 0, heif_orientation_normal, NULL, 0, 48, 0, 1);
     write_heif(folder, "rotated-6-thumbnail.heic", heif_compression_HEVC, opaque, 0, heif_orientation_rotate_90_cw,
                NULL, 0, 48, 0, 1);
     fix_rotated_extent(folder, "rotated-6-thumbnail.heic");

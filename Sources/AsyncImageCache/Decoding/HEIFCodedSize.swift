@@ -256,6 +256,36 @@ enum HEIFCodedSize {
         return PixelSize(width: width + 1, height: height + 1)
     }
 
+    /// The frame size of `av01` item `item` as the sequence header at the start of its data declares it
+    /// (`max_frame_width_minus_1 + 1` by `max_frame_height_minus_1 + 1`, AV1 5.5.1), which is what libheif
+    /// decodes when the item has no `ispe`; libheif's own files carry no sequence header in `av1C`. `nil`
+    /// when the item is not `av01`, or its first kilobyte of data holds no sequence header, or `meta` is
+    /// damaged. For the header reader, which reads a prefix of the file: data usually follows `meta` in
+    /// `mdat`, so bytes that end before that kilobyte (or the item's data, when shorter) throw `.truncated`.
+    static func av1ItemSize(of item: Int, in file: HEIFBoxes, metaContent: Int, metaEnd: Int)
+        throws(ImageDecodingError) -> PixelSize?
+    {
+        do {
+            guard try file.itemTypes(metaContent: metaContent, metaEnd: metaEnd)[item] == "av01",
+                let iloc = try file.child("iloc", from: metaContent, to: metaEnd)
+            else { return nil }
+            let idat = try file.child("idat", from: metaContent, to: metaEnd)
+            let extents = try itemExtents(file, iloc: iloc, idat: idat, beyondBytesPresent: true)
+            guard let ranges = extents.first(where: { $0.0 == item })?.1 else { return nil }
+            var content: [UInt8] = []
+            for range in ranges where content.count < 1024 {
+                let part = range.prefix(1024 - content.count)
+                content += try file.bytes.window(at: part.lowerBound, length: part.count).bytes
+            }
+            return av1Sizes(content).first
+        } catch  where error.reason == .truncated {
+            throw error
+        } catch {
+            // Damage is for the decoder to report; the caller falls back as it did before.
+            return nil
+        }
+    }
+
     /// The sizes items' own data give, found through `iinf` and `iloc`: the sequence header at the start
     /// of every `av01` item, and the output size of every `grid` and `iovl` item (the canvas libheif
     /// allocates for the tiles or the overlaid images, ISO/IEC 23008-12 6.6.2.3 and 6.6.2.2).
@@ -301,10 +331,12 @@ enum HEIFCodedSize {
     }
 
     /// The extents of each item stored in the file (construction method 0) or in `idat` (1), in order,
-    /// from `iloc`, clipped to the bytes present.
-    private static func itemExtents(_ file: HEIFBoxes, iloc: HEIFBoxes.Box, idat: HEIFBoxes.Box?)
-        throws(ImageDecodingError) -> [(Int, [Range<Int>])]
-    {
+    /// from `iloc`, clipped to the bytes present; with `beyondBytesPresent`, extents in the file keep their
+    /// declared ends and those that start past the bytes are kept too (the header reader, which reads a
+    /// prefix of the file, waits for them), but for an extent that runs to the end of the file.
+    private static func itemExtents(
+        _ file: HEIFBoxes, iloc: HEIFBoxes.Box, idat: HEIFBoxes.Box?, beyondBytesPresent: Bool = false
+    ) throws(ImageDecodingError) -> [(Int, [Range<Int>])] {
         let bytes = file.bytes
         var offset = iloc.contentStart
         // The fields one after another; eight-byte ones can hold anything, so past Int32 they are damage.
@@ -328,8 +360,9 @@ enum HEIFCodedSize {
             _ = try field(2)  // data reference index
             let base = try field(baseOffsetSize)
             // What the offsets count from: the file, or the content of idat.
+            let fileEnd = beyondBytesPresent ? Int(Int32.max) * 2 : bytes.count
             let container: Range<Int>? =
-                method == 0 ? 0..<bytes.count : method == 1 ? idat.map { $0.contentStart..<$0.end } : nil
+                method == 0 ? 0..<fileEnd : method == 1 ? idat.map { $0.contentStart..<$0.end } : nil
             var ranges: [Range<Int>] = []
             var covered = 0
             // With index, offset and length sizes of 0 an extent takes no bytes of the file, so its count
@@ -344,7 +377,10 @@ enum HEIFCodedSize {
                 if covered < 1024, let container, start <= container.count {
                     let available = container.count - start
                     let lower = container.lowerBound + start
-                    ranges.append(lower..<(length == 0 || length > available ? container.upperBound : lower + length))
+                    // An extent of length 0 runs to the end of its container: of the file, as far as it is here.
+                    let end =
+                        length == 0 || length > available ? min(container.upperBound, bytes.count) : lower + length
+                    ranges.append(lower..<max(lower, end))
                     added = ranges[ranges.count - 1].count
                     covered += added
                 }

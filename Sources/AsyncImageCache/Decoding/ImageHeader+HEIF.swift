@@ -29,9 +29,10 @@ extension ImageHeader {
     /// properties, found in `meta` / `iprp`.
     ///
     /// A primary `grid` or `iovl` item without an `ispe` of its own takes its size from its description,
-    /// and an HEVC one from its sequence parameter set, with its own `irot`, `imir` and `clap`. Otherwise,
-    /// when the primary item cannot be matched to its size, the largest `ispe` is taken, upright and
-    /// uncropped.
+    /// an HEVC one from its sequence parameter set and an AV1 one from the sequence header at the start of
+    /// its data (until that data is there, the header is `.truncated`), with its own `irot`, `imir` and
+    /// `clap`. Otherwise, when the primary item cannot be matched to its size, the largest `ispe` is taken,
+    /// upright and uncropped.
     static func parseHEIF(_ bytes: HeaderBytes) throws(ImageDecodingError) -> ImageHeader {
         let (file, properties, extent) = try heifItem(bytes, id: nil)
         return try file.completeBoxes { () throws(ImageDecodingError) -> ImageHeader in
@@ -59,8 +60,9 @@ extension ImageHeader {
     }
 
     /// The properties associated with the item `id` (`nil`: the primary item), and the size its `ispe`
-    /// declares, or without one, what a `grid`'s or `iovl`'s description or an HEVC image's parameter set
-    /// gives. When the item cannot be matched to its size that way: no properties, and the largest `ispe`.
+    /// declares, or without one, what a `grid`'s or `iovl`'s description, an HEVC image's parameter set or an
+    /// AV1 image's sequence header gives. When the item cannot be matched to its size that way: no
+    /// properties, and the largest `ispe`.
     private static func heifItem(
         _ bytes: HeaderBytes, id: Int?
     ) throws(ImageDecodingError) -> (HEIFBoxes, properties: [HEIFBoxes.Box], extent: PixelSize) {
@@ -77,7 +79,7 @@ extension ImageHeader {
         if item == nil, let pitm = try file.child("pitm", from: metaContent, to: meta.end) {
             item = try file.primaryItemID(pitm)
         }
-        return try file.completeBoxes { () throws(ImageDecodingError) in
+        let (all, chosen) = try file.completeBoxes { () throws(ImageDecodingError) in
             guard let container = try file.child("ipco", from: properties.contentStart, to: properties.end) else {
                 throw bytes.corrupt("no item property container")
             }
@@ -87,19 +89,33 @@ extension ImageHeader {
                 let indices = try file.associations(of: item, from: properties.contentStart, to: properties.end)
                 chosen = indices.compactMap { $0 >= 1 && $0 <= all.count ? all[$0 - 1] : nil }
             }
-            if let size = try file.largestExtent(among: chosen) { return (file, chosen, size) }
-            // A grid or overlay without the ispe HEIF asks of it is as large as its description says, which
-            // is what libheif makes of it; its irot, imir and clap are its own all the same.
-            if let item, let canvas = HEIFCodedSize.derivedImageCanvas(of: item, in: bytes.bytes) {
-                return (file, chosen, canvas)
-            }
-            // So is an HEVC image as its parameter set codes it, which is what libheif decodes.
-            if let hvcC = chosen.first(where: { $0.type == "hvcC" }),
-                let size = HEIFCodedSize.hevcPictureSize(
-                    [UInt8](try bytes.window(at: hvcC.contentStart, length: hvcC.end - hvcC.contentStart).bytes))
-            {
-                return (file, chosen, size)
-            }
+            return (all, chosen)
+        }
+        if let size = try file.completeBoxes({ () throws(ImageDecodingError) in
+            try file.largestExtent(among: chosen)
+        }) {
+            return (file, chosen, size)
+        }
+        // A grid or overlay without the ispe HEIF asks of it is as large as its description says, which
+        // is what libheif makes of it; its irot, imir and clap are its own all the same.
+        if let item, let canvas = HEIFCodedSize.derivedImageCanvas(of: item, in: bytes.bytes) {
+            return (file, chosen, canvas)
+        }
+        // So is an HEVC image as its parameter set codes it, which is what libheif decodes.
+        if let hvcC = chosen.first(where: { $0.type == "hvcC" }),
+            let size = HEIFCodedSize.hevcPictureSize(
+                [UInt8](try bytes.window(at: hvcC.contentStart, length: hvcC.end - hvcC.contentStart).bytes))
+        {
+            return (file, chosen, size)
+        }
+        // And an AV1 image as the sequence header at the start of its data codes it; outside the boxes that
+        // must be complete, since the data may follow them, and a prefix without it is `.truncated`.
+        if let item,
+            let size = try HEIFCodedSize.av1ItemSize(of: item, in: file, metaContent: metaContent, metaEnd: meta.end)
+        {
+            return (file, chosen, size)
+        }
+        return try file.completeBoxes { () throws(ImageDecodingError) in
             guard let size = try file.largestExtent(among: all) else { throw bytes.corrupt("no ispe property") }
             return (file, [], size)
         }

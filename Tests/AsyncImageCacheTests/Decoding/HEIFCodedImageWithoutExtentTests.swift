@@ -4,9 +4,9 @@ import Testing
 
 @testable import AsyncImageCache
 
-/// A primary HEVC image without the `ispe` HEIF asks of it: libheif decodes the picture its sequence
-/// parameter set codes (less the conformance window), and the header reads that size and the item's own
-/// properties, not another item's `ispe`.
+/// A primary HEVC or AV1 image without the `ispe` HEIF asks of it: libheif decodes the picture its sequence
+/// parameter set (less the conformance window) or its sequence header codes, and the header reads that size
+/// and the item's own properties, not another item's `ispe`.
 @Suite("HEIF coded image without an ispe")
 struct HEIFCodedImageWithoutExtentTests {
     /// The fixture `name` with the `ispe` of `width` x `height` (the primary image's) renamed `free` in place.
@@ -27,6 +27,10 @@ struct HEIFCodedImageWithoutExtentTests {
             ("rotated-6.heic", 96, 64, PixelSize(width: 96, height: 64), .right),
             // Coded 90x64 in a picture padded to whole blocks, declared 90x60, cropped by its clap to 70x40.
             ("cropped-offset.heic", 90, 60, PixelSize(width: 70, height: 40), .up),
+            // AV1, whose size is in the sequence header at the start of the item's data (libheif's av1C boxes
+            // carry none): 96x64 with a 48x32 thumbnail, an av01 item with its own ispe; and alone.
+            ("thumbnail.avif", 96, 64, PixelSize(width: 96, height: 64), .up),
+            ("photo.avif", 96, 64, PixelSize(width: 96, height: 64), .up),
         ] as [(String, UInt8, UInt8, PixelSize, ImageOrientation)])
     func theHeaderTakesTheCodedPicture(
         name: String, width: UInt8, height: UInt8, size: PixelSize, orientation: ImageOrientation
@@ -42,6 +46,21 @@ struct HEIFCodedImageWithoutExtentTests {
         let expected = try ImageDecoders.HEIF().decode(
             original, context: ImageDecodingContext(header: try ImageHeader.parse(original)))
         #expect(bitmap == expected)
+    }
+
+    /// The sequence header lies in `mdat`, after `meta`: a prefix that ends before it is `.truncated`, not the
+    /// thumbnail's size. Before: the whole file read as 48x32 (the thumbnail's ispe), and so did every prefix
+    /// that held `meta`.
+    @Test func everyPrefixOfAnAVIFWithoutItsExtentIsTruncatedOrTheCodedSize() throws {
+        let data = try Self.withoutExtent("thumbnail.avif", width: 96, height: 64)
+        for length in 0...data.count {
+            do {
+                let header = try ImageHeader.parse(data.prefix(length))
+                #expect(header.storedSize == PixelSize(width: 96, height: 64), "prefix of \(length) bytes")
+            } catch {
+                #expect(error.reason == .truncated, "prefix of \(length) bytes: \(error)")
+            }
+        }
     }
 
     @Test func theConformanceWindowIsLeftOut() throws {
