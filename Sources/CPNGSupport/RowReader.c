@@ -17,7 +17,8 @@
  * gray widened, opaque images given alpha 255. The simplified API adds no other change as long as it
  * corrects no gamma, so files with another gamma are left to it (CPNG_READER_NEEDS_WHOLE_IMAGE). An
  * Adam7 file is read as the simplified API reads it, with libpng's interlace handling: every pass goes
- * over every row of the one image, and each fills in its own pixels.
+ * over every row of the one image, and each fills in its own pixels. The 16-bit reader makes the same
+ * changes but keeps 16-bit samples as stored, for the Swift side to convert whatever the gamma.
  *
  * libpng reports errors by longjmp-ing to png_jmpbuf; no local variable changed after a setjmp is
  * read after the jump lands. */
@@ -88,9 +89,12 @@ static cpng_reader *new_reader(const unsigned char *bytes, size_t count) {
     return reader;
 }
 
-cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cpng_reader **result,
-                                    unsigned *width, unsigned *height, int *has_alpha, int *passes,
-                                    char *message) {
+/* The reader behind both openers: 8-bit RGBA rows, the simplified API's pixels (`sixteen_bit` 0), or
+ * 16-bit RGBA rows of the samples as stored (`sixteen_bit` 1, for a 16-bit file only). `has_alpha`,
+ * `passes` and `gamma` may be NULL. */
+static cpng_reader_status open_reader(const unsigned char *bytes, size_t count, int sixteen_bit,
+                                      cpng_reader **result, unsigned *width, unsigned *height, int *has_alpha,
+                                      int *passes, int *gamma, char *message) {
     *result = NULL;
     message[0] = 0;
     cpng_reader *reader = new_reader(bytes, count);
@@ -109,9 +113,15 @@ cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cp
     int depth = 0, color = 0, interlace = 0;
     png_get_IHDR(reader->png, reader->info, &image_width, &image_height, &depth, &color, &interlace, NULL, NULL);
     int interlaced = interlace != PNG_INTERLACE_NONE;
-    if ((interlaced && (passes == NULL || depth == 16)) || !keeps_samples(reader->png, reader->info)) {
+    int refused = sixteen_bit ? depth != 16 : interlaced && (passes == NULL || depth == 16);
+    if (refused || (!sixteen_bit && !keeps_samples(reader->png, reader->info))) {
         cpng_reader_close(reader);
         return CPNG_READER_NEEDS_WHOLE_IMAGE;
+    }
+    /* libpng keeps an sRGB chunk's gamma (45455) over a gAMA chunk's, and drops a gAMA it rejects. */
+    png_fixed_point file_gamma = 45455;
+    if (!png_get_valid(reader->png, reader->info, PNG_INFO_sRGB)) {
+        png_get_gAMA_fixed(reader->png, reader->info, &file_gamma);
     }
     int transparent = png_get_valid(reader->png, reader->info, PNG_INFO_tRNS) != 0;
     if (color == PNG_COLOR_TYPE_PALETTE) {
@@ -123,7 +133,7 @@ cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cp
     if (transparent) {
         png_set_tRNS_to_alpha(reader->png);
     }
-    if (depth == 16) {
+    if (depth == 16 && !sixteen_bit) {
         png_set_scale_16(reader->png);
     }
     if ((color & PNG_COLOR_MASK_COLOR) == 0) {
@@ -131,82 +141,45 @@ cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cp
     }
     int alpha = (color & PNG_COLOR_MASK_ALPHA) != 0 || transparent;
     if (!alpha) {
-        png_set_filler(reader->png, 0xFF, PNG_FILLER_AFTER);
+        png_set_filler(reader->png, sixteen_bit ? 0xFFFF : 0xFF, PNG_FILLER_AFTER);
+    }
+    /* PNG stores 16-bit samples big-endian; the caller reads them as native integers. */
+    const unsigned short probe = 1;
+    if (sixteen_bit && *(const unsigned char *)&probe == 1) {
+        png_set_swap(reader->png);
     }
     /* 1 for a sequential file; for Adam7, 7, and libpng spreads each pass's pixels over the rows. */
     int pass_count = png_set_interlace_handling(reader->png);
     png_read_update_info(reader->png, reader->info);
-    if (png_get_rowbytes(reader->png, reader->info) != (size_t)image_width * 4) {
+    if (png_get_rowbytes(reader->png, reader->info) != (size_t)image_width * (sixteen_bit ? 8 : 4)) {
         snprintf(message, CPNG_MESSAGE_SIZE, "unexpected row layout after the transforms");
         cpng_reader_close(reader);
         return CPNG_READER_FAILED;
     }
     *width = image_width;
     *height = image_height;
-    *has_alpha = alpha;
+    if (has_alpha != NULL) {
+        *has_alpha = alpha;
+    }
     if (passes != NULL) {
         *passes = pass_count;
+    }
+    if (gamma != NULL) {
+        *gamma = (int)file_gamma;
     }
     *result = reader;
     return CPNG_READER_READY;
 }
 
+cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cpng_reader **result,
+                                    unsigned *width, unsigned *height, int *has_alpha, int *passes,
+                                    char *message) {
+    return open_reader(bytes, count, 0, result, width, height, has_alpha, passes, NULL, message);
+}
+
 cpng_reader_status cpng_reader_open_16(const unsigned char *bytes, size_t count, cpng_reader **result,
                                        unsigned *width, unsigned *height, int *passes, int *gamma, char *message) {
-    *result = NULL;
-    message[0] = 0;
-    cpng_reader *reader = new_reader(bytes, count);
-    if (reader == NULL) {
-        snprintf(message, CPNG_MESSAGE_SIZE, "out of memory");
-        return CPNG_READER_FAILED;
-    }
-    if (setjmp(png_jmpbuf(reader->png))) {
-        snprintf(message, CPNG_MESSAGE_SIZE, "%s", reader->message[0] ? reader->message : "libpng failed");
-        cpng_reader_close(reader);
-        return CPNG_READER_FAILED;
-    }
-    png_read_info(reader->png, reader->info);
-
-    png_uint_32 image_width = 0, image_height = 0;
-    int depth = 0, color = 0;
-    png_get_IHDR(reader->png, reader->info, &image_width, &image_height, &depth, &color, NULL, NULL, NULL);
-    if (depth != 16) {
-        cpng_reader_close(reader);
-        return CPNG_READER_NEEDS_WHOLE_IMAGE;
-    }
-    /* libpng keeps an sRGB chunk's gamma (45455) over a gAMA chunk's, and drops a gAMA it rejects. */
-    png_fixed_point file_gamma = 45455;
-    if (!png_get_valid(reader->png, reader->info, PNG_INFO_sRGB)) {
-        png_get_gAMA_fixed(reader->png, reader->info, &file_gamma);
-    }
-    int transparent = png_get_valid(reader->png, reader->info, PNG_INFO_tRNS) != 0;
-    if (transparent) {
-        png_set_tRNS_to_alpha(reader->png);
-    }
-    if ((color & PNG_COLOR_MASK_COLOR) == 0) {
-        png_set_gray_to_rgb(reader->png);
-    }
-    if ((color & PNG_COLOR_MASK_ALPHA) == 0 && !transparent) {
-        png_set_filler(reader->png, 0xFFFF, PNG_FILLER_AFTER);
-    }
-    /* PNG stores samples big-endian; the caller reads them as native integers. */
-    const unsigned short probe = 1;
-    if (*(const unsigned char *)&probe == 1) {
-        png_set_swap(reader->png);
-    }
-    int pass_count = png_set_interlace_handling(reader->png);
-    png_read_update_info(reader->png, reader->info);
-    if (png_get_rowbytes(reader->png, reader->info) != (size_t)image_width * 8) {
-        snprintf(message, CPNG_MESSAGE_SIZE, "unexpected row layout after the transforms");
-        cpng_reader_close(reader);
-        return CPNG_READER_FAILED;
-    }
-    *width = image_width;
-    *height = image_height;
-    *passes = pass_count;
-    *gamma = (int)file_gamma;
-    *result = reader;
-    return CPNG_READER_READY;
+    return open_reader(bytes, count, 1, result, width, height, NULL, passes, gamma, message);
 }
 
 int cpng_reader_read_rows(cpng_reader *reader, unsigned char *rows, size_t stride, unsigned count) {

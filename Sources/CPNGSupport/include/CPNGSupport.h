@@ -55,9 +55,9 @@ cpng_reader_status cpng_reader_open(const unsigned char *bytes, size_t count, cp
 cpng_reader_status cpng_reader_open_16(const unsigned char *bytes, size_t count, cpng_reader **reader,
                                        unsigned *width, unsigned *height, int *passes, int *gamma, char *message);
 
-/// Writes the next `count` rows, each `width * 4` bytes (`width * 8` from `cpng_reader_open_16`), `stride` bytes apart from `rows` on (in a
-/// later pass of an interlaced file, over the same rows of the image again). Returns 0, or -1 when
-/// libpng fails: then the reader's message says why and no more rows come.
+/// Writes the next `count` rows, each `width * 4` bytes (`width * 8` from `cpng_reader_open_16`), `stride`
+/// bytes apart from `rows` on (in a later pass of an interlaced file, over the same rows of the image
+/// again). Returns 0, or -1 when libpng fails: then the reader's message says why and no more rows come.
 int cpng_reader_read_rows(cpng_reader *reader, unsigned char *rows, size_t stride, unsigned count);
 
 /// The error message of the last failure (empty when none).

@@ -163,16 +163,25 @@ import Testing
         let sequential = try ImageEncoders.PNG().encode(
             SampleImages.gradient(width: 300, height: 200).resized(to: PixelSize(width: 1200, height: 800)))
         let interlaced = SyntheticPNG.removingChunks("gAMA", from: try Fixtures.data("pngsuite", "basi6a08.png"))
-        for (data, totalRows) in [(sequential, 800), (interlaced, 7 * 32)] {
-            let recorder = RaisingAtFirstReport()
-            let context = try context(data, raisedBy: recorder)
-            expectCancelled(.png) { () throws(ImageDecodingError) in
-                try ImageDecoders.PNG().decode(data, context: context)
-            }
-            let reports = recorder.rowsReported
-            #expect(reports.count == 1, "reported \(reports)")
-            #expect(reports.allSatisfy { $0.rows < $0.total && $0.total == totalRows }, "\(reports)")
+        try expectWholePNGDecodeStopsAfterTheFirstReport(sequential, totalRows: 800)
+        try expectWholePNGDecodeStopsAfterTheFirstReport(interlaced, totalRows: 7 * 32)
+    }
+
+    /// Decodes the PNG `data` whole with the flag raised at the first rows reported, and expects `.cancelled`
+    /// after that one report, short of the `totalRows` the decode reads.
+    private func expectWholePNGDecodeStopsAfterTheFirstReport(
+        _ data: Data, totalRows: Int, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let recorder = RaisingAtFirstReport()
+        let context = try context(data, raisedBy: recorder)
+        expectCancelled(.png, sourceLocation: sourceLocation) { () throws(ImageDecodingError) in
+            try ImageDecoders.PNG().decode(data, context: context)
         }
+        let reports = recorder.rowsReported
+        #expect(reports.count == 1, "reported \(reports)", sourceLocation: sourceLocation)
+        #expect(
+            reports.allSatisfy { $0.rows < $0.total && $0.total == totalRows }, "\(reports)",
+            sourceLocation: sourceLocation)
     }
 
     /// A 16-bit Adam7 file and one whose gamma libpng corrects, which decode whole through the 16-bit linear
@@ -184,14 +193,7 @@ import Testing
             width: 64, height: 64, channels: 3, interlaced: interlaced,
             chunks: interlaced ? [] : [SyntheticPNG.gamma(1)]
         ) { x, y, channel in UInt16((x * 1000 + y * 17 + channel * 5000) % 65536) }
-        let recorder = RaisingAtFirstReport()
-        let context = try context(data, raisedBy: recorder)
-        expectCancelled(.png) { () throws(ImageDecodingError) in
-            try ImageDecoders.PNG().decode(data, context: context)
-        }
-        let reports = recorder.rowsReported
-        #expect(reports.count == 1, "reported \(reports)")
-        #expect(reports.allSatisfy { $0.rows < $0.total && $0.total == (interlaced ? 7 : 1) * 64 }, "\(reports)")
+        try expectWholePNGDecodeStopsAfterTheFirstReport(data, totalRows: (interlaced ? 7 : 1) * 64)
     }
 
     /// Large enough to be split between lanes, so every lane sees the flag.
