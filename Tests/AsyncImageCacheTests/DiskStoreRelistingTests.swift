@@ -179,16 +179,42 @@ import Testing
     }
 
     /// After `waitForPendingTrims()` ran a trim early, the timer it pre-empted fires at its old time and
-    /// must not run the next write's trim then, well within the interval.
+    /// must not run the next write's trim then, within the interval. Read on the disk queue by a block due
+    /// between the two timers' times: dispatch runs due timers in the order of their times, so the old
+    /// timer has run there and the next write's has not, however late the machine runs each.
     @Test func aTrimRunEarlyLeavesNoTimerThatListsTooSoon() throws {
-        let interval: TimeInterval = 1
-        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20, relistingInterval: interval)
-        try disk.store(bytes(1000, 0), pixelSize: size, for: url(0))  // counts the folder; trim due at 1 s
-        Thread.sleep(forTimeInterval: 0.8 * interval)
-        disk.waitForPendingTrims()  // lists now, at 0.8 s
-        let waited = disk.listingCount
-        try disk.store(bytes(1000, 1), pixelSize: size, for: url(1))  // due 1.8 s
-        Thread.sleep(forTimeInterval: 0.5 * interval)  // 1.3 s: the old timer (1 s) has fired
-        #expect(disk.listingCount == waited, "listed again \(disk.listingCount - waited) times within the interval")
+        let interval: TimeInterval = 2
+        var checked = 0
+        for attempt in 1...5 where checked == 0 {
+            let folder = TemporaryDirectory("disk-relisting-early")
+            let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20, relistingInterval: interval)
+            try disk.store(bytes(1000, 0), pixelSize: size, for: url(0))  // counts the folder; its trim due 2 s later
+            let counted = try #require(disk.folder.lastListed.withLock { $0 })
+            let oldTimer = counted + interval
+            Thread.sleep(forTimeInterval: 0.25 * interval)
+            disk.waitForPendingTrims()  // lists now, 0.5 s after the count
+            let waited = disk.listingCount
+            let listed = try #require(disk.folder.lastListed.withLock { $0 })
+            // Listed before the old timer's time, the wait ran its trim and the timer is still to fire. Listed
+            // later (the test thread held back past it), the timer may have run the trim itself: the attempt
+            // would prove nothing, and runs again in a new folder.
+            guard listed < oldTimer else { continue }
+            try disk.store(bytes(1000, 1), pixelSize: size, for: url(1))  // its trim due at `listed` + 2 s
+            // Halfway between the old timer's time and the next write's trim's: about 2.25 s after the count.
+            let nextTimer = listed + interval
+            let between = DispatchTime(
+                uptimeNanoseconds: oldTimer.uptimeNanoseconds / 2 + nextTimer.uptimeNanoseconds / 2)
+            let seen = LockedBox<Int?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            disk.trimQueue.asyncAfter(deadline: between) {
+                seen.withLock { $0 = disk.listingCount }
+                done.signal()
+            }
+            #expect(done.wait(timeout: .now() + 60) == .success, "attempt \(attempt)")
+            let listings = try #require(seen.withLock { $0 }) - waited
+            #expect(listings == 0, "listed again \(listings) times within the interval (attempt \(attempt))")
+            checked += 1
+        }
+        #expect(checked == 1, "the wait never ran the trim before its timer's time")
     }
 }
