@@ -165,7 +165,9 @@ import Testing
             let size = store.cachedPixelSize(for: URL(fileURLWithPath: path))
             answer.withLock { $0 = .some(size) }
         }
-        let deadline = ContinuousClock.now + .seconds(5)
+        // A reader that answers ends the wait at once; only one blocked in `open` for want of a writer (it would
+        // wait for ever) reaches the deadline, generous so that a loaded machine's late thread is not taken for it.
+        let deadline = ContinuousClock.now + .seconds(60)
         while answer.withLock({ $0 }) == nil, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
