@@ -116,7 +116,15 @@ import FoundationNetworking
         let ahead = store.fetchSlots.limit
         let stalled = (0..<(ahead + 2)).map { hosts.stalledLoad($0) }
         defer { stalled.forEach { $0.cancel() } }
-        try await waitUntil { try await hosts.redirects() >= ahead && store.fetchSlots.busyCount == ahead }
+        // Every redirected load is stuck at the CDN before the origin is asked for its own image: as many as it
+        // has slots hold them, and the other two, sent and redirected, wait for one (polled without asking the
+        // origin, so that loads that never get that far fail the wait in 60 s). Before, the direct load could
+        // start while those two were yet to reach the origin, and the count below be read before they had.
+        let loader = hosts.loader
+        try await waitUntil {
+            loader.http.unfinishedTaskCount == ahead + 2 && store.fetchSlots.busyCount == ahead
+                && store.fetchSlots.waitingCount == 2
+        }
         let direct = hosts.origin.url("/images/\(hosts.names[1])")
         let served = Task { try await store.image(for: ImageRequest(url: direct)) }
         try await waitUntil { store.statistics.decodes == 1 }
