@@ -22,13 +22,25 @@ import Testing
         // Grown, then back to 100 pt in the next layout, before the grown frame's load lands.
         model.layoutChanged(to: CGSize(width: 600, height: 400))
         #expect(model.isLoading)
+        let grown = try #require(model.loading?.task)
         model.layoutChanged(to: CGSize(width: 100, height: 67))
         #expect(model.image?.pixelSize.width == 200)
         #expect(!model.isLoading)
-        // Waits for a load left running to land (up to 20 s), without another layout or `load()`.
-        for _ in 0..<400 where model.isLoading { try await Task.sleep(for: .milliseconds(50)) }
+        // Waits for the grown frame's load to end, its completion run, without another layout or `load()`: a
+        // load left running has landed by then (the model no longer waiting for it, polling `isLoading` waited
+        // for nothing, and the checks below ran before any decode it went on to).
+        try await grown.ended()
         #expect(photo.decoder.count == 2)
         #expect(!drawnWidths.contains(1200), "drawn widths: \(drawnWidths)")
         #expect(model.image?.pixelSize.width == 200)
+    }
+}
+
+extension ImageLoadTask {
+    /// Returns once the load has ended and its completion has run (with `nil` when it was cancelled). The
+    /// task the store wraps is private to the library; a test reaches it by reflection.
+    func ended() async throws {
+        let task = Mirror(reflecting: self).children.first { $0.label == "task" }?.value as? Task<Void, Never>
+        try await #require(task).value
     }
 }
