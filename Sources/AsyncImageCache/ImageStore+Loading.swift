@@ -4,6 +4,12 @@ import Foundation
 public final class ImageLoadTask: Sendable {
     private let task: Task<Void, Never>
 
+    /// Returns once the load has ended and its completion has run (with `nil` for a cancelled load).
+    /// For the tests, which wait for a load they cannot see from outside to land.
+    func ended() async {
+        await task.value
+    }
+
     init(_ task: Task<Void, Never>) {
         self.task = task
     }
