@@ -17,13 +17,7 @@ extension ImageHeader {
     /// still has a perfectly good size, and every viewer shows it unrotated.
     static func exifOrientation(in payload: HeaderBytes) -> ImageOrientation? {
         guard let (tiff, bigEndian, ifd0) = tiffStructure(in: payload),
-            let entry = try? directoryEntry(orientationTag, in: ifd0, tiff, bigEndian: bigEndian),
-            (try? tiff.unsigned(at: entry + 2, length: 2, bigEndian: bigEndian)) == shortType,
-            // One value, as TIFF and EXIF define the tag and as browsers (Chrome, Safari, Firefox) read it;
-            // another count leaves the value field empty or names more than the one orientation.
-            (try? tiff.unsigned(at: entry + 4, length: 4, bigEndian: bigEndian)) == 1,
-            // A single SHORT sits left-aligned in the 4-byte value field, in the file's byte order.
-            let value = try? tiff.unsigned(at: entry + 8, length: 2, bigEndian: bigEndian)
+            let value = try? directoryValue(orientationTag, in: ifd0, tiff, bigEndian: bigEndian, short: true)
         else { return nil }
         return ImageOrientation(exifValue: Int(value))
     }
@@ -82,13 +76,20 @@ extension ImageHeader {
     }
 
     /// The value of the entry for `tag` holding one SHORT (`short`) or one LONG, such as the offset of
-    /// another directory; `nil` when absent or of another type.
+    /// another directory; `nil` when absent, of another type or of another count than 1.
+    ///
+    /// Every tag read here (Orientation, ColorSpace and the offsets of the Exif and interoperability
+    /// directories) has one value by TIFF and EXIF, and browsers read the orientation only so (Chrome, Safari
+    /// and Firefox ask for count 1): another count leaves the value field empty, or makes it the offset of
+    /// several values.
     private static func directoryValue(
         _ tag: UInt64, in directory: Int, _ tiff: HeaderBytes, bigEndian: Bool, short: Bool = false
     ) throws(ImageDecodingError) -> Int? {
         guard let entry = try directoryEntry(tag, in: directory, tiff, bigEndian: bigEndian) else { return nil }
         let type = try tiff.unsigned(at: entry + 2, length: 2, bigEndian: bigEndian)
-        guard short ? type == shortType : type == longType || type == directoryType else { return nil }
+        guard short ? type == shortType : type == longType || type == directoryType,
+            try tiff.unsigned(at: entry + 4, length: 4, bigEndian: bigEndian) == 1
+        else { return nil }
         return Int(try tiff.unsigned(at: entry + 8, length: short ? 2 : 4, bigEndian: bigEndian))
     }
 }

@@ -287,9 +287,12 @@ struct ColorProfileTests {
         #expect(recorded.allSatisfy { !$0.1 })
     }
 
-    /// An EXIF TIFF structure with an Exif directory holding ColorSpace `colorSpace` and, given an
-    /// index, an interoperability directory with that InteroperabilityIndex.
-    static func colorSpaceEXIF(colorSpace: Int, interoperabilityIndex: String?, bigEndian: Bool) -> [UInt8] {
+    /// An EXIF TIFF structure with an Exif directory holding ColorSpace `colorSpace` (`colorSpaceCount`
+    /// values, 1 as EXIF has it) and, given an index, an interoperability directory with that
+    /// InteroperabilityIndex.
+    static func colorSpaceEXIF(
+        colorSpace: Int, colorSpaceCount: Int = 1, interoperabilityIndex: String?, bigEndian: Bool
+    ) -> [UInt8] {
         ByteWriter.build { tiff in
             func entry(_ tag: Int, type: Int, count: Int = 1, value: Int, short: Bool = false) {
                 tiff.uint16(tag, bigEndian: bigEndian)
@@ -311,7 +314,7 @@ struct ColorProfileTests {
             tiff.uint32(0, bigEndian: bigEndian)
             let entries = interoperabilityIndex == nil ? 1 : 2
             tiff.uint16(entries, bigEndian: bigEndian)
-            entry(0xA001, type: 3, value: colorSpace, short: true)
+            entry(0xA001, type: 3, count: colorSpaceCount, value: colorSpace, short: true)
             if interoperabilityIndex != nil { entry(0xA005, type: 4, value: 26 + 2 + entries * 12 + 4) }
             tiff.uint32(0, bigEndian: bigEndian)
             if let interoperabilityIndex {
@@ -357,6 +360,18 @@ struct ColorProfileTests {
         for length in 0..<index {
             let cut = Self.embedding(exif: Array(full.prefix(length)), inJPEG: jpeg)
             #expect(ColorProfile.embedded(in: cut, format: .jpeg) == nil, "\(length) bytes")
+        }
+    }
+
+    /// ColorSpace is one SHORT; with another count its value field is empty (0) or the offset of the values
+    /// (2 or more), and the first two bytes there were read as the colour space all the same.
+    @Test(arguments: [0, 2, 3])
+    func aColorSpaceEntryWhoseCountIsNotOneDeclaresNothing(count: Int) throws {
+        let jpeg = try SampleImages.jpeg(width: 20, height: 10)
+        for colorSpace in [2, 0xFFFF] {
+            let exif = Self.colorSpaceEXIF(
+                colorSpace: colorSpace, colorSpaceCount: count, interoperabilityIndex: "R03", bigEndian: false)
+            #expect(ColorProfile.embedded(in: Self.embedding(exif: exif, inJPEG: jpeg), format: .jpeg) == nil)
         }
     }
 
