@@ -72,6 +72,11 @@ enum AIC {
 
     static func main() async {
         StandardStreams.holdClosedOnes()
+        if let limit = DescriptorLimit.raise(), limit < DescriptorLimit.minimum {
+            Console.error(
+                "aic: only \(limit) files may be open at once (ulimit -n); aic needs \(DescriptorLimit.minimum)\n")
+            exit(1)
+        }
         await runCommandLine()
         // A signal that arrived as the demo ended ends aic once its handler is done, as a moment sooner.
         while Interruption.isInProgress { pause() }
