@@ -37,3 +37,73 @@ import Testing
         try FileManager.default.removeItem(at: filler)
     }
 }
+
+/// A full file system refuses the block that a file's caching facts take (ext4 gives the attributes that do
+/// not fit in the inode one of their own) as it refuses a file's bytes: the write makes room for them the same
+/// way, and says `ENOSPC`, not that the file system has no attributes, when it still cannot.
+@Suite struct DiskStoreFullDiskAttributeTests {
+    let one = PixelSize(width: 1, height: 1)
+    let facts = HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: 3600, entityTag: "\"v1\""))
+
+    @Test(.enabled(if: ScratchFileSystem.isAvailable, "needs root to mount a tmpfs"))
+    func aFullFileSystemMakesRoomForTheCachingFactsOfAWrite() throws {
+        let volume = try ScratchFileSystem(byteCount: 1024 * 1024)
+        let folder = volume.url.appendingPathComponent("store", isDirectory: true)
+        let disk = DiskStore(directory: folder, byteLimit: 10 << 20, attributes: SpaceNeedingAttributes())
+        let urls = (0..<4).map { URL(string: "https://example.com/\($0).jpg")! }
+        let bytes = Data(repeating: 0x5A, count: 200 * 1024)
+        for url in urls.prefix(3) { try disk.store(bytes, pixelSize: one, metadata: facts, for: url) }
+        // Room for the last write's bytes, and not a block more for its caching facts.
+        try volume.fill(leavingFree: bytes.count + 4096)
+        #expect(throws: Never.self) { try disk.store(bytes, pixelSize: one, metadata: facts, for: urls[3]) }
+        #expect(disk.data(for: urls[3]) == bytes)
+        #expect(disk.cacheMetadata(for: urls[3])?.entityTag == "\"v1\"")
+        #expect(!disk.contains(urls[0]), "the least recently used entry made room")
+        #expect(disk.contains(urls[1]) && disk.contains(urls[2]))
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        #expect(!names.contains { $0.hasPrefix(DiskStore.temporaryPrefix) })
+        try FileManager.default.removeItem(at: volume.url.appendingPathComponent("filler"))
+    }
+
+    @Test func cachingFactsThatFindNoRoomFailTheWriteAsOutOfSpace() throws {
+        let folder = TemporaryDirectory("full-disk-facts")
+        let disk = DiskStore(
+            directory: folder.url, byteLimit: 1 << 20, attributes: SpaceNeedingAttributes(freeByteCount: .max))
+        let url = URL(string: "https://example.com/photo.jpg")!
+        #expect(throws: POSIXError(.ENOSPC)) {
+            try disk.store(Data([1, 2, 3]), pixelSize: one, metadata: facts, for: url)
+        }
+        #expect(!disk.contains(url))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path).isEmpty)
+    }
+}
+
+/// The real attributes, except that the caching facts fail with `ENOSPC` while the file system holding the
+/// file has fewer than `freeByteCount` bytes free: the block ext4 would need for them. tmpfs keeps attributes
+/// apart from its size limit, so only this shows a full file system refusing them.
+struct SpaceNeedingAttributes: ExtendedAttributeStoring {
+    var freeByteCount = 4096
+
+    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
+    {
+        FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
+    }
+
+    func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
+        var info = statvfs()
+        if name == HTTPCacheMetadata.attributeName, statvfs(path, &info) == 0,
+            Int(info.f_bavail) * Int(info.f_frsize) < freeByteCount
+        {
+            throw POSIXError(.ENOSPC)
+        }
+        try FileExtendedAttributes().setValue(value, named: name, atPath: path)
+    }
+
+    func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws {
+        try FileExtendedAttributes().setValue(value, named: name, onDescriptor: descriptor)
+    }
+
+    func removeValue(named name: String, atPath path: String) {
+        FileExtendedAttributes().removeValue(named: name, atPath: path)
+    }
+}

@@ -28,6 +28,10 @@ extension DiskStore {
     /// that step once the file is in place: no other write of this folder commits, and no `removeAll()`
     /// begins, in between.
     ///
+    /// On a file system that fills before the budget does (`ENOSPC`), whether for the bytes or for the
+    /// caching facts' attribute, the least recently used files make room and that step is tried once more;
+    /// the error stays `ENOSPC` when it fails again.
+    ///
     /// `isDropped` is asked in one step with the rename, as ``remove(_:)`` removes a file: a write queued
     /// before a removal of its URL's file is dropped then (`ECANCELED`), never put in place after it.
     func store(
@@ -78,9 +82,17 @@ extension DiskStore {
         // Where the caching facts cannot be written (a file system without extended attributes), a file
         // that goes stale is not kept: without them it would be read back, after a relaunch, as fresh
         // until evicted and never asked for again. Facts that never go stale need no attribute.
-        if let metadata, !writeCacheMetadata(metadata, atPath: temporary.path), metadata.expires != nil {
-            try? FileManager.default.removeItem(at: temporary)
-            throw POSIXError(.EOPNOTSUPP)
+        if let metadata {
+            do {
+                try writeCacheMetadata(metadata, atPath: temporary.path)
+            } catch  where metadata.expires != nil {
+                do {
+                    try retryCacheMetadata(metadata, atPath: temporary.path, failure: error, if: isWanted)
+                } catch {
+                    try? FileManager.default.removeItem(at: temporary)
+                    throw error
+                }
+            } catch {}
         }
         // What the file takes on disk, its attributes included, as the budget counts it: a few bytes
         // under the budget can take a block over it.
@@ -195,6 +207,26 @@ extension DiskStore {
     /// queued before the call have committed or been dropped, without holding a thread meanwhile.
     func queuedWrites() async {
         await withCheckedContinuation { continuation in folder.writeQueue.async { continuation.resume() } }
+    }
+
+    /// Writes `metadata` onto the temporary file at `path` once more after it failed with `failure`, when that
+    /// was for want of space: a full file system refuses the block an attribute takes (on ext4, one that
+    /// does not fit in the inode) as it refuses the bytes', and room is made for it the same way. Throws
+    /// `failure`, or the retry's, when it still fails (`ENOSPC` stays `ENOSPC`), `ECANCELED` when the write
+    /// will not be committed, and `EOPNOTSUPP` for any other refusal (no extended attributes).
+    private func retryCacheMetadata(
+        _ metadata: HTTPCacheMetadata, atPath path: String, failure: any Error, if isWanted: () -> Bool
+    ) throws {
+        guard Self.isOutOfSpace(failure) else { throw POSIXError(.EOPNOTSUPP) }
+        guard let made = makeRoom(forBytes: metadata.encoded.count, if: isWanted) else {
+            throw POSIXError(.ECANCELED)
+        }
+        guard made else { throw failure }
+        do {
+            try writeCacheMetadata(metadata, atPath: path)
+        } catch {
+            throw Self.isOutOfSpace(error) ? error : POSIXError(.EOPNOTSUPP)
+        }
     }
 
     /// Room a write needs beyond its bytes on a full file system: the folder's entry, the attributes,

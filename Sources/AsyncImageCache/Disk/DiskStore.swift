@@ -487,27 +487,24 @@ final class DiskStore: Sendable {
     func setCacheMetadata(_ metadata: HTTPCacheMetadata, for url: URL) {
         let path = filePath(for: url)
         guard Self.isRegularFile(atPath: path) else { return }
-        _ = recounting(fileNamed: Self.fileName(for: url)) { writeCacheMetadata(metadata, atPath: path) }
+        _ = recounting(fileNamed: Self.fileName(for: url)) { try? writeCacheMetadata(metadata, atPath: path) }
     }
 
-    /// Writes `metadata` as the attribute of the file at `path`; whether it was written. Where the file
-    /// system refuses it, it is written again without its validators: ext4 keeps all of a file's
-    /// attributes in one 4 KiB block, and a server's entity tag can be longer. The entry's freshness then
-    /// still holds, and once stale it is fetched whole instead of revalidated; without any attribute it
-    /// would count as fresh until evicted, whatever `max-age` or `no-cache` the response said.
-    @discardableResult
-    func writeCacheMetadata(_ metadata: HTTPCacheMetadata, atPath path: String) -> Bool {
+    /// Writes `metadata` as the attribute of the file at `path`. Where the file system refuses it, it is
+    /// written again without its validators: ext4 keeps all of a file's attributes in one 4 KiB block,
+    /// and a server's entity tag can be longer. The entry's freshness then still holds, and once stale it
+    /// is fetched whole instead of revalidated; without any attribute it would count as fresh until
+    /// evicted, whatever `max-age` or `no-cache` the response said. Throws the file system's last refusal
+    /// (`ENOSPC` on a full one) where neither is written.
+    func writeCacheMetadata(_ metadata: HTTPCacheMetadata, atPath path: String) throws {
         do {
             try attributes.setValue(metadata.encoded, named: HTTPCacheMetadata.attributeName, atPath: path)
-            return true
         } catch {
-            guard metadata.entityTag != nil || metadata.lastModified != nil else { return false }
+            guard metadata.entityTag != nil || metadata.lastModified != nil else { throw error }
             var withoutValidators = metadata
             withoutValidators.entityTag = nil
             withoutValidators.lastModified = nil
-            return
-                (try? attributes.setValue(
-                    withoutValidators.encoded, named: HTTPCacheMetadata.attributeName, atPath: path)) != nil
+            try attributes.setValue(withoutValidators.encoded, named: HTTPCacheMetadata.attributeName, atPath: path)
         }
     }
 }
