@@ -306,11 +306,17 @@ extension ImageStore {
     /// Removes `damaged`, bytes of `url` from the tiers that failed to decode, from memory originals (where
     /// ``cachedOriginalBytes(for:)`` may have put the file's bytes) and the disk tier, where either still
     /// holds them: another width that failed on the same bytes first may have replaced them from the
-    /// source since, and the replacement stays.
+    /// source since, and the replacement stays. On disk only the file found holding them goes, should a
+    /// write put another in its place between the look and the removal (``DiskStore/remove(_:readFrom:)``).
     private func removeDamaged(_ damaged: Data, for url: URL) {
         let key = url.cacheKey
         if originals.value(forKey: key)?.data == damaged { originals.removeValue(forKey: key) }
-        if disk.data(for: url) == damaged { disk.remove(url) }
+        guard let (data, file) = disk.stored(for: url), data == damaged else { return }
+        if let file {
+            disk.remove(url, readFrom: file)
+        } else {
+            disk.remove(url)  // a write still waiting for the disk: dropped
+        }
     }
 
     /// Holds bytes fresh from the source whose decode never finished, nobody wanting it any more, in

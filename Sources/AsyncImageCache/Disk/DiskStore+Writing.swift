@@ -378,6 +378,22 @@ extension DiskStore {
         _ = removeCounted(named: Self.fileName(for: url)) { folder.staged.withLock { $0.dropQueued(forKey: key) } }
     }
 
+    /// Removes `url`'s file only while it is the one a read found (`identity`), checked in one step with the
+    /// unlink, as a commit renames: a file that a write of this process put in place since stays (one of
+    /// another process, renamed in between the check and the unlink, can still go). Writes for `url` still
+    /// queued stay too: they hold bytes other than the file's, which they are to replace. Whether it went.
+    @discardableResult
+    func remove(_ url: URL, readFrom identity: FileIdentity) -> Bool {
+        let name = Self.fileName(for: url)
+        let path = directoryPath + name
+        return removeCounted(
+            named: name,
+            unless: {
+                var status = stat()
+                return lstat(path, &status) != 0 || FileIdentity(status) != identity
+            })
+    }
+
     /// Removes the file (or link) `name` and takes what it counted off the count, in one step with
     /// `first` and noting it for a count whose listing is in progress (see ``Usage``); whether it went.
     /// Nothing goes when `isDropped`, asked in that step, says so.

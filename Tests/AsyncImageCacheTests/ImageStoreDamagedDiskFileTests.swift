@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// A file that a load finds damaged on disk is removed, and only that file: a good one that another write put
+/// in place under the same name since the load read it stays, and is served instead of being fetched again.
+@Suite(.timeLimit(.minutes(2))) struct ImageStoreDamagedDiskFileTests {
+    /// The good file's commit holds the count's lock, its rename due, while the load's decode fails; it renames
+    /// once the load has looked at the disk again to remove the damaged bytes (a look dates the file it reads),
+    /// or after 2 s, and the removal, which needs that lock, comes after the rename. Before, the removal read
+    /// the damaged bytes back, found them still there, and removed by name what was there by then: the good
+    /// file, which the load's second try then downloaded again.
+    @Test func aGoodFileCommittedAfterTheDamagedOneWasReadStays() async throws {
+        let folder = TemporaryDirectory("damaged-disk-file")
+        let url = URL(string: "https://images.example.com/photo.jpg")!
+        let size = PixelSize(width: 64, height: 48)
+        let damaged = try SampleImages.jpeg(width: 64, height: 48, seed: 1)
+        let good = try SampleImages.jpeg(width: 64, height: 48, seed: 2)
+        let decoder = DamagedBytesDecoder(damaged: damaged)
+        let loader = RecordingLoader(base: FixedBytesLoader(bytes: good))
+        let store = try ImageStore.makeForTesting(root: folder.url) {
+            $0.dataLoader = loader
+            $0.decoder = decoder
+        }
+        let disk = store.disk
+        try disk.store(damaged, pixelSize: size, for: url)
+        let path = disk.filePath(for: url)
+        let commit = DispatchGroup()
+        let committed = LockedBox<(any Error)?>(nil)
+        let renameCalls = LockedBox(0)
+        decoder.onDamaged.withLock {
+            $0 = {
+                // Dated an hour ago: the removal's look at the file dates it now.
+                let hourAgo = timespec(tv_sec: time(nil) - 3600, tv_nsec: 0)
+                _ = utimensat(AT_FDCWD, path, [hourAgo, hourAgo], AT_SYMLINK_NOFOLLOW)
+                let inRenameStep = DispatchSemaphore(value: 0)
+                DispatchQueue.global().async(group: commit) {
+                    do {
+                        // Asked on the disk queue, then in the rename's step, under the count's lock.
+                        try disk.store(
+                            good, pixelSize: size, for: url,
+                            isDropped: {
+                                guard
+                                    renameCalls.withLock({ calls in
+                                        calls += 1
+                                        return calls
+                                    }) == 2
+                                else { return false }
+                                inRenameStep.signal()
+                                let deadline = Date().addingTimeInterval(2)
+                                while Date() < deadline,
+                                    (DiskStore.modificationDate(atPath: path) ?? .distantPast) < Date() - 60
+                                {
+                                    usleep(1000)
+                                }
+                                return false
+                            })
+                    } catch {
+                        committed.withLock { $0 = error }
+                    }
+                }
+                if inRenameStep.wait(timeout: .now() + 30) == .timedOut {
+                    Issue.record("the good file's commit never reached its rename")
+                }
+            }
+        }
+
+        let image = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
+        commit.wait()
+        #expect(committed.withLock { $0 } == nil)
+        #expect(renameCalls.withLock { $0 } == 2)
+        #expect(image.pixelSize == PixelSize(width: 32, height: 24))
+        #expect(loader.startedCount == 0, "the good file was removed and downloaded again")
+        #expect(store.statistics.sourceFetches == 0)
+        store.waitForDiskMaintenance()
+        #expect(disk.data(for: url) == good)
+    }
+}
+
+/// The real decoder, except that `damaged` fails as corrupt, after running `onDamaged` once.
+final class DamagedBytesDecoder: ImageDecoding {
+    let damaged: Data
+    let onDamaged = LockedBox<(@Sendable () -> Void)?>(nil)
+
+    init(damaged: Data) {
+        self.damaged = damaged
+    }
+
+    func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
+        guard data == damaged else { return try ImageDecoders.Default().decode(data, context: context) }
+        let hook = onDamaged.withLock { hook in
+            defer { hook = nil }
+            return hook
+        }
+        hook?()
+        throw ImageDecodingError(format: .jpeg, reason: .corrupt("damaged on disk"))
+    }
+}
