@@ -232,6 +232,38 @@ import FoundationNetworking
         try await Self.expectReadFromTheDiskTierPastStalledLoads(cached, image: names[0], of: server, in: store)
     }
 
+    @Test func aVisibleLoadOfBytesOnDiskDoesNotWaitBehindLoadsOfFilesTooLargeForALoweredBudget() async throws {
+        // The app relaunched with a lower `diskByteLimit`: files larger than it stay until the first trim
+        // (``DiskStore/relistingInterval`` after the store opens), and are never read meanwhile, so their loads
+        // ask their host. Of a host that stops answering, they hold its slots, not the disk tier's: an image
+        // within the budget still loads from disk. Before, `DiskStore.contains` took such a file for stored,
+        // so those loads held the disk tier's slots while they waited for the host, and the disk's loads
+        // waited behind them until they ended.
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let root = folder.url.appendingPathComponent("cache")
+        let before = try ImageStore.makeForTesting(root: root)
+        let cached = server.url("/images/\(names[0])")
+        _ = try await before.image(for: ImageRequest(url: cached, targetWidth: 50))
+        let tooLarge = Data(repeating: 0xA5, count: 64 << 10)
+        for index in 0..<20 {
+            // The URLs ``stallTwentyLoads(of:image:in:)`` loads, stored when the budget was larger.
+            let url = server.url("/held/never/alias/\(index)/images/\(names[0])")
+            try before.disk.store(tooLarge, pixelSize: PixelSize(width: 200, height: 100), for: url)
+        }
+        await onOwnThread { before.waitForDiskMaintenance() }
+        let store = try ImageStore.makeForTesting(root: root) {
+            $0.decodeConcurrency = 1
+            $0.dataLoader = DataLoader(timeout: 600)  // the stalled rows end when the test cancels them
+            $0.diskByteLimit = 32 << 10
+        }
+        #expect(store.disk.data(for: cached) != nil)
+        #expect(store.disk.data(for: server.url("/held/never/alias/0/images/\(names[0])")) == nil)
+        try await Self.expectReadFromTheDiskTierPastStalledLoads(cached, image: names[0], of: server, in: store)
+    }
+
     @Test func aCustomSchemeThatDoesNotAnswerHoldsUpOnlyItsOwnLoads() async throws {
         // A custom loader's rows that never answer take their source's slots for fetching ahead; local
         // files and data: URLs still load meanwhile. Before, every URL that was not HTTP shared one set of

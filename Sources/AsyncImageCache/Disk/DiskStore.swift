@@ -366,10 +366,14 @@ final class DiskStore: Sendable {
         return data
     }
 
-    /// Whether a file is stored for `url`: a regular file at its path, as the reads take it (a symbolic link
-    /// or a folder there is none).
+    /// Whether a file is stored for `url`: a regular file at its path no larger than the budget, as the reads
+    /// take it (a symbolic link or a folder there is none). A larger one, left by a store with a larger budget
+    /// (an earlier launch, or another process on the folder) until a trim removes it, is never read (see
+    /// ``data(for:)``): its loads ask the source, and count under its slots.
     func contains(_ url: URL) -> Bool {
-        Self.isRegularFile(atPath: filePath(for: url))
+        var status = stat()
+        return lstat(filePath(for: url), &status) == 0 && status.st_mode & S_IFMT == S_IFREG
+            && status.st_size <= byteLimit
     }
 
     /// Whether a file is stored for `url`, or a write of one waits for the disk
