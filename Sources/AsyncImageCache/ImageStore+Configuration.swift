@@ -13,7 +13,10 @@ extension ImageStore {
         /// The store's name: its folder under ``rootDirectory``. At most 255 ASCII letters, digits, `-`,
         /// `_` and `.`, with no `..` in it (so not `.` or `..` either). `"default"` by default.
         public var name: String
-        /// The most entries in each memory tier (variants, originals); 150 by default.
+        /// The most entries in each memory tier (variants, originals); 150 by default. With 0 the tiers
+        /// keep nothing, and the disk tier still keeps every image that decodes. It does not bound the few
+        /// downloads held for the next load after their load was cancelled (``ImageLoadTask/cancel()``),
+        /// which ``memoryByteLimit`` does.
         public var memoryCountLimit = 150
         /// The most bytes in each memory tier; ``ImageStore/recommendedMemoryByteLimit()`` by default.
         /// A variant costs `width * height * 4`, an original its byte count.

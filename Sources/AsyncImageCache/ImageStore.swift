@@ -66,8 +66,13 @@ public final class ImageStore: Sendable {
     let decodingOriginals = LockedBox([String: [FetchedOriginal]]())
     /// Downloads whose decode was stopped before it finished (every waiter left), by URL: the next
     /// load decodes them instead of fetching again, and only then are they kept in the tiers, as any
-    /// download is once it has decoded. A few, and at most a quarter of the memory budget.
+    /// download is once it has decoded. A few (``heldDownloadCountLimit``), and at most a quarter of the
+    /// memory budget.
     let undecodedOriginals: MemoryCache<String, FetchedOriginal>
+    /// The most downloads ``undecodedOriginals`` holds, whatever ``Configuration-swift.struct/memoryCountLimit``:
+    /// that limit bounds the tiers, and a store that keeps none in memory (a limit of 0) would drop every
+    /// download cancelled before it decoded, which never reached the disk tier either, and fetch it again.
+    static let heldDownloadCountLimit = 32
     /// How many times each URL's image has been replaced, by a revalidation that found changed bytes or
     /// by ``removeImage(for:)``. Raised only inside ``DiskStore/ifCurrent(_:_:)``, where a load also
     /// checks it and keeps its result: bytes looked up before a replacement are never kept after it.
@@ -149,8 +154,9 @@ public final class ImageStore: Sendable {
     ///   ``ConfigurationError/invalidPixelBudget(_:)`` when the pixel budget is below 1. A cache folder
     ///   that cannot be created is not an error: its first write makes the folder, and where that fails
     ///   the store keeps its images in memory only. Budgets and limits other than the pixel budget are
-    ///   clamped: a count, byte or disk limit of 0 or less keeps nothing, and a decode concurrency of 0
-    ///   or less means 1.
+    ///   clamped: a count, byte or disk limit of 0 or less keeps nothing in its tier, and a decode
+    ///   concurrency of 0 or less means 1. A count limit of 0 still lets a download whose load was
+    ///   cancelled be held for the next load (see ``ImageLoadTask/cancel()``); a byte limit of 0 does not.
     public init(configuration: Configuration) throws(ConfigurationError) {
         try Self.validate(name: configuration.name)
         guard configuration.pixelBudget >= 1 else { throw .invalidPixelBudget(configuration.pixelBudget) }
@@ -160,7 +166,7 @@ public final class ImageStore: Sendable {
         fetchSlots = FetchSlots(limit: Self.loadsAhead(ofDecodeSlots: decodeSlots.limit))
         originals = MemoryCache(countLimit: configuration.memoryCountLimit, costLimit: configuration.memoryByteLimit)
         undecodedOriginals = MemoryCache(
-            countLimit: min(32, configuration.memoryCountLimit), costLimit: configuration.memoryByteLimit / 4)
+            countLimit: Self.heldDownloadCountLimit, costLimit: configuration.memoryByteLimit / 4)
         sizeMemo = MemoryCache(countLimit: 10_000, costLimit: Self.sizeMemoKeyByteLimit)
         disk = DiskStore(
             directory: configuration.directory, byteLimit: configuration.diskByteLimit,
