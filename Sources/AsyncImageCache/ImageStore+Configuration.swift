@@ -82,6 +82,10 @@ extension ImageStore {
         /// the resize of a whole bitmap), with whether it may use threads besides this one; tests see
         /// which loads spend other cores.
         var resizeThreadsObserver: (@Sendable (_ usesOtherThreads: Bool) -> Void)?
+        /// Called on the thread that runs a load's run of the pipeline as the run has its original bytes (from
+        /// memory, the disk tier or the source), before it waits for a decode slot, with the URL; tests hold
+        /// a run there, its fetch ended and its decode not begun.
+        var fetchedObserver: (@Sendable (URL) -> Void)?
 
         /// Creates a configuration with default budgets and parts.
         public init(name: String = "default") {

@@ -5,6 +5,12 @@ extension ImageStore {
     /// download waits for a connection at the highest `priority` of the runs that wait for it. A local
     /// file's fetch is shared only by the runs that found it at the same `fileVersion`. The fetch a run
     /// starts moves that run's `fetchSlot` along its redirects to other hosts.
+    ///
+    /// The bytes it returns are recorded in ``decodingOriginals`` for the caller, once, before it gets them:
+    /// the caller drops that entry (`forgetDecoding`) once it has stored or let go of them. A fetch records
+    /// its bytes there as it ends, for each run waiting for it, before the fetch leaves the table of fetches
+    /// in flight: a load that takes the fetch over just after (``holdFetched(_:)``) finds them there, and
+    /// does not fetch them again because the runs they were fetched for have not recorded them yet.
     func original(
         for url: URL, fileVersion: FileStamp?, priority: RunPriority, fetchSlot: FetchSlotHold? = nil
     ) async -> Result<FetchedOriginal, ImageLoadingError> {
@@ -15,18 +21,22 @@ extension ImageStore {
             markDiskUse(of: url, original.diskUse)
             let metadata = revalidateIfStale(url)
             return .success(
-                FetchedOriginal(
-                    original, origin: .memory, generation: generation, replacement: replacement,
-                    cacheMetadata: metadata))
+                recordDecoding(
+                    FetchedOriginal(
+                        original, origin: .memory, generation: generation, replacement: replacement,
+                        cacheMetadata: metadata), for: url))
         }
-        if let decoding = decodingOriginals.withLock({ $0[url.cacheKey]?.last }),
-            decoding.generation == generation, decoding.replacement == replacement,
-            isCurrent(decoding.original, for: url, at: fileVersion)
-        {
-            return .success(decoding)
+        // Taken and recorded in one step: the run decoding them may forget them in between.
+        let decoding = decodingOriginals.withLock { table -> FetchedOriginal? in
+            guard let last = table[url.cacheKey]?.last, last.generation == generation,
+                last.replacement == replacement, isCurrent(last.original, for: url, at: fileVersion)
+            else { return nil }
+            table[url.cacheKey]?.append(last)
+            return last
         }
+        if let decoding { return .success(decoding) }
         if let held = heldDownload(of: url, generation: generation, replacement: replacement, at: fileVersion) {
-            return .success(held)
+            return .success(recordDecoding(held, for: url))
         }
         let key = RunKey(
             subject: url.cacheKey, generation: generation, replacement: replacement, fileVersion: fileVersion)
@@ -42,23 +52,43 @@ extension ImageStore {
                 // Only bytes held are there for the loads waiting for a slot: without them (bytes from disk,
                 // older than a replacement, past the held downloads' budget) those loads fetch under a slot.
                 if holdUndecoded(fetched, for: url) { fetchSlots.bytesArrived(for: url) }
+            },
+            whenFinished: { [self] fetched, waiters in
+                // The fetch's own entry becomes one per waiter, in one step: the bytes are never missing
+                // from the table between the fetch's leaving and its waiters' running.
+                decodingOriginals.withLock { table in
+                    let key = url.cacheKey
+                    if let index = table[key]?.firstIndex(where: { $0 === fetched }) { table[key]?.remove(at: index) }
+                    if waiters > 0 {
+                        table[key, default: []].append(contentsOf: repeatElement(fetched, count: waiters))
+                    }
+                    if table[key]?.isEmpty == true { table[key] = nil }
+                }
             }
         ) { [self] fetchPriority in
             // Held by a fetch that ended between the look above and this run's start, with nobody waiting:
             // it held them before it left the table, so a run started after it finds them here.
             if let held = heldDownload(of: url, generation: generation, replacement: replacement, at: fileVersion) {
-                return .success(held)
+                return .success(recordDecoding(held, for: url))
             }
             // The fetch keeps the run's slot while it goes on for a visible run: the runs that joined it
             // hold none, and would fetch under none if this run were cancelled first.
             let downloading = fetchSlot?.keep(whileDownloadingAt: fetchPriority)
             defer { downloading?() }
-            return await HTTPDataLoader.$runPriority.withValue(fetchPriority) {
+            let outcome = await HTTPDataLoader.$runPriority.withValue(fetchPriority) {
                 await HTTPDataLoader.$fetchSlot.withValue(fetchSlot) {
                     await fetchOriginal(url, generation: generation, replacement: replacement)
                 }
             }
+            // Recorded while the fetch is still in the table; `whenFinished` hands the entry to its waiters.
+            return outcome.map { recordDecoding($0, for: url) }
         }
+    }
+
+    /// Records `fetched` in ``decodingOriginals`` for one run (or a fetch, until it ends), and returns it.
+    private func recordDecoding(_ fetched: FetchedOriginal, for url: URL) -> FetchedOriginal {
+        decodingOriginals.withLock { $0[url.cacheKey, default: []].append(fetched) }
+        return fetched
     }
 
     /// The download of `url` held undecoded (``undecodedOriginals``) when a run keyed by `generation`,

@@ -165,6 +165,7 @@ extension ImageStore {
         switch await original(for: request.url, fileVersion: fileVersion, priority: priority, fetchSlot: fetchSlot) {
         case .success(let value):
             fetched = value
+            configuration.fetchedObserver?(request.url)
         case .failure(let error):
             if error != .cancelled, !isSecondTry, let changed = changedVersion(of: request.url, since: fileVersion) {
                 return await prepare(
@@ -172,8 +173,8 @@ extension ImageStore {
             }
             return .failure(error)
         }
-        // Until it is stored (or dropped), another width of the URL shares these bytes.
-        decodingOriginals.withLock { $0[request.url.cacheKey, default: []].append(fetched) }
+        // Until it is stored (or dropped), another width of the URL shares these bytes: `original(for:)` has
+        // recorded them for this run.
         defer { forgetDecoding(fetched, for: request.url) }
         // Loads of other widths waiting for a fetch slot take them now, instead of fetching them again.
         fetchSlots.bytesArrived(for: request.url)

@@ -176,4 +176,37 @@ import FoundationNetworking
         let downloads = try await server.hits(for: path)
         #expect(downloads == 2, "\(downloads) downloads: the wide load's, the narrow row's, and more")
     }
+
+    @Test func aDownloadThatLandedJustBeforeTheTakeoverIsNotDownloadedAgain() async throws {
+        // The narrow row's download has landed, its fetch has ended and left the table of fetches in flight,
+        // but its run has not yet recorded the bytes for the other widths (held there by a test hook) when a
+        // wider load replaces it. The wider load decodes those bytes. Before, it found them nowhere (not in a
+        // fetch in flight, not among the bytes being decoded, not held) and downloaded the image again.
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let gate = ParkingGate()
+        defer { gate.open() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.fetchedObserver = { _ in gate.parkIfArmed() }
+        }
+        let path = "/images/\(names[0])"
+        let url = server.url(path)
+        gate.arm()
+        let narrow = store.load(ImageRequest(url: url, targetWidth: 50)) { _ in }
+        try await waitUntil { gate.parkedCount == 1 && store.fetchRuns.count == 0 }
+        let widths = LockedBox([Int?]())
+        let wider = store.load(ImageRequest(url: url, targetWidth: 100), replacing: narrow) { image in
+            widths.withLock { $0.append(image?.pixelSize.width) }
+        }
+        defer { wider.cancel() }
+        await wider.ended()
+        gate.open()
+        await narrow.ended()
+        #expect(widths.withLock { $0 } == [100])
+        let downloads = try await server.hits(for: path)
+        #expect(downloads == 1, "the image taken over was downloaded \(downloads) times")
+    }
+
 }

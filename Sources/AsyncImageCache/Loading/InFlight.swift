@@ -35,10 +35,17 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         /// Given the run's value when it ends with only holds, nobody waiting: the `whenUnclaimed` of the
         /// caller that started it.
         let whenUnclaimed: (@Sendable (Value) -> Void)?
+        /// Given the run's value and the number of waiters it goes to, once it has left the table and
+        /// before they are resumed: the `whenFinished` of the caller that started it.
+        let whenFinished: (@Sendable (Value, _ waiters: Int) -> Void)?
 
-        init(priority: ImageLoadPriority, whenUnclaimed: (@Sendable (Value) -> Void)? = nil) {
+        init(
+            priority: ImageLoadPriority, whenUnclaimed: (@Sendable (Value) -> Void)? = nil,
+            whenFinished: (@Sendable (Value, _ waiters: Int) -> Void)? = nil
+        ) {
             self.priority = RunPriority(priority)
             self.whenUnclaimed = whenUnclaimed
+            self.whenFinished = whenFinished
         }
     }
 
@@ -71,10 +78,14 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ///     waiting for it, only the holds of ``hold(where:)`` (a load that took it over, and has not joined
     ///     it yet): outside the lock, while the run is still in flight, so that a caller coming meanwhile
     ///     either joins the run or finds what this keeps; `nil` by default.
+    ///   - whenFinished: When this caller starts the run, called with its value and the number of waiters
+    ///     it goes to (none, when every waiter left), outside the lock, once the run has left the table and
+    ///     before the waiters are resumed: a caller coming meanwhile starts a run of its own, so what the
+    ///     waiters will record of the value is recorded here for them, before they run; `nil` by default.
     func value(
         for key: Key, priority: ImageLoadPriority = .normal, following: RunPriority? = nil,
         joinsRunning: (@Sendable () -> Void)? = nil, whenUnclaimed: (@Sendable (Value) -> Void)? = nil,
-        work: @escaping Work
+        whenFinished: (@Sendable (Value, _ waiters: Int) -> Void)? = nil, work: @escaping Work
     ) async -> Outcome {
         let waiterID = state.withLock { state in
             state.nextWaiterID += 1
@@ -85,7 +96,8 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 await withCheckedContinuation { continuation in
                     join(
                         key, waiterID: waiterID, continuation: continuation, priority: priority,
-                        following: following, joinsRunning: joinsRunning, whenUnclaimed: whenUnclaimed, work: work)
+                        following: following, joinsRunning: joinsRunning, whenUnclaimed: whenUnclaimed,
+                        whenFinished: whenFinished, work: work)
                 }
             } onCancel: {
                 leave(key, waiterID: waiterID)
@@ -119,7 +131,8 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private func join(
         _ key: Key, waiterID: UInt64, continuation: CheckedContinuation<Outcome, Never>,
         priority: ImageLoadPriority, following: RunPriority?, joinsRunning: (@Sendable () -> Void)?,
-        whenUnclaimed: (@Sendable (Value) -> Void)?, work: @escaping Work
+        whenUnclaimed: (@Sendable (Value) -> Void)?, whenFinished: (@Sendable (Value, _ waiters: Int) -> Void)?,
+        work: @escaping Work
     ) {
         // Checked under the lock: cancellation sets the flag before `leave` takes the lock, so a
         // waiter is either refused here or found by `leave`, never lost between the two.
@@ -127,7 +140,7 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             if Task.isCancelled { return (false, false, nil) }
             let waiter = Waiter(continuation: continuation, priority: priority, following: following)
             let existing = state.runs[key]
-            let run = existing ?? Run(priority: .low, whenUnclaimed: whenUnclaimed)
+            let run = existing ?? Run(priority: .low, whenUnclaimed: whenUnclaimed, whenFinished: whenFinished)
             run.waiters[waiterID] = waiter
             // A run followed is counted as it is when read: `priority` was only its value now, and
             // counted as well it would keep the run up after a visible load left the caller's run.
@@ -222,6 +235,9 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             if state.runs[key] === run { state.runs[key] = nil }
             defer { run.waiters = [:] }
             return run.waiters.values.map(\.continuation)
+        }
+        if let whenFinished = run.whenFinished, case .success(let value) = outcome {
+            whenFinished(value, waiters.count)
         }
         for waiter in waiters { waiter.resume(returning: outcome) }
     }
