@@ -11,8 +11,13 @@ extension ImageStore {
     /// its bytes there as it ends, for each run waiting for it, before the fetch leaves the table of fetches
     /// in flight: a load that takes the fetch over just after (``holdFetched(_:)``) finds them there, and
     /// does not fetch them again because the runs they were fetched for have not recorded them yet.
+    ///
+    /// A visible run that took no slot because it counted on a fetch in flight (`countsOnFetch`), which ended
+    /// (cancelled, its loads gone) before the run joined it, takes one for the fetch it starts instead, held
+    /// while that fetch goes on: otherwise it would fetch past its host's bound.
     func original(
-        for url: URL, fileVersion: FileStamp?, priority: RunPriority, fetchSlot: FetchSlotHold? = nil
+        for url: URL, fileVersion: FileStamp?, priority: RunPriority, fetchSlot: FetchSlotHold? = nil,
+        countsOnFetch: Bool = false
     ) async -> Result<FetchedOriginal, ImageLoadingError> {
         let generation = disk.generation
         let replacement = replacementCount(of: url)
@@ -71,6 +76,26 @@ extension ImageStore {
             if let held = heldDownload(of: url, generation: generation, replacement: replacement, at: fileVersion) {
                 return .success(recordDecoding(held, for: url))
             }
+            var ownSlot: FetchSlotHold?
+            if fetchSlot == nil, countsOnFetch, priority.current == .normal {
+                switch await waitForFetchSlot(for: url, priority: priority) {
+                case .slot(let hold): ownSlot = hold
+                case .cancelled: return .failure(.cancelled)
+                case .notNeeded:
+                    // Bytes that arrived meanwhile (another width's fetch, or one held): else, gone again
+                    // before this looks, they are fetched without a slot, as rarely.
+                    let arrived =
+                        heldDownload(of: url, generation: generation, replacement: replacement, at: fileVersion)
+                        ?? decodingOriginals.withLock { $0[url.cacheKey]?.last }.flatMap {
+                            $0.generation == generation && $0.replacement == replacement
+                                && isCurrent($0.original, for: url, at: fileVersion) ? $0 : nil
+                        }
+                    if let arrived { return .success(recordDecoding(arrived, for: url)) }
+                }
+            }
+            // One taken here is for this fetch only: given back as it ends (or moved along its redirects).
+            defer { ownSlot?.giveBack() }
+            let fetchSlot = fetchSlot ?? ownSlot
             // The fetch keeps the run's slot while it goes on for a visible run: the runs that joined it
             // hold none, and would fetch under none if this run were cancelled first.
             let downloading = fetchSlot?.keep(whileDownloadingAt: fetchPriority)

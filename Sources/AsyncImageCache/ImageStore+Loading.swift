@@ -115,28 +115,28 @@ extension ImageStore {
             // width's fetch, or a prefetch's). The slot moves with a download that a redirect leads to another
             // host (``FetchSlotHold``).
             var fetchSlot: FetchSlotHold?
-            if priority.current == .normal, !holdsOriginal(of: request.url), !isFetching(request.url, under: key) {
-                let url = request.url
-                let isNeeded: @Sendable () -> Bool = { [self] in !holdsOriginal(of: url) }
-                // Bytes on disk ask the host nothing: they wait for a slot of the disk tier's, not behind the
-                // host's loads, which may hang until their timeout. (Gone from disk by the time the run reads,
-                // they are fetched under it, as rarely; a redirect moves the slot to a host's as ever.)
-                let source = fetchSource(of: url)
-                switch await fetchSlots.slot(for: url, in: source, priority: priority, isNeeded: isNeeded) {
-                case .slot(let release):
-                    fetchSlot = FetchSlotHold(
-                        release, of: url, source: source, in: fetchSlots, priority: priority, isNeeded: isNeeded)
-                case .notNeeded: break
-                case .cancelled: return .failure(.cancelled)
+            // Counting on a fetch in flight, the run takes a slot only should it have to start one itself.
+            var countsOnFetch = false
+            if priority.current == .normal, !holdsOriginal(of: request.url) {
+                if isFetching(request.url, under: key) {
+                    countsOnFetch = true
+                } else {
+                    switch await waitForFetchSlot(for: request.url, priority: priority) {
+                    case .slot(let hold): fetchSlot = hold
+                    case .notNeeded: break
+                    case .cancelled: return .failure(.cancelled)
+                    }
                 }
             }
+            if priority.current == .normal { configuration.fetchSlotObserver?(request.url, fetchSlot != nil) }
             // Once only prefetches want the run (its visible loads left), it is bounded as a prefetch and
             // gives the slot back: holding it, it would keep the host's next visible load from fetching
             // while it waits for a decode slot behind the visible loads. Weakly: the hold keeps the
             // priority, which keeps this handler.
             if let fetchSlot { priority.whenLowered { [weak fetchSlot] in fetchSlot?.giveBack() } }
             defer { fetchSlot?.giveBack() }
-            return await prepare(request, fileVersion: version, priority: priority, fetchSlot: fetchSlot)
+            return await prepare(
+                request, fileVersion: version, priority: priority, fetchSlot: fetchSlot, countsOnFetch: countsOnFetch)
         }
         if case .failure(let error) = outcome, error != .cancelled { count { $0.failures += 1 } }
         // The run may have been started by a load that wrote the URL another way (`HTTP://`).
@@ -156,13 +156,17 @@ extension ImageStore {
     ///
     /// `fetchSlot` is the run's slot of ``fetchSlots``, which its download's redirects move: the run gives
     /// it back as it gets a decode slot, so that another load may start fetching. A second try after a
-    /// decode that failed fetches without one, once per run at most.
+    /// decode that failed fetches without one, once per run at most. A run that took none, `countsOnFetch`
+    /// (a fetch of its URL was in flight), takes one should that fetch end before the run joins it.
     private func prepare(
         _ request: ImageRequest, fileVersion: FileStamp?, priority: RunPriority,
-        fetchSlot: FetchSlotHold? = nil, isSecondTry: Bool = false
+        fetchSlot: FetchSlotHold? = nil, countsOnFetch: Bool = false, isSecondTry: Bool = false
     ) async -> Result<PreparedImage, ImageLoadingError> {
         let fetched: FetchedOriginal
-        switch await original(for: request.url, fileVersion: fileVersion, priority: priority, fetchSlot: fetchSlot) {
+        switch await original(
+            for: request.url, fileVersion: fileVersion, priority: priority, fetchSlot: fetchSlot,
+            countsOnFetch: countsOnFetch)
+        {
         case .success(let value):
             fetched = value
             configuration.fetchedObserver?(request.url)
@@ -270,10 +274,36 @@ extension ImageStore {
     /// run of another width decodes, or a download held undecoded. A peek: where they go (or turn out to
     /// be another version of a local file) before the run looks, it fetches without a slot of
     /// ``fetchSlots``, as rarely.
-    private func holdsOriginal(of url: URL) -> Bool {
+    func holdsOriginal(of url: URL) -> Bool {
         let key = url.cacheKey
         return originals.contains(key) || decodingOriginals.withLock { $0[key] != nil }
             || undecodedOriginals.contains(key)
+    }
+
+    /// How a visible run's wait for a slot of ``fetchSlots`` ended.
+    enum FetchSlotWait {
+        /// It holds one.
+        case slot(FetchSlotHold)
+        /// `url`'s bytes are in memory, or arrived meanwhile: it fetches nothing.
+        case notNeeded
+        /// The run was cancelled first.
+        case cancelled
+    }
+
+    /// Waits for a slot of ``fetchSlots`` for a visible run's fetch of `url`, at `priority`.
+    func waitForFetchSlot(for url: URL, priority: RunPriority) async -> FetchSlotWait {
+        let isNeeded: @Sendable () -> Bool = { [self] in !holdsOriginal(of: url) }
+        // Bytes on disk ask the host nothing: they wait for a slot of the disk tier's, not behind the
+        // host's loads, which may hang until their timeout. (Gone from disk by the time the run reads,
+        // they are fetched under it, as rarely; a redirect moves the slot to a host's as ever.)
+        let source = fetchSource(of: url)
+        switch await fetchSlots.slot(for: url, in: source, priority: priority, isNeeded: isNeeded) {
+        case .slot(let release):
+            return .slot(
+                FetchSlotHold(release, of: url, source: source, in: fetchSlots, priority: priority, isNeeded: isNeeded))
+        case .notNeeded: return .notNeeded
+        case .cancelled: return .cancelled
+        }
     }
 
     /// The set of ``fetchSlots`` (and the line of prefetches) that a load of `url` counts under: the disk
@@ -285,7 +315,8 @@ extension ImageStore {
     }
 
     /// Whether a fetch of `url` is in flight that a run keyed by `key` joins: it downloads nothing of its
-    /// own, so it takes no slot of ``fetchSlots`` (one it took would go back as it joined). Waiting for one,
+    /// own, so it takes no slot of ``fetchSlots`` (one it took would go back as it joined); should that fetch
+    /// end before the run joins it (its loads gone), the run takes one for the fetch it starts. Waiting for one,
     /// it would not be in when a download handed over by a load it replaced (``holdFetched(_:)``), which
     /// nobody else waits for, lands: the fetch then holds those bytes undecoded and ends the run's wait (as
     /// when it ends before the run has joined it at all, see `original(for:)`); joined at once, the run

@@ -388,6 +388,61 @@ import FoundationNetworking
         try await waitUntil { store.fetchSlots.busyCount == ahead && store.fetchSlots.waitingCount == 20 - ahead }
         return hung
     }
+
+    @Test func aLoadThatCountedOnADownloadCancelledBeforeItJoinedFetchesUnderASlot() async throws {
+        // A row of another width counts on the download of a row being fetched (it joins it, holding no slot
+        // of its own), but that row scrolls away and its download is cancelled before the other row has
+        // joined it (held there by a test hook), while the host's other rows hold every other slot and a new
+        // row takes the slot let go. The other row fetches the image itself: it waits for a slot like any
+        // load. Before, it fetched without one, and the host had one download more in flight than its slots.
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        sessionConfiguration.httpMaximumConnectionsPerHost = 16
+        let loader = DataLoader(timeout: 600, sessionConfiguration: sessionConfiguration)
+        let gate = ParkingGate()
+        defer { gate.open() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+            $0.dataLoader = loader
+            $0.fetchSlotObserver = { _, holdsSlot in if !holdsSlot { gate.parkIfArmed() } }
+        }
+        let ahead = store.fetchSlots.limit
+        let url = server.url("/held/first/images/\(names[0])")
+        let first = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
+        try await waitUntil { loader.http.unfinishedTaskCount == 1 }
+        let others = (1..<ahead).map { index in
+            Task {
+                try await store.image(
+                    for: ImageRequest(
+                        url: server.url("/held/others/alias/\(index)/images/\(names[0])"), targetWidth: 50))
+            }
+        }
+        try await waitUntil { loader.http.unfinishedTaskCount == ahead && store.fetchSlots.busyCount == ahead }
+        gate.arm()
+        let wider = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 100)) }
+        try await waitUntil { gate.parkedCount == 1 }  // counts on the first row's download
+        first.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await first.value }
+        try await waitUntil { store.fetchRuns.count == ahead - 1 && store.fetchSlots.busyCount == ahead - 1 }
+        try await waitUntil { loader.http.unfinishedTaskCount == ahead - 1 }
+        let newRow = Task {
+            try await store.image(for: ImageRequest(url: server.url("/held/new/images/\(names[0])"), targetWidth: 50))
+        }
+        try await waitUntil { loader.http.unfinishedTaskCount == ahead && store.fetchSlots.busyCount == ahead }
+        gate.open()
+        try await waitUntil { loader.http.unfinishedTaskCount > ahead || store.fetchSlots.waitingCount == 1 }
+        #expect(
+            loader.http.unfinishedTaskCount <= ahead,
+            "\(loader.http.unfinishedTaskCount) downloads of one host in flight, \(ahead) slots")
+        #expect(store.fetchSlots.waitingCount == 1)
+        for key in ["first", "others", "new"] { try await server.release(key) }
+        #expect(try await wider.value.pixelSize == PixelSize(width: 100, height: 50))
+        _ = try await newRow.value
+        for load in others { _ = try await load.value }
+    }
 }
 
 /// A custom source's loader: `stalled:` URLs, and those of any scheme that starts so (`stalled1:`), never
