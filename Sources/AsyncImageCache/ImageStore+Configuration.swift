@@ -85,11 +85,11 @@ extension ImageStore {
         /// Called on the thread that runs a load's run of the pipeline as the run has its original bytes (from
         /// memory, the disk tier or the source), before it waits for a decode slot, with the URL; tests hold
         /// a run there, its fetch ended and its decode not begun.
-        var fetchedObserver: (@Sendable (URL) -> Void)?
+        var fetchedObserver: (@Sendable (URL) async -> Void)?
         /// Called on the thread that runs a visible load's run of the pipeline once it holds a slot of
         /// ``ImageStore/fetchSlots`` or has found that it needs none (its bytes in memory, or a fetch in flight
         /// to join), with the URL and whether it holds one; tests hold a run there.
-        var fetchSlotObserver: (@Sendable (URL, _ holdsSlot: Bool) -> Void)?
+        var fetchSlotObserver: (@Sendable (URL, _ holdsSlot: Bool) async -> Void)?
 
         /// Creates a configuration with default budgets and parts.
         public init(name: String = "default") {

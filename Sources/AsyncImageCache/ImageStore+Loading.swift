@@ -128,7 +128,7 @@ extension ImageStore {
                     }
                 }
             }
-            if priority.current == .normal { configuration.fetchSlotObserver?(request.url, fetchSlot != nil) }
+            if priority.current == .normal { await configuration.fetchSlotObserver?(request.url, fetchSlot != nil) }
             // Once only prefetches want the run (its visible loads left), it is bounded as a prefetch and
             // gives the slot back: holding it, it would keep the host's next visible load from fetching
             // while it waits for a decode slot behind the visible loads. Weakly: the hold keeps the
@@ -169,7 +169,7 @@ extension ImageStore {
         {
         case .success(let value):
             fetched = value
-            configuration.fetchedObserver?(request.url)
+            await configuration.fetchedObserver?(request.url)
         case .failure(let error):
             if error != .cancelled, !isSecondTry, let changed = changedVersion(of: request.url, since: fileVersion) {
                 return await prepare(

@@ -402,12 +402,12 @@ import FoundationNetworking
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.httpMaximumConnectionsPerHost = 16
         let loader = DataLoader(timeout: 600, sessionConfiguration: sessionConfiguration)
-        let gate = ParkingGate()
+        let gate = SuspendingGate()
         defer { gate.open() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
             $0.decodeConcurrency = 1
             $0.dataLoader = loader
-            $0.fetchSlotObserver = { _, holdsSlot in if !holdsSlot { gate.parkIfArmed() } }
+            $0.fetchSlotObserver = { _, holdsSlot in if !holdsSlot { await gate.parkIfArmed() } }
         }
         let ahead = store.fetchSlots.limit
         let url = server.url("/held/first/images/\(names[0])")

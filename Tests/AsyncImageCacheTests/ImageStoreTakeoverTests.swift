@@ -186,10 +186,10 @@ import FoundationNetworking
         let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
         let server = try await TestHTTPServer(serving: folder.url)
         defer { server.stop() }
-        let gate = ParkingGate()
+        let gate = SuspendingGate()
         defer { gate.open() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.fetchedObserver = { _ in gate.parkIfArmed() }
+            $0.fetchedObserver = { _ in await gate.parkIfArmed() }
         }
         let path = "/images/\(names[0])"
         let url = server.url(path)

@@ -153,6 +153,51 @@ final class ParkingGate: @unchecked Sendable {
     }
 }
 
+/// ``ParkingGate`` for an async hook: the caller it holds is suspended, not blocked, so that a run held
+/// there keeps no thread of the cooperative pool (two on a two-core machine, shared by every test running).
+final class SuspendingGate: Sendable {
+    private struct State {
+        var isArmed = false
+        var isOpen = false
+        var parked = 0
+        var held: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = LockedBox(State())
+
+    /// Callers held at the gate so far.
+    var parkedCount: Int { state.withLock { $0.parked } }
+
+    /// Holds the next caller.
+    func arm() {
+        state.withLock { $0.isArmed = true }
+    }
+
+    /// Lets every held caller go, and every later one through.
+    func open() {
+        let held = state.withLock { state in
+            state.isOpen = true
+            defer { state.held = [] }
+            return state.held
+        }
+        for caller in held { caller.resume() }
+    }
+
+    /// Suspends here until ``open()`` when the gate is armed (disarming it), else returns at once.
+    func parkIfArmed() async {
+        await withCheckedContinuation { (caller: CheckedContinuation<Void, Never>) in
+            let holds = state.withLock { state in
+                guard state.isArmed else { return false }
+                state.isArmed = false
+                state.parked += 1
+                guard !state.isOpen else { return false }
+                state.held.append(caller)
+                return true
+            }
+            if !holds { caller.resume() }
+        }
+    }
+}
+
 /// A stage observer that, once armed, holds the next start of `stage` (on the thread that runs it)
 /// until the test opens the gate: parks a load at that stage while something else happens.
 final class StageGate: Sendable {
