@@ -31,15 +31,9 @@ extension ImageStore {
                         original, origin: .memory, generation: generation, replacement: replacement,
                         cacheMetadata: metadata), for: url))
         }
-        // Taken and recorded in one step: the run decoding them may forget them in between.
-        let decoding = decodingOriginals.withLock { table -> FetchedOriginal? in
-            guard let last = table[url.cacheKey]?.last, last.generation == generation,
-                last.replacement == replacement, isCurrent(last.original, for: url, at: fileVersion)
-            else { return nil }
-            table[url.cacheKey]?.append(last)
-            return last
+        if let decoding = sharedDecoding(of: url, generation: generation, replacement: replacement, at: fileVersion) {
+            return .success(decoding)
         }
-        if let decoding { return .success(decoding) }
         if let held = heldDownload(of: url, generation: generation, replacement: replacement, at: fileVersion) {
             return .success(recordDecoding(held, for: url))
         }
@@ -84,13 +78,16 @@ extension ImageStore {
                 case .notNeeded:
                     // Bytes that arrived meanwhile (another width's fetch, or one held): else, gone again
                     // before this looks, they are fetched without a slot, as rarely.
-                    let arrived =
-                        heldDownload(of: url, generation: generation, replacement: replacement, at: fileVersion)
-                        ?? decodingOriginals.withLock { $0[url.cacheKey]?.last }.flatMap {
-                            $0.generation == generation && $0.replacement == replacement
-                                && isCurrent($0.original, for: url, at: fileVersion) ? $0 : nil
-                        }
-                    if let arrived { return .success(recordDecoding(arrived, for: url)) }
+                    if let held = heldDownload(
+                        of: url, generation: generation, replacement: replacement, at: fileVersion)
+                    {
+                        return .success(recordDecoding(held, for: url))
+                    }
+                    if let decoding = sharedDecoding(
+                        of: url, generation: generation, replacement: replacement, at: fileVersion)
+                    {
+                        return .success(decoding)
+                    }
                 }
             }
             // One taken here is for this fetch only: given back as it ends (or moved along its redirects).
@@ -107,6 +104,21 @@ extension ImageStore {
             }
             // Recorded while the fetch is still in the table; `whenFinished` hands the entry to its waiters.
             return outcome.map { recordDecoding($0, for: url) }
+        }
+    }
+
+    /// The bytes of `url` another run is decoding, when a run keyed by `generation`, `replacement` and
+    /// `fileVersion` may decode them too: taken and recorded for the caller in one step, since the run decoding
+    /// them may forget them in between.
+    private func sharedDecoding(
+        of url: URL, generation: Int, replacement: Int, at fileVersion: FileStamp?
+    ) -> FetchedOriginal? {
+        decodingOriginals.withLock { table -> FetchedOriginal? in
+            guard let last = table[url.cacheKey]?.last, last.generation == generation,
+                last.replacement == replacement, isCurrent(last.original, for: url, at: fileVersion)
+            else { return nil }
+            table[url.cacheKey]?.append(last)
+            return last
         }
     }
 
