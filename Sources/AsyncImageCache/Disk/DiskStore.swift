@@ -29,6 +29,11 @@ final class DiskStore: Sendable {
     private let directoryPathBytes: [UInt8]
     let byteLimit: Int
     let attributes: any ExtendedAttributeStoring
+    #if canImport(CXattr)
+    /// The folder held open for size lookups by file name; `nil` when `attributes` is not the file
+    /// system's own (a test's stand-in, which lookups must go through).
+    let folderDescriptor: FolderDescriptor?
+    #endif
 
     static let temporaryPrefix = ".tmp-"
     /// Shared with the other stores of this process on the same folder (two `ImageStore`s with one
@@ -84,7 +89,8 @@ final class DiskStore: Sendable {
     init(
         directory: URL, byteLimit: Int, attributes: any ExtendedAttributeStoring = FileExtendedAttributes(),
         relistingInterval: TimeInterval = DiskStore.defaultRelistingInterval,
-        backgroundWriteByteLimit: Int = DiskStore.defaultBackgroundWriteByteLimit
+        backgroundWriteByteLimit: Int = DiskStore.defaultBackgroundWriteByteLimit,
+        folderRecheckInterval: TimeInterval = 1
     ) {
         self.directory = directory
         self.relistingInterval = relistingInterval
@@ -93,6 +99,11 @@ final class DiskStore: Sendable {
         self.directoryPathBytes = Array(directoryPath.utf8)
         self.byteLimit = max(0, byteLimit)
         self.attributes = attributes
+        #if canImport(CXattr)
+        self.folderDescriptor =
+            attributes is FileExtendedAttributes
+            ? FolderDescriptor(path: directoryPath, recheckInterval: folderRecheckInterval) : nil
+        #endif
         self.folder = Folder.shared(atPath: Self.resolvedPath(of: directory))
         // The folder and its path, not the store: a store released at once still has its folder swept.
         let (folder, path) = (folder, directoryPath)
@@ -401,6 +412,19 @@ final class DiskStore: Sendable {
     private func attributePixelSize(forKey key: String) -> PixelSize? {
         withFilePath(forKey: key) { path in
             withUnsafeTemporaryAllocation(byteCount: 16, alignment: 8) { buffer in
+                #if canImport(CXattr)
+                if let folderDescriptor {
+                    // The file's name is the path's last 64 bytes, before its NUL.
+                    let read = folderDescriptor.readAttribute(
+                        named: PixelSizeAttribute.name, ofFile: path + directoryPathBytes.count, into: buffer)
+                    switch read {
+                    case .read(let length):
+                        return PixelSizeAttribute.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
+                    case .absent: return nil
+                    case .unavailable: break
+                    }
+                }
+                #endif
                 guard let length = attributes.read(named: PixelSizeAttribute.name, atPath: path, into: buffer) else {
                     return nil
                 }
