@@ -74,3 +74,24 @@ import Testing
         #expect(relative.cacheKey == relative.absoluteString)
     }
 }
+
+/// Which URLs are fetched over the network, and so kept in the disk tier: `http` and `https` in any
+/// case, and nothing that merely starts like them.
+@Suite struct URLIsRemoteTests {
+    @Test(arguments: [
+        ("http://h/a.jpg", true), ("https://h/a.jpg", true), ("HTTP://h/a.jpg", true), ("HtTpS://h/a.jpg", true),
+        ("file:///tmp/a.jpg", false), ("data:image/png;base64,AA==", false), ("ftp://h/a.jpg", false),
+        ("httpx://h/a.jpg", false), ("https2://h/a.jpg", false), ("htt://h/a.jpg", false), ("h:a", false),
+    ])
+    func theSchemeDecides(text: String, isRemote: Bool) throws {
+        let url = try #require(URL(string: text))
+        #expect(url.isRemote == isRemote)
+        #expect(url.isRemote == ["http", "https"].contains(url.scheme?.lowercased()))
+    }
+
+    @Test func aRelativeURLTakesItsBasesScheme() throws {
+        let base = try #require(URL(string: "HTTPS://h/dir/"))
+        #expect(try #require(URL(string: "a.jpg", relativeTo: base)).isRemote)
+        #expect(try !#require(URL(string: "a.jpg", relativeTo: URL(fileURLWithPath: "/tmp/"))).isRemote)
+    }
+}
