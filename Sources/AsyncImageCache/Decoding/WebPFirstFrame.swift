@@ -9,6 +9,10 @@ import Foundation
 /// scaled with the canvas. Frame 1 is drawn on an empty canvas, where alpha blending leaves it as it is, so
 /// its pixels are copied in place; the ANIM chunk's background color is a hint that viewers ignore and so is
 /// it here.
+///
+/// The demuxer refuses a whole file for a last chunk that runs past the RIFF size. When that chunk is EXIF,
+/// which the header reader ignores then (see ``ImageHeader/parseWebP(_:)``) and which nothing here reads, the
+/// frames before it are demuxed from a copy that ends where it starts.
 struct WebPFirstFrame {
     private let bytes: UnsafeRawBufferPointer
 
@@ -28,10 +32,63 @@ struct WebPFirstFrame {
         var data = WebPData(bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), size: bytes.count)
         var state = WEBP_DEMUX_PARSING_HEADER
         // The partial demuxer reports how far it got, which tells data that ends early from malformed data.
-        guard let demuxer = WebPDemuxPartial(&data, &state) else {
-            throw state == WEBP_DEMUX_PARSE_ERROR ? Self.corrupt("WebPDemux: parse error") : Self.truncated
+        if let demuxer = WebPDemuxPartial(&data, &state) {
+            defer { WebPDemuxDelete(demuxer) }
+            return try Self.decodeFirstFrame(
+                demuxer, state: state, canvas: canvas, output: output, context: context, chunkSize: chunkSize)
         }
-        defer { WebPDemuxDelete(demuxer) }
+        let parseError = Self.corrupt("WebPDemux: parse error")
+        guard state == WEBP_DEMUX_PARSE_ERROR else { throw Self.truncated }
+        guard let withoutExif = Self.withoutExifPastTheRIFFSize(bytes) else { throw parseError }
+        return try withoutExif.withUnsafeBufferPointer { copy throws(ImageDecodingError) in
+            var data = WebPData(bytes: copy.baseAddress, size: copy.count)
+            var state = WEBP_DEMUX_PARSING_HEADER
+            // Whatever else made the demuxer refuse the file is still in the copy: the file's own error.
+            guard let demuxer = WebPDemuxPartial(&data, &state) else { throw parseError }
+            defer { WebPDemuxDelete(demuxer) }
+            return try Self.decodeFirstFrame(
+                demuxer, state: state, canvas: canvas, output: output, context: context, chunkSize: chunkSize)
+        }
+    }
+
+    /// A copy of the RIFF file `bytes` without its last chunk, when that chunk is an EXIF chunk whose size
+    /// (padded to an even length, as libwebp's demuxer reads it) runs past the RIFF size, with the RIFF size
+    /// ending where the chunk started; `nil` for any other file. Such a chunk can never be whole, however
+    /// many bytes come, and the demuxer refuses the whole file for it (a parse error), where `WebPDecode`
+    /// stops at a still image's data and the header reader ignores it. A chunk that fits the RIFF size but
+    /// not the data is left to the partial demuxer, which waits for it.
+    static func withoutExifPastTheRIFFSize(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
+        guard let base = bytes.baseAddress else { return nil }
+        // Read in place, through the header reader's bounds-checked window.
+        let file = HeaderBytes(
+            Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none),
+            format: .webp)
+        guard file.matches("RIFF", at: 0), file.matches("WEBP", at: 8), let riffSize = try? file.uint32LE(at: 4)
+        else { return nil }
+        let riffEnd = 8 + riffSize
+        let end = min(riffEnd, file.count)
+        var offset = 12
+        while offset + 8 <= end, let size = try? file.uint32LE(at: offset + 4) {
+            let next = offset + 8 + size + (size & 1)
+            if next > riffEnd {
+                guard file.matches("EXIF", at: offset) else { return nil }
+                var copy = [UInt8](bytes[..<offset])
+                // The RIFF size counts the bytes after its own field: "WEBP" and the chunks kept.
+                let kept = offset - 8
+                copy.replaceSubrange(4..<8, with: (0..<4).map { UInt8(truncatingIfNeeded: kept >> (8 * $0)) })
+                return copy
+            }
+            offset = next
+        }
+        return nil
+    }
+
+    /// Decodes frame 1 of the file `demuxer` parsed as far as `state` (see
+    /// ``decode(canvas:output:context:chunkSize:)``).
+    private static func decodeFirstFrame(
+        _ demuxer: OpaquePointer, state: WebPDemuxState, canvas: PixelSize, output: PixelSize,
+        context: ImageDecodingContext, chunkSize: Int?
+    ) throws(ImageDecodingError) -> Bitmap {
         var frame = WebPIterator()
         guard WebPDemuxGetFrame(demuxer, 1, &frame) != 0 else {
             throw state == WEBP_DEMUX_DONE ? Self.corrupt("WebPDemux: no frame 1") : Self.truncated

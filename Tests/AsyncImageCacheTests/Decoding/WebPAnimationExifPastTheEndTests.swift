@@ -1,0 +1,90 @@
+#if os(Linux)
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// An animated WebP whose EXIF chunk, after the frames, declares more bytes than its RIFF size leaves it. The
+/// header reader ignores such a chunk and answers the canvas size (see `WebPExifPastTheEndTests`); libwebp's
+/// demuxer refuses the whole file for it, and the decoder gives frame 1 from the chunks before it.
+@Suite("Animated WebP with an EXIF chunk past the RIFF size")
+struct WebPAnimationExifPastTheEndTests {
+    /// anim.webp (six frames of 200x200) with the EXIF flag set and an EXIF chunk after its frames that holds a
+    /// TIFF structure saying orientation 6 but declares `missingBytes` more than it holds. The RIFF size counts
+    /// the bytes there are, or with `riffCountsMissingBytes` the ones declared too.
+    static func file(missingBytes: Int, riffCountsMissingBytes: Bool = false) throws -> Data {
+        var animation = try Fixtures.data("webp", "anim.webp")
+        // The VP8X chunk's flags come first in its payload, at byte 20; 0x08 is EXIF.
+        animation[20] |= 0x08
+        let exif = SyntheticHeaders.tiff(orientation: 6, bigEndian: false)
+        let body = ByteWriter.build { body in
+            body.append([UInt8](animation.dropFirst(12)))
+            body.ascii("EXIF")
+            body.uint32(exif.count + missingBytes, bigEndian: false)
+            body.append(exif)
+        }
+        let file = ByteWriter.build { riff in
+            riff.ascii("RIFF")
+            riff.uint32(4 + body.count + (riffCountsMissingBytes ? missingBytes : 0), bigEndian: false)
+            riff.ascii("WEBP")
+            riff.append(body)
+        }
+        return Data(file)
+    }
+
+    func decode(_ data: Data, minimumSize: PixelSize? = nil, chunked: Bool = false)
+        -> Result<Bitmap, ImageDecodingError>
+    {
+        var context = decodingContext(.webp, minimumSize: minimumSize)
+        // As a store decodes: through the incremental decoder, 256 bytes at a time.
+        if chunked { context.cancellation = DecodeCancellation() }
+        let decoder = ImageDecoders.WebP(chunkSize: chunked ? 256 : nil)
+        return Result { () throws(ImageDecodingError) in try decoder.decode(data, context: context) }
+    }
+
+    /// Before: every such file threw `.corrupt("WebPDemux: parse error")` while its header gave the canvas size.
+    @Test(arguments: [1, 2, 64, 1 << 20])
+    func anExifChunkThatRunsPastTheRIFFSizeIsIgnoredAndFrameOneDecodes(missingBytes: Int) throws {
+        let intact = try Fixtures.data("webp", "anim.webp")
+        let data = try Self.file(missingBytes: missingBytes)
+        #expect(
+            try ImageHeader.parse(data) == ImageHeader(format: .webp, storedSize: PixelSize(width: 200, height: 200)))
+        let expected = try decode(intact).get()
+        #expect(expected.pixelSize == PixelSize(width: 200, height: 200))
+        #expect(decode(data) == .success(expected))
+        #expect(decode(data, chunked: true) == .success(expected))
+        let half = PixelSize(width: 100, height: 100)
+        #expect(decode(data, minimumSize: half) == decode(intact, minimumSize: half))
+        // Bytes after the RIFF size belong to no chunk: the same file with some behind it decodes alike.
+        #expect(decode(data + Data(repeating: 0xAB, count: 10)) == .success(expected))
+    }
+
+    /// The same chunk whole is read by the demuxer without complaint, as before, and turns the header.
+    @Test func aWholeExifChunkDecodesAsBefore() throws {
+        let data = try Self.file(missingBytes: 0)
+        #expect(try ImageHeader.parse(data).orientation == .right)
+        #expect(decode(data) == decode(try Fixtures.data("webp", "anim.webp")))
+    }
+
+    /// Frame data that is not whole still fails as it did: cut inside frame 1 the file is `.truncated`, and
+    /// with frame 1's image chunk declaring more bytes than its ANMF chunk holds the demuxer still refuses it,
+    /// whether or not the broken EXIF chunk follows.
+    @Test func aFileWhoseFrameDataIsCutStillFails() throws {
+        let data = try Self.file(missingBytes: 64)
+        let truncated = ImageDecodingError(format: .webp, reason: .truncated)
+        // Frame 1's ANMF chunk runs from byte 44 for 1794 bytes.
+        for length in [100, 1000, 1800] {
+            #expect(decode(data.prefix(length)) == .failure(truncated), "prefix of \(length) bytes")
+        }
+        // Frame 1's VP8 chunk, its last chunk, at byte 1052, declares 778 bytes; make it declare 1000.
+        func longerFrameChunk(_ file: Data) -> Data {
+            var file = file
+            file.replaceSubrange(1056..<1060, with: [0xE8, 0x03, 0x00, 0x00])
+            return file
+        }
+        let parseError = ImageDecodingError(format: .webp, reason: .corrupt("WebPDemux: parse error"))
+        #expect(decode(longerFrameChunk(try Fixtures.data("webp", "anim.webp"))) == .failure(parseError))
+        #expect(decode(longerFrameChunk(data)) == .failure(parseError))
+    }
+}
+#endif
