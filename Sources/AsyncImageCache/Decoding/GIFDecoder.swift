@@ -21,8 +21,9 @@ extension ImageDecoders {
     /// GIF has no reduced-size decode, so `context.minimumSize` is ignored and the caller resizes. Both the
     /// screen and the first frame are checked against ``ImageDecodingContext/pixelBudget`` before any pixel
     /// is decoded: the screen is the bitmap's size, the frame the work. Data that ends before the first
-    /// frame's last pixel throws ``ImageDecodingError/Reason/truncated``; data that ends after it, without the
-    /// block terminator of the frame's data or the trailer, gives the whole frame, as giflib-based viewers and
+    /// frame's last pixel throws ``ImageDecodingError/Reason/truncated``; data that ends after it, inside the
+    /// frame's last data sub-block once the LZW codes that give every pixel are there, or without the block
+    /// terminator of the frame's data or the trailer, gives the whole frame, as giflib-based viewers and
     /// browsers show it. Anything giflib rejects throws `.corrupt` with its message,
     /// but for image data that ends before the frame's last pixel in a file that is all there (an early LZW
     /// end code or block terminator, a code that does not decode), which ends the frame as browsers end it:

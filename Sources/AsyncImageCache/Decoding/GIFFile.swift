@@ -71,11 +71,21 @@ struct GIFFile {
     /// `isLast` row, bytes that run out there end the data as that terminator would: a file whose data holds
     /// every pixel but stops before the terminator or the trailer is whole, as giflib-based viewers and
     /// browsers show it. Bytes that run out before the last pixel still throw `.truncated`.
+    ///
+    /// A data sub-block the bytes end inside holds the bytes that are there (see
+    /// ``GIFByteSource/readsImageData``): giflib reads a sub-block whole before it decodes a code of it, and
+    /// its codes can give the last pixel before the end of the sub-block (the LZW end code comes after it).
+    /// A frame whose last code before the cut gives its last pixel is whole; one that needs a code after the
+    /// cut is `.truncated`, as a code is decoded only when all its bits have been read.
     func readRow(into row: UnsafeMutableBufferPointer<GifPixelType>, isLast: Bool) throws(ImageDecodingError)
         -> Bool
     {
         source.pointee.endsWithBlockTerminator = isLast
-        defer { source.pointee.endsWithBlockTerminator = false }
+        source.pointee.readsImageData = true
+        defer {
+            source.pointee.endsWithBlockTerminator = false
+            source.pointee.readsImageData = false
+        }
         guard DGifGetLine(handle, row.baseAddress, Int32(row.count)) != GIF_OK else { return true }
         let code = handle.pointee.Error
         if !source.pointee.ranOut && (code == D_GIF_ERR_EOF_TOO_SOON || code == D_GIF_ERR_IMAGE_DEFECT) {
@@ -111,6 +121,22 @@ struct GIFByteSource {
     /// pixel, to skip to the terminator. A 0 ends the skip; in the middle of the codes giflib takes it for a
     /// defect, and since ``ranOut`` is then set the error is still `.truncated`.
     var endsWithBlockTerminator = false
+    /// Whether giflib is reading an image's data, where a sub-block that the bytes end inside is answered as
+    /// one that holds the bytes there are: its length byte is read as their count.
+    ///
+    /// In an image's data giflib reads a sub-block's length byte alone, then all the bytes it names in one
+    /// read, and decodes none of them before that read succeeds; with the length the file declares, a cut
+    /// inside the sub-block would fail the read and lose the codes before the cut. Answered with the bytes
+    /// there are, giflib decodes those codes and then reads the next length byte past the end: a frame
+    /// they finish is whole, one they do not is `.truncated`. ``ranOut`` is set, so no failure after it
+    /// passes for an image defect in a file that is all there.
+    var readsImageData = false
+    /// In an image's data, how many bytes of the current sub-block giflib has yet to read: 0 when its next
+    /// read is a length byte.
+    private var subBlockBytesLeft = 0
+    /// Set when giflib reads an image's data other than as a length byte, then the bytes it names: the
+    /// length bytes are no longer known and none is rewritten.
+    private var lostSubBlocks = false
 
     init(bytes: UnsafeRawBufferPointer) {
         self.bytes = bytes
@@ -119,6 +145,14 @@ struct GIFByteSource {
     /// Copies up to `count` bytes into `buffer` and returns how many; fewer than asked for means the end.
     mutating func read(into buffer: UnsafeMutablePointer<GifByteType>, count: Int32) -> Int32 {
         let wanted = max(0, Int(count))
+        if readsImageData && !lostSubBlocks, let cut = cutSubBlockLength(wanted: wanted) {
+            // The length byte of the sub-block the bytes end inside, answered as the count of its bytes.
+            ranOut = true
+            buffer[0] = GifByteType(cut)
+            offset += 1
+            subBlockBytesLeft = cut
+            return 1
+        }
         let available = min(wanted, bytes.count - offset)
         if available < wanted { ranOut = true }
         if endsWithBlockTerminator && wanted == 1 && available == 0 {
@@ -129,6 +163,30 @@ struct GIFByteSource {
         UnsafeMutableRawPointer(buffer).copyMemory(from: base + offset, byteCount: available)
         offset += available
         return Int32(available)
+    }
+
+    /// For a read of `wanted` bytes in an image's data: when it is a sub-block's length byte and the bytes
+    /// end after it but inside the sub-block, how many of the sub-block's bytes there are; otherwise `nil`,
+    /// after keeping track of where giflib is in its sub-blocks.
+    private mutating func cutSubBlockLength(wanted: Int) -> Int? {
+        guard subBlockBytesLeft == 0 else {
+            // The bytes of the sub-block, all in one read.
+            if wanted != subBlockBytesLeft { lostSubBlocks = true }
+            subBlockBytesLeft = 0
+            return nil
+        }
+        guard wanted == 1 else {
+            lostSubBlocks = true
+            return nil
+        }
+        guard offset < bytes.count else { return nil }
+        let declared = Int(bytes[offset])
+        let there = bytes.count - offset - 1
+        guard declared > there, there > 0 else {
+            subBlockBytesLeft = declared
+            return nil
+        }
+        return there
     }
 }
 #endif
