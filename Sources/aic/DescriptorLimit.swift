@@ -1,3 +1,5 @@
+import Dispatch
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -29,8 +31,43 @@ enum DescriptorLimit {
     }
 
     #if canImport(Glibc)
-    private static let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+    fileprivate static let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
     #else
-    private static let resource = RLIMIT_NOFILE
+    fileprivate static let resource = RLIMIT_NOFILE
     #endif
+}
+
+/// A harness for the test suite, like the hidden subcommands: makes the demo's loopback server run out of
+/// descriptors for real, which a limit set from outside could not do at one chosen moment without starving
+/// the rest of the demo for good.
+///
+/// With `AIC_TEST_DESCRIPTOR_SQUEEZE_MS` set to a number of milliseconds, the server waits until its first
+/// connection is pending, then lowers aic's soft limit on open files to the lowest free descriptor number for that long, so its `accept`
+/// fails with the kernel's EMFILE until the limit comes back. Unset, as for every user, it does nothing.
+enum DescriptorSqueeze {
+    static let variable = "AIC_TEST_DESCRIPTOR_SQUEEZE_MS"
+
+    /// Called by the server's accept thread before its first `accept` on `socket`.
+    static func armIfAsked(listening socket: Int32) {
+        guard let text = getenv(variable), let milliseconds = Int(String(cString: text)), milliseconds > 0 else {
+            return
+        }
+        // Waiting for a connection first: the client's socket is made by then, so only the accept fails.
+        var pending = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        guard poll(&pending, 1, -1) == 1 else { return }
+        var limit = rlimit()
+        guard getrlimit(DescriptorLimit.resource, &limit) == 0 else { return }
+        let saved = limit
+        // The lowest free number: as the limit, no new descriptor fits under it. Not 0, at which `poll`
+        // fails with EINVAL (it checks its count against the limit) and the client fails instead.
+        let lowestFree = fcntl(socket, F_DUPFD_CLOEXEC, 0)
+        guard lowestFree >= 0 else { return }
+        close(lowestFree)
+        limit.rlim_cur = rlim_t(lowestFree)
+        guard setrlimit(DescriptorLimit.resource, &limit) == 0 else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+            var restored = saved
+            _ = setrlimit(DescriptorLimit.resource, &restored)
+        }
+    }
 }

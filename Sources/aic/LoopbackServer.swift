@@ -14,6 +14,8 @@ final class LoopbackServer: Sendable {
     private let socketDescriptor: Int32
     private let files: [String: Data]
     private let hits = LockedCounter()
+    /// Set by ``stop()`` before it closes the socket: the one reason for the accept loop to end.
+    private let stopped = LockedFlag()
 
     enum Failure: Error, CustomStringConvertible {
         case socket(String)
@@ -66,16 +68,26 @@ final class LoopbackServer: Sendable {
 
     /// Stops accepting connections; later requests fail to connect.
     func stop() {
+        stopped.set()
         shutdown(socketDescriptor, Int32(SHUT_RDWR))
         close(socketDescriptor)
     }
 
+    /// Accepts until ``stop()``. A failed `accept` ends the loop only once `stop()` has closed the socket:
+    /// the others pass (out of descriptors, EMFILE or ENFILE, until a connection being served closes one;
+    /// ECONNABORTED, ENOBUFS, ENOMEM, EPROTO, EPERM), and the loop tries again after a short pause. It
+    /// returned on any of them, and every later request of the demo hung or failed.
     private func acceptLoop() {
+        DescriptorSqueeze.armIfAsked(listening: socketDescriptor)
         while true {
             let client = accept(socketDescriptor, nil, nil)
             if client < 0 {
-                if errno == EINTR { continue }
-                return  // the socket was closed by stop()
+                let error = errno
+                if stopped.isSet { return }
+                if error == EINTR { continue }
+                // The pending connection stays queued; a pause keeps a lasting EMFILE from spinning a core.
+                usleep(5_000)
+                continue
             }
             DispatchQueue.global().async { [self] in serve(client) }
         }
@@ -123,6 +135,15 @@ final class LockedCounter: @unchecked Sendable {
     private var count = 0
     var value: Int { lock.withLock { count } }
     func increment() { lock.withLock { count += 1 } }
+}
+
+/// A flag safe to set and read from any thread.
+final class LockedFlag: @unchecked Sendable {
+    // `value` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
 }
 
 extension Array where Element == UInt8 {

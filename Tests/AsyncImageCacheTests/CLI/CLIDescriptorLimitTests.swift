@@ -46,4 +46,27 @@ import Testing
         #expect(result.status == 0, "\(result)")
         #expect(FileManager.default.fileExists(atPath: sheet.path), "\(result)")
     }
+
+    /// The demo's loopback server out of descriptors for a moment, as under a process-wide EMFILE: its accept
+    /// loop took any failed `accept` but EINTR for `stop()` and ended, and the demo's first request waited for an
+    /// answer until it failed ("aic: timed out loading http://127.0.0.1:PORT/photo-large.jpg", exit 1, after
+    /// 30 s). Now the loop pauses and accepts again, and the demo runs through.
+    ///
+    /// The shortage is made by aic's test harness (`AIC_TEST_DESCRIPTOR_SQUEEZE_MS`): once the first
+    /// request's connection is pending, the soft limit on open files drops to the lowest free descriptor for
+    /// 200 ms, and the kernel fails the server's `accept` with EMFILE until it comes back. A low limit set from
+    /// outside could not starve the server alone at one moment, nor let it recover.
+    @Test func theDemoServerAcceptsAgainAfterRunningOutOfDescriptors() async throws {
+        let aic = CommandLineRunner()
+        let sheet = aic.file("sheet.png")
+
+        let result = try await aic.run(
+            ["demo", "--output", sheet.path], environment: ["AIC_TEST_DESCRIPTOR_SQUEEZE_MS": "200"],
+            timeLimit: .seconds(60))
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stderr == "", "\(result)")
+        #expect(result.stdout.contains("Pass 3, relaunch"), "\(result)")
+        #expect(result.stdout.contains("The server answered 6 HTTP requests for 6 images"), "\(result)")
+        #expect(FileManager.default.fileExists(atPath: sheet.path), "\(result)")
+    }
 }
