@@ -18,6 +18,9 @@ package final class ChildProcess: Sendable {
 
     package struct SpawnError: Error, CustomStringConvertible {
         package var description: String
+        /// The code the child exited with when that is what failed (not 0); `nil` when it could not start, its
+        /// output could not be read, it could not be waited for, or a signal ended it.
+        package var exitCode: Int32? = nil
     }
 
     /// Starts `arguments[0]`, looked up on `PATH`, with `arguments` as its argument vector, a pipe to its
@@ -101,7 +104,7 @@ package final class ChildProcess: Sendable {
             throw SpawnError(description: "\(name): waiting for it: \(String(cString: strerror(errno)))")
         }
         guard exitCode(of: status) == 0 else {
-            throw SpawnError(description: "\(name) \(termination(of: status))")
+            throw SpawnError(description: "\(name) \(termination(of: status))", exitCode: exitCode(of: status))
         }
         return data
     }

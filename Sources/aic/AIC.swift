@@ -125,7 +125,7 @@ enum AIC {
             // An interrupted demo ends by its signal once its handler is done (``Interruption``): what failed
             // under it (the relaunched pass it ended) is not reported.
             while Interruption.isInProgress { pause() }
-            Console.error("aic: \(Console.oneLine(message(for: error)))\n")
+            if !(error is ReportedFailure) { Console.error("aic: \(Console.oneLine(message(for: error)))\n") }
             exit(1)
         }
     }

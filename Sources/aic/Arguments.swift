@@ -119,6 +119,10 @@ struct UsageError: Error, Equatable {
     }
 }
 
+/// A command that failed where its one line is already on stderr, written by the aic it relaunched (the
+/// demo's relaunch pass), which shares it: `aic` exits with 1 and prints nothing more.
+struct ReportedFailure: Error {}
+
 /// A command that ran and failed: `aic` prints the one-line message and exits with 1.
 struct CommandFailure: Error {
     let message: String

@@ -147,7 +147,12 @@ enum Demo: Subcommand {
             try interruption.childStarting()
             defer { interruption.childEnded() }
             output = try ChildProcess.run(executableURL.path, arguments: arguments) { interruption.childStarted($0) }
+        } catch let error as ChildProcess.SpawnError where error.exitCode != nil {
+            // The child got to say why, on the stderr it shares, as every failing aic does; a second line
+            // here only said that it failed ("the relaunch pass failed: aic exited with code 1").
+            throw ReportedFailure()
         } catch {
+            // It did not start, was ended by a signal, or could not be read or waited for: this is the one line.
             throw CommandFailure("the relaunch pass failed: \(error)")
         }
         return try DemoPass(jsonLine: String(decoding: output, as: UTF8.self))

@@ -17,6 +17,7 @@ import Testing
             try ChildProcess.run("/bin/sh", arguments: ["-c", "echo partial; exit 3"])
         }
         #expect(error?.description == "sh exited with code 3")
+        #expect(error?.exitCode == 3)
     }
 
     @Test func aChildEndedByASignalIsAnErrorThatNamesIt() {
@@ -24,11 +25,13 @@ import Testing
             try ChildProcess.run("/bin/sh", arguments: ["-c", "kill -SEGV $$"])
         }
         #expect(error?.description == "sh was ended by signal 11 (Segmentation fault)")
+        #expect(error?.exitCode == nil)
     }
 
     @Test func anExecutableThatDoesNotExistIsAnError() {
-        #expect(throws: ChildProcess.SpawnError.self) {
+        let error = #expect(throws: ChildProcess.SpawnError.self) {
             try ChildProcess.run("/nonexistent/aic", arguments: [])
         }
+        #expect(error != nil && error?.exitCode == nil)
     }
 }

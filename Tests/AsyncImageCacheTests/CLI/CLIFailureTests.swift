@@ -155,4 +155,23 @@ import Testing
         #expect(result.status == 1, "\(result)")
         #expect(result.stderr.contains("is not a regular file"), "\(result)")
     }
+
+    /// The demo's relaunch pass, a second aic, failing alone: with its temporary folder on a 64 KB tmpfs, the
+    /// disk tier keeps none of the images (passes 1 and 2 still load them over HTTP and from memory), so the
+    /// relaunched aic asks the stopped server and fails. It says why on the stderr it shares with the demo,
+    /// and the demo said again that it failed: two lines, the second "aic: the relaunch pass failed: aic exited
+    /// with code 1". Now the child's line is the one.
+    @Test func aFailedRelaunchPassIsOneLine() async throws {
+        let aic = CommandLineRunner()
+        let volume = try ScratchFileSystem(byteCount: 64 * 1024)
+
+        let result = try await aic.run(
+            ["demo", "--output", aic.file("sheet.png").path], environment: ["TMPDIR": volume.url.path])
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stdout.contains("Pass 3, relaunch"), "\(result)")
+        #expect(result.stderrLines.count == 1, "\(result)")
+        let line = try #require(result.stderrLines.first)
+        #expect(line.hasPrefix("aic: network error loading http://127.0.0.1:"), "\(result)")
+        #expect(line.contains("photo-large.jpg") && line.contains("Couldn't connect to server"), "\(result)")
+    }
 }
