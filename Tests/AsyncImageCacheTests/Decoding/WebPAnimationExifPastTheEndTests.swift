@@ -16,20 +16,9 @@ struct WebPAnimationExifPastTheEndTests {
         var animation = try Fixtures.data("webp", "anim.webp")
         // The VP8X chunk's flags come first in its payload, at byte 20; 0x08 is EXIF.
         animation[20] |= 0x08
-        let exif = SyntheticHeaders.tiff(orientation: 6, bigEndian: false)
-        let body = ByteWriter.build { body in
-            body.append([UInt8](animation.dropFirst(12)))
-            body.ascii("EXIF")
-            body.uint32(exif.count + missingBytes, bigEndian: false)
-            body.append(exif)
-        }
-        let file = ByteWriter.build { riff in
-            riff.ascii("RIFF")
-            riff.uint32(4 + body.count + (riffCountsMissingBytes ? missingBytes : 0), bigEndian: false)
-            riff.ascii("WEBP")
-            riff.append(body)
-        }
-        return Data(file)
+        return SampleImages.webp(
+            chunks: [UInt8](animation.dropFirst(12)), thenExifMissing: missingBytes,
+            riffCountsMissingBytes: riffCountsMissingBytes)
     }
 
     func decode(_ data: Data, minimumSize: PixelSize? = nil, chunked: Bool = false)

@@ -15,25 +15,17 @@ struct WebPExifPastTheEndTests {
     static func file(missingBytes: Int, riffCountsMissingBytes: Bool = false) throws -> (simple: Data, extended: Data) {
         let simple = try Fixtures.data("webp", "video-001.lossy.webp")
         let header = try ImageHeader.parse(simple)
-        let exif = SyntheticHeaders.tiff(orientation: 6, bigEndian: false)
-        let body = ByteWriter.build { body in
+        let chunks = ByteWriter.build { body in
             body.ascii("VP8X")
             body.uint32(10, bigEndian: false)
             body.append([0x08, 0, 0, 0])
             body.uint24LE(header.storedSize.width - 1)
             body.uint24LE(header.storedSize.height - 1)
             body.append([UInt8](simple.dropFirst(12)))
-            body.ascii("EXIF")
-            body.uint32(exif.count + missingBytes, bigEndian: false)
-            body.append(exif)
         }
-        let extended = ByteWriter.build { riff in
-            riff.ascii("RIFF")
-            riff.uint32(4 + body.count + (riffCountsMissingBytes ? missingBytes : 0), bigEndian: false)
-            riff.ascii("WEBP")
-            riff.append(body)
-        }
-        return (simple, Data(extended))
+        let extended = SampleImages.webp(
+            chunks: chunks, thenExifMissing: missingBytes, riffCountsMissingBytes: riffCountsMissingBytes)
+        return (simple, extended)
     }
 
     func decode(_ data: Data) -> Result<Bitmap, ImageDecodingError> {

@@ -43,3 +43,25 @@ extension SampleImages {
     }
 }
 #endif
+
+extension SampleImages {
+    /// A WebP of `chunks` (the RIFF body after "WEBP", chunks already framed) followed by an EXIF chunk that
+    /// holds a TIFF structure saying orientation 6 but declares `missingBytes` more than it holds. The RIFF
+    /// size counts the bytes there are, or with `riffCountsMissingBytes` the ones declared too.
+    static func webp(chunks: [UInt8], thenExifMissing missingBytes: Int, riffCountsMissingBytes: Bool) -> Data {
+        let exif = SyntheticHeaders.tiff(orientation: 6, bigEndian: false)
+        let body = ByteWriter.build { body in
+            body.append(chunks)
+            body.ascii("EXIF")
+            body.uint32(exif.count + missingBytes, bigEndian: false)
+            body.append(exif)
+        }
+        let file = ByteWriter.build { riff in
+            riff.ascii("RIFF")
+            riff.uint32(4 + body.count + (riffCountsMissingBytes ? missingBytes : 0), bigEndian: false)
+            riff.ascii("WEBP")
+            riff.append(body)
+        }
+        return Data(file)
+    }
+}
