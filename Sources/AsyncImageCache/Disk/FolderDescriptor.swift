@@ -10,7 +10,7 @@ import Musl
 
 /// The disk tier's folder held open, so that a size lookup names its file relative to it
 /// (`getxattrat`, Linux 6.13) and the kernel resolves one path component instead of every component
-/// of the folder's path: a bare lookup in a folder six deep took 1.1 us instead of 1.4 here, and the
+/// of the folder's path: a bare lookup in a folder five deep took 1.1 us instead of 1.4 here, and the
 /// size benchmark's path (a folder three deep) 2.03-2.07 us instead of 2.11-2.21.
 ///
 /// The descriptor follows the folder it opened, wherever that goes, where a path names whatever is
