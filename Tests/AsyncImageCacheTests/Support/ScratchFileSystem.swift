@@ -13,6 +13,8 @@ final class ScratchFileSystem: @unchecked Sendable {
 
     struct MountError: Error, CustomStringConvertible {
         var description: String
+        /// Whether `mount` ended with status 32, as when the file system is busy.
+        var isBusy = false
     }
 
     /// Whether `mount -t tmpfs` works here: tried once per test process.
@@ -37,8 +39,20 @@ final class ScratchFileSystem: @unchecked Sendable {
     }
 
     /// Makes the whole file system read-only (or writable again).
+    ///
+    /// The kernel refuses to make it read-only while anything writes to it, an access time included: a
+    /// store's trim listing the folder at that moment made `mount` fail with status 32 (busy) in a whole-suite
+    /// run on a loaded machine. Such a refusal passes, so the remount is tried again, for a second at most.
     func setReadOnly(_ readOnly: Bool) throws {
-        try Self.mount(["-o", readOnly ? "remount,ro" : "remount,rw", url.path])
+        var attempts = 0
+        while true {
+            do {
+                return try Self.mount(["-o", readOnly ? "remount,ro" : "remount,rw", url.path])
+            } catch let error as MountError where error.isBusy && attempts < 50 {
+                attempts += 1
+                usleep(20_000)
+            }
+        }
     }
 
     /// Fills the file system with one file until fewer than `bytes` bytes are free.
@@ -67,8 +81,11 @@ final class ScratchFileSystem: @unchecked Sendable {
             executable: tool, arguments: arguments, environment: ProcessInfo.processInfo.environment, directory: "/",
             standardOutput: "/dev/null", standardError: "/dev/null")
         let status = child.waitForExit()
-        guard ChildProcess.exitCode(of: status) == 0 else {
-            throw MountError(description: "\(tool) \(arguments.joined(separator: " ")) ended with status \(status)")
+        let code = ChildProcess.exitCode(of: status)
+        guard code == 0 else {
+            throw MountError(
+                description: "\(tool) \(arguments.joined(separator: " ")) ended with status \(status)",
+                isBusy: code == 32)
         }
     }
 }
