@@ -161,7 +161,13 @@ import Testing
     /// relaunched aic asks the stopped server and fails. It says why on the stderr it shares with the demo,
     /// and the demo said again that it failed: two lines, the second "aic: the relaunch pass failed: aic exited
     /// with code 1". Now the child's line is the one.
-    @Test func aFailedRelaunchPassIsOneLine() async throws {
+    ///
+    /// Not under ThreadSanitizer (scripts/test-tsan, which sets TSAN_OPTIONS): there every aic first writes a
+    /// 512 KB file into TMPDIR (tsan.rodata.PID) and maps it, and dies of SIGBUS when it does not fit. A volume
+    /// with room for it does not help: the demo's disk tier fills whatever room there is, and the relaunched
+    /// aic then dies the same way.
+    @Test(.disabled(if: ProcessInfo.processInfo.environment["TSAN_OPTIONS"] != nil, "TSan needs 512 KB in TMPDIR"))
+    func aFailedRelaunchPassIsOneLine() async throws {
         let aic = CommandLineRunner()
         let volume = try ScratchFileSystem(byteCount: 64 * 1024)
 
