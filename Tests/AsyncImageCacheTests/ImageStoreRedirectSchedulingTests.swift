@@ -160,8 +160,13 @@ import FoundationNetworking
             return Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
         }
         let ahead = store.fetchSlots.limit
-        try await waitUntil { gate.enteredCount == 1 && store.decodeSlots.waitingCount >= ahead }
-        try await Task.sleep(for: .milliseconds(500))  // time for more fetches, were they to start
+        // Every load accounted for: one decoding, `ahead` holding their bytes (and the CDN's slots) for the
+        // decode slot, and the rest waiting for a slot of the CDN, where none can fetch until a slot is given
+        // back. Loads that fetched ahead would never let the counts meet, and the wait fails in 60 s.
+        try await waitUntil {
+            gate.enteredCount == 1 && store.decodeSlots.waitingCount == ahead
+                && store.fetchSlots.waitingCount == count - ahead - 1
+        }
         let fetched = try await cdn.hits().values.reduce(0, +)
         let held = store.decodingOriginals.withLock { $0.count }
         #expect(fetched == ahead + 1, "\(fetched) of \(count) images fetched with one decode running")
