@@ -10,9 +10,9 @@ import Foundation
 /// its pixels are copied in place; the ANIM chunk's background color is a hint that viewers ignore and so is
 /// it here.
 ///
-/// The demuxer refuses a whole file for a last chunk that runs past the RIFF size. When that chunk is EXIF,
-/// which the header reader ignores then (see ``ImageHeader/parseWebP(_:)``) and which nothing here reads, the
-/// frames before it are demuxed from a copy that ends where it starts.
+/// The demuxer refuses a whole file for a last chunk that runs past the RIFF size. When that chunk is metadata,
+/// EXIF or XMP, which nothing here reads (and an EXIF chunk then not the header reader either, see
+/// ``ImageHeader/parseWebP(_:)``), the frames before it are demuxed from a copy that ends where it starts.
 struct WebPFirstFrame {
     private let bytes: UnsafeRawBufferPointer
 
@@ -39,8 +39,8 @@ struct WebPFirstFrame {
         }
         let parseError = Self.corrupt("WebPDemux: parse error")
         guard state == WEBP_DEMUX_PARSE_ERROR else { throw Self.truncated }
-        guard let withoutExif = Self.withoutExifPastTheRIFFSize(bytes) else { throw parseError }
-        return try withoutExif.withUnsafeBufferPointer { copy throws(ImageDecodingError) in
+        guard let withoutMetadata = Self.withoutMetadataPastTheRIFFSize(bytes) else { throw parseError }
+        return try withoutMetadata.withUnsafeBufferPointer { copy throws(ImageDecodingError) in
             var data = WebPData(bytes: copy.baseAddress, size: copy.count)
             var state = WEBP_DEMUX_PARSING_HEADER
             // Whatever else made the demuxer refuse the file is still in the copy: the file's own error.
@@ -51,13 +51,14 @@ struct WebPFirstFrame {
         }
     }
 
-    /// A copy of the RIFF file `bytes` without its last chunk, when that chunk is an EXIF chunk whose size
-    /// (padded to an even length, as libwebp's demuxer reads it) runs past the RIFF size, with the RIFF size
-    /// ending where the chunk started; `nil` for any other file. Such a chunk can never be whole, however
+    /// A copy of the RIFF file `bytes` without its last chunk, when that chunk is an EXIF or XMP chunk whose
+    /// size (padded to an even length, as libwebp's demuxer reads it) runs past the RIFF size, with the RIFF
+    /// size ending where the chunk started; `nil` for any other file. Such a chunk can never be whole, however
     /// many bytes come, and the demuxer refuses the whole file for it (a parse error), where `WebPDecode`
-    /// stops at a still image's data and the header reader ignores it. A chunk that fits the RIFF size but
-    /// not the data is left to the partial demuxer, which waits for it.
-    static func withoutExifPastTheRIFFSize(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
+    /// stops at a still image's data and the header reader ignores it (EXIF) or never reads it (XMP). Any
+    /// other chunk, a frame above all, is not dropped: the file stays refused. A chunk that fits the RIFF size
+    /// but not the data is left to the partial demuxer, which waits for it.
+    static func withoutMetadataPastTheRIFFSize(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
         guard let base = bytes.baseAddress else { return nil }
         // Read in place, through the header reader's bounds-checked window.
         let file = HeaderBytes(
@@ -71,7 +72,7 @@ struct WebPFirstFrame {
         while offset + 8 <= end, let size = try? file.uint32LE(at: offset + 4) {
             let next = offset + 8 + size + (size & 1)
             if next > riffEnd {
-                guard file.matches("EXIF", at: offset) else { return nil }
+                guard file.matches("EXIF", at: offset) || file.matches("XMP ", at: offset) else { return nil }
                 var copy = [UInt8](bytes[..<offset])
                 // The RIFF size counts the bytes after its own field: "WEBP" and the chunks kept.
                 let kept = offset - 8

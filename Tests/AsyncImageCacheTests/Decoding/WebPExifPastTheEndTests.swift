@@ -24,7 +24,7 @@ struct WebPExifPastTheEndTests {
             body.append([UInt8](simple.dropFirst(12)))
         }
         let extended = SampleImages.webp(
-            chunks: chunks, thenExifMissing: missingBytes, riffCountsMissingBytes: riffCountsMissingBytes)
+            chunks: chunks, then: [.exif(missingBytes: missingBytes)], riffCountsMissingBytes: riffCountsMissingBytes)
         return (simple, extended)
     }
 

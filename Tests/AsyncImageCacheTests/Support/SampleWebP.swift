@@ -45,20 +45,47 @@ extension SampleImages {
 #endif
 
 extension SampleImages {
-    /// A WebP of `chunks` (the RIFF body after "WEBP", chunks already framed) followed by an EXIF chunk that
-    /// holds a TIFF structure saying orientation 6 but declares `missingBytes` more than it holds. The RIFF
-    /// size counts the bytes there are, or with `riffCountsMissingBytes` the ones declared too.
-    static func webp(chunks: [UInt8], thenExifMissing missingBytes: Int, riffCountsMissingBytes: Bool) -> Data {
-        let exif = SyntheticHeaders.tiff(orientation: 6, bigEndian: false)
+    /// A metadata chunk that a test WebP puts after its image data: its name, what it holds, and how many bytes
+    /// more than that its size declares.
+    struct WebPMetadataChunk {
+        var name: String
+        var payload: [UInt8]
+        var missingBytes = 0
+
+        /// An EXIF chunk holding a TIFF structure that says orientation 6.
+        static func exif(missingBytes: Int = 0) -> Self {
+            Self(
+                name: "EXIF", payload: SyntheticHeaders.tiff(orientation: 6, bigEndian: false),
+                missingBytes: missingBytes)
+        }
+
+        /// An XMP chunk holding a packet that says orientation 6 too, which no reader here looks at.
+        static func xmp(missingBytes: Int = 0) -> Self {
+            let packet = """
+                <x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">\
+                <rdf:Description xmlns:tiff="http://ns.adobe.com/tiff/1.0/" tiff:Orientation="6"/></rdf:RDF></x:xmpmeta>
+                """
+            return Self(name: "XMP ", payload: Array(packet.utf8), missingBytes: missingBytes)
+        }
+    }
+
+    /// A WebP of `chunks` (the RIFF body after "WEBP", chunks already framed) followed by the `metadata` chunks,
+    /// a whole one padded to an even length. The RIFF size counts the bytes there are, or with
+    /// `riffCountsMissingBytes` the ones the chunks declare and do not hold too.
+    static func webp(chunks: [UInt8], then metadata: [WebPMetadataChunk], riffCountsMissingBytes: Bool) -> Data {
         let body = ByteWriter.build { body in
             body.append(chunks)
-            body.ascii("EXIF")
-            body.uint32(exif.count + missingBytes, bigEndian: false)
-            body.append(exif)
+            for chunk in metadata {
+                body.ascii(chunk.name)
+                body.uint32(chunk.payload.count + chunk.missingBytes, bigEndian: false)
+                body.append(chunk.payload)
+                if chunk.missingBytes == 0, chunk.payload.count % 2 == 1 { body.append([0]) }
+            }
         }
+        let missingBytes = riffCountsMissingBytes ? metadata.reduce(0) { $0 + $1.missingBytes } : 0
         let file = ByteWriter.build { riff in
             riff.ascii("RIFF")
-            riff.uint32(4 + body.count + (riffCountsMissingBytes ? missingBytes : 0), bigEndian: false)
+            riff.uint32(4 + body.count + missingBytes, bigEndian: false)
             riff.ascii("WEBP")
             riff.append(body)
         }
