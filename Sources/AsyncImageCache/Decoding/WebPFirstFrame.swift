@@ -35,7 +35,8 @@ struct WebPFirstFrame {
         if let demuxer = WebPDemuxPartial(&data, &state) {
             defer { WebPDemuxDelete(demuxer) }
             return try Self.decodeFirstFrame(
-                demuxer, state: state, canvas: canvas, output: output, context: context, chunkSize: chunkSize)
+                demuxer, of: bytes, state: state, canvas: canvas, output: output, context: context,
+                chunkSize: chunkSize)
         }
         let parseError = Self.corrupt("WebPDemux: parse error")
         guard state == WEBP_DEMUX_PARSE_ERROR else { throw Self.truncated }
@@ -47,7 +48,8 @@ struct WebPFirstFrame {
             guard let demuxer = WebPDemuxPartial(&data, &state) else { throw parseError }
             defer { WebPDemuxDelete(demuxer) }
             return try Self.decodeFirstFrame(
-                demuxer, state: state, canvas: canvas, output: output, context: context, chunkSize: chunkSize)
+                demuxer, of: bytes, state: state, canvas: canvas, output: output,
+                context: context, chunkSize: chunkSize)
         }
     }
 
@@ -84,11 +86,19 @@ struct WebPFirstFrame {
         return nil
     }
 
-    /// Decodes frame 1 of the file `demuxer` parsed as far as `state` (see
+    /// Decodes frame 1 of the file `bytes`, which `demuxer` parsed as far as `state` (see
     /// ``decode(canvas:output:context:chunkSize:)``).
+    ///
+    /// A file that ends before its RIFF size does (a download cut short) gives frame 1 once that frame is
+    /// whole and the header reader can answer from the same bytes, and is `.truncated` until then: the
+    /// picture is shown at its displayed size, the header's (EXIF orientation applied), and an animation's
+    /// EXIF chunk comes after every frame. Without the EXIF flag the header is known from the VP8X chunk, and
+    /// frame 1 decodes as soon as it is whole; with it, not before the header reader has the orientation
+    /// (see ``ImageHeader/parseWebP(_:)``). A still image is decoded by `WebPDecode`, which refuses any file
+    /// shorter than its RIFF size: its header may be known long before it decodes, never the other way round.
     private static func decodeFirstFrame(
-        _ demuxer: OpaquePointer, state: WebPDemuxState, canvas: PixelSize, output: PixelSize,
-        context: ImageDecodingContext, chunkSize: Int?
+        _ demuxer: OpaquePointer, of bytes: UnsafeRawBufferPointer, state: WebPDemuxState, canvas: PixelSize,
+        output: PixelSize, context: ImageDecodingContext, chunkSize: Int?
     ) throws(ImageDecodingError) -> Bitmap {
         var frame = WebPIterator()
         guard WebPDemuxGetFrame(demuxer, 1, &frame) != 0 else {
@@ -96,6 +106,7 @@ struct WebPFirstFrame {
         }
         defer { WebPDemuxReleaseIterator(&frame) }
         guard frame.complete != 0 else { throw Self.truncated }
+        if state != WEBP_DEMUX_DONE, !Self.headerIsReadable(bytes) { throw Self.truncated }
         let frameSize = PixelSize(width: Int(frame.width), height: Int(frame.height))
         let bitstream = UnsafeRawBufferPointer(start: frame.fragment.bytes, count: frame.fragment.size)
         let features = try Self.checkBounds(frame, bitstream: bitstream, canvas: canvas)
@@ -117,6 +128,19 @@ struct WebPFirstFrame {
                 chunkSize: chunkSize)
         }
         return Bitmap(width: output.width, height: output.height, pixels: pixels)
+    }
+
+    /// Whether the header reader answers for `bytes` with anything but `.truncated`: a size, or an error that
+    /// is the demuxer's and the frame decoder's to report in their own words.
+    private static func headerIsReadable(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress else { return false }
+        let data = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
+        do {
+            _ = try ImageHeader.parse(data)
+            return true
+        } catch {
+            return error.reason != .truncated
+        }
     }
 
     /// Where a frame spanning `length` pixels from `start` on a side of `full` pixels lands when that side is
