@@ -22,6 +22,21 @@ extension ImageHeader {
         return ImageOrientation(exifValue: Int(value))
     }
 
+    /// The orientation in the first bytes of an EXIF payload that goes on past them, when those bytes settle
+    /// it: the orientation entry is among them, or the tags of all IFD0's entries are and none is the
+    /// orientation (`nil`). Throws
+    /// ``ImageDecodingError/Reason/truncated`` when the answer lies in the bytes still to come, from the TIFF
+    /// header (its first 14 bytes, with or without the `Exif\0\0` marker) to the orientation's value. The
+    /// answer is the one ``exifOrientation(in:)`` gives for the whole payload; reads that would go past it
+    /// (an offset out of bounds) are `.truncated` here until the payload is whole, and then say nothing.
+    static func exifOrientation(inPrefix payload: HeaderBytes) throws(ImageDecodingError) -> ImageOrientation? {
+        try payload.require(0, length: 14)
+        guard let (tiff, bigEndian, ifd0) = tiffStructure(in: payload),
+            let value = try directoryValue(orientationTag, in: ifd0, tiff, bigEndian: bigEndian, short: true)
+        else { return nil }
+        return ImageOrientation(exifValue: Int(value))
+    }
+
     /// Whether an EXIF payload says the picture is Adobe RGB (1998) without carrying its profile: the
     /// DCF convention cameras follow in their Adobe RGB mode (ColorSpace 0xFFFF, uncalibrated, with
     /// InteroperabilityIndex `R03` in the interoperability directory), or the ColorSpace value 2 that

@@ -3,9 +3,14 @@ extension ImageHeader {
     ///
     /// A VP8X file that flags EXIF metadata is walked chunk by chunk to its EXIF chunk for the
     /// orientation. The format puts that chunk after the image data, so such a file reports
-    /// `.truncated` until nearly all of it is present. An EXIF chunk that declares more bytes than the
-    /// RIFF size leaves it is not whole however many bytes follow, and is ignored: libwebp decodes the
-    /// picture before it and never reads it.
+    /// `.truncated` until nearly all of it is present: the size is the one displayed, and an orientation
+    /// still to come may turn it. The answer comes once the bytes settle the orientation, which a
+    /// cut download may do before the chunk ends: when its orientation entry is there, or the tags of
+    /// IFD0's entries without it (see ``exifOrientation(inPrefix:)``); an EXIF thumbnail or maker note
+    /// after them changes nothing. The decoder gives an animation's frame 1 from such a cut file on the same
+    /// condition, and a still image only whole (see `WebPFirstFrame`). An EXIF chunk that declares more
+    /// bytes than the RIFF size leaves it is not whole however many bytes follow, and is ignored:
+    /// libwebp decodes the picture before it and never reads it.
     static func parseWebP(_ bytes: HeaderBytes) throws(ImageDecodingError) -> ImageHeader {
         let chunk = 12  // after "RIFF", the file size and "WEBP"
         let payload = chunk + 8
@@ -51,7 +56,9 @@ extension ImageHeader {
                 // Waiting for its end would wait forever, and the decoder (WebPDecode, which stops at the
                 // RIFF size) gives the picture without it.
                 guard size <= end - offset - 8 else { return nil }
-                return exifOrientation(in: try bytes.window(at: offset + 8, length: size))
+                let present = min(size, bytes.count - offset - 8)
+                let payload = try bytes.window(at: offset + 8, length: present)
+                return present == size ? exifOrientation(in: payload) : try exifOrientation(inPrefix: payload)
             }
             // Chunk data is padded to an even length.
             offset += 8 + size + (size & 1)

@@ -68,6 +68,52 @@ struct WebPCutInTrailingMetadataTests {
         #expect(header(file) == .success(ImageHeader(format: .webp, storedSize: whole.pixelSize, orientation: .right)))
     }
 
+    /// Cut once its orientation entry is there, in the EXIF chunk's last bytes or in the XMP chunk, the file's
+    /// displayed size is known: the header turns it, and an animation's frame 1 decodes. A still image stays
+    /// `.truncated` (libwebp's one call wants every byte the RIFF size counts) with its header known, as any
+    /// still image cut after its header is. Before: the header was `.truncated` for every cut inside the EXIF
+    /// chunk, and so was the decoder.
+    @Test func aCutAfterTheOrientationEntryIsSizedAndAnAnimationDecodes() throws {
+        let whole = try decode(try Fixtures.data("webp", "anim.webp")).get()
+        let truncated = ImageDecodingError(format: .webp, reason: .truncated)
+        for (name, file) in [("animation", try Self.animation()), ("still", try Self.still())] {
+            let exif = try Self.exifChunk(in: file)
+            let size = try ImageHeader.parse(file).storedSize
+            let turned = ImageHeader(format: .webp, storedSize: size, orientation: .right)
+            // The orientation's value half there, then the entry whole, the TIFF structure's last bytes and
+            // the XMP chunk.
+            #expect(header(file.prefix(exif + 8 + 31)) == .failure(truncated), "\(name)")
+            for length in [exif + 8 + 34, exif + 8 + 36, exif + 8 + 38, exif + 8 + 38 + 20, file.count - 1] {
+                let cut = file.prefix(length)
+                #expect(header(cut) == .success(turned), "\(name) cut at \(length)")
+                let expected = name == "animation" ? Result.success(whole) : .failure(truncated)
+                #expect(decode(cut) == expected, "\(name) cut at \(length)")
+                #expect(decode(cut, chunked: true) == expected, "\(name) cut at \(length)")
+            }
+        }
+    }
+
+    /// An EXIF chunk whose IFD0 has no orientation entry says the picture is upright once the tags of IFD0's
+    /// entries are there: the last one's tag takes bytes 22 and 23 of the TIFF structure.
+    @Test func aCutAfterAnIFD0WithoutOrientationIsUpright() throws {
+        var tiff = SyntheticHeaders.tiff(orientation: 6, bigEndian: false)
+        // IFD0's second entry, at byte 22, becomes Software (0x0131) instead of Orientation.
+        tiff[22] = 0x31
+        tiff[23] = 0x01
+        let file = try WebPAnimationExifPastTheEndTests.file(
+            then: [SampleImages.WebPMetadataChunk(name: "EXIF", payload: tiff), .xmp()])
+        let exif = try Self.exifChunk(in: file)
+        let canvas = ImageHeader(format: .webp, storedSize: PixelSize(width: 200, height: 200))
+        let truncated = ImageDecodingError(format: .webp, reason: .truncated)
+        #expect(header(file.prefix(exif + 8 + 23)) == .failure(truncated))
+        #expect(decode(file.prefix(exif + 8 + 23)) == .failure(truncated))
+        let whole = try decode(try Fixtures.data("webp", "anim.webp")).get()
+        for length in [exif + 8 + 24, exif + 8 + 34, exif + 8 + 38, file.count] {
+            #expect(header(file.prefix(length)) == .success(canvas), "cut at \(length)")
+            #expect(decode(file.prefix(length)) == .success(whole), "cut at \(length)")
+        }
+    }
+
     /// Whatever the cut, a picture the decoder gives has the size the header reader answers for the same bytes,
     /// which knows the orientation to show it with.
     @Test(arguments: ["animation", "still"])
