@@ -80,17 +80,46 @@ enum HEIFCodedSize {
     }
 
     /// The output size of item `item` when it is a `grid` or an `iovl`, as its description gives it: the
-    /// canvas libheif makes for it, whatever `ispe` says or leaves unsaid. `nil` for other items, and when
-    /// the description cannot be read from the bytes present.
-    static func derivedImageCanvas(of item: Int, in data: Data) -> PixelSize? {
-        let file = HEIFBoxes(bytes: HeaderBytes(data, format: nil))
-        guard let meta = try? file.child("meta", from: 0, to: file.bytes.count) else { return nil }
-        let metaContent = meta.contentStart + 4  // FullBox version and flags
-        guard let types = try? file.itemTypes(metaContent: metaContent, metaEnd: meta.end),
-            types[item] == "grid" || types[item] == "iovl",
-            let sizes = try? itemSizes(file, data: data, metaContent: metaContent, metaEnd: meta.end)
+    /// canvas libheif makes for it, whatever `ispe` says or leaves unsaid. `nil` for other items.
+    ///
+    /// For the header reader, which reads a prefix of the file: bytes that end inside the description (the
+    /// `iinf` and `iloc` boxes, the `idat` box, or the item's data in the file) throw `.truncated`. A
+    /// description libheif 1.15 refuses throws what its decode does: `.corrupt` for one too short for its
+    /// fields, one without data or with an empty canvas, `.unsupportedFeature` for an overlay of a version
+    /// other than 0 (a grid's version is passed over, as libheif does).
+    static func derivedImageCanvas(of item: Int, in file: HEIFBoxes, metaContent: Int, metaEnd: Int)
+        throws(ImageDecodingError) -> PixelSize?
+    {
+        let bytes = file.bytes
+        // The boxes of meta the description lies in, whole before their fields are trusted; inside them, a
+        // read past the bytes present is a length that lies, which completeBoxes makes `.corrupt`.
+        func wholeBox(_ type: String) throws(ImageDecodingError) -> HEIFBoxes.Box? {
+            guard let box = try file.child(type, from: metaContent, to: metaEnd) else { return nil }
+            try bytes.require(box.contentStart, length: box.end - box.contentStart)
+            return box
+        }
+        guard try wholeBox("iinf") != nil,
+            let type = try file.completeBoxes({ () throws(ImageDecodingError) in
+                try file.itemTypes(metaContent: metaContent, metaEnd: metaEnd)[item]
+            }),
+            type == "grid" || type == "iovl"
         else { return nil }
-        return sizes.first { $0.item == item }?.size
+        let iloc = try wholeBox("iloc")
+        let idat = try wholeBox("idat")
+        let ranges = try file.completeBoxes { () throws(ImageDecodingError) -> [Range<Int>]? in
+            guard let iloc else { return nil }
+            return try itemExtents(file, iloc: iloc, idat: idat, beyondBytesPresent: true).first { $0.0 == item }?.1
+        }
+        guard let ranges, !ranges.isEmpty else { throw bytes.corrupt("\(type) item \(item) has no data") }
+        // libheif reads the whole description before it parses it; its fields are in the first 18 bytes.
+        var content: [UInt8] = []
+        for range in ranges {
+            try bytes.require(range.lowerBound, length: range.count)
+            let part = range.prefix(max(0, 18 - content.count))
+            content += try bytes.window(at: part.lowerBound, length: part.count).bytes
+        }
+        let description = ranges.reduce(0) { $0 + $1.count }
+        return try canvas(ofDescription: content, length: description, type: type, format: bytes.format)
     }
 
     /// The bytes of `data` in `range`, counted from its start.
@@ -307,12 +336,11 @@ enum HEIFCodedSize {
             case "av01":
                 // The sequence header comes first; a few hundred bytes are more than enough.
                 sizes += av1Sizes(content).map { (id, $0) }
-            case "grid":
-                // Version, flags (bit 0: 32-bit sizes), rows - 1, columns - 1, output width and height.
-                if let size = canvasSize(content, at: 4) { sizes.append((id, size)) }
-            case "iovl":
-                // Version, flags (bit 0: 32-bit sizes), four 16-bit fill values, output width and height.
-                if let size = canvasSize(content, at: 10) { sizes.append((id, size)) }
+            case "grid", "iovl":
+                let length = ranges.reduce(0) { $0 + $1.count }
+                if let size = try? canvas(ofDescription: content, length: length, type: types[id] ?? "", format: nil) {
+                    sizes.append((id, size))
+                }
             default:
                 break
             }
@@ -320,14 +348,33 @@ enum HEIFCodedSize {
         return sizes
     }
 
-    /// The output width and height of a `grid` or `iovl` description, at `offset` in `content`: 16-bit
-    /// numbers, or 32-bit when bit 0 of the flags (the second byte) is set.
-    private static func canvasSize(_ content: [UInt8], at offset: Int) -> PixelSize? {
-        let fieldLength = content.count >= 2 && content[1] & 1 == 1 ? 4 : 2
-        guard content.count >= offset + 2 * fieldLength else { return nil }
+    /// The output width and height of a `grid` or `iovl` description of `length` bytes whose first bytes are
+    /// `content`, checked as libheif 1.15 parses it (ISO/IEC 23008-12 6.6.2.3 and 6.6.2.2): a grid has its
+    /// version, its flags (bit 0: 32-bit sizes), rows - 1 and columns - 1 before the width and height, an
+    /// overlay its version (0), its flags and four 16-bit fill values. Errors name `format`.
+    static func canvas(ofDescription content: [UInt8], length: Int, type: String, format: ImageFormat?)
+        throws(ImageDecodingError) -> PixelSize
+    {
+        func corrupt(_ message: String) -> ImageDecodingError {
+            ImageDecodingError(format: format, reason: .corrupt(message))
+        }
+        let offset = type == "grid" ? 4 : 10
+        // libheif checks a grid for 8 bytes and an overlay for 10 before it reads the flags.
+        guard length >= (type == "grid" ? 8 : 10), content.count >= 2 else {
+            throw corrupt("\(type) description of \(length) bytes")
+        }
+        if type == "iovl" && content[0] != 0 {
+            throw ImageDecodingError(
+                format: format, reason: .unsupportedFeature("overlay description version \(content[0])"))
+        }
+        let fieldLength = content[1] & 1 == 1 ? 4 : 2
+        guard length >= offset + 2 * fieldLength, content.count >= offset + 2 * fieldLength else {
+            throw corrupt("\(type) description of \(length) bytes with \(8 * fieldLength)-bit sizes")
+        }
         let width = content[offset..<(offset + fieldLength)].reduce(0) { $0 << 8 | Int($1) }
         let height = content[(offset + fieldLength)..<(offset + 2 * fieldLength)].reduce(0) { $0 << 8 | Int($1) }
-        return width > 0 && height > 0 ? PixelSize(width: width, height: height) : nil
+        guard width > 0 && height > 0 else { throw corrupt("\(type) canvas of \(width)x\(height)") }
+        return PixelSize(width: width, height: height)
     }
 
     /// The extents of each item stored in the file (construction method 0) or in `idat` (1), in order,

@@ -28,7 +28,8 @@ extension ImageHeader {
     /// clean aperture (`clap`) when it has one, and its orientation from that item's `irot` and `imir`
     /// properties, found in `meta` / `iprp`.
     ///
-    /// A primary `grid` or `iovl` item without an `ispe` of its own takes its size from its description,
+    /// A primary `grid` or `iovl` item without an `ispe` of its own takes its size from its description
+    /// (until that is all there, the header is `.truncated`; one libheif refuses is the error it gives),
     /// an HEVC one from its sequence parameter set and an AV1 one from the sequence header at the start of
     /// its data (until that data is there, the header is `.truncated`), with its own `irot`, `imir` and
     /// `clap`. Otherwise, when the primary item cannot be matched to its size, the largest `ispe` is taken,
@@ -98,7 +99,11 @@ extension ImageHeader {
         }
         // A grid or overlay without the ispe HEIF asks of it is as large as its description says, which
         // is what libheif makes of it; its irot, imir and clap are its own all the same.
-        if let item, let canvas = HEIFCodedSize.derivedImageCanvas(of: item, in: bytes.bytes) {
+        // Until the description is all there, the header is `.truncated`; a damaged one is the decode's error.
+        if let item,
+            let canvas = try HEIFCodedSize.derivedImageCanvas(
+                of: item, in: file, metaContent: metaContent, metaEnd: meta.end)
+        {
             return (file, chosen, canvas)
         }
         // So is an HEVC image as its parameter set codes it, which is what libheif decodes.

@@ -1,0 +1,171 @@
+#if os(Linux)
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// A primary `grid` or `iovl` item without an `ispe` takes its size from its description (its `iinf` and
+/// `iloc` entries, and its data in `idat` or in the file). A download cut short inside that description is
+/// `.truncated`, not the size of a tile's `ispe`; a description libheif refuses is the error its decode gives.
+@Suite("HEIF grid and overlay descriptions cut short or damaged")
+struct HEIFDerivedImageDescriptionTests {
+    enum Layout: String, CustomStringConvertible, CaseIterable {
+        /// As grid.heic has it: `iloc` and `iinf` before `iprp`, the description in `idat` at the end of `meta`.
+        case inItemData
+        /// `iinf` and `iloc` moved after `iprp` (then `idat`), so the properties are complete before them.
+        case afterTheProperties
+        /// The description in an `mdat` of its own at the end of the file (construction method 0).
+        case atTheEndOfTheFile
+        var description: String { rawValue }
+    }
+
+    /// `name` (grid.heic or overlay.heic, both 96x64) with the derived image's own `ispe` (the last of 96x64;
+    /// overlay.heic's layer has one too) replaced in place by a `free` box.
+    static func withoutDerivedImageExtent(_ name: String) throws -> Data {
+        var bytes = [UInt8](try Fixtures.data("heif", name))
+        let ispe: [UInt8] = [0, 0, 0, 20] + Array("ispe".utf8) + [0, 0, 0, 0, 0, 0, 0, 96, 0, 0, 0, 64]
+        let start = try #require(
+            (0...(bytes.count - ispe.count)).last { bytes[$0..<($0 + ispe.count)].elementsEqual(ispe) })
+        bytes.replaceSubrange(
+            start..<(start + ispe.count), with: [0, 0, 0, 20] + Array("free".utf8) + [UInt8](repeating: 0, count: 12))
+        return Data(bytes)
+    }
+
+    /// The top-level boxes of `bytes` from `start` to `end`, as (offset, type, size); sizes under 4 GiB.
+    static func boxes(_ bytes: [UInt8], from start: Int, to end: Int) -> [(offset: Int, type: String, size: Int)] {
+        var boxes: [(offset: Int, type: String, size: Int)] = []
+        var offset = start
+        while offset + 8 <= end {
+            let size = bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) }
+            boxes.append((offset, String(decoding: bytes[(offset + 4)..<(offset + 8)], as: UTF8.self), size))
+            offset += size
+        }
+        return boxes
+    }
+
+    /// grid.heic without the grid's `ispe`, laid out as `layout` says, and the bytes to cut it in: from the
+    /// first of the boxes that describe the grid (`iloc` or `iinf`) to the end of its data.
+    static func grid(_ layout: Layout) throws -> (data: Data, description: Range<Int>) {
+        var bytes = [UInt8](try withoutDerivedImageExtent("grid.heic"))
+        let meta = try #require(boxes(bytes, from: 0, to: bytes.count).first { $0.type == "meta" })
+        var children = boxes(bytes, from: meta.offset + 12, to: meta.offset + meta.size)
+        func box(_ type: String) throws -> (offset: Int, type: String, size: Int) {
+            try #require(children.first { $0.type == type })
+        }
+        switch layout {
+        case .inItemData:
+            let idat = try box("idat")
+            return (Data(bytes), (try box("iloc")).offset..<(idat.offset + idat.size))
+        case .afterTheProperties:
+            // Same boxes, same meta size: mdat does not move, so iloc's file offsets still hold.
+            let moved = ["iinf", "iloc", "idat"]
+            children = children.filter { !moved.contains($0.type) } + (try moved.map(box))
+            var content: [UInt8] = []
+            for child in children { content += bytes[child.offset..<(child.offset + child.size)] }
+            bytes.replaceSubrange((meta.offset + 12)..<(meta.offset + meta.size), with: content)
+            let reordered = boxes(bytes, from: meta.offset + 12, to: meta.offset + meta.size)
+            let iinf = try #require(reordered.first { $0.type == "iinf" })
+            let idat = try #require(reordered.first { $0.type == "idat" })
+            return (Data(bytes), iinf.offset..<(idat.offset + idat.size))
+        case .atTheEndOfTheFile:
+            // The grid (item 5) is iloc's last entry: ID, construction method, data reference, extent count,
+            // then a 32-bit offset and length. Method 1 (idat) becomes 0: the offset counts from the file.
+            let iloc = try box("iloc")
+            let entry = iloc.offset + iloc.size - 16
+            #expect(Array(bytes[entry..<(entry + 4)]) == [0, 5, 0, 1])
+            bytes[entry + 3] = 0
+            let start = bytes.count + 8
+            bytes.replaceSubrange(
+                (entry + 8)..<(entry + 12), with: (0..<4).reversed().map { UInt8(start >> (8 * $0) & 0xFF) })
+            let idat = try box("idat")
+            bytes += [0, 0, 0, 16] + Array("mdat".utf8) + bytes[(idat.offset + 8)..<(idat.offset + 16)]
+            return (Data(bytes), (start - 8)..<bytes.count)
+        }
+    }
+
+    /// Before, the header read 48x32 (a tile's ispe) for 16 cuts inside `idat` (1030-1045 bytes of 6285),
+    /// for 113 once `iinf`, `iloc` and `idat` follow the properties (its last byte of `iinf`, all of `iloc` and
+    /// `idat`: 933-1045) and for 16 inside the `mdat` at the end (6285-6300 of 6301).
+    @Test(arguments: Layout.allCases)
+    func everyCutInsideAGridsDescriptionIsTruncated(layout: Layout) throws {
+        let (data, description) = try Self.grid(layout)
+        let header = try ImageHeader.parse(data)
+        #expect(header.storedSize == PixelSize(width: 96, height: 64))
+        let bitmap = try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
+        #expect(bitmap.pixelSize == header.storedSize)
+        for length in description {
+            #expect(throws: ImageDecodingError(format: .heif, reason: .truncated), "prefix of \(length) bytes") {
+                try ImageHeader.parse(data.prefix(length))
+            }
+        }
+    }
+
+    /// The reason's kind, without its message: libheif's words and the header's differ.
+    static func kind(_ reason: ImageDecodingError.Reason) -> String {
+        String(describing: reason).prefix { $0 != "(" }.description
+    }
+
+    /// A damaged description in `idat` gives the header the error the decode gives, with the file read whole.
+    /// Before: the header read 48x32 (a tile's ispe) for each of the grids, 96x64 (the layer's) for the overlays.
+    @Test(
+        arguments: [
+            // Grids: 8 bytes, version, flags (bit 0: 32-bit sizes), rows - 1, columns - 1, width, height.
+            ("grid of 5 bytes", "grid.heic", 5, [:]),
+            ("grid with 32-bit sizes in 8 bytes", "grid.heic", nil, [1: 1]),
+            ("grid 0 wide", "grid.heic", nil, [4: 0, 5: 0]),
+            // Overlays: 18 bytes, version, flags, four 16-bit fill values, width, height, one layer's x and y.
+            ("overlay of version 1", "overlay.heic", nil, [0: 1]),
+            ("overlay 0 high", "overlay.heic", nil, [12: 0, 13: 0]),
+            ("overlay of 9 bytes", "overlay.heic", 9, [:]),
+        ] as [(String, String, Int?, [Int: UInt8])])
+    func aDamagedDescriptionIsTheDecodersError(
+        damage: String, name: String, length: Int?, changes: [Int: UInt8]
+    ) throws {
+        var bytes = [UInt8](try Self.withoutDerivedImageExtent(name))
+        let meta = try #require(Self.boxes(bytes, from: 0, to: bytes.count).first { $0.type == "meta" })
+        let children = Self.boxes(bytes, from: meta.offset + 12, to: meta.offset + meta.size)
+        let idat = try #require(children.first { $0.type == "idat" })
+        for (offset, value) in changes { bytes[idat.offset + 8 + offset] = value }
+        if let length {
+            // The derived image is iloc's last entry; its extent's length is the entry's last four bytes.
+            let iloc = try #require(children.first { $0.type == "iloc" })
+            bytes[iloc.offset + iloc.size - 1] = UInt8(length)
+        }
+        let data = Data(bytes)
+        let decoded = Result { () throws(ImageDecodingError) in
+            try ImageDecoders.HEIF().decode(
+                data,
+                context: ImageDecodingContext(
+                    header: ImageHeader(format: .heif, storedSize: PixelSize(width: 96, height: 64))))
+        }
+        let decodeError = try #require(decoded.failure, "\(damage): libheif decoded it")
+        let headerError = try #require(
+            #expect(throws: ImageDecodingError.self, "\(damage)") { try ImageHeader.parse(data) })
+        #expect(headerError.format == .heif)
+        #expect(
+            Self.kind(headerError.reason) == Self.kind(decodeError.reason), "\(damage): \(headerError), \(decodeError)")
+    }
+
+    /// libheif reads a grid's version and passes over it: the header does too.
+    @Test func aGridOfAnotherVersionKeepsItsCanvas() throws {
+        var bytes = [UInt8](try Self.withoutDerivedImageExtent("grid.heic"))
+        let idat = try #require(
+            Self.boxes(bytes, from: 0, to: bytes.count).first { $0.type == "meta" }.flatMap { meta in
+                Self.boxes(bytes, from: meta.offset + 12, to: meta.offset + meta.size).first { $0.type == "idat" }
+            })
+        bytes[idat.offset + 8] = 1
+        let data = Data(bytes)
+        let header = try ImageHeader.parse(data)
+        #expect(header.storedSize == PixelSize(width: 96, height: 64))
+        let bitmap = try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
+        #expect(bitmap.pixelSize == header.storedSize)
+    }
+}
+
+extension Result {
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
+#endif
