@@ -145,17 +145,45 @@ struct HEIFCleanAperture: Equatable {
     }
 }
 
+extension [HEIFCleanAperture] {
+    /// The size the apertures show, one after another, of an image declared as `size` in stored
+    /// orientation: each ``HEIFCleanAperture/shownStoredSize(of:)`` of what the ones before it left (an
+    /// aperture that would show nothing leaves it as it was). `size` when there are none.
+    func shownStoredSize(of size: PixelSize) -> PixelSize {
+        reduce(size) { shown, aperture in aperture.shownStoredSize(of: shown) ?? shown }
+    }
+
+    /// The rectangle of a decoded picture of `decoded` pixels (stored orientation) that the apertures show,
+    /// one inside the other, in stored coordinates: each ``HEIFCleanAperture/storedCrop(in:declared:)`` of
+    /// what the ones before it left, declared as they left the `declared` size. `nil` when one of them is.
+    func storedCrop(in decoded: PixelSize, declared: PixelSize) -> (x: Int, y: Int, width: Int, height: Int)? {
+        var crop = (x: 0, y: 0, width: decoded.width, height: decoded.height)
+        var declared = declared
+        for aperture in self {
+            guard
+                let inner = aperture.storedCrop(
+                    in: PixelSize(width: crop.width, height: crop.height), declared: declared)
+            else { return nil }
+            crop = (crop.x + inner.x, crop.y + inner.y, inner.width, inner.height)
+            declared = aperture.shownStoredSize(of: declared) ?? declared
+        }
+        return crop
+    }
+}
+
 extension HEIFBoxes {
-    /// The clean aperture among `properties` (an item's, in the order they are associated), if it has a
-    /// usable one, with the `irot` and `imir` associated before it.
-    func cleanAperture(among properties: [Box]) throws(ImageDecodingError) -> HEIFCleanAperture? {
-        guard let index = properties.firstIndex(where: { $0.type == "clap" }) else { return nil }
-        let clap = properties[index]
-        guard clap.end - clap.contentStart >= 32 else { throw bytes.corrupt("clap of the wrong length") }
-        var fields: [Int] = []
-        for index in 0..<8 { fields.append(try bytes.uint32BE(at: clap.contentStart + index * 4)) }
-        var aperture = HEIFCleanAperture(fields: fields)
-        aperture?.precedingOrientation = try orientation(from: Array(properties[..<index]))
-        return aperture
+    /// The usable clean apertures among `properties` (an item's, in the order they are associated), in that
+    /// order, each with the `irot` and `imir` associated before it: libheif 1.15 crops by every one in turn.
+    func cleanApertures(among properties: [Box]) throws(ImageDecodingError) -> [HEIFCleanAperture] {
+        var apertures: [HEIFCleanAperture] = []
+        for (index, clap) in properties.enumerated() where clap.type == "clap" {
+            guard clap.end - clap.contentStart >= 32 else { throw bytes.corrupt("clap of the wrong length") }
+            var fields: [Int] = []
+            for field in 0..<8 { fields.append(try bytes.uint32BE(at: clap.contentStart + field * 4)) }
+            guard var aperture = HEIFCleanAperture(fields: fields) else { continue }
+            aperture.precedingOrientation = try orientation(from: Array(properties[..<index]))
+            apertures.append(aperture)
+        }
+        return apertures
     }
 }

@@ -13,12 +13,12 @@ extension ImageDecoders {
     /// size and the caller resizes.
     ///
     /// The result is in stored orientation, as from every decoder: the file's `irot` and `imir`, which
-    /// the header reads as an EXIF orientation, are left to the store. Its clean aperture (`clap`), which
-    /// HEIF applies in the order the properties are associated (before them in MIAF files), is applied
-    /// here, measured on the picture turned by those before it: the picture is cropped to it, to the size
-    /// the header reads; an aperture outside the picture is `.corrupt`, as libheif has it. A file with one
-    /// decodes its primary image, never a thumbnail (whose crop it does not say), and a thumbnail with an
-    /// aperture of its own is passed over.
+    /// the header reads as an EXIF orientation, are left to the store. Its clean apertures (`clap`), which
+    /// HEIF applies in the order the properties are associated (before them in MIAF files), are applied
+    /// here, each measured on the picture as the properties before it left it: the picture is cropped to
+    /// them, one inside the other, to the size the header reads; an aperture outside the picture is
+    /// `.corrupt`, as libheif has it. A file with one decodes its primary image, never a thumbnail (whose
+    /// crop it does not say), and a thumbnail with an aperture of its own is passed over.
     ///
     /// The pixel budget is checked before decoding on the size the file declares (`ispe`) and on the
     /// sizes its codec streams code and its grids' and overlays' canvases (HEVC parameter sets, AV1
@@ -47,7 +47,7 @@ extension ImageDecoders {
             try context.checkBudget(context.header.storedSize.pixelCount, format: format)
             // What the codec streams say they code, which libheif allocates whatever the file declares.
             if let coded = HEIFCodedSize.largest(in: data) { try context.checkBudget(coded.pixelCount, format: format) }
-            let cleanAperture = ImageHeader.heifCleanAperture(in: data)
+            let cleanApertures = ImageHeader.heifCleanApertures(in: data)
             return try Self.withPrimaryImage(data, format: format) { handle throws(ImageDecodingError) in
                 // What the images decoded on the way add up to, each as often as it is used (the references
                 // are sound by now: see HEIFDerivations.problem(in:)).
@@ -61,14 +61,14 @@ extension ImageDecoders {
                     }
                 }
                 // A thumbnail shows the whole picture, so one of a cropped image would need cropping too.
-                if cleanAperture == nil, let minimumSize = context.minimumSize,
+                if cleanApertures.isEmpty, let minimumSize = context.minimumSize,
                     let thumbnail = Self.coveringThumbnail(of: handle, minimumSize, in: data)
                 {
                     defer { heif_image_handle_release(thumbnail) }
                     // A thumbnail that fails to decode is no reason to fail: the primary image follows.
                     if let bitmap = try? Self.decodeImage(thumbnail, format: format, context) { return bitmap }
                 }
-                return try Self.decodeImage(handle, format: format, context, cleanAperture: cleanAperture)
+                return try Self.decodeImage(handle, format: format, context, cleanApertures: cleanApertures)
             }
         }
 
@@ -104,7 +104,7 @@ extension ImageDecoders {
                 // A thumbnail with a clean aperture of its own is left alone (the primary image has none).
                 if sameShape, size.width >= minimumSize.width, size.height >= minimumSize.height,
                     size.pixelCount < best?.pixels ?? .max,
-                    ImageHeader.heifCleanAperture(in: data, item: Int(id)) == nil,
+                    ImageHeader.heifCleanApertures(in: data, item: Int(id)).isEmpty,
                     !primaryHasAlpha || heif_image_handle_has_alpha_channel(thumbnail) != 0,
                     primaryOrientation != nil,
                     ImageHeader.heifOrientation(in: data, item: Int(id)) == primaryOrientation
@@ -119,10 +119,10 @@ extension ImageDecoders {
         }
 
         /// Decodes the image `handle` in stored orientation (libheif's transformations ignored) as
-        /// straight RGBA, keeping only the part `cleanAperture` shows when there is one.
+        /// straight RGBA, keeping only the part `cleanApertures` show, one inside the other.
         private static func decodeImage(
             _ handle: OpaquePointer, format: ImageFormat, _ context: ImageDecodingContext,
-            cleanAperture: HEIFCleanAperture? = nil
+            cleanApertures: [HEIFCleanAperture] = []
         ) throws(ImageDecodingError) -> Bitmap {
             // The header's size can disagree with the file's; the decoded size is what gets allocated.
             let stored = PixelSize(
@@ -154,15 +154,16 @@ extension ImageDecoders {
                 throw ImageDecodingError(format: format, reason: .corrupt("libheif gave no usable RGBA plane"))
             }
             var crop = (x: 0, y: 0, width: decoded.width, height: decoded.height)
-            if let cleanAperture {
+            if !cleanApertures.isEmpty {
                 // The header promised the aperture's size: a crop the picture's edge cut short (the aperture
                 // reaching past it, against the standard) grows back inwards, so the bitmap keeps that size.
-                // An aperture after an irot or imir is measured on the turned picture, and mapped back.
+                // An aperture after an irot or imir is measured on the turned picture, and mapped back; one after
+                // another aperture on what that one left.
                 let declared = PixelSize(
                     width: Int(heif_image_handle_get_ispe_width(handle)),
                     height: Int(heif_image_handle_get_ispe_height(handle)))
                 // libheif refuses an aperture that leaves nothing (or a single row or column) of the picture.
-                guard let shown = cleanAperture.storedCrop(in: decoded, declared: declared) else {
+                guard let shown = cleanApertures.storedCrop(in: decoded, declared: declared) else {
                     throw ImageDecodingError(
                         format: format, reason: .corrupt("the clean aperture lies outside the picture"))
                 }

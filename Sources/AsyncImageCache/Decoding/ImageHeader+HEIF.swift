@@ -25,7 +25,7 @@ extension ImageHeader {
     }
 
     /// Reads an HEIF or AVIF file's size from the `ispe` property of its primary item, cropped by its
-    /// clean aperture (`clap`) when it has one, and its orientation from that item's `irot` and `imir`
+    /// clean apertures (`clap`), one after another, when it has any, and its orientation from that item's `irot` and `imir`
     /// properties, found in `meta` / `iprp`.
     ///
     /// A primary `grid` or `iovl` item without an `ispe` of its own takes its size from its description
@@ -38,18 +38,18 @@ extension ImageHeader {
         let (file, properties, extent) = try heifItem(bytes, id: nil)
         return try file.completeBoxes { () throws(ImageDecodingError) -> ImageHeader in
             let orientation = try file.orientation(from: properties)
-            let shown = try file.cleanAperture(among: properties)?.shownStoredSize(of: extent) ?? extent
+            let shown = try file.cleanApertures(among: properties).shownStoredSize(of: extent)
             return try validated(bytes, width: shown.width, height: shown.height, orientation: orientation)
         }
     }
 
-    /// The clean aperture of an item of an HEIF or AVIF file (by default its primary item); `nil` when
-    /// it has none, or the file cannot be read that far.
-    static func heifCleanAperture(in data: Data, item: Int? = nil) -> HEIFCleanAperture? {
+    /// The clean apertures of an item of an HEIF or AVIF file (by default its primary item), in the order
+    /// they are associated with it; none when it has none, or the file cannot be read that far.
+    static func heifCleanApertures(in data: Data, item: Int? = nil) -> [HEIFCleanAperture] {
         let bytes = HeaderBytes(data, format: nil)
-        guard let (file, properties, _) = try? heifItem(bytes, id: item) else { return nil }
-        return (try? file.completeBoxes { () throws(ImageDecodingError) in try file.cleanAperture(among: properties) })
-            ?? nil
+        guard let (file, properties, _) = try? heifItem(bytes, id: item) else { return [] }
+        return (try? file.completeBoxes { () throws(ImageDecodingError) in try file.cleanApertures(among: properties) })
+            ?? []
     }
 
     /// The orientation (`irot` and `imir`) of an item of an HEIF or AVIF file (by default its primary item),

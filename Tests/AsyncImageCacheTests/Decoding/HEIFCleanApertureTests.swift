@@ -73,7 +73,7 @@ struct HEIFCleanApertureTests {
         bytes.replaceSubrange(4..<8, with: Array("clap".utf8))
         let file = HEIFBoxes(bytes: HeaderBytes(Data(bytes), format: .heif))
         let clap = try file.box(at: 0, parentEnd: bytes.count)
-        #expect(throws: ImageDecodingError.self) { try file.cleanAperture(among: [clap]) }
+        #expect(throws: ImageDecodingError.self) { try file.cleanApertures(among: [clap]) }
     }
 
     @Test(arguments: [
@@ -87,7 +87,7 @@ struct HEIFCleanApertureTests {
         let header = try ImageHeader.parse(try Fixtures.data("heif", name))
         #expect(header.storedSize == stored)
         #expect(header.orientation == orientation)
-        #expect(ImageHeader.heifCleanAperture(in: try Fixtures.data("heif", "photo.heic")) == nil)
+        #expect(ImageHeader.heifCleanApertures(in: try Fixtures.data("heif", "photo.heic")).isEmpty)
     }
 
     #if os(Linux)
