@@ -22,13 +22,9 @@ struct HEIFCleanApertureOrderTests {
     /// hvcC, then `order`, then ispe (and the pixi, when it is still there).
     static func file(_ order: [Transform]) throws -> Data {
         var bytes = [UInt8](try Fixtures.data("heif", "cropped-offset-rotated-6.heic"))
-        func offset(of pattern: [UInt8]) throws -> Int {
-            try #require(
-                (0...(bytes.count - pattern.count)).first { bytes[$0..<($0 + pattern.count)].elementsEqual(pattern) })
-        }
-        func uint32(_ value: Int) -> [UInt8] { (0..<4).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+        func offset(of pattern: [UInt8]) throws -> Int { try #require(bytes.offset(of: pattern)) }
         let clap = try offset(of: [0, 0, 0, 40] + Array("clap".utf8))
-        bytes.replaceSubrange((clap + 8)..<(clap + 40), with: [40, 1, 50, 1, 10, 2, -6, 2].flatMap(uint32))
+        bytes.replaceSubrange((clap + 8)..<(clap + 40), with: [40, 1, 50, 1, 10, 2, -6, 2].flatMap([UInt8].uint32BE))
         if order.contains(.imir) {
             let pixi = try offset(of: [0, 0, 0, 16] + Array("pixi".utf8))
             let imir = [0, 0, 0, 16] + Array("imir".utf8) + [1] + [UInt8](repeating: 0, count: 7)

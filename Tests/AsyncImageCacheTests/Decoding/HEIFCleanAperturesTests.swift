@@ -22,20 +22,16 @@ struct HEIFCleanAperturesTests {
     /// the header and the decoder keep the size it promises: see ``HEIFCleanAperture/storedCrop(in:declared:)``).
     static func file(_ order: [Property]) throws -> Data {
         var bytes = [UInt8](try Fixtures.data("heif", "cropped-offset-rotated-6.heic"))
-        func offset(of pattern: [UInt8]) throws -> Int {
-            try #require(
-                (0...(bytes.count - pattern.count)).first { bytes[$0..<($0 + pattern.count)].elementsEqual(pattern) })
-        }
-        func uint32(_ value: Int) -> [UInt8] { (0..<4).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+        func offset(of pattern: [UInt8]) throws -> Int { try #require(bytes.offset(of: pattern)) }
         func grow(_ type: String, by length: Int) throws {
             let box = try offset(of: Array(type.utf8)) - 4
             let size = bytes[box..<(box + 4)].reduce(0) { $0 << 8 | Int($1) }
-            bytes.replaceSubrange(box..<(box + 4), with: uint32(size + length))
+            bytes.replaceSubrange(box..<(box + 4), with: [UInt8].uint32BE(size + length))
         }
         let clap = try offset(of: [0, 0, 0, 40] + Array("clap".utf8))
-        bytes.replaceSubrange((clap + 8)..<(clap + 40), with: [60, 1, 40, 1, 1, 1, -2, 1].flatMap(uint32))
+        bytes.replaceSubrange((clap + 8)..<(clap + 40), with: [60, 1, 40, 1, 1, 1, -2, 1].flatMap([UInt8].uint32BE))
         let ipma = try offset(of: Array("ipma".utf8)) - 4
-        let secondClap = [0, 0, 0, 40] + Array("clap".utf8) + [30, 1, 20, 1, 3, 2, -1, 1].flatMap(uint32)
+        let secondClap = [0, 0, 0, 40] + Array("clap".utf8) + [30, 1, 20, 1, 3, 2, -1, 1].flatMap([UInt8].uint32BE)
         bytes.insert(contentsOf: secondClap, at: ipma)
         for type in ["meta", "iprp", "ipco"] { try grow(type, by: secondClap.count) }
         // iloc version 0 with 4-byte offsets, lengths and base offsets: FullBox, sizes, count, item ID, data
@@ -43,7 +39,7 @@ struct HEIFCleanAperturesTests {
         let iloc = try offset(of: Array("iloc".utf8)) + 4
         try #require(bytes[iloc..<(iloc + 6)].elementsEqual([0, 0, 0, 0, 0x44, 0x40]))
         let base = bytes[(iloc + 12)..<(iloc + 16)].reduce(0) { $0 << 8 | Int($1) }
-        bytes.replaceSubrange((iloc + 12)..<(iloc + 16), with: uint32(base + secondClap.count))
+        bytes.replaceSubrange((iloc + 12)..<(iloc + 16), with: [UInt8].uint32BE(base + secondClap.count))
         let entry = try offset(of: [0, 1, 5, 0x81, 0x82, 0x03, 0x04, 0x85])
         try #require(order.count == 5)
         bytes.replaceSubrange((entry + 3)..<(entry + 8), with: order.map(\.rawValue))

@@ -15,10 +15,7 @@ struct HEIFTransformOrderTests {
     /// associations hvcC, ispe, then irot and imir in that order or, `mirrorFirst`, the other.
     static func file(quarterTurns: UInt8, axis: UInt8, mirrorFirst: Bool) throws -> Data {
         var bytes = [UInt8](try Fixtures.data("heif", "rotated-6.heic"))
-        func offset(of pattern: [UInt8]) throws -> Int {
-            try #require(
-                (0...(bytes.count - pattern.count)).first { bytes[$0..<($0 + pattern.count)].elementsEqual(pattern) })
-        }
+        func offset(of pattern: [UInt8]) throws -> Int { try #require(bytes.offset(of: pattern)) }
         let irot = try offset(of: [0, 0, 0, 9] + Array("irot".utf8))
         bytes[irot + 8] = quarterTurns
         let pixi = try offset(of: [0, 0, 0, 16] + Array("pixi".utf8))

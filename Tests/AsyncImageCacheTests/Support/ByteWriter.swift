@@ -28,3 +28,16 @@ struct ByteWriter {
         return writer.bytes
     }
 }
+
+extension [UInt8] {
+    /// Where `pattern` first occurs, for tests that edit a fixture's boxes or chunks in place.
+    func offset(of pattern: [UInt8]) -> Int? {
+        guard pattern.count <= count else { return nil }
+        return (0...(count - pattern.count)).first { self[$0..<($0 + pattern.count)].elementsEqual(pattern) }
+    }
+
+    /// `value` as four big-endian bytes.
+    static func uint32BE(_ value: Int) -> [UInt8] {
+        ByteWriter.build { $0.uint32(value, bigEndian: true) }
+    }
+}
