@@ -53,6 +53,30 @@ struct HEIFBoxes {
         return boxes
     }
 
+    /// Whether the bytes end before the end of the first top-level `meta` box: inside it, or inside a box
+    /// before it, or after whole boxes with no `meta` among them (as a file cut at a box's end; the header
+    /// reader, which cannot know where a file ends either, waits for one too). libheif 1.15 drops a top-level
+    /// box the bytes end in, then reports what it lacks ("No 'ftyp' box", "No 'meta' box"); `false` for a box
+    /// header that is damaged (a size under 8) and for a box that runs to the end of the file (size 0), after
+    /// which no `meta` can come.
+    func endsBeforeMeta() -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let box: Box
+            do {
+                box = try self.box(at: offset, parentEnd: .max)
+            } catch {
+                return error.reason == .truncated  // the bytes end inside a box header
+            }
+            // With no parent end to go by, a box of size 0 ends at .max: the end of the file, whatever it holds.
+            if box.end == .max { return false }
+            if box.end > bytes.count { return true }
+            if box.type == "meta" { return false }
+            offset = box.end
+        }
+        return true
+    }
+
     /// Runs `body` over boxes that must be complete: a read past their end means a wrong length
     /// inside the file, not missing data, so `.truncated` becomes `.corrupt`.
     func completeBoxes<T>(_ body: () throws(ImageDecodingError) -> T) throws(ImageDecodingError) -> T {

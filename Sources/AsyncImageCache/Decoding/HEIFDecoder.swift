@@ -249,12 +249,12 @@ extension ImageDecoders {
                 throw ImageDecodingError(format: format, reason: .corrupt(problem))
             }
             return try data.withUnsafeBytes { bytes in
-                Result { () throws(ImageDecodingError) in try withPrimaryImage(bytes, format: format, body) }
+                Result { () throws(ImageDecodingError) in try withPrimaryImage(bytes, of: data, format: format, body) }
             }.get()
         }
 
         private static func withPrimaryImage<T>(
-            _ bytes: UnsafeRawBufferPointer, format: ImageFormat,
+            _ bytes: UnsafeRawBufferPointer, of data: Data, format: ImageFormat,
             _ body: (OpaquePointer) throws(ImageDecodingError) -> T
         ) throws(ImageDecodingError) -> T {
             guard initialized, let base = bytes.baseAddress, let context = heif_context_alloc() else {
@@ -266,7 +266,15 @@ extension ImageDecoders {
             // but libheif 1.15 then sometimes gives different pixels for a tile (seen on grid.heic with 2:
             // a race inside one context; separate contexts decoding at once, as the store's do, agree).
             heif_context_set_max_decoding_threads(context, 0)
-            try check(heif_context_read_from_memory_without_copy(context, base, bytes.count, nil), format: format)
+            let read = heif_context_read_from_memory_without_copy(context, base, bytes.count, nil)
+            // libheif drops a top-level box the bytes end in and names what is then missing, as it would for a
+            // file without it: a download cut before the end of meta is `.truncated`, as for the header reader.
+            if read.subcode == heif_suberror_No_ftyp_box || read.subcode == heif_suberror_No_meta_box,
+                HEIFBoxes(bytes: HeaderBytes(data, format: format)).endsBeforeMeta()
+            {
+                throw ImageDecodingError(format: format, reason: .truncated)
+            }
+            try check(read, format: format)
             var handle: OpaquePointer?
             try check(heif_context_get_primary_image_handle(context, &handle), format: format)
             guard let handle else { throw ImageDecodingError(format: format, reason: .corrupt("no primary image")) }
