@@ -85,8 +85,9 @@ enum HEIFCodedSize {
     /// For the header reader, which reads a prefix of the file: bytes that end inside the description (the
     /// `iinf` and `iloc` boxes, the `idat` box, or the item's data in the file) throw `.truncated`. A
     /// description libheif 1.15 refuses throws what its decode does: `.corrupt` for one too short for its
-    /// fields, one without data or with an empty canvas, `.unsupportedFeature` for an overlay of a version
-    /// other than 0 (a grid's version is passed over, as libheif does).
+    /// fields (an overlay's include an x and a y for every layer its `dimg` reference lists), one without data
+    /// or with an empty canvas, `.unsupportedFeature` for an overlay of a version other than 0 (a grid's
+    /// version is passed over, as libheif does).
     static func derivedImageCanvas(of item: Int, in file: HEIFBoxes, metaContent: Int, metaEnd: Int)
         throws(ImageDecodingError) -> PixelSize?
     {
@@ -106,6 +107,14 @@ enum HEIFCodedSize {
         else { return nil }
         let iloc = try wholeBox("iloc")
         let idat = try wholeBox("idat")
+        // An overlay's layers are what its first dimg reference lists (libheif 1.15 reads that one).
+        var layers = 0
+        if type == "iovl", try wholeBox("iref") != nil {
+            layers = try file.completeBoxes { () throws(ImageDecodingError) in
+                try file.references(metaContent: metaContent, metaEnd: metaEnd)
+                    .first { $0.type == "dimg" && $0.from == item }?.to.count ?? 0
+            }
+        }
         let ranges = try file.completeBoxes { () throws(ImageDecodingError) -> [Range<Int>]? in
             guard let iloc else { return nil }
             return try itemExtents(file, iloc: iloc, idat: idat, beyondBytesPresent: true).first { $0.0 == item }?.1
@@ -119,7 +128,8 @@ enum HEIFCodedSize {
             content += try bytes.window(at: part.lowerBound, length: part.count).bytes
         }
         let description = ranges.reduce(0) { $0 + $1.count }
-        return try canvas(ofDescription: content, length: description, type: type, format: bytes.format)
+        return try canvas(
+            ofDescription: content, length: description, type: type, layers: layers, format: bytes.format)
     }
 
     /// The bytes of `data` in `range`, counted from its start.
@@ -325,6 +335,12 @@ enum HEIFCodedSize {
         let types = try file.itemTypes(metaContent: metaContent, metaEnd: metaEnd)
         guard types.values.contains(where: { ["av01", "grid", "iovl"].contains($0) }) else { return [] }
         let idat = try file.child("idat", from: metaContent, to: metaEnd)
+        // An overlay's description holds an x and a y for each of its layers, the items of its dimg reference.
+        var layers: [Int: Int] = [:]
+        for reference in (try? file.references(metaContent: metaContent, metaEnd: metaEnd)) ?? []
+        where reference.type == "dimg" && layers[reference.from] == nil {
+            layers[reference.from] = reference.to.count
+        }
         var sizes: [(item: Int, size: PixelSize)] = []
         for (id, ranges) in try itemExtents(file, iloc: iloc, idat: idat) {
             // An item's data is its extents joined, as libheif reads it; the first kilobyte is plenty.
@@ -338,7 +354,9 @@ enum HEIFCodedSize {
                 sizes += av1Sizes(content).map { (id, $0) }
             case "grid", "iovl":
                 let length = ranges.reduce(0) { $0 + $1.count }
-                if let size = try? canvas(ofDescription: content, length: length, type: types[id] ?? "", format: nil) {
+                if let size = try? canvas(
+                    ofDescription: content, length: length, type: types[id] ?? "", layers: layers[id] ?? 0, format: nil)
+                {
                     sizes.append((id, size))
                 }
             default:
@@ -351,8 +369,9 @@ enum HEIFCodedSize {
     /// The output width and height of a `grid` or `iovl` description of `length` bytes whose first bytes are
     /// `content`, checked as libheif 1.15 parses it (ISO/IEC 23008-12 6.6.2.3 and 6.6.2.2): a grid has its
     /// version, its flags (bit 0: 32-bit sizes), rows - 1 and columns - 1 before the width and height, an
-    /// overlay its version (0), its flags and four 16-bit fill values. Errors name `format`.
-    static func canvas(ofDescription content: [UInt8], length: Int, type: String, format: ImageFormat?)
+    /// overlay its version (0), its flags and four 16-bit fill values, and after its width and height an x and
+    /// a y for each of its `layers` (passed over for a grid). Errors name `format`.
+    static func canvas(ofDescription content: [UInt8], length: Int, type: String, layers: Int, format: ImageFormat?)
         throws(ImageDecodingError) -> PixelSize
     {
         func corrupt(_ message: String) -> ImageDecodingError {
@@ -370,6 +389,12 @@ enum HEIFCodedSize {
         let fieldLength = content[1] & 1 == 1 ? 4 : 2
         guard length >= offset + 2 * fieldLength, content.count >= offset + 2 * fieldLength else {
             throw corrupt("\(type) description of \(length) bytes with \(8 * fieldLength)-bit sizes")
+        }
+        // libheif 1.15 wants every layer's offsets there before it reads the canvas ("Overlay image data
+        // incomplete"); an overlay without layers needs none.
+        if type == "iovl", length < offset + 2 * fieldLength * (1 + layers) {
+            throw corrupt(
+                "overlay description of \(length) bytes for \(layers) layers with \(8 * fieldLength)-bit fields")
         }
         let width = content[offset..<(offset + fieldLength)].reduce(0) { $0 << 8 | Int($1) }
         let height = content[(offset + fieldLength)..<(offset + 2 * fieldLength)].reduce(0) { $0 << 8 | Int($1) }

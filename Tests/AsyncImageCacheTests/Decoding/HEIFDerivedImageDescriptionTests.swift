@@ -146,6 +146,78 @@ struct HEIFDerivedImageDescriptionTests {
             Self.kind(headerError.reason) == Self.kind(decodeError.reason), "\(damage): \(headerError), \(decodeError)")
     }
 
+    /// overlay.heic without the overlay's `ispe`, its one layer (item 1) referenced `layers` times by its `dimg`
+    /// (1 or 2), its description (in `idat`, 18 bytes: version, flags, four 16-bit fill values, width, height,
+    /// the layer's x and y) given 4 more bytes of zeros for a second layer at (0, 0) when `layers` is 2, then
+    /// `length` long, with `changes` made to its bytes.
+    static func overlay(layers: Int, length: Int, changes: [Int: UInt8]) throws -> Data {
+        var bytes = [UInt8](try withoutDerivedImageExtent("overlay.heic"))
+        let meta = try #require(boxes(bytes, from: 0, to: bytes.count).first { $0.type == "meta" })
+        let children = boxes(bytes, from: meta.offset + 12, to: meta.offset + meta.size)
+        let iloc = try #require(children.first { $0.type == "iloc" })
+        let iref = try #require(children.first { $0.type == "iref" })
+        let idat = try #require(children.first { $0.type == "idat" })
+        for (offset, value) in changes { bytes[idat.offset + 8 + offset] = value }
+        // The overlay is iloc's last entry (version 1, 32-bit offsets and lengths): its length is the last byte.
+        bytes[iloc.offset + iloc.size - 1] = UInt8(length)
+        guard layers == 2 else { return Data(bytes) }
+        // Backwards, so the earlier offsets hold: idat grows by 4 bytes, the dimg reference (after iref's
+        // FullBox header: size, type, from 2, count 1, to 1) by one item ID, meta by both.
+        bytes.insert(contentsOf: [0, 0, 0, 0], at: idat.offset + idat.size)
+        bytes[idat.offset + 3] += 4
+        let dimg = iref.offset + 12
+        #expect(Array(bytes[dimg..<(dimg + 14)]) == [0, 0, 0, 14] + Array("dimg".utf8) + [0, 2, 0, 1, 0, 1])
+        bytes.replaceSubrange((dimg + 10)..<(dimg + 12), with: [0, 2, 0, 1])
+        bytes[dimg + 3] += 2
+        bytes[iref.offset + 3] += 2
+        bytes[meta.offset + 3] += 6
+        // Item 1 (iloc's first entry: ID, method, data reference, extent count, offset) lies in mdat, 6 bytes on.
+        let layerOffset = iloc.offset + 16 + 8
+        #expect(Array(bytes[(iloc.offset + 16)..<(iloc.offset + 18)]) == [0, 1])
+        let moved = bytes[layerOffset..<(layerOffset + 4)].reduce(0) { $0 << 8 | Int($1) } + 6
+        bytes.replaceSubrange(
+            layerOffset..<(layerOffset + 4), with: (0..<4).reversed().map { UInt8(moved >> (8 * $0) & 0xFF) })
+        return Data(bytes)
+    }
+
+    /// libheif 1.15 wants an x and a y for every layer its dimg lists, in the description's field size, after
+    /// the canvas ("Overlay image data incomplete" otherwise; checked with the installed libheif 1.15.1 on
+    /// each file): the header gives the decode's answer. Before, the header read 96x64 for every overlay
+    /// whose canvas fitted, layers or not.
+    @Test(
+        arguments: [
+            ("one layer, 14 bytes", 1, 14, [:], false),
+            ("one layer, 17 bytes", 1, 17, [:], false),
+            ("one layer, 32-bit sizes in 18 bytes", 1, 18, [1: 1, 10: 0, 11: 0, 12: 0, 13: 96, 17: 64], false),
+            ("two layers, 18 bytes", 2, 18, [:], false),
+            ("two layers, 21 bytes", 2, 21, [:], false),
+            ("two layers, 22 bytes", 2, 22, [:], true),
+        ] as [(String, Int, Int, [Int: UInt8], Bool)])
+    func anOverlayWithoutRoomForEveryLayersOffsetIsTheDecodersError(
+        damage: String, layers: Int, length: Int, changes: [Int: UInt8], decodes: Bool
+    ) throws {
+        let data = try Self.overlay(layers: layers, length: length, changes: changes)
+        let canvas = PixelSize(width: 96, height: 64)
+        let decoded = Result { () throws(ImageDecodingError) in
+            try ImageDecoders.HEIF().decode(
+                data, context: ImageDecodingContext(header: ImageHeader(format: .heif, storedSize: canvas)))
+        }
+        let header = Result { () throws(ImageDecodingError) in try ImageHeader.parse(data) }
+        switch (decoded, header) {
+        case (.success(let bitmap), .success(let header)):
+            #expect(decodes, "\(damage): libheif decoded it")
+            #expect(bitmap.pixelSize == canvas && header.storedSize == canvas, "\(damage)")
+        case (.failure(let decodeError), .failure(let headerError)):
+            #expect(!decodes, "\(damage): \(decodeError)")
+            #expect(headerError.format == .heif)
+            #expect(
+                Self.kind(headerError.reason) == Self.kind(decodeError.reason),
+                "\(damage): \(headerError), \(decodeError)")
+        default:
+            Issue.record("\(damage): the decode gave \(decoded), the header \(header)")
+        }
+    }
+
     /// libheif reads a grid's version and passes over it: the header does too.
     @Test func aGridOfAnotherVersionKeepsItsCanvas() throws {
         var bytes = [UInt8](try Self.withoutDerivedImageExtent("grid.heic"))
