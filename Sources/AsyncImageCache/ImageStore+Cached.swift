@@ -95,9 +95,9 @@ extension ImageStore {
             return size
         }
         if url.isLocalFileURL {
-            let path = url.path
+            guard let path = try? FileSystemPath(url) else { return nil }
             let stamp = fileStamp(of: url)
-            guard let header = Self.readHeader(from: { DiskStore.prefix(ofFileAtPath: path, maxLength: $0) }) else {
+            guard let header = Self.readHeader(from: { DiskStore.prefix(ofFileAt: path, maxLength: $0) }) else {
                 return nil
             }
             count { $0.sizesFromHeader += 1 }

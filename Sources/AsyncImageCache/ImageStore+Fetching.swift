@@ -240,7 +240,9 @@ extension ImageStore {
             if url.isLocalFileURL, !Task.isCancelled, let now = fileStamp(of: url), now != stamp, data != previous {
                 guard attempt < Self.localReadAttempts else {
                     return .failure(
-                        .fileUnavailable(path: url.path, reason: "changed while it was read, \(attempt) times in a row")
+                        .fileUnavailable(
+                            path: FileSystemPath.description(of: url),
+                            reason: "changed while it was read, \(attempt) times in a row")
                     )
                 }
                 attempt += 1
@@ -299,7 +301,8 @@ extension ImageStore {
     /// that is not one is turned away without being read into memory. `nil` when those bytes start
     /// an image, or a header that runs past them.
     private static func headerError(ofFileAt url: URL) -> ImageDecodingError? {
-        guard let prefix = DiskStore.prefix(ofFileAtPath: url.path, maxLength: 16 * 1024) else { return nil }
+        guard let path = try? FileSystemPath(url), let prefix = DiskStore.prefix(ofFileAt: path, maxLength: 16 * 1024)
+        else { return nil }
         do {
             _ = try ImageHeader.parse(prefix)
             return nil
@@ -316,9 +319,10 @@ extension ImageStore {
     }
 
     /// The stamp of the local file `url` names; `nil` for a `file:` URL on another host
-    /// (`file://server/...`), whose path names no file here: neither statted nor read.
+    /// (`file://server/...`), whose path names no file here, and for one whose path no file can have
+    /// (a `%00` in it): neither statted nor read.
     func fileStamp(of url: URL) -> FileStamp? {
-        guard url.isLocalFileURL else { return nil }
-        return configuration.fileInspector.stamp(ofFileAtPath: url.path)
+        guard url.isLocalFileURL, let path = try? FileSystemPath(url) else { return nil }
+        return configuration.fileInspector.stamp(ofFileAt: path)
     }
 }

@@ -62,14 +62,14 @@ struct FileStamp: Hashable, Sendable {
 /// replace it with a spy that counts calls.
 protocol FileInspecting: Sendable {
     /// The version of the file at `path`, or `nil` when there is no regular file there.
-    func stamp(ofFileAtPath path: String) -> FileStamp?
+    func stamp(ofFileAt path: FileSystemPath) -> FileStamp?
 }
 
 /// The real file system.
 struct SystemFileInspector: FileInspecting {
-    func stamp(ofFileAtPath path: String) -> FileStamp? {
+    func stamp(ofFileAt path: FileSystemPath) -> FileStamp? {
         var info = stat()
-        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard path.withCString({ stat($0, &info) }) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         let (device, inode) = (UInt64(truncatingIfNeeded: info.st_dev), UInt64(truncatingIfNeeded: info.st_ino))
         #if canImport(Darwin)
         return FileStamp(

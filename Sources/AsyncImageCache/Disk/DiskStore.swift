@@ -290,7 +290,7 @@ final class DiskStore: Sendable {
     /// Opens the regular file at `path` for reading, not through a symbolic link unless `followingLinks`,
     /// and calls `body` with its descriptor and status; `nil` for anything else at `path`.
     private static func withRegularFile<Result>(
-        atPath path: String, followingLinks: Bool = false, _ body: (Int32, stat) -> Result?
+        atPath path: UnsafePointer<CChar>, followingLinks: Bool = false, _ body: (Int32, stat) -> Result?
     ) -> Result? {
         // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, and reads run
         // during layout. It changes nothing for the regular files read below.
@@ -346,11 +346,16 @@ final class DiskStore: Sendable {
 
     /// Up to `maxLength` bytes from the start of the file at `path`; `nil` if it cannot be read, or
     /// when it is a symbolic link and `followingLinks` is `false`.
-    static func prefix(ofFileAtPath path: String, maxLength: Int, followingLinks: Bool = true) -> Data? {
-        prefixAndIdentity(ofFileAtPath: path, maxLength: maxLength, followingLinks: followingLinks)?.data
+    static func prefix(ofFileAt path: FileSystemPath, maxLength: Int, followingLinks: Bool = true) -> Data? {
+        let found = path.withCString {
+            prefixAndIdentity(ofFileAtPath: $0, maxLength: maxLength, followingLinks: followingLinks)
+        }
+        return found?.data
     }
 
-    private static func prefixAndIdentity(ofFileAtPath path: String, maxLength: Int, followingLinks: Bool) -> (
+    private static func prefixAndIdentity(
+        ofFileAtPath path: UnsafePointer<CChar>, maxLength: Int, followingLinks: Bool
+    ) -> (
         data: Data, identity: FileIdentity
     )? {
         withRegularFile(atPath: path, followingLinks: followingLinks) { descriptor, status in

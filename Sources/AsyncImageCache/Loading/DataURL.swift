@@ -161,7 +161,9 @@ public struct DataURL: Sendable, Equatable {
         return data
     }
 
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
+    /// The value of a hex digit (`0`-`9`, `a`-`f`, `A`-`F`), `nil` for any other byte: for percent escapes
+    /// here and in file URLs (``FileSystemPath``).
+    static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10

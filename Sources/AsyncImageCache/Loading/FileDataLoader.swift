@@ -12,6 +12,8 @@ import Darwin
 ///
 /// The read is synchronous inside an `async` function, so callers run it off the main thread and
 /// off any coordinating actor. Cancellation is checked before the read and between chunks of it.
+/// A file whose name is bytes that are not UTF-8, as Linux allows, is named with percent escapes:
+/// `file:///photos/caf%E9.jpg` reads `caf\xE9.jpg`.
 ///
 /// ```swift
 /// let bytes = try await FileDataLoader().loadData(for: URL(fileURLWithPath: "/tmp/photo.jpg"))
@@ -33,13 +35,16 @@ public struct FileDataLoader: DataLoading {
     /// - Throws: ``ImageLoadingError/unsupportedURL(_:)`` for a URL that is not a `file:` URL;
     ///   ``ImageLoadingError/fileUnavailable(path:reason:)`` when the file is missing, unreadable or not a
     ///   regular file (a directory, a device), or on another host (`file://server/...`: only a URL without
-    ///   a host, or with `localhost`, names a file here); ``ImageLoadingError/responseTooLarge(url:byteLimit:)`` when
-    ///   it is larger than ``maximumBytes``; ``ImageLoadingError/cancelled`` when the task is cancelled.
+    ///   a host, or with `localhost`, names a file here), or for a path with a `%00` (no file name holds a NUL);
+    ///   ``ImageLoadingError/responseTooLarge(url:byteLimit:)`` when it is larger than ``maximumBytes``;
+    ///   ``ImageLoadingError/cancelled`` when the task is cancelled.
     public func loadData(for url: URL) async throws(ImageLoadingError) -> Data {
         guard url.isFileURL else { throw .unsupportedURL(url) }
         // Its path alone would read the local file of that name: `file://server/etc/passwd`, /etc/passwd.
         guard url.isLocalFileURL else {
-            throw .fileUnavailable(path: url.path, reason: "is on another host (\(url.host ?? "")), not this one")
+            throw .fileUnavailable(
+                path: FileSystemPath.description(of: url),
+                reason: "is on another host (\(url.host ?? "")), not this one")
         }
         guard !Task.isCancelled else { throw .cancelled }
         let data = try readFile(url)
@@ -52,10 +57,11 @@ public struct FileDataLoader: DataLoading {
     private static let chunkBytes = 4 << 20
 
     private func readFile(_ url: URL) throws(ImageLoadingError) -> Data {
-        let path = url.path
+        let fileSystemPath = try FileSystemPath(url)
+        let path = fileSystemPath.description
         // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, before the
         // check below could turn it away. It changes nothing for a regular file.
-        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        let descriptor = fileSystemPath.withCString { open($0, O_RDONLY | O_NONBLOCK | O_CLOEXEC) }
         guard descriptor >= 0 else { throw Self.unavailable(path, errno: errno) }
         defer { close(descriptor) }
 

@@ -11,9 +11,9 @@ final class FileInspectorSpy: FileInspecting, @unchecked Sendable {
 
     var count: Int { lock.withLock { calls } }
 
-    func stamp(ofFileAtPath path: String) -> FileStamp? {
+    func stamp(ofFileAt path: FileSystemPath) -> FileStamp? {
         lock.withLock { calls += 1 }
-        return base.stamp(ofFileAtPath: path)
+        return base.stamp(ofFileAt: path)
     }
 }
 
