@@ -3,54 +3,10 @@ import Testing
 
 @testable import AsyncImageCache
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Local files whose names are bytes that are not UTF-8 (`caf\xE9.jpg`, in Latin-1), as Linux allows:
 /// a `file:` URL names them with percent escapes (`caf%E9.jpg`), and they load, size and cache like
 /// any other file. Foundation gives `""` for such a URL's `path`, which named no file at all.
 @Suite struct ImageStoreNonUTF8FileNameTests {
-    /// A folder of files whose names are raw bytes, each removed by name when the test releases the folder
-    /// (Foundation, which cannot spell the names, might not remove them with it).
-    final class RawNamedFiles {
-        let folder = TemporaryDirectory("non-utf8")
-        private var paths: [[CChar]] = []
-
-        /// The URL of `name` (bytes) in the folder, with the name percent-encoded byte by byte where it is
-        /// not ASCII; the file holds `contents`, or is not there when `contents` is `nil`.
-        func file(named name: [UInt8], contents: Data?) throws -> URL {
-            let escaped = name.map { byte in
-                byte < 0x80 ? String(UnicodeScalar(byte)) : String(format: "%%%02X", byte)
-            }.joined()
-            let url = try #require(
-                URL(string: URL(fileURLWithPath: folder.url.path, isDirectory: true).absoluteString + escaped))
-            guard let contents else { return url }
-            let path = (Array(folder.url.path.utf8) + [UInt8(ascii: "/")] + name + [0]).map { CChar(bitPattern: $0) }
-            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
-            try #require(descriptor >= 0, "open: \(String(cString: strerror(errno)))")
-            paths.append(path)
-            defer { close(descriptor) }
-            let written = contents.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            try #require(written == contents.count)
-            return url
-        }
-
-        /// Makes the file named `name` `byteCount` bytes long.
-        func setLength(ofFileNamed name: [UInt8], to byteCount: Int) throws {
-            let path = (Array(folder.url.path.utf8) + [UInt8(ascii: "/")] + name + [0]).map { CChar(bitPattern: $0) }
-            try #require(truncate(path, off_t(byteCount)) == 0)
-        }
-
-        deinit {
-            for path in paths { unlink(path) }
-        }
-    }
-
     /// `caf\xE9.jpg`: "café.jpg" in Latin-1.
     static let latin1Name: [UInt8] = Array("caf".utf8) + [0xE9] + Array(".jpg".utf8)
 
@@ -70,7 +26,7 @@ import Darwin
         let files = RawNamedFiles()
         let url = try files.file(named: Self.latin1Name, contents: try Self.photo())
         let (spy, loader, decoder) = (FileInspectorSpy(), RecordingLoader(), CountingDecoder())
-        let store = try ImageStore.makeForTesting(root: files.folder.url.appendingPathComponent("cache")) {
+        let store = try ImageStore.makeForTesting(root: files.folder.appendingPathComponent("cache")) {
             $0.fileInspector = spy
             $0.dataLoader = loader
             $0.decoder = decoder
@@ -97,7 +53,7 @@ import Darwin
         let url = try files.file(named: Self.latin1Name, contents: Data("not an image".utf8))
         try files.setLength(ofFileNamed: Self.latin1Name, to: ImageStore.largeFileBytes + 1024)
         let loader = RecordingLoader()
-        let store = try ImageStore.makeForTesting(root: files.folder.url.appendingPathComponent("cache")) {
+        let store = try ImageStore.makeForTesting(root: files.folder.appendingPathComponent("cache")) {
             $0.dataLoader = loader
         }
         let error = await #expect(throws: ImageLoadingError.self) {
@@ -115,9 +71,9 @@ import Darwin
         let files = RawNamedFiles()
         let url = try files.file(named: Self.latin1Name, contents: nil)
         let expected = ImageLoadingError.fileUnavailable(
-            path: files.folder.url.path + "/caf%E9.jpg", reason: "No such file or directory")
+            path: files.folder.path + "/caf%E9.jpg", reason: "No such file or directory")
         await #expect(throws: expected) { try await FileDataLoader().loadData(for: url) }
-        let store = try ImageStore.makeForTesting(root: files.folder.url.appendingPathComponent("cache"))
+        let store = try ImageStore.makeForTesting(root: files.folder.appendingPathComponent("cache"))
         await #expect(throws: expected) { try await store.image(for: ImageRequest(url: url, targetWidth: 100)) }
     }
 
@@ -130,15 +86,15 @@ import Darwin
         _ = try files.file(named: Array("a%00b.jpg".utf8), contents: photo)
         _ = try files.file(named: Array("a".utf8), contents: photo)
         let url = try #require(
-            URL(string: URL(fileURLWithPath: files.folder.url.path, isDirectory: true).absoluteString + "a%00b.jpg"))
+            URL(string: URL(fileURLWithPath: files.folder.path, isDirectory: true).absoluteString + "a%00b.jpg"))
         let error = await #expect(throws: ImageLoadingError.self) { try await FileDataLoader().loadData(for: url) }
         guard case .fileUnavailable(let path, let reason) = error else {
             Issue.record("got \(String(describing: error))")
             return
         }
-        #expect(path == files.folder.url.path + "/a%00b.jpg")
+        #expect(path == files.folder.path + "/a%00b.jpg")
         #expect(reason.contains("NUL"))
-        let store = try ImageStore.makeForTesting(root: files.folder.url.appendingPathComponent("cache"))
+        let store = try ImageStore.makeForTesting(root: files.folder.appendingPathComponent("cache"))
         await #expect(throws: ImageLoadingError.fileUnavailable(path: path, reason: reason)) {
             try await store.image(for: ImageRequest(url: url, targetWidth: 100))
         }
