@@ -118,8 +118,19 @@ package final class ChildProcess: Sendable {
     /// 6.3.1 reads past a `dirent` while it lists `/proc/self/fd` and now and then crashes the whole test
     /// process (SIGSEGV in its memcpy, seen here in `CommandLineRunner`; swiftlang/swift-corelibs-foundation
     /// pull request 5472).
-    package init(
+    package convenience init(
         executable: String, arguments: [String], environment: [String: String], directory: String,
+        standardOutput: String, standardError: String
+    ) throws {
+        try self.init(
+            executable: executable, argumentBytes: arguments.map { Array($0.utf8) }, environment: environment,
+            directory: directory, standardOutput: standardOutput, standardError: standardError)
+    }
+
+    /// ``init(executable:arguments:environment:directory:standardOutput:standardError:)`` with each argument
+    /// given as bytes, which need not be UTF-8: a file name in Latin-1 (`caf\xE9.jpg`), as Linux allows.
+    package init(
+        executable: String, argumentBytes: [[UInt8]], environment: [String: String], directory: String,
         standardOutput: String, standardError: String
     ) throws {
         var actions = posix_spawn_file_actions_t()
@@ -139,8 +150,14 @@ package final class ChildProcess: Sendable {
         // runner ignores (a CI job started under `nohup`).
         var attributes = Self.defaultSignals(adding: [SIGHUP])
         defer { posix_spawnattr_destroy(&attributes) }
-        var argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        var argv =
+            ([Array(executable.utf8)] + argumentBytes).map { bytes -> UnsafeMutablePointer<CChar>? in
+                let copy = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+                for (index, byte) in bytes.enumerated() { copy[index] = CChar(bitPattern: byte) }
+                copy[bytes.count] = 0
+                return copy
+            } + [nil]
+        defer { argv.forEach { $0?.deallocate() } }
         var envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }
         var pid: pid_t = 0

@@ -96,6 +96,15 @@ final class CommandLineRunner: Sendable {
         _ arguments: [String], environment changes: [String: String?] = [:],
         timeLimit: Duration = CommandLineRunner.timeLimit
     ) async throws -> Result {
+        try await run(argumentBytes: arguments.map { Array($0.utf8) }, environment: changes, timeLimit: timeLimit)
+    }
+
+    /// ``run(_:environment:timeLimit:)`` with each argument given as bytes, which need not be UTF-8 (a file
+    /// name in Latin-1, as Linux allows, which a `String` cannot hold).
+    func run(
+        argumentBytes arguments: [[UInt8]], environment changes: [String: String?] = [:],
+        timeLimit: Duration = CommandLineRunner.timeLimit
+    ) async throws -> Result {
         try #require(
             FileManager.default.isExecutableFile(atPath: Self.executable.path),
             "aic is not built at \(Self.executable.path)")
@@ -110,7 +119,7 @@ final class CommandLineRunner: Sendable {
         for (name, value) in changes { environment[name] = value }
         // Spawned directly, not through Foundation's Process (see ChildProcess's init).
         let child = try ChildProcess(
-            executable: Self.executable.path, arguments: arguments, environment: environment,
+            executable: Self.executable.path, argumentBytes: arguments, environment: environment,
             directory: workspace.url.path, standardOutput: stdoutFile.path, standardError: stderrFile.path)
         // A hung aic must fail its test, not stall the whole suite.
         let pid = child.pid
@@ -121,7 +130,9 @@ final class CommandLineRunner: Sendable {
         let waitStatus = await child.exited()
         watchdog.cancel()
         let signal = ChildProcess.signal(of: waitStatus)
-        #expect(signal == nil, "aic was killed by signal \(signal ?? 0): \(arguments)")
+        #expect(
+            signal == nil,
+            "aic was killed by signal \(signal ?? 0): \(arguments.map { String(decoding: $0, as: UTF8.self) })")
         let status = ChildProcess.exitCode(of: waitStatus)
         return Result(
             status: try #require(status),
