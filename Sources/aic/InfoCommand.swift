@@ -54,7 +54,7 @@ enum InfoCommand: Subcommand {
 
     /// The header of the image at `url` and the size of the whole file or download in bytes.
     private static func read(_ url: URL) async throws -> (ImageHeader, Int) {
-        if url.isLocalFileURL { return try LocalFile.header(atPath: url.path) }
+        if url.isLocalFileURL { return try LocalFile.header(ofFileAt: url) }
         let store = try Inputs.store()
         let data: Data
         if let cached = store.cachedOriginalBytes(for: url) {
@@ -81,13 +81,21 @@ enum LocalFile {
     static let initialPrefix = 16 * 1024
     static let maximumPrefix = 16 * 1024 * 1024
 
-    /// The header of the file at `path` and the file's size in bytes.
+    /// The header of the local file `url` names and the file's size in bytes.
     ///
     /// Fails with the store's own wording: `cannot read PATH: REASON` for a file that is missing,
     /// unreadable or a folder, and the header reader's reason for one that is not an image.
-    static func header(atPath path: String) throws(CommandFailure) -> (ImageHeader, Int) {
+    static func header(ofFileAt url: URL) throws(CommandFailure) -> (ImageHeader, Int) {
+        // The path as the store opens it: its bytes, which need not be UTF-8 (`caf%E9.jpg`).
+        let fileSystemPath: FileSystemPath
+        do {
+            fileSystemPath = try FileSystemPath(url)
+        } catch {
+            throw CommandFailure(error.description)
+        }
+        let path = fileSystemPath.description
         // O_NONBLOCK: opening a FIFO would otherwise wait for a writer before fstat could refuse it.
-        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        let descriptor = fileSystemPath.withCString { open($0, O_RDONLY | O_NONBLOCK | O_CLOEXEC) }
         guard descriptor >= 0 else { throw unavailable(path, String(cString: strerror(errno))) }
         defer { close(descriptor) }
         var status = stat()
@@ -104,7 +112,7 @@ enum LocalFile {
             } catch  where error.reason == .truncated && prefix.count < byteCount && length < maximumPrefix {
                 length *= 2
             } catch {
-                throw CommandFailure(Inputs.describe(.decodingFailed(error), loading: URL(fileURLWithPath: path)))
+                throw CommandFailure(Inputs.describe(.decodingFailed(error), loading: url))
             }
         }
     }

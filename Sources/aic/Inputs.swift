@@ -15,13 +15,18 @@ enum Inputs {
     /// RFC 8089 allows) and `data:` are URLs, so is anything else of the form `scheme://` (the store
     /// then names the scheme it does not support); the rest is a path, relative to the current folder.
     /// Throws when it looks like a URL but is none (`http://host:port80/a.jpg`), rather than reading it as a path.
+    ///
+    /// A path given as bytes that are not UTF-8 (``RawArguments``) is that file, its URL percent-encoded
+    /// (`file:///photos/caf%E9.jpg`); so is a URL, its bytes past ASCII percent-encoded.
     static func url(for argument: String) throws(UsageError) -> URL {
         let lowercased = argument.lowercased()
         let looksLikeURL =
             lowercased.hasPrefix("data:") || lowercased.hasPrefix("file:/")
             || (lowercased.range(of: "^[a-z][a-z0-9+.-]*://", options: .regularExpression) != nil)
-        guard looksLikeURL else { return fileURL(forPath: argument) }
-        guard let url = URL(string: argument) else { throw UsageError("not a valid URL: \(argument)") }
+        let bytes = try RawArguments.bytes(of: argument)
+        guard looksLikeURL else { return bytes.map(fileURL(forPathBytes:)) ?? fileURL(forPath: argument) }
+        let text = bytes.map { percentEncoded($0, keeping: { $0 < 0x80 }) } ?? argument
+        guard let url = URL(string: text) else { throw UsageError("not a valid URL: \(argument)") }
         return url
     }
 
@@ -32,15 +37,45 @@ enum Inputs {
     /// that holds the link: `link/../a.jpg` named the `a.jpg` beside `link`, not the one beside where it
     /// points, which is the file `cat` and every other program open.
     static func fileURL(forPath path: String) -> URL {
-        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-        var components = absolute.split(separator: "/").filter { $0 != "." }.map(String.init)
-        if let last = components.lastIndex(of: ".."),
-            let resolved = realpath("/" + components[...last].joined(separator: "/"), nil)
+        fileURL(forPathBytes: Array(path.utf8))
+    }
+
+    /// ``fileURL(forPath:)`` for a path given as bytes, which need not be UTF-8: such a path's URL has
+    /// them percent-encoded (`file:///photos/caf%E9.jpg`), as Foundation cannot spell it.
+    static func fileURL(forPathBytes path: [UInt8]) -> URL {
+        let slash = UInt8(ascii: "/")
+        let absolute = path.first == slash ? path : currentDirectory() + [slash] + path
+        var components = absolute.split(separator: slash).filter { !$0.elementsEqual(".".utf8) }.map(Array.init)
+        if let last = components.lastIndex(of: Array("..".utf8)),
+            let resolved = cString([slash] + components[...last].joined(separator: [slash])).withUnsafeBufferPointer({
+                realpath($0.baseAddress!, nil)
+            })
         {
             defer { free(resolved) }
-            components = String(cString: resolved).split(separator: "/").map(String.init) + components[(last + 1)...]
+            let bytes = UnsafeRawBufferPointer(start: resolved, count: strlen(resolved))
+            components = bytes.split(separator: slash).map(Array.init) + components[(last + 1)...]
         }
-        return URL(fileURLWithPath: "/" + components.joined(separator: "/"))
+        let absolutePath = [slash] + components.joined(separator: [slash])
+        if let text = String(validating: absolutePath, as: UTF8.self) { return URL(fileURLWithPath: text) }
+        let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/".utf8)
+        // Only ASCII, escaped where a URL needs it: always a URL.
+        return URL(string: "file://" + percentEncoded(absolutePath, keeping: unreserved.contains))!
+    }
+
+    /// The current folder's path, as bytes (it need not be UTF-8 either).
+    private static func currentDirectory() -> [UInt8] {
+        guard let path = getcwd(nil, 0) else { return Array(FileManager.default.currentDirectoryPath.utf8) }
+        defer { free(path) }
+        return Array(UnsafeRawBufferPointer(start: path, count: strlen(path)))
+    }
+
+    private static func cString(_ bytes: [UInt8]) -> [CChar] {
+        bytes.map { CChar(bitPattern: $0) } + [0]
+    }
+
+    /// `bytes` as text, each byte that `keeping` turns down written as `%XX`.
+    private static func percentEncoded(_ bytes: [UInt8], keeping: (UInt8) -> Bool) -> String {
+        bytes.map { keeping($0) ? String(UnicodeScalar($0)) : String(format: "%%%02X", $0) }.joined()
     }
 
     /// The file name of a file or an http(s) URL (its last path component, percent-decoded); `nil` for

@@ -8,19 +8,20 @@ import Foundation
 /// cannot give its path as a `String`: `path` is `""`, and opening that reads no file at all. The
 /// bytes are decoded here from the percent-encoded path instead. A path whose bytes are UTF-8 is
 /// exactly `url.path`, as it always was: its escaped slashes (`%2F`) kept as written, its trailing
-/// slashes dropped; a path whose bytes are not is decoded the same way.
-struct FileSystemPath: Sendable, CustomStringConvertible {
+/// slashes dropped; a path whose bytes are not is decoded the same way. (SPI for `aic`, which reads
+/// local files itself.)
+@_spi(Tools) public struct FileSystemPath: Sendable, CustomStringConvertible {
     /// The path's bytes, ending with the one NUL that ends a C string.
     let cString: [CChar]
     /// The path for messages: `url.path`, or the percent-encoded path when its bytes are not UTF-8
     /// (`/photos/caf%E9.jpg`), which says which bytes they are where `url.path` is empty.
-    let description: String
+    public let description: String
 
     /// The path of the local file `url` names (its host is not looked at).
     ///
     /// - Throws: ``ImageLoadingError/fileUnavailable(path:reason:)`` for a path with a `%00`: no file
     ///   name holds a NUL, and the C string would end there, naming another file.
-    init(_ url: URL) throws(ImageLoadingError) {
+    public init(_ url: URL) throws(ImageLoadingError) {
         let encoded = url.path(percentEncoded: true)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(encoded.utf8.count + 1)
@@ -61,7 +62,7 @@ struct FileSystemPath: Sendable, CustomStringConvertible {
     }
 
     /// Calls `body` with the path as a C string.
-    func withCString<Result>(_ body: (UnsafePointer<CChar>) throws -> Result) rethrows -> Result {
+    public func withCString<Result>(_ body: (UnsafePointer<CChar>) throws -> Result) rethrows -> Result {
         try cString.withUnsafeBufferPointer { try body($0.baseAddress!) }
     }
 }

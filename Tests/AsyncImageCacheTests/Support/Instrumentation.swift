@@ -1,6 +1,6 @@
 import Foundation
 
-@testable import AsyncImageCache
+@_spi(Tools) @testable import AsyncImageCache
 
 /// A file inspector that counts the `stat` calls the store makes, and hands them to the real one.
 final class FileInspectorSpy: FileInspecting, @unchecked Sendable {
