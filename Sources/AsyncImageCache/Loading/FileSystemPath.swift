@@ -45,7 +45,9 @@ import Foundation
                 rest.removeFirst(2)
             }
         }
-        if String(validating: bytes, as: UTF8.self) != nil {
+        // A repair changes the bytes of anything but valid UTF-8. (`String(validating:as:)` would say so
+        // directly, but it needs iOS 18 and macOS 15, past this package's platforms.)
+        if String(decoding: bytes, as: UTF8.self).utf8.elementsEqual(bytes) {
             description = url.path
             cString = Array(description.utf8CString)
             return
