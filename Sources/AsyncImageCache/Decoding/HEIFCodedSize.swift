@@ -86,8 +86,9 @@ enum HEIFCodedSize {
     /// `iinf` and `iloc` boxes, the `idat` box, or the item's data in the file) throw `.truncated`. A
     /// description libheif 1.15 refuses throws what its decode does: `.corrupt` for one too short for its
     /// fields (an overlay's include an x and a y for every layer its `dimg` reference lists), one without data
-    /// or with an empty canvas, `.unsupportedFeature` for an overlay of a version other than 0 (a grid's
-    /// version is passed over, as libheif does).
+    /// or with an empty canvas, a grid whose `dimg` reference lists other than rows x columns tiles or that has
+    /// no `iref` at all, `.unsupportedFeature` for an overlay of a version other than 0 (a grid's version is
+    /// passed over, as libheif does).
     static func derivedImageCanvas(of item: Int, in file: HEIFBoxes, metaContent: Int, metaEnd: Int)
         throws(ImageDecodingError) -> PixelSize?
     {
@@ -107,13 +108,16 @@ enum HEIFCodedSize {
         else { return nil }
         let iloc = try wholeBox("iloc")
         let idat = try wholeBox("idat")
-        // An overlay's layers are what its first dimg reference lists (libheif 1.15 reads that one).
-        var layers = 0
-        if type == "iovl", try wholeBox("iref") != nil {
-            layers = try file.completeBoxes { () throws(ImageDecodingError) in
+        // An overlay's layers and a grid's tiles are what its first dimg reference lists (libheif 1.15 reads
+        // that one, and refuses a grid without an iref: "No iref box available, but needed for grid image").
+        var inputs = 0
+        if try wholeBox("iref") != nil {
+            inputs = try file.completeBoxes { () throws(ImageDecodingError) in
                 try file.references(metaContent: metaContent, metaEnd: metaEnd)
                     .first { $0.type == "dimg" && $0.from == item }?.to.count ?? 0
             }
+        } else if type == "grid" {
+            throw bytes.corrupt("grid item \(item) without an iref box")
         }
         let ranges = try file.completeBoxes { () throws(ImageDecodingError) -> [Range<Int>]? in
             guard let iloc else { return nil }
@@ -129,7 +133,7 @@ enum HEIFCodedSize {
         }
         let description = ranges.reduce(0) { $0 + $1.count }
         return try canvas(
-            ofDescription: content, length: description, type: type, layers: layers, format: bytes.format)
+            ofDescription: content, length: description, type: type, inputs: inputs, format: bytes.format)
     }
 
     /// The bytes of `data` in `range`, counted from its start.
@@ -335,11 +339,12 @@ enum HEIFCodedSize {
         let types = try file.itemTypes(metaContent: metaContent, metaEnd: metaEnd)
         guard types.values.contains(where: { ["av01", "grid", "iovl"].contains($0) }) else { return [] }
         let idat = try file.child("idat", from: metaContent, to: metaEnd)
-        // An overlay's description holds an x and a y for each of its layers, the items of its dimg reference.
-        var layers: [Int: Int] = [:]
+        // An overlay's description holds an x and a y for each of its layers, a grid's rows and columns its
+        // tiles: the items of its first dimg reference.
+        var inputs: [Int: Int] = [:]
         for reference in (try? file.references(metaContent: metaContent, metaEnd: metaEnd)) ?? []
-        where reference.type == "dimg" && layers[reference.from] == nil {
-            layers[reference.from] = reference.to.count
+        where reference.type == "dimg" && inputs[reference.from] == nil {
+            inputs[reference.from] = reference.to.count
         }
         var sizes: [(item: Int, size: PixelSize)] = []
         for (id, ranges) in try itemExtents(file, iloc: iloc, idat: idat) {
@@ -355,7 +360,7 @@ enum HEIFCodedSize {
             case "grid", "iovl":
                 let length = ranges.reduce(0) { $0 + $1.count }
                 if let size = try? canvas(
-                    ofDescription: content, length: length, type: types[id] ?? "", layers: layers[id] ?? 0, format: nil)
+                    ofDescription: content, length: length, type: types[id] ?? "", inputs: inputs[id], format: nil)
                 {
                     sizes.append((id, size))
                 }
@@ -370,10 +375,13 @@ enum HEIFCodedSize {
     /// `content`, checked as libheif 1.15 parses it (ISO/IEC 23008-12 6.6.2.3 and 6.6.2.2): a grid has its
     /// version, its flags (bit 0: 32-bit sizes), rows - 1 and columns - 1 before the width and height, an
     /// overlay its version (0), its flags and four 16-bit fill values, and after its width and height an x and
-    /// a y for each of its `layers` (passed over for a grid). Errors name `format`.
-    static func canvas(ofDescription content: [UInt8], length: Int, type: String, layers: Int, format: ImageFormat?)
+    /// a y for each of its layers. `inputs` is the number of items its first `dimg` reference lists: an
+    /// overlay's layers (none when `nil`), a grid's tiles, which must be rows x columns (not checked when
+    /// `nil`). Errors name `format`.
+    static func canvas(ofDescription content: [UInt8], length: Int, type: String, inputs: Int?, format: ImageFormat?)
         throws(ImageDecodingError) -> PixelSize
     {
+        let layers = type == "iovl" ? inputs ?? 0 : 0
         func corrupt(_ message: String) -> ImageDecodingError {
             ImageDecodingError(format: format, reason: .corrupt(message))
         }
@@ -399,6 +407,13 @@ enum HEIFCodedSize {
         let width = content[offset..<(offset + fieldLength)].reduce(0) { $0 << 8 | Int($1) }
         let height = content[(offset + fieldLength)..<(offset + 2 * fieldLength)].reduce(0) { $0 << 8 | Int($1) }
         guard width > 0 && height > 0 else { throw corrupt("\(type) canvas of \(width)x\(height)") }
+        // libheif 1.15 decodes a grid only with as many tiles as it has cells ("Missing grid images").
+        if type == "grid", let inputs {
+            let (rows, columns) = (Int(content[2]) + 1, Int(content[3]) + 1)
+            guard inputs == rows * columns else {
+                throw corrupt("grid of \(rows) x \(columns) tiles with \(inputs) in its dimg reference")
+            }
+        }
         return PixelSize(width: width, height: height)
     }
 

@@ -14,6 +14,8 @@ struct HEIFDerivedImageDescriptionTests {
         case inItemData
         /// `iinf` and `iloc` moved after `iprp` (then `idat`), so the properties are complete before them.
         case afterTheProperties
+        /// `iinf`, `iloc`, `idat` and then `iref`, which lists the grid's tiles, moved after `iprp`.
+        case referencesLast
         /// The description in an `mdat` of its own at the end of the file (construction method 0).
         case atTheEndOfTheFile
         var description: String { rawValue }
@@ -56,17 +58,17 @@ struct HEIFDerivedImageDescriptionTests {
         case .inItemData:
             let idat = try box("idat")
             return (Data(bytes), (try box("iloc")).offset..<(idat.offset + idat.size))
-        case .afterTheProperties:
+        case .afterTheProperties, .referencesLast:
             // Same boxes, same meta size: mdat does not move, so iloc's file offsets still hold.
-            let moved = ["iinf", "iloc", "idat"]
+            let moved = layout == .referencesLast ? ["iinf", "iloc", "idat", "iref"] : ["iinf", "iloc", "idat"]
             children = children.filter { !moved.contains($0.type) } + (try moved.map(box))
             var content: [UInt8] = []
             for child in children { content += bytes[child.offset..<(child.offset + child.size)] }
             bytes.replaceSubrange((meta.offset + 12)..<(meta.offset + meta.size), with: content)
             let reordered = boxes(bytes, from: meta.offset + 12, to: meta.offset + meta.size)
             let iinf = try #require(reordered.first { $0.type == "iinf" })
-            let idat = try #require(reordered.first { $0.type == "idat" })
-            return (Data(bytes), iinf.offset..<(idat.offset + idat.size))
+            let last = try #require(reordered.first { $0.type == moved.last })
+            return (Data(bytes), iinf.offset..<(last.offset + last.size))
         case .atTheEndOfTheFile:
             // The grid (item 5) is iloc's last entry: ID, construction method, data reference, extent count,
             // then a 32-bit offset and length. Method 1 (idat) becomes 0: the offset counts from the file.
@@ -85,7 +87,8 @@ struct HEIFDerivedImageDescriptionTests {
 
     /// Before, the header read 48x32 (a tile's ispe) for 16 cuts inside `idat` (1030-1045 bytes of 6285),
     /// for 113 once `iinf`, `iloc` and `idat` follow the properties (its last byte of `iinf`, all of `iloc` and
-    /// `idat`: 933-1045) and for 16 inside the `mdat` at the end (6285-6300 of 6301).
+    /// `idat`: 933-1045) and for 16 inside the `mdat` at the end (6285-6300 of 6301). With `iref` last, the
+    /// header read 96x64 for the 32 cuts inside it (1014-1045), before the grid's tiles were counted.
     @Test(arguments: Layout.allCases)
     func everyCutInsideAGridsDescriptionIsTruncated(layout: Layout) throws {
         let (data, description) = try Self.grid(layout)
@@ -197,6 +200,12 @@ struct HEIFDerivedImageDescriptionTests {
         damage: String, layers: Int, length: Int, changes: [Int: UInt8], decodes: Bool
     ) throws {
         let data = try Self.overlay(layers: layers, length: length, changes: changes)
+        Self.expectHeaderAgreesWithDecode(data, damage: damage, decodes: decodes)
+    }
+
+    /// Decodes `data` (a 96x64 canvas) through libheif and reads its header: both give 96x64 when `decodes`, or
+    /// both fail with the same kind of reason.
+    static func expectHeaderAgreesWithDecode(_ data: Data, damage: String, decodes: Bool) {
         let canvas = PixelSize(width: 96, height: 64)
         let decoded = Result { () throws(ImageDecodingError) in
             try ImageDecoders.HEIF().decode(
@@ -216,6 +225,65 @@ struct HEIFDerivedImageDescriptionTests {
         default:
             Issue.record("\(damage): the decode gave \(decoded), the header \(header)")
         }
+    }
+
+    /// grid.heic without the grid's `ispe` (a 2 x 2 grid, item 5, of tiles 1-4 in mdat), its description's
+    /// `rows - 1` byte set to `rowsMinusOne`, and its `iref` replaced by one holding the `dimg` references
+    /// `references` (from, to), or none at all when `nil`. `meta` and `iloc`'s file offsets follow the change.
+    static func grid(rowsMinusOne: UInt8 = 1, references: [(from: Int, to: [Int])]?) throws -> Data {
+        var bytes = [UInt8](try withoutDerivedImageExtent("grid.heic"))
+        let meta = try #require(boxes(bytes, from: 0, to: bytes.count).first { $0.type == "meta" })
+        let children = boxes(bytes, from: meta.offset + 12, to: meta.offset + meta.size)
+        let iloc = try #require(children.first { $0.type == "iloc" })
+        let iref = try #require(children.first { $0.type == "iref" })
+        let idat = try #require(children.first { $0.type == "idat" })
+        #expect(iloc.offset < iref.offset && iref.offset < idat.offset)
+        bytes[idat.offset + 8 + 2] = rowsMinusOne
+        // iref (FullBox, version 0: 16-bit item IDs) of dimg boxes: size, type, from, count, the items.
+        var replacement: [UInt8] = []
+        if let references {
+            var content: [UInt8] = [0, 0, 0, 0]
+            for (from, to) in references {
+                let items = to.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
+                content += .uint32BE(12 + 2 * to.count) + Array("dimg".utf8)
+                content += [UInt8(from >> 8), UInt8(from & 0xFF), UInt8(to.count >> 8), UInt8(to.count & 0xFF)] + items
+            }
+            replacement = .uint32BE(8 + content.count) + Array("iref".utf8) + content
+        }
+        let growth = replacement.count - iref.size
+        bytes.replaceSubrange(iref.offset..<(iref.offset + iref.size), with: replacement)
+        bytes.replaceSubrange((meta.offset)..<(meta.offset + 4), with: [UInt8].uint32BE(meta.size + growth))
+        // iloc (version 1, 32-bit offsets and lengths) lists five items of one extent each, 16 bytes:
+        // ID, construction method, data reference, extent count, offset, length. Method 0 counts from the file.
+        for entry in stride(from: iloc.offset + 16, to: iloc.offset + iloc.size, by: 16) where bytes[entry + 3] == 0 {
+            let offset = bytes[(entry + 8)..<(entry + 12)].reduce(0) { $0 << 8 | Int($1) }
+            bytes.replaceSubrange((entry + 8)..<(entry + 12), with: [UInt8].uint32BE(offset + growth))
+        }
+        return Data(bytes)
+    }
+
+    /// libheif 1.15 decodes a grid only when the first `dimg` reference from it lists rows x columns tiles,
+    /// and needs an `iref` for it ("Missing grid images: Tiled image with 2x2=4 tiles, but only 3 tile images
+    /// in file", "No iref box available, but needed for grid image"; run with the installed libheif 1.15.1
+    /// on each file): the header gives the decode's answer. Before, it read the grid's canvas, 96x64, for all.
+    @Test(
+        arguments: [
+            ("4 tiles listed for a 1 x 2 grid", 0, [(5, [1, 2, 3, 4])], false),
+            ("4 tiles listed for a 3 x 2 grid", 2, [(5, [1, 2, 3, 4])], false),
+            ("3 tiles listed for a 2 x 2 grid", 1, [(5, [1, 2, 3])], false),
+            ("5 tiles listed for a 2 x 2 grid", 1, [(5, [1, 2, 3, 4, 1])], false),
+            ("no tiles listed", 1, [(5, [])], false),
+            ("dimg only from another item", 1, [(4, [1])], false),
+            ("3 tiles listed first, 4 second", 1, [(5, [1, 2, 3]), (5, [1, 2, 3, 4])], false),
+            ("4 tiles listed first, 3 second", 1, [(5, [1, 2, 3, 4]), (5, [1, 2, 3])], true),
+            ("no iref", 1, nil, false),
+            ("4 tiles listed, as in the fixture", 1, [(5, [1, 2, 3, 4])], true),
+        ] as [(String, UInt8, [(from: Int, to: [Int])]?, Bool)])
+    func aGridWhoseDimgListsOtherThanRowsTimesColumnsTilesIsTheDecodersError(
+        damage: String, rowsMinusOne: UInt8, references: [(from: Int, to: [Int])]?, decodes: Bool
+    ) throws {
+        let data = try Self.grid(rowsMinusOne: rowsMinusOne, references: references)
+        Self.expectHeaderAgreesWithDecode(data, damage: damage, decodes: decodes)
     }
 
     /// libheif reads a grid's version and passes over it: the header does too.
