@@ -77,6 +77,35 @@ struct HEIFCutBeforeItsMetaEndsTests {
         #expect((error.reason == .truncated) == truncated, "\(damage): \(error)")
         #expect((headerError.reason == .truncated) == truncated, "\(damage): the header's \(headerError)")
     }
+
+    /// A top-level `meta` whose size field is 0 (the box runs to the end of the file) is refused by libheif
+    /// 1.15 ("Invalid input: No 'meta' box", heif_suberror_No_meta_box; run with the installed libheif 1.15.1
+    /// on each file, and also with meta the last box: the file cut at meta's end), so the decoder says
+    /// `.corrupt`: the header does too. Before, it read the file's size (96x64 for each).
+    @Test(
+        arguments: [
+            ("photo.heic", false), ("photo.heic", true), ("photo.avif", false), ("grid.heic", false),
+            ("grid.heic", true), ("overlay.heic", false),
+        ])
+    func aMetaBoxOfSizeZeroIsCorruptForHeaderAndDecoder(name: String, metaLast: Bool) throws {
+        let whole = try Fixtures.data("heif", name)
+        let header = try ImageHeader.parse(whole)
+        var bytes = [UInt8](whole)
+        let metaEnd = try Self.metaEnd(bytes)
+        if metaLast { bytes.removeSubrange(metaEnd...) }
+        let meta = try #require(bytes.offset(of: Array("meta".utf8))) - 4
+        bytes.replaceSubrange(meta..<(meta + 4), with: [0, 0, 0, 0])
+        let damage = "\(name), meta of size 0\(metaLast ? ", last" : "")"
+        let decodeError = try #require(
+            #expect(throws: ImageDecodingError.self, "\(damage)") { try Self.decode(Data(bytes), header: header) })
+        let headerError = try #require(
+            #expect(throws: ImageDecodingError.self, "\(damage)") { try ImageHeader.parse(Data(bytes)) })
+        guard case .corrupt = decodeError.reason, case .corrupt = headerError.reason else {
+            Issue.record("\(damage): the decode gave \(decodeError), the header \(headerError)")
+            return
+        }
+        #expect(headerError.format == header.format)
+    }
 }
 
 /// `values` (ascending) as runs: "1-27, 30".
