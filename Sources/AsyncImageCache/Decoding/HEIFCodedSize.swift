@@ -86,8 +86,8 @@ enum HEIFCodedSize {
     /// `iinf` and `iloc` boxes, the `idat` box, or the item's data in the file) throw `.truncated`. A
     /// description libheif 1.15 refuses throws what its decode does: `.corrupt` for one too short for its
     /// fields (an overlay's include an x and a y for every layer its `dimg` reference lists), one without data
-    /// or with an empty canvas, a grid whose `dimg` reference lists other than rows x columns tiles or that has
-    /// no `iref` at all, `.unsupportedFeature` for an overlay of a version other than 0 (a grid's version is
+    /// or with an empty canvas, one in a file without an `iref`, a grid whose `dimg` reference lists other than
+    /// rows x columns tiles, `.unsupportedFeature` for an overlay of a version other than 0 (a grid's version is
     /// passed over, as libheif does).
     static func derivedImageCanvas(of item: Int, in file: HEIFBoxes, metaContent: Int, metaEnd: Int)
         throws(ImageDecodingError) -> PixelSize?
@@ -109,15 +109,15 @@ enum HEIFCodedSize {
         let iloc = try wholeBox("iloc")
         let idat = try wholeBox("idat")
         // An overlay's layers and a grid's tiles are what its first dimg reference lists (libheif 1.15 reads
-        // that one, and refuses a grid without an iref: "No iref box available, but needed for grid image").
+        // that one, and refuses either without an iref: "No iref box available, but needed for grid image").
         var inputs = 0
         if try wholeBox("iref") != nil {
             inputs = try file.completeBoxes { () throws(ImageDecodingError) in
                 try file.references(metaContent: metaContent, metaEnd: metaEnd)
                     .first { $0.type == "dimg" && $0.from == item }?.to.count ?? 0
             }
-        } else if type == "grid" {
-            throw bytes.corrupt("grid item \(item) without an iref box")
+        } else {
+            throw bytes.corrupt("\(type) item \(item) without an iref box")
         }
         let ranges = try file.completeBoxes { () throws(ImageDecodingError) -> [Range<Int>]? in
             guard let iloc else { return nil }
