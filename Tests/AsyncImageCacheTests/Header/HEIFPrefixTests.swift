@@ -1,0 +1,38 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// A download of a sound HEIF or AVIF file cut anywhere: the header reader says `.truncated` until the bytes
+/// settle the size, then gives the whole file's answer for every longer prefix. A prefix is never `.corrupt`
+/// or another size, which the store would remember for the file.
+@Suite struct HEIFPrefixTests {
+    /// The fixtures whose whole file has a header (those made to be refused are left out by that).
+    static let names: [String] = {
+        let folder = Fixtures.url("heif", "")
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        return files.filter { $0.hasSuffix(".heic") || $0.hasSuffix(".avif") }.sorted()
+    }()
+
+    @Test func thereAreFixturesToCut() {
+        let sound = Self.names.filter { (try? ImageHeader.parse(try Fixtures.data("heif", $0))) != nil }
+        #expect(sound.count >= 15, "\(sound)")
+    }
+
+    @Test(arguments: names)
+    func everyPrefixIsTruncatedOrTheWholeFilesAnswer(name: String) throws {
+        let data = try Fixtures.data("heif", name)
+        guard let whole = try? ImageHeader.parse(data) else { return }  // a file made to be refused
+        var answeredAt: Int?
+        for length in 0..<data.count {
+            do {
+                let header = try ImageHeader.parse(data.prefix(length))
+                #expect(header == whole, "\(name) at \(length) bytes")
+                answeredAt = answeredAt ?? length
+            } catch {
+                #expect(error.reason == .truncated, "\(name) at \(length) bytes: \(error)")
+                #expect(answeredAt == nil, "\(name) answered at \(answeredAt ?? 0) bytes but not at \(length)")
+            }
+        }
+    }
+}
