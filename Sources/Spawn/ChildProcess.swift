@@ -57,7 +57,7 @@ package final class ChildProcess: Sendable {
         var argv = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
-        let status = posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, environ)
+        let status = Self.spawning.withLock { posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, environ) }
         guard status == 0 else {
             throw SpawnError(description: "\(arguments[0]): \(String(cString: strerror(status)))")
         }
@@ -161,11 +161,24 @@ package final class ChildProcess: Sendable {
         var envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, executable, &actions, &attributes, &argv, &envp)
+        let status = Self.spawning.withLock { posix_spawn(&pid, executable, &actions, &attributes, &argv, &envp) }
         guard status == 0 else {
             throw SpawnError(description: "\(executable): \(String(cString: strerror(status)))")
         }
         self.pid = pid
+    }
+
+    /// Held while a child is started. A child gets a copy of every descriptor of this process when it is made,
+    /// and closes the close-on-exec ones only at its exec; glibc's `posix_spawn` returns once that exec has
+    /// happened (or failed).
+    private static let spawning = NSLock()
+
+    /// Runs `body` while no child is being started here, so that no child holds a descriptor `body` opens
+    /// close-on-exec and closes before it returns: a file `body` removes then gives back its space at once,
+    /// and one it writes can be run at once. `body` must not start a child itself (the lock is not
+    /// reentrant). Children started by others in the process (Swift Testing's exit tests) are not held back.
+    package static func withoutStartingChildren<Result>(_ body: () throws -> Result) rethrows -> Result {
+        try spawning.withLock(body)
     }
 
     /// glibc's `posix_spawn_file_actions_addchdir_np` (2.29 and later), which its headers show Swift only
