@@ -63,8 +63,9 @@ extension DiskStore {
         let descriptor: Int32
         do {
             descriptor = try writeLocked(data, to: temporary)
-        } catch  where !FileManager.default.fileExists(atPath: directory.path) {
-            // The first write makes the folder, as does the first after a user removed it: once.
+        } catch let error as POSIXError where error.code == .ENOENT {
+            // The first write makes the folder, as does the first after a user removed it: once. Told by the
+            // error, not by looking: another write may have made the folder since this one found it missing.
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             descriptor = try writeLocked(data, to: temporary)
         } catch  where Self.isOutOfSpace(error) {
