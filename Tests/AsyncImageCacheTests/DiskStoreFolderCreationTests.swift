@@ -19,7 +19,7 @@ import Testing
             // Two levels to make, as a store's `<cache>/AsyncImageCache/<name>` has on first launch.
             let folder = root.url.appendingPathComponent("\(round)/store", isDirectory: true)
             let disk = DiskStore(directory: folder, byteLimit: 1 << 20)
-            let errors = LockedErrors()
+            let errors = LockedBox([String]())
             // Each on a thread of its own, let go at once, so that several find the folder missing.
             let start = DispatchSemaphore(value: 0)
             let done = DispatchGroup()
@@ -32,24 +32,16 @@ import Testing
                     do {
                         try disk.store(bytes, pixelSize: PixelSize(width: 2, height: 1), for: url)
                     } catch {
-                        errors.append("round \(round), writer \(index): \(error)")
+                        errors.withLock { $0.append("round \(round), writer \(index): \(error)") }
                     }
                 }
             }
             for _ in 0..<writers { start.signal() }
             done.wait()
-            failures += errors.all
-            #expect(disk.entries().count == writers - errors.all.count, "round \(round)")
+            let failed = errors.withLock { $0 }
+            failures += failed
+            #expect(disk.entries().count == writers - failed.count, "round \(round)")
         }
         #expect(failures.isEmpty, "\(failures.count) of \(40 * writers) writes failed: \(failures.prefix(3))")
     }
-}
-
-/// Errors collected from concurrent writers.
-private final class LockedErrors: @unchecked Sendable {
-    // `errors` is only touched while holding `lock`.
-    private let lock = NSLock()
-    private var errors: [String] = []
-    var all: [String] { lock.withLock { errors } }
-    func append(_ error: String) { lock.withLock { errors.append(error) } }
 }
