@@ -96,7 +96,7 @@ extension ImageStore {
         }
         if url.isLocalFileURL {
             guard let path = try? FileSystemPath(url) else { return nil }
-            let stamp = fileStamp(of: url)
+            let stamp = fileStamp(at: path)
             guard let header = Self.readHeader(from: { DiskStore.prefix(ofFileAt: path, maxLength: $0) }) else {
                 return nil
             }
@@ -105,7 +105,7 @@ extension ImageStore {
                 // A header read while the file changed is answered, not remembered: it may be of either
                 // version. Statted again under the lock a load takes to record the version it reads: a
                 // version recorded before and different is older than the one still there now.
-                guard let stamp, stamp == fileStamp(of: url) else { return }
+                guard let stamp, stamp == fileStamp(at: path) else { return }
                 // Recorded as the latest, a decode of an older version that lands later is delivered but
                 // not kept, and cannot take the size back to the old one.
                 if localFileVersions.value(forKey: key) != stamp {

@@ -323,6 +323,11 @@ extension ImageStore {
     /// (a `%00` in it): neither statted nor read.
     func fileStamp(of url: URL) -> FileStamp? {
         guard url.isLocalFileURL, let path = try? FileSystemPath(url) else { return nil }
-        return configuration.fileInspector.stamp(ofFileAt: path)
+        return fileStamp(at: path)
+    }
+
+    /// The stamp of the local file at `path`, for a caller that has the path already.
+    func fileStamp(at path: FileSystemPath) -> FileStamp? {
+        configuration.fileInspector.stamp(ofFileAt: path)
     }
 }
