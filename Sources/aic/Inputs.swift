@@ -55,7 +55,13 @@ enum Inputs {
             let bytes = UnsafeRawBufferPointer(start: resolved, count: strlen(resolved))
             components = bytes.split(separator: slash).map(Array.init) + components[(last + 1)...]
         }
-        let absolutePath = [slash] + components.joined(separator: [slash])
+        return fileURL(forAbsolutePath: [slash] + components.joined(separator: [slash]))
+    }
+
+    /// The file URL of `absolutePath`, an absolute path without `.` or `..` components, as bytes:
+    /// `URL(fileURLWithPath:)` when they are UTF-8, and otherwise `file://` and the path with every byte
+    /// outside the unreserved set and "/" percent-encoded (`file:///photos/caf%E9.jpg`).
+    static func fileURL(forAbsolutePath absolutePath: [UInt8]) -> URL {
         if let text = String(validating: absolutePath, as: UTF8.self) { return URL(fileURLWithPath: text) }
         let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/".utf8)
         // Only ASCII, escaped where a URL needs it: always a URL.
@@ -96,39 +102,17 @@ enum Inputs {
     }
 
     /// The URLs for `arguments`, with each folder replaced by the images inside it (recursively, by
-    /// extension, sorted by path so a sheet comes out the same on every run). Files named on the
-    /// command line are kept whatever their extension; a missing one fails later, when it loads.
+    /// extension, sorted by path so a sheet comes out the same on every run: ``FolderWalk``). Files named
+    /// on the command line are kept whatever their extension; a missing one fails later, when it loads.
     static func expandingFolders(_ arguments: [String]) throws -> [URL] {
         try arguments.flatMap { argument -> [URL] in
             let url = try url(for: argument)
-            var isFolder: ObjCBool = false
-            guard url.isLocalFileURL, FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder),
-                isFolder.boolValue
+            // A path with a %00 names no folder: it fails when it loads, with the store's reason.
+            guard url.isLocalFileURL, let path = try? FileSystemPath(url),
+                let images = FolderWalk.imagePaths(inFolderAt: path.bytes)
             else { return [url] }
-            return images(inFolder: url)
+            return images.map(fileURL(forAbsolutePath:))
         }
-    }
-
-    private static func images(inFolder folder: URL) -> [URL] {
-        // Hidden files and folders are other programs' caches and metadata (.thumbnails, ._photo.jpg). The
-        // walker follows no link, not even the one it starts from: a folder named through a link (`~/Pictures`
-        // on another disk) is walked where it points, or it was "no images found".
-        guard
-            let walker = FileManager.default.enumerator(
-                at: folder.resolvingSymlinksInPath(), includingPropertiesForKeys: nil, options: .skipsHiddenFiles)
-        else { return [] }
-        // stat, not the walker's isRegularFile: a link to an image is an image, as it is when named on the
-        // command line (the walker does not follow links to folders, so a link loop cannot trap it).
-        func isRegularFile(_ url: URL) -> Bool {
-            var status = stat()
-            return stat(url.path, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
-        }
-        var found: [URL] = []
-        for case let url as URL in walker
-        where imageExtensions.contains(url.pathExtension.lowercased()) && isRegularFile(url) {
-            found.append(url.standardizedFileURL)
-        }
-        return found.sorted { $0.path < $1.path }
     }
 
     /// The store the commands load through: `name` under the user's cache folder, as
