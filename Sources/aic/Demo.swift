@@ -58,7 +58,7 @@ enum Demo: Subcommand {
         }
         guard arguments.positionals.isEmpty else { throw UsageError("demo takes no arguments") }
         guard arguments.value("--root") == nil else { throw UsageError("--root goes with --pass") }
-        let sheet = try PNGOutput(path: try PNGOutput.checkedPath(arguments.value("--output") ?? defaultSheetPath))
+        let sheet = try PNGOutput(argument: try PNGOutput.checkedPath(arguments.value("--output") ?? defaultSheetPath))
         try await run(sheet: sheet, keepFiles: arguments.flag("--keep"))
     }
 
@@ -119,7 +119,7 @@ enum Demo: Subcommand {
         let usage = store.diskUsage()
         Console.out(
             "\nDisk tier: \(usage.fileCount) files, \(Formatted.bytes(usage.byteCount)) in \(store.directory.path)")
-        Console.out("Contact sheet of the thumbnails: \(sheet.url.path)")
+        Console.out("Contact sheet of the thumbnails: \(sheet.path)")
         if !keepFiles { Console.out("(`aic demo --keep` keeps the cache folder)") }
     }
 

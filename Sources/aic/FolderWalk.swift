@@ -1,4 +1,3 @@
-@_spi(Tools) import AsyncImageCache
 import Foundation
 
 #if canImport(Glibc)
@@ -81,12 +80,5 @@ enum FolderWalk {
     /// `bytes` NUL-terminated, for a POSIX call.
     private static func cString(_ bytes: [UInt8]) -> [CChar] {
         bytes.map { CChar(bitPattern: $0) } + [0]
-    }
-}
-
-extension FileSystemPath {
-    /// The path's bytes, without the NUL that ends them.
-    var bytes: [UInt8] {
-        withCString { Array(UnsafeRawBufferPointer(start: $0, count: strlen($0))) }
     }
 }

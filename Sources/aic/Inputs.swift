@@ -30,6 +30,12 @@ enum Inputs {
         return url
     }
 
+    /// The bytes of a command-line word that is a path (an option's value: `--output caf\xE9.png`), as the
+    /// system passed them, which need not be UTF-8 (``RawArguments``).
+    static func pathBytes(of argument: String) throws(UsageError) -> [UInt8] {
+        try RawArguments.bytes(of: argument) ?? Array(argument.utf8)
+    }
+
     /// The file URL of `path` as the system resolves it: relative to the current folder, without its `.`
     /// components and repeated slashes, and with the part up to its last `..` resolved by the file system
     /// (`realpath`), where it exists. Collapsed in the text instead (as `URL(fileURLWithPath:)` does with a

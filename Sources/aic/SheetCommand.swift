@@ -50,7 +50,7 @@ enum SheetCommand: Subcommand {
         let width = try arguments.integer("--width", default: defaultWidth, in: 1...ThumbnailCommand.maximumWidth)
         let columns = try arguments.integer("--columns", default: defaultColumns, in: 1...maximumColumns)
         let radius = try arguments.integer("--radius", default: 0, in: 0...ThumbnailCommand.maximumWidth)
-        let output = try PNGOutput(path: try PNGOutput.checkedPath(try arguments.required("--output")))
+        let output = try PNGOutput(argument: try PNGOutput.checkedPath(try arguments.required("--output")))
         let store = try Inputs.store()
         // Ctrl-C lets the sheet's write finish (``Interruption``), so that no temporary file stays beside it.
         let interruption = Interruption(removing: nil)
@@ -93,7 +93,8 @@ enum SheetCommand: Subcommand {
         try interruption.finishing { try output.write(sheet) }
         let counts = "\(thumbnails.count) of \(urls.count) images, \(sheet.pixelSize) px"
         let elapsed = Formatted.seconds(clock.now - start)
-        Console.out("\(Console.printable(output.url.path)): \(counts); \(describe(store.statistics)); \(elapsed)")
+        Console.out(
+            "\(Console.printable(output.path.description)): \(counts); \(describe(store.statistics)); \(elapsed)")
     }
 
     /// Loads every request through `store`, at most ``concurrency`` at a time, reporting progress;

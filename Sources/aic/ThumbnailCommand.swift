@@ -45,6 +45,8 @@ enum ThumbnailCommand: Subcommand {
                 throw UsageError("give --output or --output-dir, not both")
             }
             guard !arguments.positionals.isEmpty else { throw UsageError("\(name) needs an INPUT") }
+            // The folder's bytes as given, which need not be UTF-8 (``RawArguments``).
+            let folderBytes = try Inputs.pathBytes(of: folder)
             jobs = try arguments.positionals.enumerated().map { position, input in
                 let url = try Inputs.url(for: input)
                 // A URL's last component is percent-decoded: `..%2Fx.jpg` names "../x.jpg", which must not
@@ -52,17 +54,17 @@ enum ThumbnailCommand: Subcommand {
                 // name (a `data:` URL, whose "name" would be its payload) is named by its place.
                 let base = Inputs.fileName(of: url) == nil ? nil : url.deletingPathExtension().lastPathComponent
                 let file = String((base ?? "input-\(position + 1)").map { $0 == "/" || $0 == "\0" ? "_" : $0 }) + ".png"
-                return (url, try PNGOutput(path: Inputs.fileURL(forPath: folder).appendingPathComponent(file).path))
+                return (url, try PNGOutput(pathBytes: folderBytes + Array("/\(file)".utf8)))
             }
             // Two inputs with one name (a/x.jpg, b/x.png) would overwrite each other's thumbnail.
             var names = Set<String>()
             if let clash = jobs.first(where: { !names.insert($0.output.url.lastPathComponent).inserted }) {
-                throw UsageError("two inputs would both write \(clash.output.url.path)")
+                throw UsageError("two inputs would both write \(clash.output.path)")
             }
         } else {
             let input = try arguments.single("INPUT", of: name)
             let path = try PNGOutput.checkedPath(try arguments.required("--output"))
-            jobs = [(try Inputs.url(for: input), try PNGOutput(path: path))]
+            jobs = [(try Inputs.url(for: input), try PNGOutput(argument: path))]
         }
         // `--output-dir photos` for photos/a.png would replace the photo with its own thumbnail.
         try PNGOutput.checkNoneOverwrites(jobs.map(\.url), outputs: jobs.map(\.output))
@@ -128,6 +130,6 @@ enum ThumbnailCommand: Subcommand {
             throw CommandFailure(Inputs.describe(error, loading: url))
         }
         try interruption.finishing { try output.write(image) }
-        Console.out("\(Console.printable(output.url.path)): \(image.pixelSize) PNG")
+        Console.out("\(Console.printable(output.path.description)): \(image.pixelSize) PNG")
     }
 }

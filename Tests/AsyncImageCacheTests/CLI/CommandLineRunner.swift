@@ -142,7 +142,11 @@ final class CommandLineRunner: Sendable {
 
     /// The bitmap in the PNG at `url`, decoded by the library's own decoder.
     static func decodePNG(at url: URL) throws -> Bitmap {
-        let data = try Data(contentsOf: url)
+        try decodePNG(try Data(contentsOf: url))
+    }
+
+    /// The bitmap in `data`, a PNG, decoded by the library's own decoder.
+    static func decodePNG(_ data: Data) throws -> Bitmap {
         let header = try ImageHeader.parse(data)
         #expect(header.format == .png)
         return try ImageDecoders.Default().decode(data, context: ImageDecodingContext(header: header))
