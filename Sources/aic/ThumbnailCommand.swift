@@ -50,11 +50,12 @@ enum ThumbnailCommand: Subcommand {
             jobs = try arguments.positionals.enumerated().map { position, input in
                 let url = try Inputs.url(for: input)
                 // A URL's last component is percent-decoded: `..%2Fx.jpg` names "../x.jpg", which must not
-                // lead out of the folder, so a "/" (or a NUL) in it becomes "_". An input without a file
-                // name (a `data:` URL, whose "name" would be its payload) is named by its place.
+                // lead out of the folder, so a "/" (or a NUL) in it becomes "_", byte by byte (a "/" with a
+                // combining mark after it is one Character, which a "/" never equals). An input without a
+                // file name (a `data:` URL, whose "name" would be its payload) is named by its place.
                 let base = Inputs.fileName(of: url) == nil ? nil : url.deletingPathExtension().lastPathComponent
-                let file = String((base ?? "input-\(position + 1)").map { $0 == "/" || $0 == "\0" ? "_" : $0 }) + ".png"
-                return (url, try PNGOutput(pathBytes: folderBytes + Array("/\(file)".utf8)))
+                let file = (base ?? "input-\(position + 1)").utf8.map { $0 == slash || $0 == 0 ? underscore : $0 }
+                return (url, try PNGOutput(pathBytes: folderBytes + [slash] + file + Array(".png".utf8)))
             }
             // Two inputs with one name (a/x.jpg, b/x.png) would overwrite each other's thumbnail.
             var names = Set<String>()
@@ -101,6 +102,9 @@ enum ThumbnailCommand: Subcommand {
         let others = failures.count < jobs.count ? "; the others were written" : ""
         throw CommandFailure("\(failures.count) of \(jobs.count) thumbnails failed\(others)")
     }
+
+    private static let slash = UInt8(ascii: "/")
+    private static let underscore = UInt8(ascii: "_")
 
     /// Why the thumbnail of `job` could not be made or written; `nil` once it is written.
     ///

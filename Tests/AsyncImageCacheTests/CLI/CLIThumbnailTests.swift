@@ -73,6 +73,24 @@ import Testing
         #expect(written.count == 1, "\(written)")
     }
 
+    /// A "/" with a combining mark after it (`..%2F%CC%81photo.jpg`, "../\u{301}photo.jpg" decoded) is one
+    /// Character, which the "/" it was compared with never equals: the thumbnail went to
+    /// `\u{301}photo.png` beside --output-dir. Every "/" byte becomes "_" now.
+    @Test func outputDirKeepsAThumbnailInsideItWhenASlashCarriesACombiningMark() async throws {
+        let aic = CommandLineRunner()
+        let server = try await aic.serve(["..%2F%CC%81photo.jpg": try SampleImages.jpeg(width: 40, height: 30)])
+        defer { server.stop() }
+        try FileManager.default.createDirectory(at: aic.file("out"), withIntermediateDirectories: true)
+        let input = server.url("/images/..%2F%CC%81photo.jpg").absoluteString
+
+        let result = try await aic.run("thumbnail", input, "--width", "20", "--output-dir", "out")
+        #expect(result.status == 0, "\(result)")
+        let outside = try FileManager.default.contentsOfDirectory(atPath: aic.workspace.url.path)
+        #expect(outside.sorted() == ["out", "served"], "written outside out/: \(result)")
+        let written = try FileManager.default.contentsOfDirectory(atPath: aic.file("out").path)
+        #expect(written == [".._\u{301}photo.png"], "\(result)")
+    }
+
     /// A `data:` URL has no file name: its thumbnail was named after the payload's text past its last
     /// "/" (a base64 character), "Z.png" for this one, or a name too long for the file system, which
     /// failed the batch. It is named by its place among the inputs.
