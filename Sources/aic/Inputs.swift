@@ -98,6 +98,35 @@ enum Inputs {
         return name.isEmpty || name == "/" ? nil : name
     }
 
+    /// ``fileName(of:)`` as bytes, also where its percent escapes stand for bytes that are not UTF-8
+    /// (`caf%E9.jpg`, in Latin-1), which `lastPathComponent` gives as `""`: decoded from the
+    /// percent-encoded path as `lastPathComponent` decodes it, trailing slashes dropped.
+    static func fileNameBytes(of url: URL) -> [UInt8]? {
+        if let name = fileName(of: url) { return Array(name.utf8) }
+        guard url.isFileURL || url.scheme?.lowercased().hasPrefix("http") == true,
+            let last = url.path(percentEncoded: true).split(separator: "/").last
+        else { return nil }
+        let name = percentDecoded(last)
+        return name.isEmpty ? nil : name
+    }
+
+    /// The bytes `text` stands for, each `%XX` decoded (a `%` without two hex digits after it kept as it is).
+    private static func percentDecoded(_ text: Substring) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var rest = text.utf8[...]
+        while let byte = rest.popFirst() {
+            if byte == UInt8(ascii: "%"), rest.count >= 2,
+                let value = UInt8(String(decoding: rest.prefix(2), as: UTF8.self), radix: 16)
+            {
+                bytes.append(value)
+                rest.removeFirst(2)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return bytes
+    }
+
     /// A short name for progress lines and failure lists: the file name of a file or an http(s) URL,
     /// the start of anything else; its control characters shown as `?` (``Console/printable(_:)``): a file
     /// name, or a URL's percent-decoded one, may hold a newline or an escape.

@@ -47,21 +47,32 @@ enum ThumbnailCommand: Subcommand {
             guard !arguments.positionals.isEmpty else { throw UsageError("\(name) needs an INPUT") }
             // The folder's bytes as given, which need not be UTF-8 (``RawArguments``).
             let folderBytes = try Inputs.pathBytes(of: folder)
-            jobs = try arguments.positionals.enumerated().map { position, input in
+            let named = try arguments.positionals.enumerated().map { position, input in
                 let url = try Inputs.url(for: input)
                 // A URL's last component is percent-decoded: `..%2Fx.jpg` names "../x.jpg", which must not
                 // lead out of the folder, so a "/" (or a NUL) in it becomes "_", byte by byte (a "/" with a
                 // combining mark after it is one Character, which a "/" never equals). An input without a
-                // file name (a `data:` URL, whose "name" would be its payload) is named by its place.
-                let base = Inputs.fileName(of: url) == nil ? nil : url.deletingPathExtension().lastPathComponent
-                let file = (base ?? "input-\(position + 1)").utf8.map { $0 == slash || $0 == 0 ? underscore : $0 }
-                return (url, try PNGOutput(pathBytes: folderBytes + [slash] + file + Array(".png".utf8)))
+                // file name (a `data:` URL, whose "name" would be its payload) is named by its place; one whose
+                // name is not UTF-8 (`caf\xE9.jpg`, which `lastPathComponent` gives as "") by the name's bytes.
+                let base =
+                    Inputs.fileName(of: url) == nil
+                    ? Inputs.fileNameBytes(of: url).map(stem(ofFileName:))
+                    : Array(url.deletingPathExtension().lastPathComponent.utf8)
+                let file =
+                    (base ?? Array("input-\(position + 1)".utf8)).map { $0 == slash || $0 == 0 ? underscore : $0 }
+                    + Array(".png".utf8)
+                return (url: url, output: try PNGOutput(pathBytes: folderBytes + [slash] + file), file: file)
             }
-            // Two inputs with one name (a/x.jpg, b/x.png) would overwrite each other's thumbnail.
-            var names = Set<String>()
-            if let clash = jobs.first(where: { !names.insert($0.output.url.lastPathComponent).inserted }) {
+            // Two inputs with one name (a/x.jpg, b/x.png) would overwrite each other's thumbnail. Names are
+            // compared as text where they are UTF-8, as they always were, and byte for byte where they are not.
+            var names = Set<AnyHashable>()
+            if let clash = named.first(where: { job in
+                let name = String(validating: job.file, as: UTF8.self).map(AnyHashable.init) ?? AnyHashable(job.file)
+                return !names.insert(name).inserted
+            }) {
                 throw UsageError("two inputs would both write \(clash.output.path)")
             }
+            jobs = named.map { ($0.url, $0.output) }
         } else {
             let input = try arguments.single("INPUT", of: name)
             let path = try PNGOutput.checkedPath(try arguments.required("--output"))
@@ -105,6 +116,15 @@ enum ThumbnailCommand: Subcommand {
 
     private static let slash = UInt8(ascii: "/")
     private static let underscore = UInt8(ascii: "_")
+
+    /// `name` without its extension, as `URL.deletingPathExtension()` takes it off a name in UTF-8: from
+    /// its last "." on, unless that "." ends it or only dots come before it (`.hidden`).
+    private static func stem(ofFileName name: [UInt8]) -> [UInt8] {
+        let dot = UInt8(ascii: ".")
+        guard let last = name.lastIndex(of: dot), last != name.count - 1, name[..<last].contains(where: { $0 != dot })
+        else { return name }
+        return Array(name[..<last])
+    }
 
     /// Why the thumbnail of `job` could not be made or written; `nil` once it is written.
     ///

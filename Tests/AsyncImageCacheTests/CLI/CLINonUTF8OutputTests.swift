@@ -72,4 +72,78 @@ import Testing
         #expect(result.stderr.contains("/caf%E9.png is the input "), "\(result)")
         #expect(files.contents(ofFileNamed: name) == original, "the input was overwritten: \(result)")
     }
+
+    /// In --output-dir, the thumbnail of an input whose name is not UTF-8 is named after the name's bytes, as
+    /// any other is (it was input-N), whether the input is given as bytes or as a percent-encoded URL.
+    @Test func outputDirNamesTheThumbnailOfAnInputNotUTF8AfterItsNameBytes() async throws {
+        let aic = CommandLineRunner()
+        let files = RawNamedFiles(in: aic.workspace.url)
+        try FileManager.default.createDirectory(at: aic.file("out"), withIntermediateDirectories: true)
+        let byBytes = CLINonUTF8FolderTests.latin1("caf\u{E9}.jpg")
+        let byURL = try files.file(
+            named: CLINonUTF8FolderTests.latin1("caf\u{E8}.jpg"), contents: try SampleImages.jpeg(width: 40, height: 30)
+        )
+        _ = try files.file(named: byBytes, contents: try SampleImages.jpeg(width: 40, height: 20))
+        try SampleImages.jpeg(width: 40, height: 40).write(to: aic.file("plain.jpg"))
+        let thumbnails = ["caf\u{E8}.png", "caf\u{E9}.png"].map {
+            Array("out/".utf8) + CLINonUTF8FolderTests.latin1($0)
+        }
+        for name in thumbnails { files.removeLater(fileNamed: name) }
+
+        let result = try await aic.run(
+            argumentBytes: [Array("thumbnail".utf8), byBytes, Array(byURL.absoluteString.utf8)]
+                + ["plain.jpg", "--width", "20", "--output-dir", "out"].map { Array($0.utf8) })
+        #expect(result.status == 0, "\(result)")
+        let written = files.names(inFolderNamed: Array("out".utf8))
+        #expect(
+            written == [
+                CLINonUTF8FolderTests.latin1("caf\u{E8}.png"), CLINonUTF8FolderTests.latin1("caf\u{E9}.png"),
+                Array("plain.png".utf8),
+            ], "\(result)")
+        let thumbnail = try CommandLineRunner.decodePNG(try #require(files.contents(ofFileNamed: thumbnails[1])))
+        #expect(thumbnail.pixelSize == PixelSize(width: 20, height: 10))
+        #expect(result.stdout.contains("\(try Self.realPath(of: aic))/out/caf%E9.png: 20x10 PNG\n"), "\(result)")
+    }
+
+    /// Two inputs whose names are not UTF-8 and differ only in their extensions would write one thumbnail:
+    /// a usage error, as for any other two, and the name is given percent-encoded.
+    @Test func twoInputsNotUTF8WithOneStemAreAUsageError() async throws {
+        let aic = CommandLineRunner()
+        let files = RawNamedFiles(in: aic.workspace.url)
+        try FileManager.default.createDirectory(at: aic.file("out"), withIntermediateDirectories: true)
+        let inputs = ["caf\u{E9}.jpg", "caf\u{E9}.png"].map(CLINonUTF8FolderTests.latin1)
+        _ = try files.file(named: inputs[0], contents: try SampleImages.jpeg(width: 40, height: 30))
+        _ = try files.file(named: inputs[1], contents: try SampleImages.png(width: 40, height: 30))
+        for name in ["input-1.png", "input-2.png", "caf\u{E9}.png"] {
+            files.removeLater(fileNamed: Array("out/".utf8) + CLINonUTF8FolderTests.latin1(name))
+        }
+
+        let result = try await aic.run(
+            argumentBytes: [Array("thumbnail".utf8)] + inputs
+                + ["--width", "20", "--output-dir", "out"].map { Array($0.utf8) })
+        #expect(result.status == 2, "\(result)")
+        #expect(
+            result.stderrLines.first == "aic: two inputs would both write \(try Self.realPath(of: aic))/out/caf%E9.png",
+            "\(result)")
+        #expect(files.names(inFolderNamed: Array("out".utf8)).isEmpty, "\(result)")
+    }
+
+    /// `aic thumbnail photos/caf\xE9.png --output-dir photos` would write the thumbnail over its input now that
+    /// it is named after it: refused, as for a UTF-8 name.
+    @Test func anOutputDirThumbnailThatWouldReplaceItsInputNotUTF8IsRefused() async throws {
+        let aic = CommandLineRunner()
+        try FileManager.default.createDirectory(at: aic.file("photos"), withIntermediateDirectories: true)
+        let files = RawNamedFiles(in: aic.file("photos"))
+        let name = CLINonUTF8FolderTests.latin1("caf\u{E9}.png")
+        let original = try SampleImages.png(width: 32, height: 32)
+        _ = try files.file(named: name, contents: original)
+        files.removeLater(fileNamed: Array("input-1.png".utf8))
+
+        let result = try await aic.run(
+            argumentBytes: [Array("thumbnail".utf8), Array("photos/".utf8) + name]
+                + ["--width", "8", "--output-dir", "photos"].map { Array($0.utf8) })
+        #expect(result.status == 2, "\(result)")
+        #expect(result.stderr.contains("/photos/caf%E9.png is the input "), "\(result)")
+        #expect(files.contents(ofFileNamed: name) == original, "the input was overwritten: \(result)")
+    }
 }
