@@ -28,8 +28,8 @@ enum FolderWalk {
     /// when `path` names no folder (nor a link to one).
     static func imagePaths(inFolderAt path: [UInt8]) -> [[UInt8]]? {
         var status = stat()
-        guard stat(cString(path), &status) == 0, status.st_mode & S_IFMT == S_IFDIR else { return nil }
-        let root = realpath(cString(path), nil)
+        guard stat(Inputs.cString(path), &status) == 0, status.st_mode & S_IFMT == S_IFDIR else { return nil }
+        let root = realpath(Inputs.cString(path), nil)
         defer { free(root) }
         var pending = [root.map { Array(UnsafeRawBufferPointer(start: $0, count: strlen($0))) } ?? path]
         var found: [[UInt8]] = []
@@ -38,7 +38,7 @@ enum FolderWalk {
             for name in names(inFolderAt: folder) where name.first != UInt8(ascii: ".") {
                 let entry = prefix + name
                 var entryStatus = stat()
-                guard lstat(cString(entry), &entryStatus) == 0 else { continue }
+                guard lstat(Inputs.cString(entry), &entryStatus) == 0 else { continue }
                 switch entryStatus.st_mode & S_IFMT {
                 case S_IFDIR where entryStatus.st_dev == status.st_dev: pending.append(entry)
                 case S_IFREG where isImageName(name): found.append(entry)
@@ -55,7 +55,7 @@ enum FolderWalk {
     /// The names in the folder at `path`, `.` and `..` among them; none when it cannot be read. Read to
     /// the end before the walk goes on, so that only one folder is open at a time however deep it goes.
     private static func names(inFolderAt path: [UInt8]) -> [[UInt8]] {
-        guard let stream = opendir(cString(path)) else { return [] }
+        guard let stream = opendir(Inputs.cString(path)) else { return [] }
         defer { closedir(stream) }
         var names: [[UInt8]] = []
         while let entry = readdir(stream) {
@@ -74,11 +74,6 @@ enum FolderWalk {
     /// Whether the path leads to a regular file, through any links.
     private static func isRegularFile(_ path: [UInt8]) -> Bool {
         var status = stat()
-        return stat(cString(path), &status) == 0 && status.st_mode & S_IFMT == S_IFREG
-    }
-
-    /// `bytes` NUL-terminated, for a POSIX call.
-    private static func cString(_ bytes: [UInt8]) -> [CChar] {
-        bytes.map { CChar(bitPattern: $0) } + [0]
+        return stat(Inputs.cString(path), &status) == 0 && status.st_mode & S_IFMT == S_IFREG
     }
 }

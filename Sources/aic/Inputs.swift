@@ -81,7 +81,8 @@ enum Inputs {
         return Array(UnsafeRawBufferPointer(start: path, count: strlen(path)))
     }
 
-    private static func cString(_ bytes: [UInt8]) -> [CChar] {
+    /// `bytes` NUL-terminated, for a POSIX call that takes a path.
+    static func cString(_ bytes: [UInt8]) -> [CChar] {
         bytes.map { CChar(bitPattern: $0) } + [0]
     }
 

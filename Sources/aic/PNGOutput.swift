@@ -112,7 +112,7 @@ struct PNGOutput {
     /// umask, then renamed over the path, which replaces a link rather than the file it points to.
     private func writeByPathBytes(_ data: Data) throws(CommandFailure) {
         let random = (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-        let temporary = (folder.bytes + Array("/.aic-\(random).png".utf8)).map { CChar(bitPattern: $0) } + [0]
+        let temporary = Inputs.cString(folder.bytes + Array("/.aic-\(random).png".utf8))
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
         guard descriptor >= 0 else { throw CommandFailure("cannot write \(path): \(String(cString: strerror(errno)))") }
         var failure = writeAll(data, to: descriptor)
