@@ -169,6 +169,20 @@ struct HEIFBoxes {
         return largest
     }
 
+    /// The first of `irot`, `imir` and `clap` that `properties` (an item's, as associated with it) hold more
+    /// than once, the same property associated twice included; `nil` when none is repeated.
+    ///
+    /// libheif 1.15.1 as Debian's security update (1.15.1-1+deb12u3, GHSA-7qm8-hj35-269r) ships it refuses to
+    /// decode such an item, its transformations ignored or not: "Multiple irot, imir, or clap properties
+    /// associated with one item". Earlier builds applied them all, one after another.
+    static func repeatedTransformation(among properties: [Box]) -> String? {
+        var seen: Set<String> = []
+        for property in properties where ["irot", "imir", "clap"].contains(property.type) {
+            guard seen.insert(property.type).inserted else { return property.type }
+        }
+        return nil
+    }
+
     /// The EXIF orientation equal to the `irot` (quarter turns anticlockwise) and `imir` (axis 0: top and
     /// bottom exchanged; 1: left and right, per ISO/IEC 23008-12:2022) among `properties`, applied in the
     /// order they are associated with the item, as HEIF has it (6.3) and libheif does. MIAF asks writers

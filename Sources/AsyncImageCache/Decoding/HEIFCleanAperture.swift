@@ -173,7 +173,9 @@ extension [HEIFCleanAperture] {
 
 extension HEIFBoxes {
     /// The usable clean apertures among `properties` (an item's, in the order they are associated), in that
-    /// order, each with the `irot` and `imir` associated before it: libheif 1.15 crops by every one in turn.
+    /// order, each with the `irot` and `imir` associated before it. The libheif builds before Debian's
+    /// 1.15.1-1+deb12u3 cropped by every one in turn; that one refuses an item with more than one, and so do
+    /// the header and the decoder (``HEIFBoxes/repeatedTransformation(among:)``).
     func cleanApertures(among properties: [Box]) throws(ImageDecodingError) -> [HEIFCleanAperture] {
         var apertures: [HEIFCleanAperture] = []
         for (index, clap) in properties.enumerated() where clap.type == "clap" {

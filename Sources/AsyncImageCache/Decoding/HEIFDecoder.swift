@@ -47,6 +47,12 @@ extension ImageDecoders {
             try context.checkBudget(context.header.storedSize.pixelCount, format: format)
             // What the codec streams say they code, which libheif allocates whatever the file declares.
             if let coded = HEIFCodedSize.largest(in: data) { try context.checkBudget(coded.pixelCount, format: format) }
+            // libheif refuses such an item in the builds Debian ships now; earlier ones decoded it. Refused here
+            // whichever is installed, so the decoder says what the header says.
+            if let type = ImageHeader.heifRepeatedTransformation(in: data) {
+                throw ImageDecodingError(
+                    format: format, reason: .corrupt("more than one \(type) associated with the primary item"))
+            }
             let cleanApertures = ImageHeader.heifCleanApertures(in: data)
             return try Self.withPrimaryImage(data, format: format) { handle throws(ImageDecodingError) in
                 // What the images decoded on the way add up to, each as often as it is used (the references

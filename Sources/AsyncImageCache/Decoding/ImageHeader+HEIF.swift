@@ -25,7 +25,7 @@ extension ImageHeader {
     }
 
     /// Reads an HEIF or AVIF file's size from the `ispe` property of its primary item, cropped by its
-    /// clean apertures (`clap`), one after another, when it has any, and its orientation from that item's `irot` and `imir`
+    /// clean aperture (`clap`) when it has one, and its orientation from that item's `irot` and `imir`
     /// properties, found in `meta` / `iprp`.
     ///
     /// A primary `grid` or `iovl` item without an `ispe` of its own takes its size from its description
@@ -34,8 +34,14 @@ extension ImageHeader {
     /// its data (until that data is there, the header is `.truncated`), with its own `irot`, `imir` and
     /// `clap`. Otherwise, when the primary item cannot be matched to its size, the largest `ispe` is taken,
     /// upright and uncropped.
+    ///
+    /// A primary item with more than one `irot`, `imir` or `clap` is `.corrupt`, as libheif has it
+    /// (``HEIFBoxes/repeatedTransformation(among:)``).
     static func parseHEIF(_ bytes: HeaderBytes) throws(ImageDecodingError) -> ImageHeader {
         let (file, properties, extent) = try heifItem(bytes, id: nil)
+        if let type = HEIFBoxes.repeatedTransformation(among: properties) {
+            throw bytes.corrupt("more than one \(type) associated with the primary item")
+        }
         return try file.completeBoxes { () throws(ImageDecodingError) -> ImageHeader in
             let orientation = try file.orientation(from: properties)
             let shown = try file.cleanApertures(among: properties).shownStoredSize(of: extent)
@@ -50,6 +56,14 @@ extension ImageHeader {
         guard let (file, properties, _) = try? heifItem(bytes, id: item) else { return [] }
         return (try? file.completeBoxes { () throws(ImageDecodingError) in try file.cleanApertures(among: properties) })
             ?? []
+    }
+
+    /// The first of `irot`, `imir` and `clap` that the primary item of an HEIF or AVIF file has more than
+    /// once (``HEIFBoxes/repeatedTransformation(among:)``); `nil` when none is, or the file cannot be read
+    /// that far.
+    static func heifRepeatedTransformation(in data: Data) -> String? {
+        guard let (_, properties, _) = try? heifItem(HeaderBytes(data, format: nil), id: nil) else { return nil }
+        return HEIFBoxes.repeatedTransformation(among: properties)
     }
 
     /// The orientation (`irot` and `imir`) of an item of an HEIF or AVIF file (by default its primary item),
