@@ -130,9 +130,13 @@ enum Inputs {
 
     /// A short name for progress lines and failure lists: the file name of a file or an http(s) URL,
     /// the start of anything else; its control characters shown as `?` (``Console/printable(_:)``): a file
-    /// name, or a URL's percent-decoded one, may hold a newline or an escape.
+    /// name, or a URL's percent-decoded one, may hold a newline or an escape. A name whose bytes are not
+    /// UTF-8 is shown percent-encoded (`caf%E9.jpg`), as the store's messages show its path.
     static func displayName(of url: URL) -> String {
         if let name = fileName(of: url) { return Console.printable(name) }
+        if fileNameBytes(of: url) != nil, let name = url.path(percentEncoded: true).split(separator: "/").last {
+            return Console.printable(String(name))
+        }
         let text = url.absoluteString
         return text.count > 40 ? text.prefix(40) + "..." : text
     }

@@ -71,4 +71,21 @@ import Testing
         #expect(result.stdout.contains("4 of 4 images"), "\(result)")
         #expect(!result.stderr.contains("failed"), "\(result)")
     }
+
+    /// A file whose name is not UTF-8 and that fails to load is named in the list of failures by its name,
+    /// percent-encoded as the store's messages spell its path, not by the start of its URL (which names the
+    /// folders above it and is cut before the name).
+    @Test func aFailedImageWhoseNameIsNotUTF8IsListedByItsName() async throws {
+        let aic = CommandLineRunner()
+        let album = aic.file("album")
+        try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
+        let files = RawNamedFiles(in: album)
+        _ = try files.file(named: Self.latin1("caf\u{E9}.jpg"), contents: Data("not an image".utf8))
+        _ = try files.file(named: Self.latin1("plain.jpg"), contents: try SampleImages.jpeg(width: 60, height: 40))
+
+        let result = try await aic.run("sheet", "album", "--width", "50", "--output", "sheet.png")
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("1 of 2 images"), "\(result)")
+        #expect(result.stderr.contains("1 of 2 failed:\n  caf%E9.jpg: "), "\(result)")
+    }
 }
