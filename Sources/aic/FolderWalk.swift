@@ -19,7 +19,8 @@ import Darwin
 ///   disk); inside it, no link to a folder is followed (so no loop can trap the walk), but a link to an
 ///   image file is an image, as it is when named on the command line;
 /// - a folder on another file system is not walked into (Foundation's enumerator on Linux, `fts` with
-///   `FTS_XDEV`, did not);
+///   `FTS_XDEV`, did not), nor one already walked: a folder bind-mounted inside itself (on the same file
+///   system) would otherwise show its images again under the mount, where `fts` reports the cycle;
 /// - a folder that cannot be read is passed over;
 /// - a file is an image by its extension, in any case (``Inputs/imageExtensions``);
 /// - the paths come back sorted by their bytes, so a sheet comes out the same on every run.
@@ -33,6 +34,7 @@ enum FolderWalk {
         defer { free(root) }
         var pending = [root.map { Array(UnsafeRawBufferPointer(start: $0, count: strlen($0))) } ?? path]
         var found: [[UInt8]] = []
+        var walked: Set<[UInt64]> = [[UInt64(status.st_dev), UInt64(status.st_ino)]]
         while let folder = pending.popLast() {
             let prefix = folder.last == slash ? folder : folder + [slash]
             for name in names(inFolderAt: folder) where name.first != UInt8(ascii: ".") {
@@ -40,7 +42,10 @@ enum FolderWalk {
                 var entryStatus = stat()
                 guard lstat(Inputs.cString(entry), &entryStatus) == 0 else { continue }
                 switch entryStatus.st_mode & S_IFMT {
-                case S_IFDIR where entryStatus.st_dev == status.st_dev: pending.append(entry)
+                case S_IFDIR where entryStatus.st_dev == status.st_dev:
+                    if walked.insert([UInt64(entryStatus.st_dev), UInt64(entryStatus.st_ino)]).inserted {
+                        pending.append(entry)
+                    }
                 case S_IFREG where isImageName(name): found.append(entry)
                 case S_IFLNK where isImageName(name) && isRegularFile(entry): found.append(entry)
                 default: break

@@ -72,6 +72,24 @@ import Testing
         #expect(!result.stderr.contains("failed"), "\(result)")
     }
 
+    /// A folder bind-mounted inside itself (same file system, so not passed over as another one) is walked once:
+    /// the walk remembers the folders it has listed, as Foundation's enumerator (`fts`) reported the cycle.
+    /// Before, each image came twice, once through the mount ("2 of 2 images").
+    @Test(.enabled(if: ScratchFileSystem.isAvailable, "needs root to bind-mount a folder"))
+    func aFolderMountedInsideItselfIsWalkedOnce() async throws {
+        let aic = CommandLineRunner()
+        let album = aic.file("album")
+        let loop = album.appendingPathComponent("inner/loop")
+        try FileManager.default.createDirectory(at: loop, withIntermediateDirectories: true)
+        try SampleImages.jpeg(width: 60, height: 40).write(to: album.appendingPathComponent("a.jpg"))
+        try ScratchFileSystem.mount(["--bind", album.path, loop.path])
+        defer { try? ScratchFileSystem.mount(["-l", loop.path], tool: "/bin/umount") }
+
+        let result = try await aic.run("sheet", "album", "--width", "50", "--output", "sheet.png")
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("1 of 1 images"), "\(result)")
+    }
+
     /// A file whose name is not UTF-8 and that fails to load is named in the list of failures by its name,
     /// percent-encoded as the store's messages spell its path, not by the start of its URL (which names the
     /// folders above it and is cut before the name).

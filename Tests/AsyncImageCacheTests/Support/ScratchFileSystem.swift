@@ -76,7 +76,8 @@ final class ScratchFileSystem: @unchecked Sendable {
         return Int(info.f_bavail) * Int(info.f_frsize)
     }
 
-    private static func mount(_ arguments: [String], tool: String = "/bin/mount") throws {
+    /// Runs `tool` (`mount`, or `umount`) with `arguments`; throws when it fails.
+    static func mount(_ arguments: [String], tool: String = "/bin/mount") throws {
         let child = try ChildProcess(
             executable: tool, arguments: arguments, environment: ProcessInfo.processInfo.environment, directory: "/",
             standardOutput: "/dev/null", standardError: "/dev/null")
