@@ -15,6 +15,13 @@ import Testing
         name.unicodeScalars.map { UInt8($0.value) }
     }
 
+    /// The folder `album` in `aic`'s workspace, made, and a maker of files named by bytes in it.
+    static func album(of aic: CommandLineRunner) throws -> (url: URL, files: RawNamedFiles) {
+        let album = aic.file("album")
+        try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
+        return (album, RawNamedFiles(in: album))
+    }
+
     @Test(arguments: CLINonUTF8FileNameTests.Operand.allCases)
     func aSheetOfAFolderWhoseNameIsNotUTF8HasTheImagesInIt(
         namedAs operand: CLINonUTF8FileNameTests.Operand
@@ -48,9 +55,7 @@ import Testing
     /// extensions and links to folders passed over; a link to an image is an image).
     @Test func theImagesInAFolderWhoseNamesAreNotUTF8AreFoundAndLoad() async throws {
         let aic = CommandLineRunner()
-        let album = aic.file("album")
-        try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
-        let files = RawNamedFiles(in: album)
+        let (_, files) = try Self.album(of: aic)
         let notAnImage = Data("not an image".utf8)
         _ = try files.file(named: Self.latin1("caf\u{E9}.jpg"), contents: try Fixtures.data("jpeg", "testorig.jpg"))
         _ = try files.file(named: Self.latin1("plain.JPG"), contents: try SampleImages.jpeg(width: 60, height: 40))
@@ -78,7 +83,7 @@ import Testing
     @Test(.enabled(if: ScratchFileSystem.isAvailable, "needs root to bind-mount a folder"))
     func aFolderMountedInsideItselfIsWalkedOnce() async throws {
         let aic = CommandLineRunner()
-        let album = aic.file("album")
+        let (album, _) = try Self.album(of: aic)
         let loop = album.appendingPathComponent("inner/loop")
         try FileManager.default.createDirectory(at: loop, withIntermediateDirectories: true)
         try SampleImages.jpeg(width: 60, height: 40).write(to: album.appendingPathComponent("a.jpg"))
@@ -95,9 +100,7 @@ import Testing
     /// folders above it and is cut before the name).
     @Test func aFailedImageWhoseNameIsNotUTF8IsListedByItsName() async throws {
         let aic = CommandLineRunner()
-        let album = aic.file("album")
-        try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
-        let files = RawNamedFiles(in: album)
+        let (_, files) = try Self.album(of: aic)
         _ = try files.file(named: Self.latin1("caf\u{E9}.jpg"), contents: Data("not an image".utf8))
         _ = try files.file(named: Self.latin1("plain.jpg"), contents: try SampleImages.jpeg(width: 60, height: 40))
 
