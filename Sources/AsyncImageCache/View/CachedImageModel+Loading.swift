@@ -60,24 +60,35 @@ extension CachedImageModel {
     /// from memory: the store checks the file's version (dates, size and identity) off the main thread
     /// and, when it changed (a photo edited and saved in place), decodes it anew, and the model draws
     /// that; when it did not, the load answers from memory. Memory lookups themselves never touch the file.
+    ///
+    /// A check that answers while a load is in flight, which reads the file as it is now, is put off for
+    /// it: dropped once it lands (``finishLoad(_:image:)``), made again once it fails or is cancelled
+    /// (``cancelLoad()``, when the frame goes back to one the current image covers).
     func checkFileDrawnFromMemory() {
         guard isActive, fileCheck == nil, let request = uncheckedFileRequest else { return }
         uncheckedFileRequest = nil
         nextLoadID += 1
         let id = nextLoadID
+        let drawnBefore = drawCount
         let task = store.load(request) { [weak self] image in
             // A check stopped by `disappear()` answers late, maybe after the next check started.
             guard let self, fileCheck?.id == id else { return }
             fileCheck = nil
-            // Drawn only while the image shown is still the one checked: a load since (a wider frame)
-            // brings the file as it is now on its own.
-            if let image, loading == nil, lastRequest == request {
-                show(image, for: request)
-                // The new file may not cover a frame that the old image did (a source that was narrower).
-                startLoadIfNeeded()
+            // Drawn only while the image shown is still the one checked: an image drawn since (a load
+            // that landed, one from memory for another frame) came from the file as it is now, or is
+            // checked in turn. A load started since (a wider frame) brings the file as it is now, unless
+            // it is cancelled: the check is made again then.
+            if let image, drawCount == drawnBefore {
+                if loading != nil {
+                    uncheckedFileRequest = uncheckedFileRequest ?? request
+                } else {
+                    show(image, for: request)
+                    // The new file may not cover a frame that the old image did (a source that was narrower).
+                    startLoadIfNeeded()
+                }
             }
-            // One drawn from memory meanwhile, for another frame, is checked in turn.
-            checkFileDrawnFromMemory()
+            // One drawn from memory meanwhile, for another frame, is checked in turn (after the load).
+            if loading == nil { checkFileDrawnFromMemory() }
         }
         fileCheck = (task, id)
     }
@@ -125,7 +136,11 @@ extension CachedImageModel {
     func finishLoad(_ id: UInt64, image: PlatformImage?) {
         guard let loading, loading.id == id else { return }
         self.loading = nil
-        if let image { show(image, for: loading.request) }
+        if let image {
+            show(image, for: loading.request)
+            // Read from the file as it is now: the image it replaces needs no check.
+            uncheckedFileRequest = nil
+        }
         // The frame may have grown past this load while it ran without a wider one starting (the
         // model was not active then), or the image shown an aspect that needs a wider one (in either
         // content mode); a failure is not retried until the next load().
@@ -134,6 +149,7 @@ extension CachedImageModel {
         } else {
             lastLoadFailed = true
             resumeWaitersIfSettled()
+            checkFileDrawnFromMemory()
         }
     }
 
@@ -152,6 +168,7 @@ extension CachedImageModel {
     /// requests that follow.
     func draw(_ image: PlatformImage) {
         self.image = image
+        drawCount &+= 1
         // The store's size is the source's own; a scaled-down image's height is rounded.
         let size = url.flatMap(store.cachedPixelSize(for:)) ?? image.pixelSize.cgSize
         if reservedSize == nil { reservedSize = size }
@@ -175,6 +192,8 @@ extension CachedImageModel {
         loading = nil
         cancelled?.task.cancel()
         dropAdoptedLoad()
+        // A check put off for the load (see `checkFileDrawnFromMemory()`) is made now, while shown.
+        checkFileDrawnFromMemory()
     }
 
     /// Gives up the load in flight without cancelling it, for the model that replaces this one (see

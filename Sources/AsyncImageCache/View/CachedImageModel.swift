@@ -88,6 +88,9 @@ public final class CachedImageModel {
     /// it replaced; apart from ``loading``, so it neither shows as loading nor keeps callers of ``load()``
     /// waiting.
     var fileCheck: (task: ImageLoadTask, id: UInt64)?
+    /// How many images the model has drawn: a check of the file draws its image only when none was
+    /// drawn since it started.
+    var drawCount: UInt64 = 0
     /// Whether the store was asked, since the model was last shown, to check a remote image drawn from
     /// memory with its server (see ``revalidateDrawnFromMemory(_:)``).
     var revalidationAsked = false
@@ -287,9 +290,10 @@ public final class CachedImageModel {
         if returning { revalidationAsked = false }
         if let layoutSize { layoutChanged(to: layoutSize) }
         // Shown again with the image it kept: a local file may have changed on disk while it was away, so it
-        // is checked as an image drawn from memory is, unless a load under way reads the file anyway; a
-        // remote one may have gone stale.
-        if returning, image != nil, loading == nil, fileCheck == nil, url?.isLocalFileURL == true {
+        // is checked as an image drawn from memory is; a remote one may have gone stale. A load the layout
+        // started just now (a frame that grew while away) reads the file too, but is cancelled should the
+        // frame shrink back before it lands: the check of its request shares its run, and is made again then.
+        if returning, image != nil, fileCheck == nil, url?.isLocalFileURL == true {
             uncheckedFileRequest = uncheckedFileRequest ?? lastRequest
         }
         if returning, image != nil, loading == nil, let url { revalidateDrawnFromMemory(url) }

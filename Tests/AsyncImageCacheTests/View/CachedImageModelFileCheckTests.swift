@@ -1,0 +1,110 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// The check of a local file drawn from memory, or kept while the model was away, against the file on
+/// disk, when the frame changes while it runs.
+@MainActor @Suite struct CachedImageModelFileCheckTests {
+    /// A decoder that holds the decodes asked to cover more than `width` pixels until ``open()``, and
+    /// lets the others through.
+    final class WideDecodeGate: ImageDecoding, @unchecked Sendable {
+        // `isOpen` and `held` are only touched while holding `condition`.
+        private let condition = NSCondition()
+        private var isOpen = false
+        private var held = 0
+        private let width: Int
+        private let base = ImageDecoders.Default()
+
+        init(holdingWiderThan width: Int) {
+            self.width = width
+        }
+
+        /// Decodes held at the gate now or before.
+        var heldCount: Int { condition.withLock { held } }
+
+        func open() {
+            condition.withLock {
+                isOpen = true
+                condition.broadcast()
+            }
+        }
+
+        func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
+            if let size = context.minimumSize, size.width > width {
+                condition.withLock {
+                    held += 1
+                    while !isOpen { condition.wait() }
+                }
+            }
+            return try base.decode(data, context: context)
+        }
+    }
+
+    /// A model shown again after its photo was saved over in place checks the file; the frame grows
+    /// while the check runs, so a wider load starts, and the check's new image is not drawn, as that
+    /// load brings the new file too; then the frame goes back to the one the old image covers, which
+    /// cancels the wider load. Before, the model went on drawing the old photo, though the check had
+    /// found and decoded the new one (and memory had it), for as long as it stayed on screen.
+    @Test func aCheckLandingWhileAWiderLoadRunsIsNotLostWhenTheFrameShrinksBack() async throws {
+        let folder = TemporaryDirectory("file-check")
+        let url = folder.url.appendingPathComponent("photo.jpg")
+        try SampleImages.jpeg(width: 2400, height: 1600).write(to: url)
+        let gate = WideDecodeGate(holdingWiderThan: 700)
+        defer { gate.open() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+        }
+        let small = CGSize(width: 100, height: 67)
+        let model = CachedImageModel(url: url, displayScale: 2, layoutSize: small, store: store)
+        await model.load()
+        #expect(model.image?.pixelSize == PixelSize(width: 200, height: 133))
+        model.disappear()
+        try SampleImages.jpeg(width: 1200, height: 1200, seed: 5).write(to: url)
+
+        await model.load()  // shown again: the file is checked
+        #expect(model.fileCheck != nil)
+        model.layoutChanged(to: CGSize(width: 400, height: 267))  // 800 px: a load, held at the gate
+        #expect(model.isLoading)
+        try await waitUntil { @MainActor in model.fileCheck == nil && gate.heldCount == 1 }
+        model.layoutChanged(to: small)  // the old image covers it again: the wider load is cancelled
+        #expect(!model.isLoading)
+        try await waitUntil { @MainActor in model.fileCheck == nil }
+        let drawn = model.image?.pixelSize
+        #expect(drawn == PixelSize(width: 200, height: 200), "still the old photo: \(String(describing: drawn))")
+        model.disappear()
+    }
+
+    /// A model shown again after its photo was saved over in place, whose frame grew while it was away:
+    /// the wider load it starts on its return reads the file as it is now, so no check was made; but the
+    /// frame goes back to the one the old image covers before that load lands, which cancels it. Before,
+    /// the model then drew the old photo for as long as it stayed on screen.
+    @Test func aFrameThatGrewWhileAwayAndShrinksBackAfterTheReturnDoesNotKeepTheOldPhoto() async throws {
+        let folder = TemporaryDirectory("file-check")
+        let url = folder.url.appendingPathComponent("photo.jpg")
+        try SampleImages.jpeg(width: 2400, height: 1600).write(to: url)
+        let gate = WideDecodeGate(holdingWiderThan: 700)
+        defer { gate.open() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+        }
+        let small = CGSize(width: 100, height: 67)
+        let model = CachedImageModel(url: url, displayScale: 2, layoutSize: small, store: store)
+        await model.load()
+        #expect(model.image?.pixelSize == PixelSize(width: 200, height: 133))
+        model.disappear()
+        model.layoutChanged(to: CGSize(width: 400, height: 267))  // away: nothing loads
+        #expect(!model.isLoading)
+        try SampleImages.jpeg(width: 1200, height: 1200, seed: 5).write(to: url)
+
+        let hydration = Task { await model.load() }  // shown again: an 800 px load, held at the gate
+        try await waitUntil { @MainActor in model.isLoading && gate.heldCount == 1 }
+        model.layoutChanged(to: small)  // the old image covers it again: the wider load is cancelled
+        await hydration.value
+        gate.open()
+        try await waitUntil { @MainActor in model.fileCheck == nil && !model.isLoading }
+        let drawn = model.image?.pixelSize
+        #expect(drawn?.width == drawn?.height, "still the old photo: \(String(describing: drawn))")
+        model.disappear()
+    }
+}
