@@ -293,8 +293,10 @@ public final class CachedImageModel {
         // is checked as an image drawn from memory is; a remote one may have gone stale. A load the layout
         // started just now (a frame that grew while away) reads the file too, but is cancelled should the
         // frame shrink back before it lands: the check of its request shares its run, and is made again then.
+        // A model that took over the image of one with a load in flight has no request of its own yet when
+        // that image covers its frame (the load handed over was dropped): the frame's is checked.
         if returning, image != nil, fileCheck == nil, url?.isLocalFileURL == true {
-            uncheckedFileRequest = uncheckedFileRequest ?? lastRequest
+            uncheckedFileRequest = uncheckedFileRequest ?? lastRequest ?? request
         }
         if returning, image != nil, loading == nil, let url { revalidateDrawnFromMemory(url) }
         checkFileDrawnFromMemory()

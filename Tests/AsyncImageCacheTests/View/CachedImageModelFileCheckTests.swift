@@ -107,4 +107,39 @@ import Testing
         #expect(drawn?.width == drawn?.height, "still the old photo: \(String(describing: drawn))")
         model.disappear()
     }
+
+    /// A model shown again after its photo was saved over in place starts a wider load (its frame grew while
+    /// away) and is replaced, before that load lands, by a model for another display scale whose frame the old
+    /// image covers: the load handed over is dropped, and the new model, which takes no request from a model
+    /// with a load in flight, checked nothing. Before, it drew the old photo for as long as it stayed on
+    /// screen; now it checks the request of its frame.
+    @Test func aModelReplacingOneWhoseReturnLoadIsInFlightChecksTheFile() async throws {
+        let folder = TemporaryDirectory("file-check")
+        let url = folder.url.appendingPathComponent("photo.jpg")
+        try SampleImages.jpeg(width: 2400, height: 1600).write(to: url)
+        let gate = WideDecodeGate(holdingWiderThan: 700)
+        defer { gate.open() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+        }
+        let small = CGSize(width: 100, height: 67)
+        let model = CachedImageModel(url: url, displayScale: 2, layoutSize: small, store: store)
+        await model.load()
+        model.disappear()
+        model.layoutChanged(to: CGSize(width: 400, height: 267))
+        try SampleImages.jpeg(width: 1200, height: 1200, seed: 5).write(to: url)
+        let hydration = Task { await model.load() }  // shown again: an 800 px load, held at the gate
+        try await waitUntil { @MainActor in model.isLoading && gate.heldCount == 1 }
+        let replacement = CachedImageModel(
+            url: url, displayScale: 1, layoutSize: small, replacing: model, store: store)
+        model.disappear()
+        await hydration.value
+        await replacement.load()
+        gate.open()
+        #expect(!replacement.isLoading)  // the old image covers its 100 px
+        try await waitUntil { @MainActor in replacement.fileCheck == nil }
+        let drawn = replacement.image?.pixelSize
+        #expect(drawn?.width == drawn?.height, "still the old photo: \(String(describing: drawn))")
+        replacement.disappear()
+    }
 }
