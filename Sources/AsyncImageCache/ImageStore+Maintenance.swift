@@ -35,24 +35,13 @@ extension ImageStore {
     /// folder (a commit, or a trim that lists a large folder, which can take tens of milliseconds): on the
     /// main thread it waits for them too.
     public func removeImage(for url: URL) {
-        let key = url.cacheKey
         // Tried again under the new generation when a `removeAll()` begins between the read and the removal:
         // one of another store on the folder empties only that store's memory, not this one's.
         while true {
             let generation = disk.generation
             // On the disk's commit queue: a write of the old bytes that is already in place is removed here,
-            // and one not yet in place finds the count raised and is dropped. Under the generation's lock
-            // with memory, as a load keeps what it found: kept before, removed here; after, not kept.
-            let forget = { [self] () -> Bool in
-                disk.ifCurrent(generation) { () -> Void in
-                    replacements.withLock { $0.raise(forKey: key) }
-                    variants.removeVariants(of: url)
-                    originals.removeValue(forKey: key)
-                    undecodedOriginals.removeValue(forKey: key)
-                    sizeMemo.removeValue(forKey: key)
-                    cacheMetadata.removeValue(forKey: key)
-                } != nil
-            }
+            // and one not yet in place finds the count raised and is dropped.
+            let forget = { [self] in forgetInMemory(url, generation: generation) }
             if url.isRemote {
                 // The generation is checked on the queue that runs `removeAll()`: `forget` then runs too.
                 if disk.remove(url, generation: generation, then: { _ = forget() }) { return }
@@ -60,6 +49,23 @@ extension ImageStore {
                 return  // local files and data: URLs have no file in the disk tier
             }
         }
+    }
+
+    /// Forgets what memory holds of `url`, its image, bytes, size and caching facts, and raises its
+    /// replacement count, so that a decode or a write of the bytes it had, still running, keeps nothing
+    /// after; unless a `removeAll()` began after `generation` was read (then it returns `false`). Under the
+    /// generation's lock with memory, as a load keeps what it found: kept before, forgotten here; after, not
+    /// kept.
+    func forgetInMemory(_ url: URL, generation: Int) -> Bool {
+        let key = url.cacheKey
+        return disk.ifCurrent(generation) { () -> Void in
+            replacements.withLock { $0.raise(forKey: key) }
+            variants.removeVariants(of: url)
+            originals.removeValue(forKey: key)
+            undecodedOriginals.removeValue(forKey: key)
+            sizeMemo.removeValue(forKey: key)
+            cacheMetadata.removeValue(forKey: key)
+        } != nil
     }
 
     /// Deletes disk-tier files not used (read, written, or served from memory) for longer than `maxAge`

@@ -174,8 +174,18 @@ extension ImageStore {
         await disk.queuedWrites()
         // Freshness runs from the response, however long the check decode below waits for a slot.
         let receivedAt = Date()
-        // A `removeAll()` meanwhile removed the entry: nothing is left to refresh or replace.
-        guard generation == disk.generation else { return nil }
+        // A `removeAll()` meanwhile removed the entry: nothing is left to refresh or replace. One of another
+        // store on the folder emptied only that store's memory: this one's still holds the image, which
+        // bytes that changed (and read as an image) show to be out of date, so it forgets it, and the next
+        // load asks again. (The changed bytes are not kept: that removeAll() may have begun after them.)
+        guard generation == disk.generation else {
+            if case .modified(let data, _) = result, data != originals.value(forKey: url.cacheKey)?.data,
+                (try? ImageHeader.parse(data)) != nil
+            {
+                while !forgetInMemory(url, generation: disk.generation) {}
+            }
+            return nil
+        }
         switch result {
         case .notModified(let policy):
             let refreshed = metadata.refreshed(by: policy, at: receivedAt)

@@ -51,6 +51,40 @@ import Testing
         #expect(forgetting.cachedOriginalBytes(for: url) == nil)
         #expect(forgetting.cachedPixelSize(for: url) == nil)
     }
+
+    /// A revalidation that finds the image changed while `removeAll()` of another store on the folder ran:
+    /// that `removeAll()` empties only its own store's memory, so the store that asked still holds the old
+    /// image, now known to be out of date. It forgets it: the next load shows the new image. (Before, the
+    /// answer was dropped as if the image were gone from both stores, and the old one was shown again.)
+    @Test func aRevalidationThatFindsTheImageChangedWhileAnotherStoreRemovesAllForgetsTheOldOne() async throws {
+        let served = TemporaryDirectory("revalidation-during-remove-all-served")
+        let file = served.url.appendingPathComponent("photo.jpg")
+        try SampleImages.jpeg(width: 200, height: 40).write(to: file)
+        let server = try await TestHTTPServer(serving: served.url)
+        // Stale at once (no-cache), with validators; its revalidations are held until released.
+        let path = "/held-conditional/recheck/cache/no-cache/images/photo.jpg"
+        let url = server.url(path)
+        let request = ImageRequest(url: url, targetWidth: 20)
+        let folder = TemporaryDirectory("revalidation-during-remove-all")
+        let checking = try ImageStore.makeForTesting(root: folder.url)
+        let clearing = try ImageStore.makeForTesting(root: folder.url)
+        #expect(try await checking.image(for: request).pixelSize == PixelSize(width: 20, height: 4))
+
+        try SampleImages.jpeg(width: 120, height: 90).write(to: file, options: .atomic)
+        // The old image from memory; its check waits at the server.
+        #expect(try await checking.image(for: request).pixelSize == PixelSize(width: 20, height: 4))
+        try await waitUntil { try await server.hits(for: path) == 2 }
+        await onOwnThread { clearing.removeAll() }
+        try await server.release("recheck")
+        try await waitUntil { checking.revalidating.withLock { $0.isEmpty } }
+
+        #expect(checking.cachedImage(for: request) == nil, "the old image is still in memory")
+        #expect(checking.cachedPixelSize(for: url) != CGSize(width: 200, height: 40))
+        let next = try await checking.image(for: request)
+        #expect(next.pixelSize == PixelSize(width: 20, height: 15), "the old image was shown again")
+        #expect(checking.cachedPixelSize(for: url) == CGSize(width: 120, height: 90))
+        server.stop()
+    }
 }
 
 /// Holds a disk tier's next listing of its folder (the lock it takes to date the listing) until released.
