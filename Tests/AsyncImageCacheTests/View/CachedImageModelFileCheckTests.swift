@@ -41,33 +41,54 @@ import Testing
         }
     }
 
+    /// A 2400x1600 photo shown at 100 pt (200 px at 2x) by a model of a store whose decodes wider than
+    /// 700 px wait at `gate`.
+    @MainActor struct Scene {
+        static let small = CGSize(width: 100, height: 67)
+        let folder: TemporaryDirectory
+        let url: URL
+        let gate: WideDecodeGate
+        let store: ImageStore
+        let model: CachedImageModel
+
+        static func shown() async throws -> Scene {
+            let folder = TemporaryDirectory("file-check")
+            let url = folder.url.appendingPathComponent("photo.jpg")
+            try SampleImages.jpeg(width: 2400, height: 1600).write(to: url)
+            let gate = WideDecodeGate(holdingWiderThan: 700)
+            let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+                $0.decoder = gate
+            }
+            let model = CachedImageModel(url: url, displayScale: 2, layoutSize: small, store: store)
+            await model.load()
+            #expect(model.image?.pixelSize == PixelSize(width: 200, height: 133))
+            return Scene(folder: folder, url: url, gate: gate, store: store, model: model)
+        }
+
+        /// Saves a 1200x1200 photo over the file, in place.
+        func saveOver() throws {
+            try SampleImages.jpeg(width: 1200, height: 1200, seed: 5).write(to: url)
+        }
+    }
+
     /// A model shown again after its photo was saved over in place checks the file; the frame grows
     /// while the check runs, so a wider load starts, and the check's new image is not drawn, as that
     /// load brings the new file too; then the frame goes back to the one the old image covers, which
     /// cancels the wider load. Before, the model went on drawing the old photo, though the check had
     /// found and decoded the new one (and memory had it), for as long as it stayed on screen.
     @Test func aCheckLandingWhileAWiderLoadRunsIsNotLostWhenTheFrameShrinksBack() async throws {
-        let folder = TemporaryDirectory("file-check")
-        let url = folder.url.appendingPathComponent("photo.jpg")
-        try SampleImages.jpeg(width: 2400, height: 1600).write(to: url)
-        let gate = WideDecodeGate(holdingWiderThan: 700)
+        let scene = try await Scene.shown()
+        let (gate, model) = (scene.gate, scene.model)
         defer { gate.open() }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decoder = gate
-        }
-        let small = CGSize(width: 100, height: 67)
-        let model = CachedImageModel(url: url, displayScale: 2, layoutSize: small, store: store)
-        await model.load()
-        #expect(model.image?.pixelSize == PixelSize(width: 200, height: 133))
         model.disappear()
-        try SampleImages.jpeg(width: 1200, height: 1200, seed: 5).write(to: url)
+        try scene.saveOver()
 
         await model.load()  // shown again: the file is checked
         #expect(model.fileCheck != nil)
         model.layoutChanged(to: CGSize(width: 400, height: 267))  // 800 px: a load, held at the gate
         #expect(model.isLoading)
         try await waitUntil { @MainActor in model.fileCheck == nil && gate.heldCount == 1 }
-        model.layoutChanged(to: small)  // the old image covers it again: the wider load is cancelled
+        model.layoutChanged(to: Scene.small)  // the old image covers it again: the wider load is cancelled
         #expect(!model.isLoading)
         try await waitUntil { @MainActor in model.fileCheck == nil }
         let drawn = model.image?.pixelSize
@@ -80,26 +101,17 @@ import Testing
     /// frame goes back to the one the old image covers before that load lands, which cancels it. Before,
     /// the model then drew the old photo for as long as it stayed on screen.
     @Test func aFrameThatGrewWhileAwayAndShrinksBackAfterTheReturnDoesNotKeepTheOldPhoto() async throws {
-        let folder = TemporaryDirectory("file-check")
-        let url = folder.url.appendingPathComponent("photo.jpg")
-        try SampleImages.jpeg(width: 2400, height: 1600).write(to: url)
-        let gate = WideDecodeGate(holdingWiderThan: 700)
+        let scene = try await Scene.shown()
+        let (gate, model) = (scene.gate, scene.model)
         defer { gate.open() }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decoder = gate
-        }
-        let small = CGSize(width: 100, height: 67)
-        let model = CachedImageModel(url: url, displayScale: 2, layoutSize: small, store: store)
-        await model.load()
-        #expect(model.image?.pixelSize == PixelSize(width: 200, height: 133))
         model.disappear()
         model.layoutChanged(to: CGSize(width: 400, height: 267))  // away: nothing loads
         #expect(!model.isLoading)
-        try SampleImages.jpeg(width: 1200, height: 1200, seed: 5).write(to: url)
+        try scene.saveOver()
 
         let hydration = Task { await model.load() }  // shown again: an 800 px load, held at the gate
         try await waitUntil { @MainActor in model.isLoading && gate.heldCount == 1 }
-        model.layoutChanged(to: small)  // the old image covers it again: the wider load is cancelled
+        model.layoutChanged(to: Scene.small)  // the old image covers it again: the wider load is cancelled
         await hydration.value
         gate.open()
         try await waitUntil { @MainActor in model.fileCheck == nil && !model.isLoading }
@@ -114,24 +126,16 @@ import Testing
     /// with a load in flight, checked nothing. Before, it drew the old photo for as long as it stayed on
     /// screen; now it checks the request of its frame.
     @Test func aModelReplacingOneWhoseReturnLoadIsInFlightChecksTheFile() async throws {
-        let folder = TemporaryDirectory("file-check")
-        let url = folder.url.appendingPathComponent("photo.jpg")
-        try SampleImages.jpeg(width: 2400, height: 1600).write(to: url)
-        let gate = WideDecodeGate(holdingWiderThan: 700)
+        let scene = try await Scene.shown()
+        let (url, gate, store, model) = (scene.url, scene.gate, scene.store, scene.model)
         defer { gate.open() }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decoder = gate
-        }
-        let small = CGSize(width: 100, height: 67)
-        let model = CachedImageModel(url: url, displayScale: 2, layoutSize: small, store: store)
-        await model.load()
         model.disappear()
         model.layoutChanged(to: CGSize(width: 400, height: 267))
-        try SampleImages.jpeg(width: 1200, height: 1200, seed: 5).write(to: url)
+        try scene.saveOver()
         let hydration = Task { await model.load() }  // shown again: an 800 px load, held at the gate
         try await waitUntil { @MainActor in model.isLoading && gate.heldCount == 1 }
         let replacement = CachedImageModel(
-            url: url, displayScale: 1, layoutSize: small, replacing: model, store: store)
+            url: url, displayScale: 1, layoutSize: Scene.small, replacing: model, store: store)
         model.disappear()
         await hydration.value
         await replacement.load()
