@@ -177,7 +177,7 @@ extension ImageStore {
         // A `removeAll()` meanwhile removed the entry: nothing is left to refresh or replace. One of another
         // store on the folder emptied only that store's memory: this one's still holds the image, which
         // bytes that changed (and read as an image) show to be out of date, so it forgets it, and the next
-        // load asks again. (The changed bytes are not kept: that removeAll() may have begun after them.)
+        // load asks again. (The changed bytes are not kept: they were asked for before that removeAll().)
         guard generation == disk.generation else {
             if case .modified(let data, _) = result, data != originals.value(forKey: url.cacheKey)?.data,
                 (try? ImageHeader.parse(data)) != nil
