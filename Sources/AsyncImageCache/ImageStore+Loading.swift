@@ -151,8 +151,8 @@ extension ImageStore {
     /// once, the image is fetched afresh from the source within the same load (`isSecondTry`).
     ///
     /// A local file that fails to read or decode after it changed under the load (read while another
-    /// program rewrote it in place: cut short, empty, or gone for a moment) is read again, once, at
-    /// its new version within the same load.
+    /// program rewrote it in place: cut short, empty, or gone for a moment), or that was saved over
+    /// while its bytes decoded, is read again, once, at its new version within the same load.
     ///
     /// `fetchSlot` is the run's slot of ``fetchSlots``, which its download's redirects move: the run gives
     /// it back as it gets a decode slot, so that another load may start fetching. A second try after a
@@ -160,7 +160,8 @@ extension ImageStore {
     /// (a fetch of its URL was in flight), takes one should that fetch end before the run joins it.
     private func prepare(
         _ request: ImageRequest, fileVersion: FileStamp?, priority: RunPriority,
-        fetchSlot: FetchSlotHold? = nil, countsOnFetch: Bool = false, isSecondTry: Bool = false
+        fetchSlot: FetchSlotHold? = nil, countsOnFetch: Bool = false, isSecondTry: Bool = false,
+        decodedBefore: (data: Data, bitmap: Bitmap)? = nil
     ) async -> Result<PreparedImage, ImageLoadingError> {
         let fetched: FetchedOriginal
         switch await original(
@@ -185,14 +186,20 @@ extension ImageStore {
         // Waits for a decode slot, then lets another load start fetching; a run cancelled meanwhile never
         // decodes, and one cancelled while it decodes stops at the decoder's next check.
         let cancellation = DecodeCancellation(rowObserver: configuration.decodeRowObserver)
-        let rendered = await decodeSlots.run(priority: priority, cancellation: cancellation) {
-            [self] () -> Result<Bitmap, ImageDecodingError> in
-            fetchSlot?.giveBack()
-            return Result { () throws(ImageDecodingError) in
-                // Only a visible load spends other cores to finish sooner; a prefetch has nobody waiting.
-                try render(
-                    fetched.original, for: request, cancellation: cancellation,
-                    mayUseOtherCores: priority.current == .normal)
+        let rendered: Result<Bitmap, ImageDecodingError>?
+        if let decodedBefore, decodedBefore.data == fetched.original.data {
+            // The file's dates changed while its bytes decoded, not the bytes (touched, or given an attribute).
+            rendered = .success(decodedBefore.bitmap)
+        } else {
+            rendered = await decodeSlots.run(priority: priority, cancellation: cancellation) {
+                [self] () -> Result<Bitmap, ImageDecodingError> in
+                fetchSlot?.giveBack()
+                return Result { () throws(ImageDecodingError) in
+                    // Only a visible load spends other cores to finish sooner; a prefetch has nobody waiting.
+                    try render(
+                        fetched.original, for: request, cancellation: cancellation,
+                        mayUseOtherCores: priority.current == .normal)
+                }
             }
         }
         let bitmap: Bitmap
@@ -227,6 +234,15 @@ extension ImageStore {
             if isSecondTry || Task.isCancelled { return .failure(.decodingFailed(error)) }
             return await prepare(request, fileVersion: fileVersion, priority: priority, isSecondTry: true)
         case .success(let value)?:
+            // A local file saved over while its bytes decoded (a photo edited in place) no longer holds this
+            // picture: the file is read again, once, and its new version decoded, so the load neither delivers
+            // nor keeps an image of bytes that are gone. Nobody else takes these bytes either.
+            if !isSecondTry, let changed = changedVersion(of: request.url, since: fetched.original.fileStamp) {
+                forgetDecoding(fetched, for: request.url, everyHold: true)
+                return await prepare(
+                    request, fileVersion: changed, priority: priority, isSecondTry: true,
+                    decodedBefore: (fetched.original.data, value))
+            }
             bitmap = value
         }
         let prepared = PreparedImage(

@@ -130,6 +130,29 @@ import Testing
         #expect(store.statistics.sourceFetches == 2)
     }
 
+    /// A photo saved over in place while its whole, good bytes decode (an editor saving as the view
+    /// loads): the load decodes the file again at its new version, and delivers and keeps that, rather
+    /// than the picture the file no longer holds.
+    @Test func aFileSavedOverWhileItsBytesDecodeIsDeliveredAtItsNewVersion() async throws {
+        let folder = TemporaryDirectory("rewrite")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try Self.photo.write(to: file)
+        let gate = GatedDecoder(holdingOnly: Self.photo)
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+        }
+        let request = ImageRequest(url: file, targetWidth: 150)
+        let load = Task { await outcome(of: request, in: store) }
+        try await waitUntil { gate.enteredCount == 1 }
+        try Self.portrait.write(to: file)
+        gate.open()
+        #expect(try await load.value.get().pixelSize == PixelSize(width: 150, height: 225))
+        #expect(store.statistics.sourceFetches == 2)
+        #expect(store.cachedImage(for: request)?.pixelSize == PixelSize(width: 150, height: 225))
+        #expect(store.cachedPixelSize(for: file) == CGSize(width: 160, height: 240))
+        #expect(store.cachedOriginalBytes(for: file)?.data == Self.portrait)
+    }
+
     /// Replaced by deleting it and writing a new one: the read finds no file, which is there again
     /// by the time the load looks.
     @Test func aFileGoneForAMomentWhileItIsReplacedIsReadAgain() async throws {
@@ -169,8 +192,10 @@ import Testing
     }
 
     /// Something that touches each file it reads (a loader keeping its own recency by date) changes
-    /// the dates, not the bytes: the second read gives the same bytes, and it stands.
-    @Test func aFileTouchedAfterEachReadLoadsAfterTwoReads() async throws {
+    /// the dates, not the bytes: the second read gives the same bytes, and it stands. The file has
+    /// changed dates again once they decode, so the load reads it again (twice, for the same reason),
+    /// finds the same bytes and keeps the image it decoded: one decode.
+    @Test func aFileTouchedAfterEachReadIsDecodedOnce() async throws {
         let folder = TemporaryDirectory("rewrite")
         let loader = RewritingLoader { _, url in
             _ = utimensat(AT_FDCWD, url.path, nil, 0)  // now, to the nanosecond
@@ -179,7 +204,8 @@ import Testing
         let (file, store) = try makeStore(reading: Self.photo, through: loader, in: folder)
         let result = await outcome(of: ImageRequest(url: file, targetWidth: 150), in: store)
         #expect(try result.get().pixelSize == PixelSize(width: 150, height: 100))
-        #expect(loader.readCount == 2)
+        #expect(loader.readCount == 4)
+        #expect(store.statistics.decodes == 1)
     }
 
     /// The bytes came whole from the file that was there; a later load finds it gone.

@@ -252,9 +252,10 @@ import Testing
         #expect(store.cachedPixelSize(for: link) == CGSize(width: 200, height: 200))
     }
 
-    /// A load that read a file before it changed may deliver the old picture, but once a load has read the
-    /// new one, the old one's decode landing late keeps nothing: memory answers with the file as it is now.
-    @Test func anOldVersionDecodedAfterALoadOfTheNewOneIsDeliveredButNotKept() async throws {
+    /// A load whose decode of the old version lands after the file was saved over (and after a load of the
+    /// new version, at another width) reads and decodes the file again: it delivers, and memory keeps, the
+    /// file as it is now.
+    @Test func aLoadWhoseFileWasSavedOverWhileItDecodedDeliversTheNewVersion() async throws {
         let folder = TemporaryDirectory("local")
         let wide = ImageRequest(url: folder.url.appendingPathComponent("photo.jpg"), targetWidth: 150)
         let (store, gate, oldLoad) = try await loadHeldWhileTheFileChanges(wide, in: folder)
@@ -263,10 +264,39 @@ import Testing
         let narrow = try await store.image(for: ImageRequest(url: file, targetWidth: 100))
         #expect(narrow.pixelSize == PixelSize(width: 100, height: 100))
         gate.open()
-        #expect(try await oldLoad.value == PixelSize(width: 150, height: 100))
-        #expect(store.cachedImage(for: wide)?.pixelSize == nil)
+        #expect(try await oldLoad.value == PixelSize(width: 150, height: 150))
+        #expect(store.cachedImage(for: wide)?.pixelSize == PixelSize(width: 150, height: 150))
         #expect(store.cachedPixelSize(for: file) == CGSize(width: 200, height: 200))
         #expect(store.cachedOriginalBytes(for: file)?.pixelSize == CGSize(width: 200, height: 200))
+    }
+
+    /// The file is saved over while a load decodes it, and again while the load decodes the new version,
+    /// which another load reads meanwhile: the first load, which reads the file again only once, delivers
+    /// the version it decoded second, but memory keeps nothing of it, since a load has read a newer one.
+    @Test func aSecondDecodeOvertakenByALoadOfANewerVersionIsDeliveredButNotKept() async throws {
+        let folder = TemporaryDirectory("local")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        let first = try SampleImages.jpeg(width: 300, height: 200)
+        let second = try SampleImages.jpeg(width: 200, height: 200, seed: 3)
+        let third = try SampleImages.jpeg(width: 160, height: 240, seed: 5)
+        try first.write(to: file)
+        let gate = GatedDecoder(holdingOnly: second)
+        defer { gate.open() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = SavingOverDecoder(file: file, savesOver: [first: second], base: gate)
+            $0.decodeConcurrency = 2
+        }
+        let wide = ImageRequest(url: file, targetWidth: 150)
+        let load = Task { try await store.image(for: wide).pixelSize }
+        try await waitUntil { gate.enteredCount == 1 }  // the second version read again and held
+        try third.write(to: file)
+        let narrow = try await store.image(for: ImageRequest(url: file, targetWidth: 100))
+        #expect(narrow.pixelSize == PixelSize(width: 100, height: 150))
+        gate.open()
+        #expect(try await load.value == PixelSize(width: 150, height: 150))
+        #expect(store.cachedImage(for: wide) == nil)
+        #expect(store.cachedPixelSize(for: file) == CGSize(width: 160, height: 240))
+        #expect(store.cachedOriginalBytes(for: file)?.data == third)
     }
 
     /// A load made after the file changed does not wait for a load of the same request still decoding
@@ -283,7 +313,9 @@ import Testing
         #expect(gate.enteredCount == 1)
         gate.open()
         #expect(try await newLoad.value == PixelSize(width: 100, height: 100))
-        #expect(try await oldLoad.value == PixelSize(width: 100, height: 67))
+        // The old load finds, after its decode, that the file changed, and decodes the new version too.
+        #expect(try await oldLoad.value == PixelSize(width: 100, height: 100))
+        #expect(store.statistics.decodes == 3)
         #expect(store.cachedImage(for: request)?.pixelSize == PixelSize(width: 100, height: 100))
         #expect(store.cachedPixelSize(for: file) == CGSize(width: 200, height: 200))
     }
@@ -329,7 +361,7 @@ import Testing
     /// A load reads a local file and decodes it; meanwhile the file is rewritten with a picture of
     /// another size, and `cachedPixelSize(for:)` reads the new header and answers the new size. The
     /// decode of the old version, landing after that, was kept and took the size back to the old one,
-    /// though the store had seen the new version.
+    /// though the store had seen the new version; now the load decodes the new version instead.
     @Test func aDecodeOfAnOlderVersionLandingLateDoesNotTakeTheSizeBack() async throws {
         let folder = TemporaryDirectory("local-late-size")
         let file = folder.url.appendingPathComponent("photo.jpg")
@@ -344,8 +376,23 @@ import Testing
         try SampleImages.jpeg(width: 200, height: 50, seed: 3).write(to: file)
         #expect(store.cachedPixelSize(for: file) == CGSize(width: 200, height: 50))
         decoder.open()
-        #expect(try await load.value.pixelSize == PixelSize(width: 40, height: 20), "the old version is delivered")
+        #expect(try await load.value.pixelSize == PixelSize(width: 40, height: 10), "the new version is delivered")
         #expect(store.cachedPixelSize(for: file) == CGSize(width: 200, height: 50))
-        #expect(store.cachedImage(for: ImageRequest(url: file, targetWidth: 40))?.pixelSize == nil, "but not kept")
+        #expect(
+            store.cachedImage(for: ImageRequest(url: file, targetWidth: 40))?.pixelSize
+                == PixelSize(width: 40, height: 10))
+    }
+}
+
+/// Decodes through `base`; a decode of bytes that `savesOver` lists first writes the bytes they map to
+/// over `file`, as an editor saving a photo while a load decodes it.
+private struct SavingOverDecoder: ImageDecoding {
+    let file: URL
+    let savesOver: [Data: Data]
+    let base: any ImageDecoding
+
+    func decode(_ data: Data, context: ImageDecodingContext) throws(ImageDecodingError) -> Bitmap {
+        if let saved = savesOver[data] { try? saved.write(to: file) }
+        return try base.decode(data, context: context)
     }
 }
