@@ -274,7 +274,9 @@ public final class CachedImageModel {
     /// the image covers the layout, or the load failed. Waits for a first layout when there is none.
     /// A local file's image drawn from memory, or kept by the model while it was not shown, is drawn at
     /// once, and the store then checks the file in the background: when it changed on disk since it was
-    /// decoded, the new decode replaces it. A remote image drawn that way is checked with its server when
+    /// decoded, the new decode replaces it. A check that fails (the file deleted, or no longer an image)
+    /// leaves the image drawn, as ``image`` is never set back to `nil`, but the store forgets the file's
+    /// image, size and bytes: a model made for the URL after that loads it afresh. A remote image drawn that way is checked with its server when
     /// its HTTP caching facts say it is stale, once each time the model is shown: the image drawn stays,
     /// and a changed one replaces it in the store, for the next time the view is shown.
     /// Returns at once, loading nothing, when ``displayScale`` is not a positive number.

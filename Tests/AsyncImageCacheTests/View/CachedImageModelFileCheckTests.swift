@@ -146,4 +146,30 @@ import Testing
         #expect(drawn?.width == drawn?.height, "still the old photo: \(String(describing: drawn))")
         replacement.disappear()
     }
+
+    /// A model shown again after its photo was deleted checks the file, and the check fails: the model goes on
+    /// drawing the image it has (``CachedImageModel/image`` is never set back to `nil`), while the store forgets
+    /// the file's image and size, so a model made for the URL afterwards finds nothing and draws no image.
+    @Test func aCheckFindingTheFileDeletedKeepsTheImageDrawnWhileTheStoreForgetsIt() async throws {
+        let scene = try await Scene.shown()
+        let (url, store, model) = (scene.url, scene.store, scene.model)
+        defer { scene.gate.open() }
+        let request = try #require(model.lastRequest)
+        #expect(store.cachedImage(for: request) != nil)
+        model.disappear()
+        try FileManager.default.removeItem(at: url)
+
+        await model.load()  // shown again: the file is checked
+        try await waitUntil { @MainActor in model.fileCheck == nil }
+        #expect(model.image?.pixelSize == PixelSize(width: 200, height: 133))
+        #expect(store.cachedImage(for: request) == nil)
+        #expect(store.cachedPixelSize(for: url) == nil)
+        model.disappear()
+
+        let later = CachedImageModel(url: url, displayScale: 2, layoutSize: Scene.small, store: store)
+        await later.load()
+        #expect(later.image == nil)
+        #expect(later.reservedSize == nil)
+        later.disappear()
+    }
 }
