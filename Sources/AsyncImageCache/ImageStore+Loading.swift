@@ -34,7 +34,9 @@ extension ImageStore {
     ///
     /// Concurrent loads of the same request share one fetch and one decode; loads of the same URL
     /// at different widths share one fetch. A load of a local file that changed since a load of it
-    /// began shares neither: it reads the file again. For the reason of a failure use ``image(for:)``.
+    /// began shares neither: it reads the file again. One whose file is saved over while it decodes
+    /// reads and decodes it again, once, and brings the new version. For the reason of a failure use
+    /// ``image(for:)``.
     ///
     /// The image may be wider than `request` asks for: a larger decode already in memory that looks
     /// the same at this width serves it, as for ``cachedImage(for:)``. Draw it scaled to the frame.
