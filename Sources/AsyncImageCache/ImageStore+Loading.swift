@@ -263,6 +263,9 @@ extension ImageStore {
             {
                 return false
             }
+            // Read from a file missing when the load statted it and gone again after the read: they belong to
+            // no version. Delivered, not kept: kept, they would match the missing file of every later load.
+            if request.url.isFileURL, fetched.original.fileStamp == nil { return false }
             // Downloaded bytes bring their response's facts in this step too, before the bytes and the variant
             // are in memory: a hit on either before `keepOnDisk` records them (on another thread, even before
             // this step ends) would find none, and no file, and take them for stale.

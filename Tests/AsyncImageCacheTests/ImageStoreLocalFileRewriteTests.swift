@@ -225,6 +225,31 @@ import Testing
         }
     }
 
+    /// Missing when the load looks, written just before the read and deleted right after it (a program
+    /// that writes a file and moves it on): the bytes were read from a file that was there, so the load may
+    /// deliver them, but memory keeps none of them. Kept, they matched the "no file" every later load
+    /// found, and a file long gone was served from memory.
+    @Test func bytesOfAFileMissingBeforeAndAfterItsReadAreNotServedOnceItIsGone() async throws {
+        let folder = TemporaryDirectory("rewrite")
+        let loader = RewritingLoader(
+            beforeRead: { read, url in if read == 1 { try? Self.photo.write(to: url) } },
+            afterRead: { read, url in
+                if read == 1 { try? FileManager.default.removeItem(at: url) }
+                return nil
+            })
+        let (file, store) = try makeStore(reading: nil, through: loader, in: folder)
+        let request = ImageRequest(url: file, targetWidth: 150)
+        #expect(try await outcome(of: request, in: store).get().pixelSize == PixelSize(width: 150, height: 100))
+        #expect(store.cachedImage(for: request) == nil)
+        #expect(store.cachedPixelSize(for: file) == nil)
+        #expect(store.cachedOriginalBytes(for: file) == nil)
+        guard case .failure(.fileUnavailable) = await outcome(of: request, in: store) else {
+            Issue.record("a load of the deleted file should fail")
+            return
+        }
+        #expect(loader.readCount == 2)
+    }
+
     /// Missing when the load looks, written just before the read and rewritten during it: the read is
     /// checked like any other.
     @Test func aFileThatAppearsAndChangesDuringTheReadIsReadAgain() async throws {
