@@ -90,8 +90,18 @@ extension ImageStore {
         try await prepared(request).get().image.value
     }
 
+    /// The image for `request`, from memory or from a run of the pipeline.
+    ///
+    /// A run of a local file is shared by the loads that found the file at the version it began with, and
+    /// may move on to another version (the file changed as it was read or decoded). A load that joined it
+    /// after that, finding the file back at the first version (a symbolic link pointed back where it was, a
+    /// file gone again), would deliver a picture the file held at no time during the load: a load whose run
+    /// brings another version than it found, while the file is at the one it found, loads again, once
+    /// (`isSecondLook`). One that finds the file at a third version delivers the run's: the file held that
+    /// after the load began, unless it went back and moved on again, and a file that keeps changing (its
+    /// dates touched at each read) would otherwise be read and decoded twice in every load.
     func prepared(
-        _ request: ImageRequest, priority: ImageLoadPriority = .normal
+        _ request: ImageRequest, priority: ImageLoadPriority = .normal, isSecondLook: Bool = false
     ) async -> Result<PreparedImage, ImageLoadingError> {
         let hit = variants.value(for: request)
         // A local file may have changed since it was decoded, or since a load in flight read it: one
@@ -139,6 +149,11 @@ extension ImageStore {
             defer { fetchSlot?.giveBack() }
             return await prepare(
                 request, fileVersion: version, priority: priority, fetchSlot: fetchSlot, countsOnFetch: countsOnFetch)
+        }
+        if !isSecondLook, case .success(let image) = outcome, request.url.isLocalFileURL,
+            image.fileStamp != version, !Task.isCancelled, fileStamp(of: request.url) == version
+        {
+            return await prepared(request, priority: priority, isSecondLook: true)
         }
         if case .failure(let error) = outcome, error != .cancelled { count { $0.failures += 1 } }
         // The run may have been started by a load that wrote the URL another way (`HTTP://`).

@@ -250,6 +250,42 @@ import Testing
         #expect(loader.readCount == 2)
     }
 
+    /// Missing when a load looks, written just before it reads: the load reads it again at the version
+    /// found after the read and decodes it (held); the file is deleted, and a second load, which finds it
+    /// missing, joins that run. The run brings the photo of a file that is gone by then: both loads load
+    /// again and fail, and memory keeps nothing. Before, both delivered the photo, the second one though
+    /// the file was missing throughout its load. Found by a randomized exploration of local files.
+    @Test func loadsWhoseRunBringsTheVersionOfAFileGoneAgainLoadAgainAndFail() async throws {
+        let folder = TemporaryDirectory("rewrite")
+        let loader = RewritingLoader(
+            beforeRead: { read, url in if read == 1 { try? Self.photo.write(to: url) } },
+            afterRead: { _, _ in nil })
+        let gate = GatedDecoder(holdingOnly: Self.photo)
+        defer { gate.open() }
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.dataLoader = loader
+            $0.decoder = gate
+        }
+        let request = ImageRequest(url: file, targetWidth: 150)
+        let first = Task { await outcome(of: request, in: store) }
+        try await waitUntil { gate.enteredCount == 1 }
+        try FileManager.default.removeItem(at: file)
+        let second = Task { await outcome(of: request, in: store) }
+        try await waitUntil { store.variantRuns.waiterCount(for: request) == 2 }
+        gate.open()
+        for load in [first, second] {
+            guard case .failure(.fileUnavailable) = await load.value else {
+                Issue.record("a load of the deleted file gave \(await load.value)")
+                continue
+            }
+        }
+        #expect(store.cachedImage(for: request) == nil)
+        #expect(store.cachedPixelSize(for: file) == nil)
+        // Two reads by the run; the second looks share a third, unless one ends before the other looks.
+        #expect((3...4).contains(loader.readCount))
+    }
+
     /// Missing when the load looks, written just before the read and rewritten during it: the read is
     /// checked like any other.
     @Test func aFileThatAppearsAndChangesDuringTheReadIsReadAgain() async throws {

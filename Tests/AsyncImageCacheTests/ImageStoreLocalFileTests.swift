@@ -272,7 +272,8 @@ import Testing
 
     /// The file is saved over while a load decodes it, and again while the load decodes the new version,
     /// which another load reads meanwhile: the first load, which reads the file again only once, delivers
-    /// the version it decoded second, but memory keeps nothing of it, since a load has read a newer one.
+    /// the version it decoded second (the file held it after the load began), but memory keeps nothing of
+    /// it, since a load has read a newer one.
     @Test func aSecondDecodeOvertakenByALoadOfANewerVersionIsDeliveredButNotKept() async throws {
         let folder = TemporaryDirectory("local")
         let file = folder.url.appendingPathComponent("photo.jpg")
@@ -297,6 +298,52 @@ import Testing
         #expect(store.cachedImage(for: wide) == nil)
         #expect(store.cachedPixelSize(for: file) == CGSize(width: 160, height: 240))
         #expect(store.cachedOriginalBytes(for: file)?.data == third)
+    }
+
+    /// A symbolic link to the photo is pointed at a portrait while a load decodes the photo, so the load's
+    /// run decodes the portrait next; while it does, the link is pointed back at the photo (the version the
+    /// run began with) and a second load starts, which joins that run. The run brings the portrait, which
+    /// the link no longer points at: both loads load again and deliver the photo. Before, both delivered
+    /// the portrait, the second one though the link pointed at the photo throughout its load. Found by a
+    /// randomized exploration of local files.
+    @Test func loadsWhoseRunBringsAVersionTheLinkNoLongerPointsAtLoadAgain() async throws {
+        let folder = TemporaryDirectory("local")
+        let (link, photoFile, portraitFile) = (
+            folder.url.appendingPathComponent("photo.jpg"), folder.url.appendingPathComponent("a.jpg"),
+            folder.url.appendingPathComponent("b.jpg")
+        )
+        let photo = try SampleImages.jpeg(width: 300, height: 200)
+        let portrait = try SampleImages.jpeg(width: 160, height: 240, seed: 5)
+        try photo.write(to: photoFile)
+        try portrait.write(to: portraitFile)
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: photoFile)
+        func point(at target: URL) throws {
+            try FileManager.default.removeItem(at: link)
+            try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
+        }
+        let portraitGate = GatedDecoder(holdingOnly: portrait)
+        let photoGate = GatedDecoder(holdingOnly: photo, base: portraitGate)
+        defer {
+            photoGate.open()
+            portraitGate.open()
+        }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = photoGate
+        }
+        let request = ImageRequest(url: link, targetWidth: 150)
+        let first = Task { try await store.image(for: request).pixelSize }
+        try await waitUntil { photoGate.enteredCount == 1 }
+        try point(at: portraitFile)
+        photoGate.open()
+        try await waitUntil { portraitGate.enteredCount == 1 }  // the run's second decode, held
+        try point(at: photoFile)
+        let second = Task { try await store.image(for: request).pixelSize }
+        try await waitUntil { store.variantRuns.waiterCount(for: request) == 2 }
+        portraitGate.open()
+        #expect(try await first.value == PixelSize(width: 150, height: 100))
+        #expect(try await second.value == PixelSize(width: 150, height: 100))
+        #expect(store.cachedImage(for: request)?.pixelSize == PixelSize(width: 150, height: 100))
+        #expect(store.cachedPixelSize(for: link) == CGSize(width: 300, height: 200))
     }
 
     /// A load made after the file changed does not wait for a load of the same request still decoding

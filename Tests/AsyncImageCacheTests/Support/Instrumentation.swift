@@ -31,16 +31,21 @@ final class GatedDecoder: ImageDecoding, @unchecked Sendable {
     private var cancellations: [Bool] = []
     private let failsWhenCancelled: Bool
     private let heldBytes: Data?
-    private let base = ImageDecoders.Default()
+    private let base: any ImageDecoding
 
     /// - Parameters:
     ///   - failsWhenCancelled: Whether a decode whose load was cancelled by the time it passes the
     ///     gate throws, as a careless decoder might, `.corrupt` rather than `.cancelled`.
     ///   - bytes: When given, only decodes of these bytes are held (and counted); others decode at once.
-    init(open: Bool = false, failsWhenCancelled: Bool = false, holdingOnly bytes: Data? = nil) {
+    ///   - base: The decoder that decodes past the gate: the default decoders, or another gate.
+    init(
+        open: Bool = false, failsWhenCancelled: Bool = false, holdingOnly bytes: Data? = nil,
+        base: any ImageDecoding = ImageDecoders.Default()
+    ) {
         isOpen = open
         self.failsWhenCancelled = failsWhenCancelled
         heldBytes = bytes
+        self.base = base
     }
 
     /// Decodes that have started.
