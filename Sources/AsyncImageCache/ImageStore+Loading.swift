@@ -93,13 +93,15 @@ extension ImageStore {
     /// The image for `request`, from memory or from a run of the pipeline.
     ///
     /// A run of a local file is shared by the loads that found the file at the version it began with, and
-    /// may move on to another version (the file changed as it was read or decoded). A load that joined it
-    /// after that, finding the file back at the first version (a symbolic link pointed back where it was, a
-    /// file gone again), would deliver a picture the file held at no time during the load: a load whose run
-    /// brings another version than it found, while the file is at the one it found, loads again, once
-    /// (`isSecondLook`). One that finds the file at a third version delivers the run's: the file held that
-    /// after the load began, unless it went back and moved on again, and a file that keeps changing (its
-    /// dates touched at each read) would otherwise be read and decoded twice in every load.
+    /// may move on to another version (the file changed as it was read or decoded). A load that finds no
+    /// file shares nothing. A load that joined a run after it moved on, finding the file back at the first
+    /// version, would deliver a picture the file held at no time during the load. Stamps seldom allow it
+    /// (a file's status change time only grows, and a symbolic link pointed back is a new link), but a
+    /// folder of the path that is a link pointed elsewhere and back does: a load whose run brings another
+    /// version than it found, while the file is at the one it found, loads again, once (`isSecondLook`).
+    /// One that finds the file at a third version delivers the run's: the file held that after the load
+    /// began, and a file that keeps changing (its dates touched at each read) would otherwise be read and
+    /// decoded twice in every load.
     func prepared(
         _ request: ImageRequest, priority: ImageLoadPriority = .normal, isSecondLook: Bool = false
     ) async -> Result<PreparedImage, ImageLoadingError> {
@@ -118,7 +120,10 @@ extension ImageStore {
             }
             variants.removeVariants(of: request.url)
         }
-        let key = runKey(request, for: request.url, fileVersion: version)
+        // A load that finds no file shares nothing: a run or fetch begun when the file was missing too may
+        // have read it meanwhile, while it was there, before this load began.
+        let runVersion = version ?? (request.url.isLocalFileURL ? FileStamp.unshared() : nil)
+        let key = runKey(request, for: request.url, fileVersion: runVersion)
         let outcome = await variantRuns.value(for: key, priority: priority) { [self] priority in
             // A visible run fetches once one of the few ``fetchSlots`` is free, and gives it back as it
             // gets a decode slot (or ends); a prefetch's run is bounded by ``prefetchConcurrency`` (per source), and one
@@ -148,7 +153,8 @@ extension ImageStore {
             if let fetchSlot { priority.whenLowered { [weak fetchSlot] in fetchSlot?.giveBack() } }
             defer { fetchSlot?.giveBack() }
             return await prepare(
-                request, fileVersion: version, priority: priority, fetchSlot: fetchSlot, countsOnFetch: countsOnFetch)
+                request, fileVersion: runVersion, priority: priority, fetchSlot: fetchSlot,
+                countsOnFetch: countsOnFetch)
         }
         if !isSecondLook, case .success(let image) = outcome, request.url.isLocalFileURL,
             image.fileStamp != version, !Task.isCancelled, fileStamp(of: request.url) == version

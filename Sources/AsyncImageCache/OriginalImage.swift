@@ -25,26 +25,55 @@ struct OriginalImage: Sendable {
 /// through a symbolic link pointed elsewhere, that kept the old one's date and size (`cp -p`, `rsync`, `tar`
 /// and `curl -R` all set the date they copied). The status change time, which nobody can set, tells apart
 /// a file written in place and given back its old date (`cp -p` over an existing file).
+///
+/// A path that is a symbolic link adds the link's own inode and status change time: a link pointed elsewhere
+/// and back is a new link, so bytes read while it pointed elsewhere are not taken for the version before
+/// (the stat before the read and the one after it would both find the same file). A link in a folder of the
+/// path is not looked at.
 struct FileStamp: Hashable, Sendable {
     let modificationTime: timespec
     let changeTime: timespec
     let byteCount: Int
     let device: UInt64
     let inode: UInt64
+    /// For a path that is a symbolic link, the link's inode; `0` otherwise.
+    let linkInode: UInt64
+    /// For a path that is a symbolic link, the link's status change time; zero otherwise.
+    let linkChangeTime: timespec
 
-    init(modificationTime: timespec, changeTime: timespec, byteCount: Int, device: UInt64, inode: UInt64) {
+    init(
+        modificationTime: timespec, changeTime: timespec, byteCount: Int, device: UInt64, inode: UInt64,
+        linkInode: UInt64 = 0, linkChangeTime: timespec = timespec()
+    ) {
         self.modificationTime = modificationTime
         self.changeTime = changeTime
         self.byteCount = byteCount
         self.device = device
         self.inode = inode
+        self.linkInode = linkInode
+        self.linkChangeTime = linkChangeTime
     }
+
+    /// A stamp that no file has and no other call returns: the version a load that found no file runs
+    /// under, so that it shares no run, fetch or bytes with another load (see ``ImageStore/prepared(_:priority:isSecondLook:)``).
+    static func unshared() -> FileStamp {
+        let number = unsharedCount.withLock {
+            $0 += 1
+            return $0
+        }
+        return FileStamp(
+            modificationTime: timespec(), changeTime: timespec(), byteCount: -1, device: .max, inode: number)
+    }
+
+    private static let unsharedCount = LockedBox<UInt64>(0)
 
     static func == (lhs: FileStamp, rhs: FileStamp) -> Bool {
         lhs.byteCount == rhs.byteCount && lhs.modificationTime.tv_sec == rhs.modificationTime.tv_sec
             && lhs.modificationTime.tv_nsec == rhs.modificationTime.tv_nsec
             && lhs.changeTime.tv_sec == rhs.changeTime.tv_sec && lhs.changeTime.tv_nsec == rhs.changeTime.tv_nsec
-            && lhs.device == rhs.device && lhs.inode == rhs.inode
+            && lhs.device == rhs.device && lhs.inode == rhs.inode && lhs.linkInode == rhs.linkInode
+            && lhs.linkChangeTime.tv_sec == rhs.linkChangeTime.tv_sec
+            && lhs.linkChangeTime.tv_nsec == rhs.linkChangeTime.tv_nsec
     }
 
     func hash(into hasher: inout Hasher) {
@@ -55,11 +84,14 @@ struct FileStamp: Hashable, Sendable {
         hasher.combine(changeTime.tv_nsec)
         hasher.combine(device)
         hasher.combine(inode)
+        hasher.combine(linkInode)
+        hasher.combine(linkChangeTime.tv_sec)
+        hasher.combine(linkChangeTime.tv_nsec)
     }
 }
 
-/// How the store looks at local files before reading them: one `stat` for their version. Tests
-/// replace it with a spy that counts calls.
+/// How the store looks at local files before reading them: one `lstat` for their version (and a `stat` of
+/// the target of a symbolic link). Tests replace it with a spy that counts calls.
 protocol FileInspecting: Sendable {
     /// The version of the file at `path`, or `nil` when there is no regular file there.
     func stamp(ofFileAt path: FileSystemPath) -> FileStamp?
@@ -69,16 +101,32 @@ protocol FileInspecting: Sendable {
 struct SystemFileInspector: FileInspecting {
     func stamp(ofFileAt path: FileSystemPath) -> FileStamp? {
         var info = stat()
-        guard path.withCString({ stat($0, &info) }) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        let (device, inode) = (UInt64(truncatingIfNeeded: info.st_dev), UInt64(truncatingIfNeeded: info.st_ino))
+        guard path.withCString({ lstat($0, &info) }) == 0 else { return nil }
+        var link: (inode: UInt64, changeTime: timespec) = (0, timespec())
+        if info.st_mode & S_IFMT == S_IFLNK {
+            link = (UInt64(truncatingIfNeeded: info.st_ino), Self.changeTime(of: info))
+            guard path.withCString({ stat($0, &info) }) == 0 else { return nil }
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return FileStamp(
+            modificationTime: Self.modificationTime(of: info), changeTime: Self.changeTime(of: info),
+            byteCount: Int(info.st_size), device: UInt64(truncatingIfNeeded: info.st_dev),
+            inode: UInt64(truncatingIfNeeded: info.st_ino), linkInode: link.inode, linkChangeTime: link.changeTime)
+    }
+
+    private static func modificationTime(of info: stat) -> timespec {
         #if canImport(Darwin)
-        return FileStamp(
-            modificationTime: info.st_mtimespec, changeTime: info.st_ctimespec, byteCount: Int(info.st_size),
-            device: device, inode: inode)
+        info.st_mtimespec
         #else
-        return FileStamp(
-            modificationTime: info.st_mtim, changeTime: info.st_ctim, byteCount: Int(info.st_size), device: device,
-            inode: inode)
+        info.st_mtim
+        #endif
+    }
+
+    private static func changeTime(of info: stat) -> timespec {
+        #if canImport(Darwin)
+        info.st_ctimespec
+        #else
+        info.st_ctim
         #endif
     }
 }

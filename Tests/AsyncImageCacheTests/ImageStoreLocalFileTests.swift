@@ -300,13 +300,63 @@ import Testing
         #expect(store.cachedOriginalBytes(for: file)?.data == third)
     }
 
+    /// `current`, a symbolic link to the folder `a` (holding the photo as `photo.jpg`), is pointed at `b`
+    /// (holding a portrait of that name) while a load of `current/photo.jpg` decodes the photo, so the load's
+    /// run decodes the portrait next; while it does, the link is pointed back at `a`, and a second load, which
+    /// finds the photo's very stamp (the file's, reached through a folder), joins that run. The run brings
+    /// the portrait, which the path no longer leads to: both loads load again and deliver the photo. Before,
+    /// both delivered the portrait, the second one though the path led to the photo throughout its load.
+    /// Found by a randomized exploration of local files.
+    @Test func loadsWhoseRunBringsAVersionTheFolderLinkNoLongerLeadsToLoadAgain() async throws {
+        let folder = TemporaryDirectory("local")
+        let (current, a, b) = (
+            folder.url.appendingPathComponent("current"), folder.url.appendingPathComponent("a"),
+            folder.url.appendingPathComponent("b")
+        )
+        let photo = try SampleImages.jpeg(width: 300, height: 200)
+        let portrait = try SampleImages.jpeg(width: 160, height: 240, seed: 5)
+        for (subfolder, contents) in [(a, photo), (b, portrait)] {
+            try FileManager.default.createDirectory(at: subfolder, withIntermediateDirectories: false)
+            try contents.write(to: subfolder.appendingPathComponent("photo.jpg"))
+        }
+        try FileManager.default.createSymbolicLink(at: current, withDestinationURL: a)
+        func point(at target: URL) throws {
+            try FileManager.default.removeItem(at: current)
+            try FileManager.default.createSymbolicLink(at: current, withDestinationURL: target)
+        }
+        let portraitGate = GatedDecoder(holdingOnly: portrait)
+        let photoGate = GatedDecoder(holdingOnly: photo, base: portraitGate)
+        defer {
+            photoGate.open()
+            portraitGate.open()
+        }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decoder = photoGate
+        }
+        let file = current.appendingPathComponent("photo.jpg")
+        let request = ImageRequest(url: file, targetWidth: 150)
+        let first = Task { try await store.image(for: request).pixelSize }
+        try await waitUntil { photoGate.enteredCount == 1 }
+        try point(at: b)
+        photoGate.open()
+        try await waitUntil { portraitGate.enteredCount == 1 }  // the run's second decode, held
+        try point(at: a)
+        let second = Task { try await store.image(for: request).pixelSize }
+        try await waitUntil { store.variantRuns.waiterCount(for: request) == 2 }
+        portraitGate.open()
+        #expect(try await first.value == PixelSize(width: 150, height: 100))
+        #expect(try await second.value == PixelSize(width: 150, height: 100))
+        #expect(store.cachedImage(for: request)?.pixelSize == PixelSize(width: 150, height: 100))
+        #expect(store.cachedPixelSize(for: file) == CGSize(width: 300, height: 200))
+    }
+
     /// A symbolic link to the photo is pointed at a portrait while a load decodes the photo, so the load's
-    /// run decodes the portrait next; while it does, the link is pointed back at the photo (the version the
-    /// run began with) and a second load starts, which joins that run. The run brings the portrait, which
-    /// the link no longer points at: both loads load again and deliver the photo. Before, both delivered
-    /// the portrait, the second one though the link pointed at the photo throughout its load. Found by a
-    /// randomized exploration of local files.
-    @Test func loadsWhoseRunBringsAVersionTheLinkNoLongerPointsAtLoadAgain() async throws {
+    /// run decodes the portrait next (held); the link is pointed back at the photo, which makes a new link,
+    /// so a second load does not join that run: it decodes the photo on its own, while the portrait's decode
+    /// is still held. Before, it joined the run (the stamp was the photo file's alone), and was delivered the
+    /// portrait, even when the link was gone by the time the run ended. Found by a randomized exploration of
+    /// local files.
+    @Test func aLoadThatFindsALinkPointedBackDoesNotJoinTheRunThatFollowedItAway() async throws {
         let folder = TemporaryDirectory("local")
         let (link, photoFile, portraitFile) = (
             folder.url.appendingPathComponent("photo.jpg"), folder.url.appendingPathComponent("a.jpg"),
@@ -337,13 +387,18 @@ import Testing
         photoGate.open()
         try await waitUntil { portraitGate.enteredCount == 1 }  // the run's second decode, held
         try point(at: photoFile)
-        let second = Task { try await store.image(for: request).pixelSize }
-        try await waitUntil { store.variantRuns.waiterCount(for: request) == 2 }
-        portraitGate.open()
-        #expect(try await first.value == PixelSize(width: 150, height: 100))
+        let done = LockedBox(false)
+        let second = Task {
+            defer { done.withLock { $0 = true } }
+            return try await store.image(for: request).pixelSize
+        }
+        try await waitUntil { done.withLock { $0 } }  // while the portrait's decode is held
+        guard done.withLock({ $0 }) else { return }  // waiting for the portrait: recorded by waitUntil
         #expect(try await second.value == PixelSize(width: 150, height: 100))
-        #expect(store.cachedImage(for: request)?.pixelSize == PixelSize(width: 150, height: 100))
-        #expect(store.cachedPixelSize(for: link) == CGSize(width: 300, height: 200))
+        try FileManager.default.removeItem(at: link)
+        portraitGate.open()
+        // The link pointed at the portrait during the first load, and is gone now: the portrait stands.
+        #expect(try await first.value == PixelSize(width: 150, height: 225))
     }
 
     /// A load made after the file changed does not wait for a load of the same request still decoding

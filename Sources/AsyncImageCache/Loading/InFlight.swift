@@ -255,8 +255,8 @@ struct RunKey<Subject: Hashable & Sendable>: Hashable, Sendable {
     let subject: Subject
     let generation: Int
     let replacement: Int
-    /// The local file's version when the run was asked for; `nil` for other URLs and for a file that
-    /// was not there.
+    /// The local file's version when the run was asked for, a stamp of its own (``FileStamp/unshared()``)
+    /// for a file that was not there; `nil` for other URLs.
     var fileVersion: FileStamp? = nil
 }
 
