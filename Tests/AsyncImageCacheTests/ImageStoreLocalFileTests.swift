@@ -300,6 +300,49 @@ import Testing
         #expect(store.cachedOriginalBytes(for: file)?.data == third)
     }
 
+    /// A run that followed a symbolic link away and is held there: `link` (a link to `photoTarget`, as the
+    /// file `url` names or a folder of its path) is pointed at `portraitTarget` while a load of `url` decodes
+    /// the photo, so the load's run decodes the portrait next, held at `portraitGate`; then the link is
+    /// pointed back at `photoTarget`. The caller opens `portraitGate`.
+    private struct RunThatFollowedALinkAway {
+        let store: ImageStore
+        let request: ImageRequest
+        let portraitGate: GatedDecoder
+        let first: Task<PixelSize, any Error>
+
+        static let photo = try! SampleImages.jpeg(width: 300, height: 200)
+        static let portrait = try! SampleImages.jpeg(width: 160, height: 240, seed: 5)
+
+        static func start(
+            url: URL, link: URL, photoTarget: URL, portraitTarget: URL, in folder: TemporaryDirectory
+        ) async throws -> RunThatFollowedALinkAway {
+            func point(at target: URL) throws {
+                try? FileManager.default.removeItem(at: link)
+                try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
+            }
+            try point(at: photoTarget)
+            let portraitGate = GatedDecoder(holdingOnly: portrait)
+            let photoGate = GatedDecoder(holdingOnly: photo, base: portraitGate)
+            var started = false
+            defer {
+                photoGate.open()
+                if !started { portraitGate.open() }  // a failed step must not leave a decode waiting for ever
+            }
+            let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+                $0.decoder = photoGate
+            }
+            let request = ImageRequest(url: url, targetWidth: 150)
+            let first = Task { try await store.image(for: request).pixelSize }
+            try await waitUntil { photoGate.enteredCount == 1 }
+            try point(at: portraitTarget)
+            photoGate.open()
+            try await waitUntil { portraitGate.enteredCount == 1 }  // the run's second decode, held
+            try point(at: photoTarget)
+            started = true
+            return RunThatFollowedALinkAway(store: store, request: request, portraitGate: portraitGate, first: first)
+        }
+    }
+
     /// `current`, a symbolic link to the folder `a` (holding the photo as `photo.jpg`), is pointed at `b`
     /// (holding a portrait of that name) while a load of `current/photo.jpg` decodes the photo, so the load's
     /// run decodes the portrait next; while it does, the link is pointed back at `a`, and a second load, which
@@ -313,38 +356,19 @@ import Testing
             folder.url.appendingPathComponent("current"), folder.url.appendingPathComponent("a"),
             folder.url.appendingPathComponent("b")
         )
-        let photo = try SampleImages.jpeg(width: 300, height: 200)
-        let portrait = try SampleImages.jpeg(width: 160, height: 240, seed: 5)
-        for (subfolder, contents) in [(a, photo), (b, portrait)] {
+        for (subfolder, contents) in [(a, RunThatFollowedALinkAway.photo), (b, RunThatFollowedALinkAway.portrait)] {
             try FileManager.default.createDirectory(at: subfolder, withIntermediateDirectories: false)
             try contents.write(to: subfolder.appendingPathComponent("photo.jpg"))
         }
-        try FileManager.default.createSymbolicLink(at: current, withDestinationURL: a)
-        func point(at target: URL) throws {
-            try FileManager.default.removeItem(at: current)
-            try FileManager.default.createSymbolicLink(at: current, withDestinationURL: target)
-        }
-        let portraitGate = GatedDecoder(holdingOnly: portrait)
-        let photoGate = GatedDecoder(holdingOnly: photo, base: portraitGate)
-        defer {
-            photoGate.open()
-            portraitGate.open()
-        }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decoder = photoGate
-        }
         let file = current.appendingPathComponent("photo.jpg")
-        let request = ImageRequest(url: file, targetWidth: 150)
-        let first = Task { try await store.image(for: request).pixelSize }
-        try await waitUntil { photoGate.enteredCount == 1 }
-        try point(at: b)
-        photoGate.open()
-        try await waitUntil { portraitGate.enteredCount == 1 }  // the run's second decode, held
-        try point(at: a)
+        let run = try await RunThatFollowedALinkAway.start(
+            url: file, link: current, photoTarget: a, portraitTarget: b, in: folder)
+        defer { run.portraitGate.open() }
+        let (store, request) = (run.store, run.request)
         let second = Task { try await store.image(for: request).pixelSize }
         try await waitUntil { store.variantRuns.waiterCount(for: request) == 2 }
-        portraitGate.open()
-        #expect(try await first.value == PixelSize(width: 150, height: 100))
+        run.portraitGate.open()
+        #expect(try await run.first.value == PixelSize(width: 150, height: 100))
         #expect(try await second.value == PixelSize(width: 150, height: 100))
         #expect(store.cachedImage(for: request)?.pixelSize == PixelSize(width: 150, height: 100))
         #expect(store.cachedPixelSize(for: file) == CGSize(width: 300, height: 200))
@@ -362,31 +386,12 @@ import Testing
             folder.url.appendingPathComponent("photo.jpg"), folder.url.appendingPathComponent("a.jpg"),
             folder.url.appendingPathComponent("b.jpg")
         )
-        let photo = try SampleImages.jpeg(width: 300, height: 200)
-        let portrait = try SampleImages.jpeg(width: 160, height: 240, seed: 5)
-        try photo.write(to: photoFile)
-        try portrait.write(to: portraitFile)
-        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: photoFile)
-        func point(at target: URL) throws {
-            try FileManager.default.removeItem(at: link)
-            try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
-        }
-        let portraitGate = GatedDecoder(holdingOnly: portrait)
-        let photoGate = GatedDecoder(holdingOnly: photo, base: portraitGate)
-        defer {
-            photoGate.open()
-            portraitGate.open()
-        }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decoder = photoGate
-        }
-        let request = ImageRequest(url: link, targetWidth: 150)
-        let first = Task { try await store.image(for: request).pixelSize }
-        try await waitUntil { photoGate.enteredCount == 1 }
-        try point(at: portraitFile)
-        photoGate.open()
-        try await waitUntil { portraitGate.enteredCount == 1 }  // the run's second decode, held
-        try point(at: photoFile)
+        try RunThatFollowedALinkAway.photo.write(to: photoFile)
+        try RunThatFollowedALinkAway.portrait.write(to: portraitFile)
+        let run = try await RunThatFollowedALinkAway.start(
+            url: link, link: link, photoTarget: photoFile, portraitTarget: portraitFile, in: folder)
+        defer { run.portraitGate.open() }
+        let (store, request, portraitGate, first) = (run.store, run.request, run.portraitGate, run.first)
         let done = LockedBox(false)
         let second = Task {
             defer { done.withLock { $0 = true } }
