@@ -49,11 +49,15 @@ extension ImageStore {
         // is gone (trimmed, purged), a load served these bytes from memory would find none and take
         // them for fresh until evicted, never revalidated.
         let metadata = storedCacheMetadata(for: url)
+        let digest = PreparedImage.digest(of: data)
         // Handed out, but not kept when a `removeAll()` or a revalidation's new image came since the
         // file was read.
         _ = ifCurrent(generation: generation, replacement: replacement, forKey: key) {
             keepOriginal(original, forKey: key)
             memoize(original.pixelSize, forKey: key)
+            // Images of other bytes (another store on the folder wrote the file since) go, as when a load
+            // keeps them: memory holds one response of the URL, the one its revalidations check.
+            variants.removeVariants(of: url) { $0.sourceDigest.map { $0 != digest } ?? false }
             restoreCacheMetadata(metadata, for: url)  // a `clearMemory()` may have emptied them since
         }
         return (data, original.pixelSize.cgSize)

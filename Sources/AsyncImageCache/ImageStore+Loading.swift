@@ -270,7 +270,7 @@ extension ImageStore {
         }
         let prepared = PreparedImage(
             bitmap, request: request, naturalWidth: fetched.original.header.displaySize.width,
-            fileStamp: fetched.original.fileStamp)
+            fileStamp: fetched.original.fileStamp, sourceDigest: request.url.isRemote ? fetched.bytesDigest : nil)
         // Bytes looked up before a `removeAll()` that ran since, or before a revalidation replaced the
         // image, are delivered, not kept. Checked and kept in memory in one step: a `removeAll()` or a
         // replacement between the two would empty memory before they land.

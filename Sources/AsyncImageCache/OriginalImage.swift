@@ -153,6 +153,7 @@ final class FetchedOriginal: Sendable {
     /// back with the bytes when they are kept (see ``ImageStore/restoreCacheMetadata(_:for:)``).
     let cacheMetadata: HTTPCacheMetadata?
     private let isStored = LockedBox(false)
+    private let digest = LockedBox<Int?>(nil)
 
     init(
         _ original: OriginalImage, origin: Origin, policy: HTTPCachePolicy? = nil, generation: Int, replacement: Int,
@@ -165,6 +166,17 @@ final class FetchedOriginal: Sendable {
         self.generation = generation
         self.replacement = replacement
         self.cacheMetadata = cacheMetadata
+    }
+
+    /// A hash of the bytes, made once (by the first decode of them that asks), that tells the images of one
+    /// response of a remote URL from those of another: see ``PreparedImage/sourceDigest``.
+    var bytesDigest: Int {
+        digest.withLock { digest in
+            if let digest { return digest }
+            let made = PreparedImage.digest(of: original.data)
+            digest = made
+            return made
+        }
     }
 
     /// True exactly once: for the first successful decode, which then stores the original.
@@ -192,10 +204,14 @@ struct PreparedImage: Sendable {
     let cornerPixelRadius: Int
     /// For `file:` URLs, the version of the file it was decoded from.
     let fileStamp: FileStamp?
+    /// For remote URLs, a hash of the bytes it was decoded from (``FetchedOriginal/bytesDigest``): the memory
+    /// tier keeps the images of one response of a URL, never of two side by side, as a revalidation checks
+    /// one response for the URL and its `304` would otherwise keep an older picture shown beside a newer one.
+    let sourceDigest: Int?
     /// How often hits on this image in memory mark its URL's disk file used.
     let diskUse = DiskUseThrottle()
 
-    init(_ bitmap: Bitmap, request: ImageRequest, naturalWidth: Int, fileStamp: FileStamp?) {
+    init(_ bitmap: Bitmap, request: ImageRequest, naturalWidth: Int, fileStamp: FileStamp?, sourceDigest: Int? = nil) {
         image = SendableImage(PlatformImage.make(from: bitmap))
         cost = bitmap.byteCount
         pixelSize = bitmap.pixelSize
@@ -203,6 +219,14 @@ struct PreparedImage: Sendable {
         isNaturalSize = request.targetPixelWidth.map { $0 >= naturalWidth } ?? true
         cornerPixelRadius = request.cornerPixelRadius(atNaturalWidth: naturalWidth)
         self.fileStamp = fileStamp
+        self.sourceDigest = sourceDigest
+    }
+
+    /// The hash of `bytes` that ``sourceDigest`` holds.
+    static func digest(of bytes: Data) -> Int {
+        var hasher = Hasher()
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        return hasher.finalize()
     }
 }
 

@@ -11,6 +11,7 @@ import Foundation
 /// size serves every request at least as wide (the source is never scaled up, so those requests
 /// would prepare the same image). When a variant lands, the smaller ones it can serve are dropped:
 /// one decode per look and URL, the largest. A smaller one landing after a larger that serves it is not kept.
+/// The variants of a remote URL are of one response: one decoded from other bytes drops the URL's others.
 final class VariantCache: @unchecked Sendable {
     // `storage` and `variantsByURL` are only touched while holding `lock`, and change together.
     private let lock = NSLock()
@@ -39,10 +40,11 @@ final class VariantCache: @unchecked Sendable {
         }
     }
 
-    /// Stores `image` for `request`, dropping the smaller variants of the URL that it serves. An image that
-    /// cannot fit the limits at all is not kept, and the smaller variants stay; nor is one that a variant
-    /// of the same version of the source already serves (a smaller decode that lands after a larger one),
-    /// which would only take the larger one's room.
+    /// Stores `image` for `request`, dropping the smaller variants of the URL that it serves, and those of a
+    /// remote URL decoded from other bytes (another response: ``PreparedImage/sourceDigest``), even when it
+    /// is not kept itself. An image that cannot fit the limits at all is not kept, and the smaller ones stay;
+    /// nor is one that a variant of the same version of the source already serves (a smaller decode that
+    /// lands after a larger one), which would only take the larger one's room.
     func insert(_ image: PreparedImage, for request: ImageRequest) {
         var released: [PreparedImage] = []
         lock.withLock {
@@ -50,7 +52,7 @@ final class VariantCache: @unchecked Sendable {
             for other in variantsByURL[key] ?? [] where other != request {
                 guard let existing = storage.value(forKey: other, markingUsed: false),
                     existing.pixelSize.width >= image.pixelSize.width, existing.fileStamp == image.fileStamp,
-                    existing.serves(request)
+                    existing.sourceDigest == image.sourceDigest, existing.serves(request)
                 else { continue }
                 _ = storage.value(forKey: other, markingUsed: true)
                 return
@@ -59,9 +61,10 @@ final class VariantCache: @unchecked Sendable {
             let cost = image.cost + ImageStore.payloadCost(ofKey: key)
             // The storage refuses it (below) when it alone is over the budget: the ones it serves stay then.
             let fits = cost <= storage.costLimit && storage.countLimit > 0
-            for other in variantsByURL[key] ?? [] where fits && other != request {
+            for other in variantsByURL[key] ?? [] where other != request {
                 guard let existing = storage.value(forKey: other, markingUsed: false),
-                    image.pixelSize.width >= existing.pixelSize.width, image.serves(other)
+                    (fits && image.pixelSize.width >= existing.pixelSize.width && image.serves(other))
+                        || existing.isOfAnotherResponse(than: image)
                 else { continue }
                 if let value = storage.removeValue(forKey: other) { released.append(value) }
                 variantsByURL[key]?.remove(other)
@@ -111,6 +114,12 @@ final class VariantCache: @unchecked Sendable {
 }
 
 extension PreparedImage {
+    /// Whether both are of a remote URL and were decoded from different bytes (another response).
+    func isOfAnotherResponse(than other: PreparedImage) -> Bool {
+        guard let digest = sourceDigest, let otherDigest = other.sourceDigest else { return false }
+        return digest != otherDigest
+    }
+
     /// Whether this image, drawn at `request`'s width, looks like what `request` asks for.
     func serves(_ request: ImageRequest) -> Bool {
         if request == self.request { return true }
