@@ -51,4 +51,80 @@ import Testing
         try await waitUntil { showing.revalidating.withLock { $0.isEmpty } }
         #expect(try await server.statuses(for: "/cache/no-cache/images/photo.jpg") == [200, 200, 200, 304, 304])
     }
+
+    /// A relaunched store reads an image from the disk tier, and its caching facts after its bytes; another
+    /// store (of another process) renames a new file into place between the two reads. The bytes are read
+    /// again, and the load shows the new image with the new image's facts. (Before, the old bytes were kept
+    /// with the new file's facts: their check was answered 304, and the old image was shown for good.)
+    @Test func bytesReadFromAFileReplacedBeforeItsFactsWereReadAreReadAgain() async throws {
+        let served = TemporaryDirectory("replaced-between-reads-served")
+        let file = served.url.appendingPathComponent("photo.jpg")
+        try SampleImages.jpeg(width: 200, height: 40).write(to: file)
+        let server = try await TestHTTPServer(serving: served.url)
+        defer { server.stop() }
+        let url = server.url("/cache/no-cache/images/photo.jpg")
+        let request = ImageRequest(url: url, targetWidth: 20)
+        let (oldShown, newShown) = (PixelSize(width: 20, height: 4), PixelSize(width: 20, height: 15))
+        let folder = TemporaryDirectory("replaced-between-reads")
+        let writing = try ImageStore.makeForTesting(root: folder.url)
+        #expect(try await writing.image(for: request).pixelSize == oldShown)
+        await onOwnThread { writing.waitForDiskMaintenance() }
+
+        // The new image's file, with its facts, as another process's store on a folder of its own writes it.
+        try SampleImages.jpeg(width: 120, height: 90, seed: 1).write(to: file, options: .atomic)
+        let elsewhere = TemporaryDirectory("replaced-between-reads-elsewhere")
+        let other = try ImageStore.makeForTesting(root: elsewhere.url)
+        #expect(try await other.image(for: request).pixelSize == newShown)
+        await onOwnThread { other.waitForDiskMaintenance() }
+        let newFile = other.disk.filePath(for: url)
+
+        // Renamed into place as the relaunched store reads the facts of the file whose bytes it has read.
+        let attributes = HookedAttributes()
+        let relaunched = try ImageStore.makeForTesting(root: folder.url) { $0.extendedAttributes = attributes }
+        attributes.beforeNextFactsRead { rename(newFile, relaunched.disk.filePath(for: url)) }
+        let first = try await relaunched.image(for: request)
+        #expect(attributes.hookRan)
+        try await waitUntil { relaunched.revalidating.withLock { $0.isEmpty } }
+        let next = try await relaunched.image(for: request)
+        #expect(next.pixelSize == newShown, "the old image is shown after a check (first load: \(first.pixelSize))")
+        try await waitUntil { relaunched.revalidating.withLock { $0.isEmpty } }
+        #expect(relaunched.cachedOriginalBytes(for: url)?.pixelSize == CGSize(width: 120, height: 90))
+    }
+}
+
+/// The real attributes, except that the next read of the HTTP caching facts, once armed, first runs a hook.
+private final class HookedAttributes: ExtendedAttributeStoring, @unchecked Sendable {
+    // `hook` and `ran` are only touched while holding `lock`.
+    private let lock = NSLock()
+    private var hook: (() -> Void)?
+    private var ran = false
+
+    func beforeNextFactsRead(_ hook: @escaping () -> Void) { lock.withLock { self.hook = hook } }
+    var hookRan: Bool { lock.withLock { ran } }
+
+    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
+    {
+        if name == HTTPCacheMetadata.attributeName,
+            let hook = lock.withLock({ () -> (() -> Void)? in
+                defer { hook = nil }
+                if hook != nil { ran = true }
+                return hook
+            })
+        {
+            hook()
+        }
+        return FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
+    }
+
+    func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
+        try FileExtendedAttributes().setValue(value, named: name, atPath: path)
+    }
+
+    func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws {
+        try FileExtendedAttributes().setValue(value, named: name, onDescriptor: descriptor)
+    }
+
+    func removeValue(named name: String, atPath path: String) {
+        FileExtendedAttributes().removeValue(named: name, atPath: path)
+    }
 }

@@ -302,6 +302,14 @@ final class DiskStore: Sendable {
         return body(descriptor, status)
     }
 
+    /// The identity of the regular file at `url`'s path now (never through a symbolic link); `nil` when there
+    /// is none.
+    func identity(for url: URL) -> FileIdentity? {
+        var status = stat()
+        guard lstat(filePath(for: url), &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
+        return FileIdentity(status)
+    }
+
     /// Which file a read found: its device and inode. Another store or process may rename a new file
     /// into an entry's place at any moment; an attribute repaired from what was read is written
     /// through a descriptor checked against this, so it lands on the file that was read (or on
