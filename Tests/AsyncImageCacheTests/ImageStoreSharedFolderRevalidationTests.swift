@@ -57,20 +57,61 @@ import Testing
     /// again, and the load shows the new image with the new image's facts. (Before, the old bytes were kept
     /// with the new file's facts: their check was answered 304, and the old image was shown for good.)
     @Test func bytesReadFromAFileReplacedBeforeItsFactsWereReadAreReadAgain() async throws {
+        let replaced = try await FileReplacedBetweenReads.make()
+        let relaunched = replaced.relaunched
+        let first = try await relaunched.image(for: replaced.request)
+        #expect(replaced.attributes.hookRan)
+        try await waitUntil { relaunched.revalidating.withLock { $0.isEmpty } }
+        let next = try await relaunched.image(for: replaced.request)
+        #expect(
+            next.pixelSize == FileReplacedBetweenReads.newShown,
+            "the old image is shown after a check (first load: \(first.pixelSize))")
+        try await waitUntil { relaunched.revalidating.withLock { $0.isEmpty } }
+        #expect(relaunched.cachedOriginalBytes(for: replaced.url)?.pixelSize == CGSize(width: 120, height: 90))
+    }
+
+    /// The same race for ``ImageStore/cachedOriginalBytes(for:)``, which keeps what it reads in memory with its
+    /// facts: the bytes are read again, and it hands out and keeps the new image. (Before, it kept the old
+    /// bytes with the new file's facts, and the loads after it showed the old image for good.)
+    @Test func originalBytesReadFromAFileReplacedBeforeItsFactsWereReadAreReadAgain() async throws {
+        let replaced = try await FileReplacedBetweenReads.make()
+        let relaunched = replaced.relaunched
+        #expect(relaunched.cachedOriginalBytes(for: replaced.url)?.pixelSize == CGSize(width: 120, height: 90))
+        #expect(replaced.attributes.hookRan)
+        _ = try await relaunched.image(for: replaced.request)
+        try await waitUntil { relaunched.revalidating.withLock { $0.isEmpty } }
+        #expect(
+            try await relaunched.image(for: replaced.request).pixelSize == FileReplacedBetweenReads.newShown,
+            "the old image is shown after a check")
+    }
+}
+
+/// A no-cache 200x40 image in the disk tier of a folder, replaced on the server by a 120x90 one, whose file
+/// (with its facts, as another process's store wrote it in a folder of its own) is renamed into the entry's
+/// place as a store relaunched on the folder first reads the entry's caching facts.
+private struct FileReplacedBetweenReads {
+    static let (oldShown, newShown) = (PixelSize(width: 20, height: 4), PixelSize(width: 20, height: 15))
+    let served: TemporaryDirectory
+    let folder: TemporaryDirectory
+    let elsewhere: TemporaryDirectory
+    let server: TestHTTPServer
+    let url: URL
+    let request: ImageRequest
+    let attributes: HookedAttributes
+    let relaunched: ImageStore
+
+    static func make() async throws -> FileReplacedBetweenReads {
         let served = TemporaryDirectory("replaced-between-reads-served")
         let file = served.url.appendingPathComponent("photo.jpg")
         try SampleImages.jpeg(width: 200, height: 40).write(to: file)
         let server = try await TestHTTPServer(serving: served.url)
-        defer { server.stop() }
         let url = server.url("/cache/no-cache/images/photo.jpg")
         let request = ImageRequest(url: url, targetWidth: 20)
-        let (oldShown, newShown) = (PixelSize(width: 20, height: 4), PixelSize(width: 20, height: 15))
         let folder = TemporaryDirectory("replaced-between-reads")
         let writing = try ImageStore.makeForTesting(root: folder.url)
         #expect(try await writing.image(for: request).pixelSize == oldShown)
         await onOwnThread { writing.waitForDiskMaintenance() }
 
-        // The new image's file, with its facts, as another process's store on a folder of its own writes it.
         try SampleImages.jpeg(width: 120, height: 90, seed: 1).write(to: file, options: .atomic)
         let elsewhere = TemporaryDirectory("replaced-between-reads-elsewhere")
         let other = try ImageStore.makeForTesting(root: elsewhere.url)
@@ -78,17 +119,13 @@ import Testing
         await onOwnThread { other.waitForDiskMaintenance() }
         let newFile = other.disk.filePath(for: url)
 
-        // Renamed into place as the relaunched store reads the facts of the file whose bytes it has read.
         let attributes = HookedAttributes()
         let relaunched = try ImageStore.makeForTesting(root: folder.url) { $0.extendedAttributes = attributes }
-        attributes.beforeNextFactsRead { rename(newFile, relaunched.disk.filePath(for: url)) }
-        let first = try await relaunched.image(for: request)
-        #expect(attributes.hookRan)
-        try await waitUntil { relaunched.revalidating.withLock { $0.isEmpty } }
-        let next = try await relaunched.image(for: request)
-        #expect(next.pixelSize == newShown, "the old image is shown after a check (first load: \(first.pixelSize))")
-        try await waitUntil { relaunched.revalidating.withLock { $0.isEmpty } }
-        #expect(relaunched.cachedOriginalBytes(for: url)?.pixelSize == CGSize(width: 120, height: 90))
+        let entry = relaunched.disk.filePath(for: url)
+        attributes.beforeNextFactsRead { rename(newFile, entry) }
+        return FileReplacedBetweenReads(
+            served: served, folder: folder, elsewhere: elsewhere, server: server, url: url, request: request,
+            attributes: attributes, relaunched: relaunched)
     }
 }
 
