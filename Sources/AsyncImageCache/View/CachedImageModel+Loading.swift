@@ -169,11 +169,22 @@ extension CachedImageModel {
     func draw(_ image: PlatformImage) {
         self.image = image
         drawCount &+= 1
-        // The store's size is the source's own; a scaled-down image's height is rounded.
-        let size = url.flatMap(store.cachedPixelSize(for:)) ?? image.pixelSize.cgSize
+        // The store's size is the source's own (a scaled-down image's height is rounded), when it is this
+        // image's: a load under way delivers the version it read, and the store may know another by then (a
+        // remote image forgotten with `removeImage(for:)` and loaded anew meanwhile).
+        let own = image.pixelSize.cgSize
+        let stored = url.flatMap(store.cachedPixelSize(for:))
+        let size = stored.flatMap { Self.couldBeDecode(own, of: $0) ? $0 : nil } ?? own
         if reservedSize == nil { reservedSize = size }
         naturalSize = size
         onChange?()
+    }
+
+    /// Whether `image`, a decode of some source, can be one of `source`: its height that of `source`'s aspect
+    /// at its width, within a pixel of rounding.
+    static func couldBeDecode(_ image: CGSize, of source: CGSize) -> Bool {
+        guard source.width > 0, source.height > 0 else { return false }
+        return abs(image.width * (source.height / source.width) - image.height) <= 1
     }
 
     /// Cancels the load in flight when the current image already covers what it would bring, or the

@@ -130,6 +130,46 @@ import Testing
         #expect(model.image?.pixelSize == PixelSize(width: 450, height: 300))
     }
 
+    /// A box not known before is filled in from the image that lands, not from the size the store has
+    /// since learned of another version: a user's new avatar (`removeImage(for:)`, then another view's
+    /// load of the new picture) while a row still decodes the old one, which that row is then given (a
+    /// load under way still delivers its image). Before, the row took the store's size, the new
+    /// picture's: a 2:3 box for its 3:2 picture, kept for good, and the 3:2 picture sized as 2:3 (asked
+    /// for 67 px in a 100 pt square it fills at 100 px).
+    @Test func aBoxFilledInByAnImageIsItsAspectNotThatOfANewerVersionTheStoreKnows() async throws {
+        let images = TemporaryDirectory("images")
+        let old = try SampleImages.jpeg(width: 1200, height: 800)
+        try old.write(to: images.url.appendingPathComponent("avatar.jpg"))
+        let server = try await TestHTTPServer(serving: images.url)
+        // The folder outlives the server, which serves from it.
+        defer { withExtendedLifetime(images) { server.stop() } }
+        let gate = GatedDecoder(holdingOnly: old)
+        let store = try ImageStore.makeForTesting(root: images.url.appendingPathComponent("cache")) {
+            $0.decoder = gate
+        }
+        let url = server.url("/images/avatar.jpg")
+        let model = CachedImageModel(url: url, layoutSize: CGSize(width: 100, height: 100), store: store)
+        #expect(model.reservedSize == nil)
+        let shown = Task { await model.load() }
+        try await waitUntil { gate.enteredCount == 1 }  // the old picture decodes, held
+        // The new avatar: the URL forgotten, and another view loads the new picture.
+        let newAvatar = try SampleImages.jpeg(width: 600, height: 900, seed: 1)
+        try newAvatar.write(to: images.url.appendingPathComponent("avatar.jpg"))
+        store.removeImage(for: url)
+        let new = try await store.image(for: ImageRequest(url: url, targetWidth: 60))
+        #expect(new.pixelSize == PixelSize(width: 60, height: 90))
+        try #require(store.cachedPixelSize(for: url) == CGSize(width: 600, height: 900))
+        gate.open()
+        await shown.value
+
+        let image = try #require(model.image)
+        #expect(image.pixelSize == PixelSize(width: 100, height: 67), "the old picture, as documented")
+        let box = try #require(model.reservedSize)
+        #expect(abs(box.height / box.width - 67.0 / 100) < 0.01, "a box of \(box) for a picture of \(image.pixelSize)")
+        #expect(model.targetPixelWidth == 100)
+        model.disappear()
+    }
+
     @Test func noURLReservesNothingAndLoadsNothing() async throws {
         let root = TemporaryDirectory("root")
         let store = try ImageStore.makeForTesting(root: root.url)
