@@ -205,7 +205,10 @@ public final class CachedImageModel {
 
     /// The request a model with these parameters makes once laid out at `layoutSize`; `nil` when
     /// the frame has no width. Prefetch with it (``ImageStore/startPrefetching(_:)``) so that a
-    /// prefetched image is a memory hit when its row appears.
+    /// prefetched image is a memory hit when its row appears. One prefetched before the store knew the
+    /// image's size (`imageSize` `nil`) is drawn when its row appears too, but the model, knowing the size
+    /// by then, asks again when the image's shape needs other pixels (a `.fill` image wider in aspect than
+    /// its frame; rounded corners on a `.fit` one taller): decoded from the bytes the prefetch left in memory.
     ///
     /// ```swift
     /// store.startPrefetching(upcoming.compactMap {
@@ -267,7 +270,25 @@ public final class CachedImageModel {
             return
         }
         if takeFromMemory(request) { return }
+        // A row prefetched before the store knew the image's size was asked for at the frame's width, which a
+        // model knowing the size asks for only when the image's shape does not change it: drawn meanwhile, as a
+        // previous model's image is, instead of the placeholder, until the image of the width it needs lands.
+        if image == nil, adoptedLoad == nil, let prefetched = sizeBlindRequest, prefetched != request,
+            takeFromMemory(prefetched)
+        {
+            return
+        }
         startLoadIfNeeded()
+    }
+
+    /// The request a model laid out in this frame that knew nothing of the image's size makes: the one
+    /// ``request(url:layoutSize:cornerRadius:contentMode:imageSize:maxPixelWidth:displayScale:)`` gives
+    /// without an `imageSize`, as a prefetch made before the store had seen the image asked for.
+    var sizeBlindRequest: ImageRequest? {
+        guard let url, let layoutSize else { return nil }
+        return Self.request(
+            url: url, layoutSize: layoutSize, cornerRadius: cornerRadius, contentMode: contentMode, imageSize: nil,
+            maxPixelWidth: maxPixelWidth, displayScale: displayScale)
     }
 
     /// Hydrates: takes the image from memory or loads it, and returns once no load is in flight and
