@@ -57,7 +57,8 @@ import Testing
         let served = TemporaryDirectory("variant-response-bytes-served")
         let file = served.url.appendingPathComponent("photo.jpg")
         try SampleImages.jpeg(width: 200, height: 40).write(to: file)
-        try SampleImages.jpeg(width: 100, height: 100, seed: 2).write(to: served.url.appendingPathComponent("other.jpg"))
+        try SampleImages.jpeg(width: 100, height: 100, seed: 2).write(
+            to: served.url.appendingPathComponent("other.jpg"))
         let server = try await TestHTTPServer(serving: served.url)
         defer { server.stop() }
         let url = server.url("/cache/no-cache/images/photo.jpg")
