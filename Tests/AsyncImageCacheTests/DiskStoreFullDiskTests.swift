@@ -95,13 +95,8 @@ import Testing
 /// The real attributes, except that the caching facts fail with `ENOSPC` while the file system holding the
 /// file has fewer than `freeByteCount` bytes free: the block ext4 would need for them. tmpfs keeps attributes
 /// apart from its size limit, so only this shows a full file system refusing them.
-struct SpaceNeedingAttributes: ExtendedAttributeStoring {
+struct SpaceNeedingAttributes: FileAttributesHook {
     var freeByteCount = 4096
-
-    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
-    {
-        FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
-    }
 
     func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
         var info = statvfs()
@@ -111,13 +106,5 @@ struct SpaceNeedingAttributes: ExtendedAttributeStoring {
             throw POSIXError(.ENOSPC)
         }
         try FileExtendedAttributes().setValue(value, named: name, atPath: path)
-    }
-
-    func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws {
-        try FileExtendedAttributes().setValue(value, named: name, onDescriptor: descriptor)
-    }
-
-    func removeValue(named name: String, atPath path: String) {
-        FileExtendedAttributes().removeValue(named: name, atPath: path)
     }
 }

@@ -83,13 +83,8 @@ import Testing
 
 /// The real attributes, except that setting one first opens a second store on `directory`, as
 /// another store of the same name may do at any moment.
-struct OpeningTheFolderAgain: ExtendedAttributeStoring {
+struct OpeningTheFolderAgain: FileAttributesHook {
     let directory: URL
-
-    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
-    {
-        FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
-    }
 
     func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
         openAndSweep()
@@ -105,9 +100,5 @@ struct OpeningTheFolderAgain: ExtendedAttributeStoring {
     /// write calls this on its own thread (the test calls `store` directly), never on that queue.
     private func openAndSweep() {
         DiskStore(directory: directory, byteLimit: 1 << 20).waitForPendingTrims()
-    }
-
-    func removeValue(named name: String, atPath path: String) {
-        FileExtendedAttributes().removeValue(named: name, atPath: path)
     }
 }

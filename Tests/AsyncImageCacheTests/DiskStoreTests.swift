@@ -658,13 +658,8 @@ import Testing
 
 /// A file system without extended attributes: every write is refused, nothing is ever there.
 /// Attributes as ext4 stores them: a value past 4000 bytes does not fit (`ENOSPC`).
-struct SmallAttributes: ExtendedAttributeStoring {
+struct SmallAttributes: FileAttributesHook {
     static let largestValue = 4000
-
-    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
-    {
-        FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
-    }
 
     func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
         guard value.count <= Self.largestValue else { throw POSIXError(.ENOSPC) }
@@ -674,10 +669,6 @@ struct SmallAttributes: ExtendedAttributeStoring {
     func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws {
         guard value.count <= Self.largestValue else { throw POSIXError(.ENOSPC) }
         try FileExtendedAttributes().setValue(value, named: name, onDescriptor: descriptor)
-    }
-
-    func removeValue(named name: String, atPath path: String) {
-        FileExtendedAttributes().removeValue(named: name, atPath: path)
     }
 }
 
@@ -696,7 +687,7 @@ struct RefusingAttributes: ExtendedAttributeStoring {
 }
 
 /// File attributes that also note every path an attribute is set at.
-private final class PathRecordingAttributes: ExtendedAttributeStoring, @unchecked Sendable {
+private final class PathRecordingAttributes: FileAttributesHook, @unchecked Sendable {
     // Only touched while holding `lock`.
     private let lock = NSLock()
     private var recorded: [String] = []

@@ -305,7 +305,7 @@ import Testing
 /// The real attributes, except that once armed the next read of the pixel-size attribute waits, on its
 /// thread, until ``open()``: parks a load that has just read a file of the disk tier (or, with
 /// `parksAfterReading`, a size lookup that has just read the attribute).
-final class PixelSizeReadGate: ExtendedAttributeStoring, Sendable {
+final class PixelSizeReadGate: FileAttributesHook, Sendable {
     private let gate = ParkingGate()
     private let parksAfterReading: Bool
 
@@ -330,23 +330,11 @@ final class PixelSizeReadGate: ExtendedAttributeStoring, Sendable {
         if name == PixelSizeAttribute.name && parksAfterReading { gate.parkIfArmed() }
         return length
     }
-
-    func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
-        try FileExtendedAttributes().setValue(value, named: name, atPath: path)
-    }
-
-    func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws {
-        try FileExtendedAttributes().setValue(value, named: name, onDescriptor: descriptor)
-    }
-
-    func removeValue(named name: String, atPath path: String) {
-        FileExtendedAttributes().removeValue(named: name, atPath: path)
-    }
 }
 
 /// The real attributes, except that the first one set (by the disk write of a finished load) first
 /// calls `removeAll()` on `store`, as another thread may at that moment.
-final class RemovingAllOnFirstWrite: ExtendedAttributeStoring, @unchecked Sendable {
+final class RemovingAllOnFirstWrite: FileAttributesHook, @unchecked Sendable {
     // `target` and `removed` are only touched while holding `lock`.
     private let lock = NSLock()
     private weak var target: ImageStore?
@@ -358,11 +346,6 @@ final class RemovingAllOnFirstWrite: ExtendedAttributeStoring, @unchecked Sendab
     }
 
     var hasRemovedAll: Bool { lock.withLock { removed } }
-
-    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
-    {
-        FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
-    }
 
     func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
         removeAllIfFirst()
@@ -380,10 +363,6 @@ final class RemovingAllOnFirstWrite: ExtendedAttributeStoring, @unchecked Sendab
             return removed ? nil : target
         }
         store?.removeAll()
-    }
-
-    func removeValue(named name: String, atPath path: String) {
-        FileExtendedAttributes().removeValue(named: name, atPath: path)
     }
 }
 

@@ -130,7 +130,7 @@ private struct FileReplacedBetweenReads {
 }
 
 /// The real attributes, except that the next read of the HTTP caching facts, once armed, first runs a hook.
-private final class HookedAttributes: ExtendedAttributeStoring, @unchecked Sendable {
+private final class HookedAttributes: FileAttributesHook, @unchecked Sendable {
     // `hook` and `ran` are only touched while holding `lock`.
     private let lock = NSLock()
     private var hook: (() -> Void)?
@@ -151,17 +151,5 @@ private final class HookedAttributes: ExtendedAttributeStoring, @unchecked Senda
             hook()
         }
         return FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
-    }
-
-    func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
-        try FileExtendedAttributes().setValue(value, named: name, atPath: path)
-    }
-
-    func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws {
-        try FileExtendedAttributes().setValue(value, named: name, onDescriptor: descriptor)
-    }
-
-    func removeValue(named name: String, atPath path: String) {
-        FileExtendedAttributes().removeValue(named: name, atPath: path)
     }
 }

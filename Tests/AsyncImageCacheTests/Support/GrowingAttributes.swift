@@ -6,7 +6,7 @@ import Foundation
 /// block more on disk, its bytes and size unchanged (`fallocate` with `FALLOC_FL_KEEP_SIZE`). ext4 does
 /// as much itself when the facts do not fit in the inode; btrfs keeps attributes apart from a file's
 /// blocks, so there only this shows what the disk tier does when an attribute grows a file.
-struct GrowingAttributes: ExtendedAttributeStoring {
+struct GrowingAttributes: FileAttributesHook {
     /// Linux's `FALLOC_FL_KEEP_SIZE`: space beyond the end of the file, which `st_size` does not show.
     static let keepSize: Int32 = 1
 
@@ -17,11 +17,6 @@ struct GrowingAttributes: ExtendedAttributeStoring {
         }
         return unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32, off_t, off_t) -> Int32).self)
     }()
-
-    func read(named name: String, atPath path: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) -> Int?
-    {
-        FileExtendedAttributes().read(named: name, atPath: path, into: buffer)
-    }
 
     func setValue(_ value: [UInt8], named name: String, atPath path: String) throws {
         try FileExtendedAttributes().setValue(value, named: name, atPath: path)
@@ -36,14 +31,6 @@ struct GrowingAttributes: ExtendedAttributeStoring {
             Self.fallocate(descriptor, Self.keepSize, max(off_t(info.st_blocks) * 512, off_t(info.st_size)), 4096) == 0,
             futimens(descriptor, [info.st_atim, info.st_mtim]) == 0
         else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-    }
-
-    func setValue(_ value: [UInt8], named name: String, onDescriptor descriptor: Int32) throws {
-        try FileExtendedAttributes().setValue(value, named: name, onDescriptor: descriptor)
-    }
-
-    func removeValue(named name: String, atPath path: String) {
-        FileExtendedAttributes().removeValue(named: name, atPath: path)
     }
 }
 
