@@ -180,11 +180,12 @@ extension CachedImageModel {
         onChange?()
     }
 
-    /// Whether `image`, a decode of some source, can be one of `source`: its height that of `source`'s aspect
-    /// at its width, within a pixel of rounding.
+    /// Whether `image`, a decode of some source, can be one of `source`: `source` itself at its width or
+    /// wider, else the height the store gives a decode of that width (`source`'s aspect, rounded, at least 1).
     static func couldBeDecode(_ image: CGSize, of source: CGSize) -> Bool {
         guard source.width > 0, source.height > 0 else { return false }
-        return abs(image.width * (source.height / source.width) - image.height) <= 1
+        if image.width >= source.width { return image == source }
+        return image.height == max(1, (source.height * image.width / source.width).rounded())
     }
 
     /// Cancels the load in flight when the current image already covers what it would bring, or the

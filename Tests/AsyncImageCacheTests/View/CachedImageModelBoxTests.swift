@@ -170,6 +170,27 @@ import Testing
         model.disappear()
     }
 
+    /// An image is taken for a decode of a source exactly when the store would make it: the source itself, or
+    /// at a smaller width the height of the source's aspect, rounded, at least 1 pixel. A small decode of
+    /// another shape is not taken (a 1-pixel tolerance took a 20x4 picture for one of 200x50, a 4:1 box for
+    /// a 5:1 image), nor anything wider than the source.
+    @Test func anImageIsADecodeOfASourceExactlyAtTheSizeTheStoreGivesIt() {
+        let cases: [(image: CGSize, source: CGSize, expected: Bool)] = [
+            (CGSize(width: 100, height: 67), CGSize(width: 1200, height: 800), true),  // 66.67 rounds up
+            (CGSize(width: 100, height: 66), CGSize(width: 1200, height: 800), false),
+            (CGSize(width: 20, height: 5), CGSize(width: 200, height: 50), true),
+            (CGSize(width: 20, height: 4), CGSize(width: 200, height: 50), false),
+            (CGSize(width: 100, height: 1), CGSize(width: 10000, height: 10), true),  // 0.1, at least a pixel
+            (CGSize(width: 600, height: 900), CGSize(width: 600, height: 900), true),
+            (CGSize(width: 1200, height: 1800), CGSize(width: 600, height: 900), false),
+            (CGSize(width: 600, height: 899), CGSize(width: 600, height: 900), false),
+            (CGSize(width: 60, height: 90), CGSize(width: 0, height: 0), false),
+        ]
+        for (image, source, expected) in cases {
+            #expect(CachedImageModel.couldBeDecode(image, of: source) == expected, "\(image) of \(source)")
+        }
+    }
+
     @Test func noURLReservesNothingAndLoadsNothing() async throws {
         let root = TemporaryDirectory("root")
         let store = try ImageStore.makeForTesting(root: root.url)
