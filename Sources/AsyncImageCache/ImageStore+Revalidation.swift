@@ -219,14 +219,19 @@ extension ImageStore {
             // entry as it is, decodes included, with the new response's freshness; a file already
             // there keeps its bytes, and otherwise the file follows the new response's storability,
             // as changed bytes would (written after an earlier no-store, removed by a no-store).
-            // Without the original in memory, the bytes on disk are those the store shows only while the file
-            // has the caching facts the check began with: another store on the folder may have put another
-            // response there since (its own check, or a load after a removal), new to this store's images.
-            let inMemory = originals.value(forKey: url.cacheKey)
-            let shown =
-                inMemory?.data
-                ?? (disk.cacheMetadata(for: url)?.encoded == metadata.encoded ? disk.data(for: url) : nil)
-            if data == shown {
+            // The same bytes as the ones shown: the original's in memory, else those the images in memory were
+            // decoded from (all of one response: their digest), else the file's, but only while it has the
+            // caching facts the check began with: another store on the folder may have put another response
+            // there since (its own check, or a load after a removal), new to a decode of this store's in flight.
+            let isSame: Bool
+            if let inMemory = originals.value(forKey: url.cacheKey) {
+                isSame = data == inMemory.data
+            } else if let shownDigest = variants.sourceDigest(of: url) {
+                isSame = PreparedImage.digest(of: data) == shownDigest
+            } else {
+                isSame = disk.cacheMetadata(for: url)?.encoded == metadata.encoded && data == disk.data(for: url)
+            }
+            if isSame {
                 if policy.isStorable, disk.contains(url) {
                     refresh(HTTPCacheMetadata(policy: policy, receivedAt: receivedAt), for: url)
                 } else {

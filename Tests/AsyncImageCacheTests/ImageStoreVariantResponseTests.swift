@@ -91,4 +91,41 @@ import Testing
         try await waitUntil { showing.revalidating.withLock { $0.isEmpty } }
         #expect(try await showing.image(for: request).pixelSize == newShown, "the old image is shown after two checks")
     }
+
+    /// A store on a file system without extended attributes shows a no-cache image from memory, its original
+    /// over the memory budget and its file not kept (stale facts it cannot write). The server cannot validate,
+    /// and answers each check with the same bytes again: the picture in memory was decoded from them, and stays,
+    /// with no decode. (Before, the answer was compared with the disk tier's file, taken only while it had the
+    /// facts the check began with: with no file and no facts on disk, every such check decoded the answer
+    /// again and dropped the pictures, so the next load decoded the image anew.)
+    @Test func aCheckAnsweredWithTheBytesThePicturesCameFromKeepsThem() async throws {
+        let served = TemporaryDirectory("variant-response-same-served")
+        let bytes = try SampleImages.jpeg(width: 800, height: 160)
+        try bytes.write(to: served.url.appendingPathComponent("photo.jpg"))
+        let server = try await TestHTTPServer(serving: served.url)
+        defer { server.stop() }
+        // Stale at once, with neither an entity tag nor Last-Modified: each check downloads the image whole.
+        let path = "/cache-plain/no-cache/images/photo.jpg"
+        let request = ImageRequest(url: server.url(path), targetWidth: 20)
+        let memoryByteLimit = 2000
+        try #require(bytes.count > memoryByteLimit)
+        let folder = TemporaryDirectory("variant-response-same")
+        let store = try ImageStore.makeForTesting(root: folder.url) {
+            $0.memoryByteLimit = memoryByteLimit
+            $0.extendedAttributes = RefusingAttributes()
+        }
+        #expect(try await store.image(for: request).pixelSize == PixelSize(width: 20, height: 4))
+        await onOwnThread { store.waitForDiskMaintenance() }
+        try #require(store.cachedOriginalBytes(for: request.url) == nil, "the bytes are neither in memory nor on disk")
+        let decodes = store.statistics.decodes
+
+        for check in 1...2 {
+            #expect(try await store.image(for: request).pixelSize == PixelSize(width: 20, height: 4))
+            try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+            #expect(store.statistics.notModified == check, "check \(check) did not find the same bytes")
+            #expect(store.cachedImage(for: request) != nil, "the picture was dropped at check \(check)")
+        }
+        #expect(store.statistics.decodes == decodes)
+        #expect(try await server.statuses(for: path) == [200, 200, 200])
+    }
 }

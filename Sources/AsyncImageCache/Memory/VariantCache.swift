@@ -81,6 +81,18 @@ final class VariantCache: @unchecked Sendable {
         _ = released  // images are released outside the lock
     }
 
+    /// The digest of the bytes the images kept of `url` were decoded from (``PreparedImage/sourceDigest``; for a
+    /// remote URL they are all of one response), without marking any used; `nil` when none is kept, or they
+    /// carry none.
+    func sourceDigest(of url: URL) -> Int? {
+        lock.withLock {
+            for request in variantsByURL[url.cacheKey] ?? [] {
+                if let digest = storage.value(forKey: request, markingUsed: false)?.sourceDigest { return digest }
+            }
+            return nil
+        }
+    }
+
     /// Removes every variant of `url`, or only those `isRemoved` picks.
     func removeVariants(of url: URL, where isRemoved: (PreparedImage) -> Bool = { _ in true }) {
         var released: [PreparedImage] = []
