@@ -208,7 +208,8 @@ public final class CachedImageModel {
     /// prefetched image is a memory hit when its row appears. One prefetched before the store knew the
     /// image's size (`imageSize` `nil`) is drawn when its row appears too, but the model, knowing the size
     /// by then, asks again when the image's shape needs other pixels (a `.fill` image wider in aspect than
-    /// its frame; rounded corners on a `.fit` one taller): decoded from the bytes the prefetch left in memory.
+    /// its frame; rounded corners on a `.fit` one taller): decoded from the prefetched bytes while the store
+    /// still has them, in memory or on disk.
     ///
     /// ```swift
     /// store.startPrefetching(upcoming.compactMap {
