@@ -246,12 +246,7 @@ import Testing
     /// found, and a file long gone was served from memory.
     @Test func bytesOfAFileMissingBeforeAndAfterItsReadAreNotServedOnceItIsGone() async throws {
         let folder = TemporaryDirectory("rewrite")
-        let loader = RewritingLoader(
-            beforeRead: { read, url in if read == 1 { try? Self.photo.write(to: url) } },
-            afterRead: { read, url in
-                if read == 1 { try? FileManager.default.removeItem(at: url) }
-                return nil
-            })
+        let loader = RewritingLoader.writingOnlyAroundTheFirstRead(Self.photo)
         let (file, store) = try makeStore(reading: nil, through: loader, in: folder)
         let request = ImageRequest(url: file, targetWidth: 150)
         #expect(try await outcome(of: request, in: store).get().pixelSize == PixelSize(width: 150, height: 100))
@@ -309,12 +304,7 @@ import Testing
     /// exploration of local files.
     @Test func aLoadThatFindsTheFileMissingIsNotGivenBytesReadBeforeItBegan() async throws {
         let folder = TemporaryDirectory("rewrite")
-        let loader = RewritingLoader(
-            beforeRead: { read, url in if read == 1 { try? Self.photo.write(to: url) } },
-            afterRead: { read, url in
-                if read == 1 { try? FileManager.default.removeItem(at: url) }
-                return nil
-            })
+        let loader = RewritingLoader.writingOnlyAroundTheFirstRead(Self.photo)
         let gate = GatedDecoder(holdingOnly: Self.photo)
         defer { gate.open() }
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
@@ -396,6 +386,17 @@ private final class RewritingLoader: DataLoading, Sendable {
     private let reads = LockedBox(0)
     private let beforeRead: @Sendable (Int, URL) -> Void
     private let afterRead: @Sendable (Int, URL) -> ImageLoadingError?
+
+    /// A loader for a file missing but for its first read: `bytes` are written just before that read and
+    /// the file is deleted right after it.
+    static func writingOnlyAroundTheFirstRead(_ bytes: Data) -> RewritingLoader {
+        RewritingLoader(
+            beforeRead: { read, url in if read == 1 { try? bytes.write(to: url) } },
+            afterRead: { read, url in
+                if read == 1 { try? FileManager.default.removeItem(at: url) }
+                return nil
+            })
+    }
 
     init(
         beforeRead: @escaping @Sendable (Int, URL) -> Void = { _, _ in },
