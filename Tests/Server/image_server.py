@@ -20,6 +20,10 @@ Routes (<name> is a file name inside <directory>; no subfolders, no "..")
                                      If-None-Match or If-Modified-Since (a revalidation) gets nothing
                                      until the test releases <key>: a server that answers downloads
                                      and never its revalidations.
+  GET /held-first/<key>/<route>      the first request of the path gets the response /<route> gives at
+                                     once (the file as it is then), sent only once the test releases
+                                     <key>; later requests get /<route> at once: a download that read
+                                     the old file and arrives after the new one was served.
   GET /interim/<code>/<route>        an informational response <code> (1xx: 103 Early Hints with a Link
                                      header, 100 Continue), then /<route> as the final response.
   GET /truncated/images/<name>       announces the file's full Content-Length, sends the first half,
@@ -139,11 +143,13 @@ Control routes (not counted as hits)
   GET /__accept-encodings            the same for the Accept-Encoding headers.
   GET /__reset                       clears every table.
   GET /__release/<key>               lets the /held/<key>/ requests go, those waiting and later ones.
+  GET /__made                        JSON {key: true} of the /held-first/<key>/ responses made (and held).
 """
 
 import email.utils
 import gzip
 import hashlib
+import io
 import http.server
 import json
 import mimetypes
@@ -176,12 +182,25 @@ class State:
         self.accepts = {}
         self.accept_encodings = {}
         self.releases = {}
+        self.firsts = set()
+        self.made = {}
         self.bombs = {}
 
     def release_event(self, key):
         """The event that lets /held/<key>/ requests go, made on first use by either side."""
         with self.lock:
             return self.releases.setdefault(key, threading.Event())
+
+    def claim_first(self, path):
+        """Whether this is the first request of `path`."""
+        with self.lock:
+            first = path not in self.firsts
+            self.firsts.add(path)
+            return first
+
+    def record_made(self, key):
+        with self.lock:
+            self.made[key] = True
 
     def record_accept(self, path, accept, accept_encoding):
         with self.lock:
@@ -261,6 +280,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_json(self.state.snapshot("ended"))
         elif path == "/__sent":
             self.send_json(self.state.snapshot("sent"))
+        elif path == "/__made":
+            self.send_json(self.state.snapshot("made"))
         elif path == "/__accepts":
             self.send_json(self.state.snapshot("accepts"))
         elif path == "/__accept-encodings":
@@ -288,6 +309,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if self.headers.get("If-None-Match") or self.headers.get("If-Modified-Since"):
                 self.state.release_event(rest[0]).wait()
             self.route("/" + "/".join(rest[1:]))
+        elif head == "held-first" and len(rest) >= 2:
+            if self.state.claim_first(path):
+                # Made now, into a buffer, and sent as it was made once <key> is released.
+                socket_file, self.wfile = self.wfile, io.BytesIO()
+                try:
+                    self.route("/" + "/".join(rest[1:]))
+                finally:
+                    made, self.wfile = self.wfile.getvalue(), socket_file
+                self.state.record_made(rest[0])
+                self.state.release_event(rest[0]).wait()
+                self.wfile.write(made)
+                self.wfile.flush()
+            else:
+                self.route("/" + "/".join(rest[1:]))
         elif head == "interim" and len(rest) >= 2 and rest[0].isdigit():
             # An informational response first (103 Early Hints, an unasked-for 100 Continue), then /<route>.
             self.send_response_only(int(rest[0]))

@@ -167,6 +167,14 @@ final class TestHTTPServer: @unchecked Sendable {
         _ = try await get("/__release/\(key)")
     }
 
+    /// Waits until the `/held-first/<key>/` route has made its held response (read the file it sends).
+    /// Callers bound the wait with a time limit on their suite.
+    func waitUntilHeldResponseIsMade(_ key: String) async throws {
+        while try JSONDecoder().decode([String: Bool].self, from: await get("/__made"))[key] != true {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     /// Clears the hit and byte counters.
     func reset() async throws {
         _ = try await get("/__reset")
