@@ -41,23 +41,15 @@ extension ImageStore {
         }
         let key = url.cacheKey
         let (generation, replacement) = (disk.generation, replacementCount(ofKey: key))
-        guard url.isRemote, var (data, file) = disk.stored(for: url), (try? ImageHeader.parse(data)) != nil else {
+        guard url.isRemote, let entry = disk.stored(for: url), let header = try? ImageHeader.parse(entry.data) else {
             return nil
         }
         // Its caching facts come into memory with it, as with a load's read of the file: once the file
         // is gone (trimmed, purged), a load served these bytes from memory would find none and take
-        // them for fresh until evicted, never revalidated. Facts memory does not hold are read from the
-        // file at the path, after its bytes: a new file renamed into place in between (another store or
-        // process) has its bytes read again (twice at most), to go with its facts, as a load does.
-        let factsInMemory = cacheMetadata.contains(key)
-        let metadata = storedCacheMetadata(for: url)
-        for _ in 0..<2 {
-            guard !factsInMemory, let read = file, let now = disk.identity(for: url), now != read,
-                let again = disk.stored(for: url)
-            else { break }
-            (data, file) = again
-        }
-        guard let header = try? ImageHeader.parse(data) else { return nil }
+        // them for fresh until evicted, never revalidated. They are the file's own when memory's name
+        // another response (another store or process wrote the file since), as a load takes them.
+        let metadata = cacheMetadata(forDiskRead: entry, of: url)
+        let data = entry.data
         let original = OriginalImage(data: data, header: header, fileStamp: nil)
         let digest = PreparedImage.digest(of: data)
         // Handed out, but not kept when a `removeAll()` or a revalidation's new image came since the

@@ -159,34 +159,25 @@ extension ImageStore {
         FetchedOriginal, ImageLoadingError
     > {
         // Bytes still waiting for the disk count as read from it (a `clearMemory()` has dropped them from memory).
-        // Read again (twice at most) when the file was replaced while its caching facts were read.
-        for attempt in 0..<3 {
-            guard url.isRemote, let (data, file) = disk.stored(for: url) else { break }
-            if let header = try? ImageHeader.parse(data) {
+        if url.isRemote, let entry = disk.stored(for: url) {
+            if let header = try? ImageHeader.parse(entry.data) {
                 count { $0.diskHits += 1 }
                 // Repaired only while these bytes are current, and only on the file they came from: not
                 // once a new image has replaced them, here or in another process.
-                if let file, disk.pixelSize(for: url) != header.displaySize {
+                if let file = entry.identity, disk.pixelSize(for: url) != header.displaySize {
                     _ = ifCurrent(generation: generation, replacement: replacement, forKey: url.cacheKey) {
                         disk.setPixelSize(header.displaySize, for: url, readFrom: file)
                     }
                 }
-                // Facts memory does not hold are read from the file at the path, after its bytes: another store
-                // or process may have renamed a new file into place in between. Taken with these bytes, they
-                // would have a check answered 304 for the new file keep the old picture for good: the bytes are
-                // read again, and go with the facts of their own file. (A file gone meanwhile gave no facts:
-                // the bytes are shown as stale, with no validators, and their check downloads the image.)
-                let factsInMemory = cacheMetadata.contains(url.cacheKey)
-                // A stale entry is shown while it revalidates.
-                let metadata = revalidateIfStale(url)
-                if let file, !factsInMemory, attempt < 2, let now = disk.identity(for: url), now != file { continue }
+                // Shown with the facts that go with them; a stale entry is shown while it revalidates.
+                let metadata = cacheMetadata(forDiskRead: entry, of: url)
+                revalidateIfStale(url)
                 return .success(
                     FetchedOriginal(
-                        OriginalImage(data: data, header: header, fileStamp: nil), origin: .disk,
+                        OriginalImage(data: entry.data, header: header, fileStamp: nil), origin: .disk,
                         generation: generation, replacement: replacement, cacheMetadata: metadata))
             }
             disk.remove(url)  // not an image any more: fall through to the source
-            break
         }
         guard !Task.isCancelled else { return .failure(.cancelled) }
         report(.fetch, url)

@@ -385,8 +385,8 @@ extension ImageStore {
     private func removeDamaged(_ damaged: Data, for url: URL) {
         let key = url.cacheKey
         if originals.value(forKey: key)?.data == damaged { originals.removeValue(forKey: key) }
-        guard let (data, file) = disk.stored(for: url), data == damaged else { return }
-        if let file {
+        guard let entry = disk.stored(for: url), entry.data == damaged else { return }
+        if let file = entry.identity {
             disk.remove(url, readFrom: file)
         } else {
             disk.remove(url)  // a write still waiting for the disk: dropped

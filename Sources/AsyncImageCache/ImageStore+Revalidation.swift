@@ -91,11 +91,48 @@ extension ImageStore {
         // server for the image, whose answer records facts again. Taken for fresh, they never would be.
         // Made the same by every look-up (two loads may miss at once, and the one whose check runs keeps
         // its own): a failed check records its retry delay only over the facts it started with.
-        let metadata =
-            disk.cacheMetadata(for: url)
-            ?? HTTPCacheMetadata(
-                policy: HTTPCachePolicy(maxAge: disk.contains(url) ? nil : 0),
-                receivedAt: Date(timeIntervalSince1970: 0))
+        let metadata = disk.cacheMetadata(for: url) ?? factsOfAnEntryWithout(url)
+        keepInMemory(metadata, forKey: key)
+        return metadata
+    }
+
+    /// The facts ``storedCacheMetadata(for:)`` gives an entry that has none: fresh while it has a file, else stale.
+    private func factsOfAnEntryWithout(_ url: URL) -> HTTPCacheMetadata {
+        HTTPCacheMetadata(
+            policy: HTTPCachePolicy(maxAge: disk.contains(url) ? nil : 0), receivedAt: Date(timeIntervalSince1970: 0))
+    }
+
+    /// The caching facts to show `entry`'s bytes with, just read from the disk tier for `url`, kept in memory:
+    /// those memory holds, else those read with the bytes (or, with none, as ``storedCacheMetadata(for:)``
+    /// makes them).
+    ///
+    /// The bytes may be of another response than memory's facts and images: another store or process on the
+    /// folder wrote the file after this store kept them, from a download that may be newer than theirs, or
+    /// older (a slow one lands over a newer file). Which, nothing tells. Then the facts read with the bytes go
+    /// with them, stale until checked (``HTTPCacheMetadata/awaitsCheck``), and the images of other bytes go:
+    /// the check asks about these very bytes, and replaces them when the server has moved on. (Under memory's
+    /// facts, it would be answered 304 for the other response, and these bytes shown for good.) Told by the
+    /// images in memory, whose bytes' digest differs, or without any by the facts, whose validators differ
+    /// (``HTTPCacheMetadata/namesAnotherResponse(than:)``).
+    func cacheMetadata(forDiskRead entry: DiskStore.StoredEntry, of url: URL) -> HTTPCacheMetadata {
+        let key = url.cacheKey
+        let inMemory = cacheMetadata.value(forKey: key)
+        var metadata = entry.metadata ?? factsOfAnEntryWithout(url)
+        if let shown = variants.sourceDigest(of: url) {
+            let digest = PreparedImage.digest(of: entry.data)
+            guard shown != digest else { return inMemory ?? keptInMemory(metadata, forKey: key) }
+            variants.removeVariants(of: url) { $0.sourceDigest.map { $0 != digest } ?? false }
+        } else if let inMemory {
+            guard metadata.namesAnotherResponse(than: inMemory) else { return inMemory }
+        } else {
+            return keptInMemory(metadata, forKey: key)
+        }
+        metadata.awaitsCheck = true
+        return keptInMemory(metadata, forKey: key)
+    }
+
+    /// Keeps `metadata` in memory (``keepInMemory(_:forKey:)``) and returns it.
+    private func keptInMemory(_ metadata: HTTPCacheMetadata, forKey key: String) -> HTTPCacheMetadata {
         keepInMemory(metadata, forKey: key)
         return metadata
     }

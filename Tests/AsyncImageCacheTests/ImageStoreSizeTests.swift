@@ -89,9 +89,9 @@ import Testing
         #expect(rename(temporary, path) == 0)
         attributes.gate.open()
         let answered = try await repairing.value
-        // The load reads its caching facts after the repair, from the new file: it reads that file's bytes
-        // again, to go with them, and shows the new image (300x500 at 50 px wide).
-        #expect(answered == (lookup == "load" ? CGSize(width: 50, height: 83) : sizes[0].cgSize))
+        // The load read the old file's caching facts with its bytes, before the repair: it shows the old
+        // image (1024x768 at 50 px wide), which they go with.
+        #expect(answered == (lookup == "load" ? CGSize(width: 50, height: 38) : sizes[0].cgSize))
 
         let onDisk = FileExtendedAttributes().value(named: PixelSizeAttribute.name, atPath: path)
         #expect(onDisk.flatMap(PixelSizeAttribute.decode) == newSize, "the old file's size went onto the new file")

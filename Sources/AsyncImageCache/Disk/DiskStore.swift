@@ -269,11 +269,39 @@ final class DiskStore: Sendable {
         stored(for: url)?.data
     }
 
-    /// ``data(for:)`` with the identity of the file read, `nil` for bytes that still wait for the disk.
-    func stored(for url: URL) -> (data: Data, identity: FileIdentity?)? {
-        if let (data, identity) = file(for: url) { return (data, identity) }
-        if let staged = staged(forKey: url.cacheKey) { return (staged.data, nil) }
-        return file(for: url).map { ($0.data, $0.identity) }
+    /// What a read of an entry found: its bytes, the file they came from (`nil` for a write still waiting for
+    /// the disk), and the caching facts kept with them (`nil` for none).
+    struct StoredEntry {
+        let data: Data
+        let identity: FileIdentity?
+        let metadata: HTTPCacheMetadata?
+    }
+
+    /// ``data(for:)`` with the file read and the caching facts kept with its bytes: the file's attribute, read
+    /// after them, or a waiting write's own. Another store or process may rename a new file into place between
+    /// the two reads: the file is then read again (three reads at most), so that bytes and facts come from one
+    /// file. A file gone meanwhile gives its bytes without facts.
+    func stored(for url: URL) -> StoredEntry? {
+        var entry = fileOrWaitingWrite(for: url)
+        for _ in 1..<3 {
+            guard let read = entry?.identity, let now = identity(for: url), now != read else { break }
+            entry = fileOrWaitingWrite(for: url)
+        }
+        return entry
+    }
+
+    /// The file's bytes and facts, else a waiting write's, else the file's (a write may land between the looks).
+    private func fileOrWaitingWrite(for url: URL) -> StoredEntry? {
+        func fromFile() -> StoredEntry? {
+            file(for: url).map {
+                StoredEntry(data: $0.data, identity: $0.identity, metadata: attributeCacheMetadata(for: url))
+            }
+        }
+        if let entry = fromFile() { return entry }
+        if let staged = staged(forKey: url.cacheKey) {
+            return StoredEntry(data: staged.data, identity: nil, metadata: staged.metadata)
+        }
+        return fromFile()
     }
 
     /// ``data(for:)``, with the identity of the file read: what is repaired from these bytes goes onto

@@ -275,6 +275,10 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     /// how many failed in a row.
     var retryAfter: Date?
     var failedRevalidations = 0
+    /// Read from the disk tier with bytes of another response than the one the store last kept of the URL
+    /// (another store or process wrote the file since): stale whatever their lifetime, until a check answers
+    /// about them (kept in memory only, never encoded).
+    var awaitsCheck = false
 
     /// About what the facts for `key` take in memory: the validators as a server sent them (a header line
     /// may be as long as 100 KB), the key, and the fixed fields. The store's memory of facts counts it
@@ -339,9 +343,25 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     func isUpdated(by policy: HTTPCachePolicy) -> Bool {
         guard let tag = policy.entityTag else { return true }
         guard let entityTag else { return false }
-        func opaque(_ tag: String) -> Substring { tag.hasPrefix("W/") ? tag.dropFirst(2) : Substring(tag) }
-        if tag.hasPrefix("W/") { return opaque(tag) == opaque(entityTag) }
+        if tag.hasPrefix("W/") { return Self.opaque(tag) == Self.opaque(entityTag) }
         return tag == entityTag
+    }
+
+    /// An entity tag without its weakness prefix (`W/`), for a weak comparison (RFC 9110 8.8.3.2).
+    private static func opaque(_ tag: String) -> Substring { tag.hasPrefix("W/") ? tag.dropFirst(2) : Substring(tag) }
+
+    /// Whether these facts name another response of the URL than `other` does, by their validators: another
+    /// entity tag (compared weakly), or, where neither has one, another Last-Modified; or an entity tag where
+    /// `other` has none, or none where it has one. Facts without validators name no response, and differ
+    /// from none: a file whose validators could not be written (too long for an attribute) is not taken for
+    /// another response's.
+    func namesAnotherResponse(than other: HTTPCacheMetadata) -> Bool {
+        switch (entityTag, other.entityTag) {
+        case (let tag?, let otherTag?): return Self.opaque(tag) != Self.opaque(otherTag)
+        case (nil, nil): return lastModified != nil && lastModified != other.lastModified
+        case (_?, nil): return true
+        case (nil, _?): return lastModified != nil
+        }
     }
 
     /// The expiry these fields give a response received at `now` through the fetch that gave `policy`:
@@ -357,7 +377,7 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     }
 
     func isStale(at now: Date = Date()) -> Bool {
-        expires.map { $0 <= now } ?? false
+        awaitsCheck || expires.map { $0 <= now } ?? false
     }
 
     /// Whether a revalidation is due: the entry is stale, and any delay a failed one set has passed.

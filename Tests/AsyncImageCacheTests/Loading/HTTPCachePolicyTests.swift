@@ -205,4 +205,30 @@ import Testing
         #expect(maxAge(age: " 100 , 1e2") == 500)
         #expect(maxAge(age: "1e2, 100") == 600)
     }
+
+    /// Which caching facts name another response of a URL than others, as a store compares the facts read
+    /// with a file's bytes to those it holds: entity tags weakly, else Last-Modified; facts without
+    /// validators (a file whose validators were too long for an attribute) name none.
+    @Test func factsNameAnotherResponseByTheirValidators() {
+        func facts(_ tag: String?, _ modified: String?) -> HTTPCacheMetadata {
+            HTTPCacheMetadata(policy: HTTPCachePolicy(maxAge: 60, entityTag: tag, lastModified: modified))
+        }
+        let (monday, tuesday) = ("Mon, 07 Dec 2026 03:00:00 GMT", "Tue, 08 Dec 2026 03:00:00 GMT")
+        let cases: [(HTTPCacheMetadata, HTTPCacheMetadata, Bool)] = [
+            (facts("\"a\"", monday), facts("\"a\"", tuesday), false),  // a touched file: the tag says same
+            (facts("W/\"a\"", nil), facts("\"a\"", nil), false),
+            (facts("\"a\"", nil), facts("\"b\"", nil), true),
+            (facts(nil, monday), facts(nil, monday), false),
+            (facts(nil, monday), facts(nil, tuesday), true),
+            (facts("\"a\"", nil), facts(nil, monday), true),
+            (facts(nil, monday), facts("\"a\"", monday), true),
+            (facts(nil, nil), facts("\"a\"", monday), false),
+            (facts(nil, nil), facts(nil, nil), false),
+        ]
+        for (facts, other, differs) in cases {
+            #expect(
+                facts.namesAnotherResponse(than: other) == differs,
+                "\(String(describing: facts.entityTag)) \(String(describing: facts.lastModified))")
+        }
+    }
 }

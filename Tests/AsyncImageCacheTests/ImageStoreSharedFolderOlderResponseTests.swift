@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+
+@testable import AsyncImageCache
+
+/// Two stores on one folder, where one writes an older response of an image over the newer file the other
+/// wrote: the bytes on disk and the caching facts in a store's memory are then of two responses.
+@Suite(.timeLimit(.minutes(2))) struct ImageStoreSharedFolderOlderResponseTests {
+    /// The served image, before and after the change, and how 20 px wide pictures of each look.
+    struct Versions {
+        let old: Data
+        let new: Data
+        let oldShown = PixelSize(width: 20, height: 4)
+        let newShown = PixelSize(width: 20, height: 15)
+
+        init() throws {
+            old = try SampleImages.jpeg(width: 800, height: 160)
+            new = try SampleImages.jpeg(width: 480, height: 360, seed: 1)
+        }
+    }
+
+    /// How a store first reads bytes that another store wrote over its file.
+    enum FirstRead: String, CustomTestStringConvertible {
+        case load, loadAnsweredAfterTheCheck, originalBytes
+        var testDescription: String { rawValue }
+    }
+
+    /// One store's download is slow: the server read the old file for it, and then the image changed.
+    /// Another store on the folder downloads the new image meanwhile, and keeps only its picture in memory
+    /// (the original is over its memory budget). The slow download then arrives, and its write puts the old
+    /// bytes, with their own caching facts, over the new file. The second store's next load of another look
+    /// reads those bytes: they go with the file's facts, not with the new image's facts in memory, and are
+    /// checked at once. The new image comes back. (Before, they were shown under the new image's facts:
+    /// fresh for an hour, and then every check, made with the new image's entity tag, was answered 304. The
+    /// old image was shown for good, and the new picture was dropped for it.)
+    ///
+    /// The old bytes are first read by a load whose picture of them lands before the check answers, by one
+    /// whose picture lands after it, or by ``ImageStore/cachedOriginalBytes(for:)``. (Before the new picture
+    /// went as the facts were taken, a check answered first took the answer for the bytes it was about, as the
+    /// new picture still in memory came from them, and put the answer's facts on the old bytes' file: fresh
+    /// for an hour again.)
+    @Test(arguments: [FirstRead.load, .loadAnsweredAfterTheCheck, .originalBytes])
+    func olderBytesWrittenOverTheFileByAnotherStoreAreCheckedAtOnce(readBy firstRead: FirstRead) async throws {
+        let versions = try Versions()
+        let served = TemporaryDirectory("older-response-served")
+        let file = served.url.appendingPathComponent("photo.jpg")
+        try versions.old.write(to: file)
+        let server = try await TestHTTPServer(serving: served.url)
+        defer { server.stop() }
+        // Fresh for an hour, with an entity tag (a hash of the bytes); the first request is answered late.
+        let url = server.url("/held-first/slow/cache/max-age=3600/images/photo.jpg")
+        let plain = ImageRequest(url: url, targetWidth: 20)
+        let rounded = ImageRequest(url: url, targetWidth: 20, cornerRadius: 4)
+        let folder = TemporaryDirectory("older-response")
+        let slow = try ImageStore.makeForTesting(root: folder.url)
+        // Decodes of the old bytes wait for the test, when it lets the check answer first.
+        let gate = GatedDecoder(open: firstRead != .loadAnsweredAfterTheCheck, holdingOnly: versions.old)
+        let showing = try ImageStore.makeForTesting(root: folder.url) {
+            $0.memoryByteLimit = 2000
+            $0.decoder = gate
+            $0.decodeConcurrency = 2
+        }
+        try #require(versions.new.count > 2000)
+
+        let download = Task { try await slow.image(for: plain) }
+        try await server.waitUntilHeldResponseIsMade("slow")
+        try versions.new.write(to: file, options: .atomic)
+        #expect(try await showing.image(for: plain).pixelSize == versions.newShown)
+        await onOwnThread { showing.waitForDiskMaintenance() }
+        try #require(showing.cachedOriginalBytes(for: url)?.data == versions.new)
+        try await server.release("slow")
+        #expect(try await download.value.pixelSize == versions.oldShown)
+        await onOwnThread { slow.waitForDiskMaintenance() }
+        try #require(showing.disk.data(for: url) == versions.old, "the slow download's write did not land")
+
+        if firstRead == .originalBytes {
+            #expect(showing.cachedOriginalBytes(for: url)?.data == versions.old)
+            _ = try await showing.image(for: plain)
+        } else {
+            let oldLook = Task { try await showing.image(for: rounded) }  // from the old bytes on disk
+            if firstRead == .loadAnsweredAfterTheCheck {
+                try await waitUntil { gate.enteredCount == 1 }
+                try await waitUntil { showing.revalidating.withLock { $0.isEmpty } }
+                gate.open()
+            }
+            _ = try await oldLook.value
+        }
+        try await waitUntil { showing.revalidating.withLock { $0.isEmpty } }
+        await onOwnThread { showing.waitForDiskMaintenance() }
+        #expect(try await showing.image(for: plain).pixelSize == versions.newShown, "the old image is shown")
+        #expect(try await showing.image(for: rounded).pixelSize == versions.newShown, "the old image is shown")
+        #expect(showing.cachedPixelSize(for: url) == CGSize(width: 480, height: 360))
+        #expect(showing.disk.data(for: url) == versions.new, "the folder keeps the old bytes")
+        // A relaunch shows the new image from the disk tier, with no check (fresh for an hour).
+        let relaunched = try ImageStore.makeForTesting(root: folder.url)
+        #expect(try await relaunched.image(for: plain).pixelSize == versions.newShown)
+        #expect(relaunched.revalidating.withLock { $0.isEmpty })
+    }
+}
