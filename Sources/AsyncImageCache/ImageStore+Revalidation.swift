@@ -68,9 +68,11 @@ extension ImageStore {
     }
 
     /// Records new caching facts for `url`'s entry, in memory and on its file, leaving its bytes as they are.
-    private func refresh(_ metadata: HTTPCacheMetadata, for url: URL) {
+    /// `checked`, the facts the check that gave them began with, says which response they are about: a file
+    /// that holds another one by now (another store or process wrote it since) keeps its own.
+    private func refresh(_ metadata: HTTPCacheMetadata, for url: URL, checked: HTTPCacheMetadata) {
         keepInMemory(metadata, forKey: url.cacheKey)
-        disk.setCacheMetadata(metadata, for: url)
+        disk.setCacheMetadata(metadata, for: url, over: checked)
     }
 
     /// Keeps `metadata` in memory as the caching facts of the entry with cache key `key`, costing what
@@ -228,7 +230,7 @@ extension ImageStore {
             let refreshed = metadata.refreshed(by: policy, at: receivedAt)
             let applied: Void? = ifCurrent(generation: generation, replacement: replacement, forKey: url.cacheKey) {
                 if refreshed.isStorable {
-                    refresh(refreshed, for: url)
+                    refresh(refreshed, for: url, checked: metadata)
                 } else {
                     // No-store now, or still (a 304 without Cache-Control keeps it): the file goes, as with
                     // the same bytes again; memory keeps the image.
@@ -270,7 +272,7 @@ extension ImageStore {
             }
             if isSame {
                 if policy.isStorable, disk.contains(url) {
-                    refresh(HTTPCacheMetadata(policy: policy, receivedAt: receivedAt), for: url)
+                    refresh(HTTPCacheMetadata(policy: policy, receivedAt: receivedAt), for: url, checked: metadata)
                 } else {
                     keepRemote(
                         original, metadata: HTTPCacheMetadata(policy: policy, receivedAt: receivedAt), for: url,

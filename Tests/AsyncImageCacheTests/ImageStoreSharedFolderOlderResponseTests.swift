@@ -96,4 +96,48 @@ import Testing
         #expect(try await relaunched.image(for: plain).pixelSize == versions.newShown)
         #expect(relaunched.revalidating.withLock { $0.isEmpty })
     }
+
+    /// A store's check of its image waits for the server's answer. Meanwhile the folder loses the file
+    /// (another process trims it), the server changes the image, and another store on the folder downloads
+    /// the new one and writes it; then the server changes the image back. The check is answered 304: the first
+    /// store's image is current, but the file holds the other response, and keeps its own caching facts.
+    /// After a relaunch, its check finds it out of date. (Before, the 304's facts went onto that file: its
+    /// bytes under the validators of an image they are not, answered 304 at every check, for good.)
+    @Test func aNotModifiedAnswerLeavesTheFactsOfAnotherResponsesFile() async throws {
+        let versions = try Versions()
+        let served = TemporaryDirectory("older-response-check-served")
+        let file = served.url.appendingPathComponent("photo.jpg")
+        try versions.old.write(to: file)
+        let server = try await TestHTTPServer(serving: served.url)
+        defer { server.stop() }
+        // Stale at once (no-cache); a download is answered at once, a check only once released.
+        let path = "/held-conditional/check/cache/no-cache/images/photo.jpg"
+        let url = server.url(path)
+        let request = ImageRequest(url: url, targetWidth: 20)
+        let folder = TemporaryDirectory("older-response-check")
+        let checking = try ImageStore.makeForTesting(root: folder.url)
+        let other = try ImageStore.makeForTesting(root: folder.url)
+        #expect(try await checking.image(for: request).pixelSize == versions.oldShown)
+        await onOwnThread { checking.waitForDiskMaintenance() }
+
+        #expect(try await checking.image(for: request).pixelSize == versions.oldShown)  // starts its check
+        try await waitUntil { try await server.hits(for: path) == 2 }
+        try FileManager.default.removeItem(at: checking.disk.fileURL(for: url))
+        try versions.new.write(to: file, options: .atomic)
+        #expect(try await other.image(for: request).pixelSize == versions.newShown)
+        await onOwnThread { other.waitForDiskMaintenance() }
+        let written = try #require(other.disk.cacheMetadata(for: url))
+        try #require(other.disk.data(for: url) == versions.new)
+        try versions.old.write(to: file, options: .atomic)
+        try await server.release("check")
+        try await waitUntil { checking.revalidating.withLock { $0.isEmpty } }
+        #expect(try await server.statuses(for: "/cache/no-cache/images/photo.jpg") == [200, 200, 304])
+        #expect(checking.disk.cacheMetadata(for: url) == written, "the 304's facts went onto the other file")
+        #expect(checking.disk.data(for: url) == versions.new)
+
+        let relaunched = try ImageStore.makeForTesting(root: folder.url)
+        #expect(try await relaunched.image(for: request).pixelSize == versions.newShown)
+        try await waitUntil { relaunched.revalidating.withLock { $0.isEmpty } }
+        #expect(try await relaunched.image(for: request).pixelSize == versions.oldShown, "not replaced after a check")
+    }
 }

@@ -552,11 +552,25 @@ final class DiskStore: Sendable {
         return (value(capacity: 2048) ?? value(capacity: 1 << 16)).flatMap(HTTPCacheMetadata.init(encoded:))
     }
 
-    /// Replaces the HTTP caching facts of `url`'s existing file without touching its bytes.
-    func setCacheMetadata(_ metadata: HTTPCacheMetadata, for url: URL) {
-        let path = filePath(for: url)
-        guard Self.isRegularFile(atPath: path) else { return }
-        _ = recounting(fileNamed: Self.fileName(for: url)) { try? writeCacheMetadata(metadata, atPath: path) }
+    /// Replaces the HTTP caching facts of `url`'s existing file (never through a link) without touching its
+    /// bytes. With `checked`, the facts a revalidation began with, not on a file whose own facts name another
+    /// response (``HTTPCacheMetadata/namesAnotherResponse(than:)``): another store or process wrote it after
+    /// the check began, and the answer is not about its bytes. Compared and written on one file: through its
+    /// descriptor, so that a file renamed into place after the comparison keeps its own facts.
+    func setCacheMetadata(_ metadata: HTTPCacheMetadata, for url: URL, over checked: HTTPCacheMetadata? = nil) {
+        _ = Self.withRegularFile(atPath: filePath(for: url)) { descriptor, status -> Bool? in
+            if let checked {
+                // Read at the path, so compared only while the path still names the file opened.
+                let onFile = attributeCacheMetadata(for: url)
+                guard identity(for: url) == FileIdentity(status) else { return false }
+                if let onFile, onFile.namesAnotherResponse(than: checked) { return false }
+            }
+            return recounting(fileNamed: Self.fileName(for: url)) {
+                (try? writeCacheMetadata(metadata) {
+                    try attributes.setValue($0, named: HTTPCacheMetadata.attributeName, onDescriptor: descriptor)
+                }) != nil
+            }
+        }
     }
 
     /// Writes `metadata` as the attribute of the file at `path`. Where the file system refuses it, it is
@@ -566,14 +580,21 @@ final class DiskStore: Sendable {
     /// evicted, whatever `max-age` or `no-cache` the response said. Throws the file system's last refusal
     /// (`ENOSPC` on a full one) where neither is written.
     func writeCacheMetadata(_ metadata: HTTPCacheMetadata, atPath path: String) throws {
+        try writeCacheMetadata(metadata) {
+            try attributes.setValue($0, named: HTTPCacheMetadata.attributeName, atPath: path)
+        }
+    }
+
+    /// ``writeCacheMetadata(_:atPath:)`` with `write`, which sets the attribute to the bytes it is given.
+    private func writeCacheMetadata(_ metadata: HTTPCacheMetadata, with write: ([UInt8]) throws -> Void) throws {
         do {
-            try attributes.setValue(metadata.encoded, named: HTTPCacheMetadata.attributeName, atPath: path)
+            try write(metadata.encoded)
         } catch {
             guard metadata.entityTag != nil || metadata.lastModified != nil else { throw error }
             var withoutValidators = metadata
             withoutValidators.entityTag = nil
             withoutValidators.lastModified = nil
-            try attributes.setValue(withoutValidators.encoded, named: HTTPCacheMetadata.attributeName, atPath: path)
+            try write(withoutValidators.encoded)
         }
     }
 }
