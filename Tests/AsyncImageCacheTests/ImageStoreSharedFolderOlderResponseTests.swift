@@ -6,16 +6,28 @@ import Testing
 /// Two stores on one folder, where one writes an older response of an image over the newer file the other
 /// wrote: the bytes on disk and the caching facts in a store's memory are then of two responses.
 @Suite(.timeLimit(.minutes(2))) struct ImageStoreSharedFolderOlderResponseTests {
-    /// The served image, before and after the change, and how 20 px wide pictures of each look.
-    struct Versions {
+    /// An image served from a folder of its own, in an old and a new version; it starts as the old one.
+    final class ServedPhoto: Sendable {
         let old: Data
         let new: Data
+        /// How 20 px wide pictures of each version look.
         let oldShown = PixelSize(width: 20, height: 4)
         let newShown = PixelSize(width: 20, height: 15)
+        let server: TestHTTPServer
+        private let folder: TemporaryDirectory
+        private var file: URL { folder.url.appendingPathComponent("photo.jpg") }
 
-        init() throws {
+        init(_ label: String) async throws {
             old = try SampleImages.jpeg(width: 800, height: 160)
             new = try SampleImages.jpeg(width: 480, height: 360, seed: 1)
+            folder = TemporaryDirectory(label)
+            try old.write(to: folder.url.appendingPathComponent("photo.jpg"))
+            server = try await TestHTTPServer(serving: folder.url)
+        }
+
+        /// Serves `version` from now on, renamed into place.
+        func serve(_ version: Data) throws {
+            try version.write(to: file, options: .atomic)
         }
     }
 
@@ -41,11 +53,8 @@ import Testing
     /// for an hour again.)
     @Test(arguments: [FirstRead.load, .loadAnsweredAfterTheCheck, .originalBytes])
     func olderBytesWrittenOverTheFileByAnotherStoreAreCheckedAtOnce(readBy firstRead: FirstRead) async throws {
-        let versions = try Versions()
-        let served = TemporaryDirectory("older-response-served")
-        let file = served.url.appendingPathComponent("photo.jpg")
-        try versions.old.write(to: file)
-        let server = try await TestHTTPServer(serving: served.url)
+        let photo = try await ServedPhoto("older-response-served")
+        let server = photo.server
         defer { server.stop() }
         // Fresh for an hour, with an entity tag (a hash of the bytes); the first request is answered late.
         let url = server.url("/held-first/slow/cache/max-age=3600/images/photo.jpg")
@@ -54,27 +63,27 @@ import Testing
         let folder = TemporaryDirectory("older-response")
         let slow = try ImageStore.makeForTesting(root: folder.url)
         // Decodes of the old bytes wait for the test, when it lets the check answer first.
-        let gate = GatedDecoder(open: firstRead != .loadAnsweredAfterTheCheck, holdingOnly: versions.old)
+        let gate = GatedDecoder(open: firstRead != .loadAnsweredAfterTheCheck, holdingOnly: photo.old)
         let showing = try ImageStore.makeForTesting(root: folder.url) {
             $0.memoryByteLimit = 2000
             $0.decoder = gate
             $0.decodeConcurrency = 2
         }
-        try #require(versions.new.count > 2000)
+        try #require(photo.new.count > 2000)
 
         let download = Task { try await slow.image(for: plain) }
         try await server.waitUntilHeldResponseIsMade("slow")
-        try versions.new.write(to: file, options: .atomic)
-        #expect(try await showing.image(for: plain).pixelSize == versions.newShown)
+        try photo.serve(photo.new)
+        #expect(try await showing.image(for: plain).pixelSize == photo.newShown)
         await onOwnThread { showing.waitForDiskMaintenance() }
-        try #require(showing.cachedOriginalBytes(for: url)?.data == versions.new)
+        try #require(showing.cachedOriginalBytes(for: url)?.data == photo.new)
         try await server.release("slow")
-        #expect(try await download.value.pixelSize == versions.oldShown)
+        #expect(try await download.value.pixelSize == photo.oldShown)
         await onOwnThread { slow.waitForDiskMaintenance() }
-        try #require(showing.disk.data(for: url) == versions.old, "the slow download's write did not land")
+        try #require(showing.disk.data(for: url) == photo.old, "the slow download's write did not land")
 
         if firstRead == .originalBytes {
-            #expect(showing.cachedOriginalBytes(for: url)?.data == versions.old)
+            #expect(showing.cachedOriginalBytes(for: url)?.data == photo.old)
             _ = try await showing.image(for: plain)
         } else {
             let oldLook = Task { try await showing.image(for: rounded) }  // from the old bytes on disk
@@ -87,13 +96,13 @@ import Testing
         }
         try await waitUntil { showing.revalidating.withLock { $0.isEmpty } }
         await onOwnThread { showing.waitForDiskMaintenance() }
-        #expect(try await showing.image(for: plain).pixelSize == versions.newShown, "the old image is shown")
-        #expect(try await showing.image(for: rounded).pixelSize == versions.newShown, "the old image is shown")
+        #expect(try await showing.image(for: plain).pixelSize == photo.newShown, "the old image is shown")
+        #expect(try await showing.image(for: rounded).pixelSize == photo.newShown, "the old image is shown")
         #expect(showing.cachedPixelSize(for: url) == CGSize(width: 480, height: 360))
-        #expect(showing.disk.data(for: url) == versions.new, "the folder keeps the old bytes")
+        #expect(showing.disk.data(for: url) == photo.new, "the folder keeps the old bytes")
         // A relaunch shows the new image from the disk tier, with no check (fresh for an hour).
         let relaunched = try ImageStore.makeForTesting(root: folder.url)
-        #expect(try await relaunched.image(for: plain).pixelSize == versions.newShown)
+        #expect(try await relaunched.image(for: plain).pixelSize == photo.newShown)
         #expect(relaunched.revalidating.withLock { $0.isEmpty })
     }
 
@@ -104,11 +113,8 @@ import Testing
     /// After a relaunch, its check finds it out of date. (Before, the 304's facts went onto that file: its
     /// bytes under the validators of an image they are not, answered 304 at every check, for good.)
     @Test func aNotModifiedAnswerLeavesTheFactsOfAnotherResponsesFile() async throws {
-        let versions = try Versions()
-        let served = TemporaryDirectory("older-response-check-served")
-        let file = served.url.appendingPathComponent("photo.jpg")
-        try versions.old.write(to: file)
-        let server = try await TestHTTPServer(serving: served.url)
+        let photo = try await ServedPhoto("older-response-check-served")
+        let server = photo.server
         defer { server.stop() }
         // Stale at once (no-cache); a download is answered at once, a check only once released.
         let path = "/held-conditional/check/cache/no-cache/images/photo.jpg"
@@ -117,27 +123,27 @@ import Testing
         let folder = TemporaryDirectory("older-response-check")
         let checking = try ImageStore.makeForTesting(root: folder.url)
         let other = try ImageStore.makeForTesting(root: folder.url)
-        #expect(try await checking.image(for: request).pixelSize == versions.oldShown)
+        #expect(try await checking.image(for: request).pixelSize == photo.oldShown)
         await onOwnThread { checking.waitForDiskMaintenance() }
 
-        #expect(try await checking.image(for: request).pixelSize == versions.oldShown)  // starts its check
+        #expect(try await checking.image(for: request).pixelSize == photo.oldShown)  // starts its check
         try await waitUntil { try await server.hits(for: path) == 2 }
         try FileManager.default.removeItem(at: checking.disk.fileURL(for: url))
-        try versions.new.write(to: file, options: .atomic)
-        #expect(try await other.image(for: request).pixelSize == versions.newShown)
+        try photo.serve(photo.new)
+        #expect(try await other.image(for: request).pixelSize == photo.newShown)
         await onOwnThread { other.waitForDiskMaintenance() }
         let written = try #require(other.disk.cacheMetadata(for: url))
-        try #require(other.disk.data(for: url) == versions.new)
-        try versions.old.write(to: file, options: .atomic)
+        try #require(other.disk.data(for: url) == photo.new)
+        try photo.serve(photo.old)
         try await server.release("check")
         try await waitUntil { checking.revalidating.withLock { $0.isEmpty } }
         #expect(try await server.statuses(for: "/cache/no-cache/images/photo.jpg") == [200, 200, 304])
         #expect(checking.disk.cacheMetadata(for: url) == written, "the 304's facts went onto the other file")
-        #expect(checking.disk.data(for: url) == versions.new)
+        #expect(checking.disk.data(for: url) == photo.new)
 
         let relaunched = try ImageStore.makeForTesting(root: folder.url)
-        #expect(try await relaunched.image(for: request).pixelSize == versions.newShown)
+        #expect(try await relaunched.image(for: request).pixelSize == photo.newShown)
         try await waitUntil { relaunched.revalidating.withLock { $0.isEmpty } }
-        #expect(try await relaunched.image(for: request).pixelSize == versions.oldShown, "not replaced after a check")
+        #expect(try await relaunched.image(for: request).pixelSize == photo.oldShown, "not replaced after a check")
     }
 }
