@@ -228,7 +228,13 @@ extension ImageStore {
         switch result {
         case .notModified(let policy):
             let refreshed = metadata.refreshed(by: policy, at: receivedAt)
-            let applied: Void? = ifCurrent(generation: generation, replacement: replacement, forKey: url.cacheKey) {
+            let applied = ifCurrent(generation: generation, replacement: replacement, forKey: url.cacheKey) {
+                () -> Bool in
+                // Bytes of another response read from disk meanwhile (another store or process wrote the file)
+                // are shown under their own file's facts, which await a check of their own: this answer is
+                // about the response the check asked about, not about them.
+                let shown = cacheMetadata.value(forKey: url.cacheKey)
+                guard shown == nil || shown == metadata || shown?.awaitsCheck == false else { return false }
                 if refreshed.isStorable {
                     refresh(refreshed, for: url, checked: metadata)
                 } else {
@@ -237,10 +243,11 @@ extension ImageStore {
                     keepInMemory(refreshed, forKey: url.cacheKey)
                     disk.remove(url)
                 }
+                return true
             }
             // A no-store entry that may be stored now has no file: the bytes memory holds are written with
             // the new facts, as a 200 saying so would have been (not over an image that replaced them since).
-            if applied != nil, refreshed.isStorable, !metadata.isStorable,
+            if applied == true, refreshed.isStorable, !metadata.isStorable,
                 let original = originals.value(forKey: url.cacheKey)
             {
                 keepRemote(original, metadata: refreshed, for: url, generation: generation, replacement: replacement)

@@ -106,6 +106,49 @@ import Testing
         #expect(relaunched.revalidating.withLock { $0.isEmpty })
     }
 
+    /// A store's check of the new image it shows waits for the server's answer. Meanwhile another store's slow
+    /// download of the old image lands over the file, and a load of another look reads those old bytes: the
+    /// store takes the file's facts for them, to be checked (one check per URL runs at a time: the one in
+    /// flight). The check in flight is then answered 304, about the new image, not the old bytes now shown:
+    /// the store still checks them, and the new image comes back. (Before, the 304 refreshed the facts in
+    /// memory over the old bytes' own: the old image was shown, every check made with the new image's entity
+    /// tag was answered 304, for good.)
+    @Test func aCheckInFlightAboutTheNewerResponseDoesNotAnswerForOlderBytesReadMeanwhile() async throws {
+        let photo = try await ServedPhoto("older-response-inflight-served")
+        let server = photo.server
+        defer { server.stop() }
+        // Stale at once (no-cache): the first request is answered late, a check only once released.
+        let path = "/held-first/slow/held-conditional/check/cache/no-cache/images/photo.jpg"
+        let url = server.url(path)
+        let plain = ImageRequest(url: url, targetWidth: 20)
+        let rounded = ImageRequest(url: url, targetWidth: 20, cornerRadius: 4)
+        let folder = TemporaryDirectory("older-response-inflight")
+        let slow = try ImageStore.makeForTesting(root: folder.url)
+        let showing = try ImageStore.makeForTesting(root: folder.url) { $0.memoryByteLimit = 2000 }
+        try #require(photo.new.count > 2000)
+
+        let download = Task { try await slow.image(for: plain) }
+        try await server.waitUntilHeldResponseIsMade("slow")
+        try photo.serve(photo.new)
+        #expect(try await showing.image(for: plain).pixelSize == photo.newShown)
+        await onOwnThread { showing.waitForDiskMaintenance() }
+        #expect(try await showing.image(for: plain).pixelSize == photo.newShown)  // starts its check
+        try await waitUntil { try await server.hits(for: path) == 3 }
+        try await server.release("slow")
+        #expect(try await download.value.pixelSize == photo.oldShown)
+        await onOwnThread { slow.waitForDiskMaintenance() }
+        try #require(showing.disk.data(for: url) == photo.old, "the slow download's write did not land")
+        #expect(try await showing.image(for: rounded).pixelSize == photo.oldShown)  // from the old bytes on disk
+
+        try await server.release("check")
+        try await waitUntil { showing.revalidating.withLock { $0.isEmpty } }
+        #expect(try await server.statuses(for: "/cache/no-cache/images/photo.jpg") == [200, 200, 304])
+        _ = try await showing.image(for: plain)  // checks the bytes shown
+        try await waitUntil { showing.revalidating.withLock { $0.isEmpty } }
+        #expect(try await showing.image(for: plain).pixelSize == photo.newShown, "the old image is shown")
+        #expect(try await showing.image(for: rounded).pixelSize == photo.newShown, "the old image is shown")
+    }
+
     /// A store's check of its image waits for the server's answer. Meanwhile the folder loses the file
     /// (another process trims it), the server changes the image, and another store on the folder downloads
     /// the new one and writes it; then the server changes the image back. The check is answered 304: the first
