@@ -69,9 +69,15 @@ extension ImageStore {
 
     /// Records new caching facts for `url`'s entry, in memory and on its file, leaving its bytes as they are.
     /// `checked`, the facts the check that gave them began with, says which response they are about: a file
-    /// that holds another one by now (another store or process wrote it since) keeps its own.
+    /// that holds another one by now (another store or process wrote it since) keeps its own, and so does
+    /// memory when its facts name another response by now (a load kept other bytes meanwhile, or read them
+    /// from a file another store or process wrote): they go with the images memory shows now, which the next
+    /// check asks about. (Put with those images, the answer's validators had every later check answered 304
+    /// for the other response, and those images shown for good.)
     private func refresh(_ metadata: HTTPCacheMetadata, for url: URL, checked: HTTPCacheMetadata) {
-        keepInMemory(metadata, forKey: url.cacheKey)
+        if cacheMetadata.value(forKey: url.cacheKey)?.namesAnotherResponse(than: checked) != true {
+            keepInMemory(metadata, forKey: url.cacheKey)
+        }
         disk.setCacheMetadata(metadata, for: url, over: checked)
     }
 

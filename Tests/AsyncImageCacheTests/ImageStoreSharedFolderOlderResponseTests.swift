@@ -189,4 +189,66 @@ import Testing
         try await waitUntil { relaunched.revalidating.withLock { $0.isEmpty } }
         #expect(try await relaunched.image(for: request).pixelSize == photo.oldShown, "not replaced after a check")
     }
+
+    /// A store's check of its image waits for the server's answer. Meanwhile the server changes the image,
+    /// another store on the folder downloads the new one and writes it, and the server changes the image back.
+    /// The first store, whose memory keeps the picture and not the bytes, then reads the other response from
+    /// the file for another look: it shows it, with the file's facts, to be checked. The first check is then
+    /// answered 304: about the image the store showed before, not about the bytes it shows now. Its facts stay
+    /// with those bytes' own, and the next check replaces them with the server's image. (Before, the 304's
+    /// facts went into memory with the other response's pictures: each check, made with the validators of the
+    /// server's image, was answered 304, and the other image was shown for good.)
+    ///
+    /// Or (`downloadsItself`) the file is only removed (another process trims it), and the first store
+    /// downloads the new image itself for the other look, as a CDN whose edges still disagree may serve either
+    /// version: kept by a load, those bytes' facts await no check, and the 304 leaves them all the same.
+    @Test(arguments: [false, true])
+    func aNotModifiedAnswerLeavesTheFactsOfAnotherResponseReadMeanwhile(downloadsItself: Bool) async throws {
+        let photo = try await ServedPhoto("older-response-memory-check-served")
+        let server = photo.server
+        defer { server.stop() }
+        // Stale at once (no-cache); a download is answered at once, a check only once released.
+        let path = "/held-conditional/check/cache/no-cache/images/photo.jpg"
+        let url = server.url(path)
+        let plain = ImageRequest(url: url, targetWidth: 20)
+        let rounded = ImageRequest(url: url, targetWidth: 20, cornerRadius: 4)
+        let folder = TemporaryDirectory("older-response-memory-check")
+        // Its memory keeps pictures, not the original bytes.
+        let checking = try ImageStore.makeForTesting(root: folder.url) { $0.memoryByteLimit = 2000 }
+        let other = try ImageStore.makeForTesting(root: folder.url)
+        try #require(photo.old.count > 2000)
+        #expect(try await checking.image(for: plain).pixelSize == photo.oldShown)
+        await onOwnThread { checking.waitForDiskMaintenance() }
+        try #require(checking.disk.data(for: url) == photo.old)
+
+        #expect(try await checking.image(for: plain).pixelSize == photo.oldShown)  // starts its check
+        try await waitUntil { try await server.hits(for: path) == 2 }
+        try photo.serve(photo.new)
+        try FileManager.default.removeItem(at: other.disk.fileURL(for: url))
+        if downloadsItself {
+            #expect(try await checking.image(for: rounded).pixelSize == photo.newShown)
+            await onOwnThread { checking.waitForDiskMaintenance() }
+            try photo.serve(photo.old)
+        } else {
+            #expect(try await other.image(for: plain).pixelSize == photo.newShown)
+            await onOwnThread { other.waitForDiskMaintenance() }
+            try #require(other.disk.data(for: url) == photo.new)
+            try photo.serve(photo.old)
+            // Another look, read from the file: the other response, shown with its own facts.
+            #expect(try await checking.image(for: rounded).pixelSize == photo.newShown)
+        }
+        try await server.release("check")
+        try await waitUntil { checking.revalidating.withLock { $0.isEmpty } }
+        await onOwnThread { checking.waitForDiskMaintenance() }
+
+        // Loads and checks until the server's image is shown (or long after it should have been).
+        var shown = photo.newShown
+        for _ in 0..<4 where shown != photo.oldShown {
+            shown = try await checking.image(for: plain).pixelSize
+            try await waitUntil { checking.revalidating.withLock { $0.isEmpty } }
+            await onOwnThread { checking.waitForDiskMaintenance() }
+        }
+        #expect(shown == photo.oldShown, "the other response is shown for good")
+        #expect(try await checking.image(for: rounded).pixelSize == photo.oldShown)
+    }
 }
