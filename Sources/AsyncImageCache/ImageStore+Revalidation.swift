@@ -34,7 +34,17 @@ extension ImageStore {
         }
         // Nor the caching facts, for an image a `removeAll()` has dropped (the write below would be refused).
         guard isCurrent(), generation == disk.generation else { return false }
-        keepInMemory(metadata, forKey: key)
+        // A new image's facts go into memory with it, in the step that puts it there: a write dropped at its
+        // commit (another store on the folder removed or replaced the image since) leaves the facts of the
+        // images memory still shows, which the next check asks about. (Kept before, they stayed beside the old
+        // images, and every check, made with the new image's validators, was answered 304.)
+        let replacing = replacing.map { replacing in
+            { [self] in
+                keepInMemory(metadata, forKey: key)
+                replacing()
+            }
+        }
+        if replacing == nil { keepInMemory(metadata, forKey: key) }
         // Past the bytes the folder lets wait for the disk, written below on this thread instead.
         if metadata.isStorable, inBackground, replacing == nil,
             disk.storeInBackground(

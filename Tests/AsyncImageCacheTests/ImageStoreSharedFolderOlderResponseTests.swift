@@ -31,6 +31,20 @@ import Testing
         }
     }
 
+    /// What `store` shows for `request` after loads, each followed by its check, until it shows `expected`, or
+    /// after four (long after it should have).
+    static func shown(by store: ImageStore, for request: ImageRequest, untilItShows expected: PixelSize)
+        async throws -> PixelSize?
+    {
+        var shown: PixelSize?
+        for _ in 0..<4 where shown != expected {
+            shown = try await store.image(for: request).pixelSize
+            try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+            await onOwnThread { store.waitForDiskMaintenance() }
+        }
+        return shown
+    }
+
     /// How a store first reads bytes that another store wrote over its file.
     enum FirstRead: String, CustomTestStringConvertible {
         case load, loadAnsweredAfterTheCheck, originalBytes
@@ -241,14 +255,42 @@ import Testing
         try await waitUntil { checking.revalidating.withLock { $0.isEmpty } }
         await onOwnThread { checking.waitForDiskMaintenance() }
 
-        // Loads and checks until the server's image is shown (or long after it should have been).
-        var shown = photo.newShown
-        for _ in 0..<4 where shown != photo.oldShown {
-            shown = try await checking.image(for: plain).pixelSize
-            try await waitUntil { checking.revalidating.withLock { $0.isEmpty } }
-            await onOwnThread { checking.waitForDiskMaintenance() }
-        }
+        let shown = try await Self.shown(by: checking, for: plain, untilItShows: photo.oldShown)
         #expect(shown == photo.oldShown, "the other response is shown for good")
         #expect(try await checking.image(for: rounded).pixelSize == photo.oldShown)
+    }
+
+    /// A store's check finds the image changed, and its write of the new one waits for the disk. Meanwhile
+    /// another store on the folder removes the image (raising the count the stores on the folder share), and
+    /// the write is dropped: the first store keeps showing the image it had, and its next check asks about
+    /// it again, and replaces it. (Before, the new response's caching facts went into memory before the
+    /// write, and stayed when it was dropped: beside the old pictures, each check, made with the new image's
+    /// entity tag, was answered 304, and the old image was shown for good.)
+    @Test func aReplacementDroppedAtItsWriteLeavesTheFactsOfTheImageShown() async throws {
+        let photo = try await ServedPhoto("dropped-replacement-served")
+        let server = photo.server
+        defer { server.stop() }
+        let url = server.url("/cache/no-cache/images/photo.jpg")  // stale at once
+        let request = ImageRequest(url: url, targetWidth: 20)
+        let folder = TemporaryDirectory("dropped-replacement")
+        let gate = CacheFactsWriteGate()
+        let checking = try ImageStore.makeForTesting(root: folder.url) { $0.extendedAttributes = gate }
+        let other = try ImageStore.makeForTesting(root: folder.url)
+        #expect(try await checking.image(for: request).pixelSize == photo.oldShown)
+        await onOwnThread { checking.waitForDiskMaintenance() }
+
+        try photo.serve(photo.new)
+        gate.gate.arm()
+        #expect(try await checking.image(for: request).pixelSize == photo.oldShown)  // starts its check
+        try await waitUntil { gate.gate.parkedCount == 1 }  // the new image's write
+        await onOwnThread { other.removeImage(for: url) }
+        gate.gate.open()
+        try await waitUntil { checking.revalidating.withLock { $0.isEmpty } }
+        await onOwnThread { checking.waitForDiskMaintenance() }
+
+        let shown = try await Self.shown(by: checking, for: request, untilItShows: photo.newShown)
+        #expect(shown == photo.newShown, "the old image is shown for good")
+        // The first check's answer, then the next one's, made with the old image's entity tag.
+        #expect(try await server.statuses(for: "/cache/no-cache/images/photo.jpg").prefix(3) == [200, 200, 200])
     }
 }
