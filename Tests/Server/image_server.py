@@ -494,13 +494,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_status(404)
 
     def read_served_file(self, name):
-        """The path and bytes of <name> in the served folder, or None (after a 404) when there is none."""
+        """The modification time (whole seconds) and bytes of <name> in the served folder, both of the one
+        file opened (a file renamed into place meanwhile gives neither), or None (after a 404) when there
+        is none."""
         file_path = os.path.realpath(os.path.join(self.state.root, name))
         if os.path.dirname(file_path) != self.state.root or not os.path.isfile(file_path):
             self.send_status(404)
             return None
         with open(file_path, "rb") as file:
-            return file_path, file.read()
+            return int(os.fstat(file.fileno()).st_mtime), file.read()
 
     def send_file(self, name, truncate=False, etag=False, vary=False, chunked_with_length=False):
         found = self.read_served_file(name)
@@ -567,8 +569,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         found = self.read_served_file(name)
         if found is None:
             return
-        file_path, body = found
-        modified = int(os.path.getmtime(file_path))
+        modified, body = found
         headers = {"Last-Modified": email.utils.formatdate(modified, usegmt=True)} if with_last_modified else {}
         if directives != "-":
             headers["Cache-Control"] = directives
@@ -599,8 +600,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         found = self.read_served_file(name)
         if found is None:
             return
-        file_path, body = found
-        modified = email.utils.formatdate(int(os.path.getmtime(file_path)), usegmt=True)
+        modified_time, body = found
+        modified = email.utils.formatdate(modified_time, usegmt=True)
         headers = {"ETag": '"' + hashlib.sha256(body).hexdigest()[:16] + '"'}
         not_modified = "If-None-Match" in self.headers or "If-Modified-Since" in self.headers
         if not not_modified:
