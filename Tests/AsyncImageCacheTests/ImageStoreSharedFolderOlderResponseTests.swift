@@ -25,6 +25,15 @@ import Testing
             server = try await TestHTTPServer(serving: folder.url)
         }
 
+        /// The photo's URL at `path` on the server, and the two looks the tests ask for: 20 px wide, plain and
+        /// with rounded corners.
+        func looks(at path: String) -> (url: URL, plain: ImageRequest, rounded: ImageRequest) {
+            let url = server.url(path)
+            return (
+                url, ImageRequest(url: url, targetWidth: 20), ImageRequest(url: url, targetWidth: 20, cornerRadius: 4)
+            )
+        }
+
         /// Serves `version` from now on, renamed into place.
         func serve(_ version: Data) throws {
             try version.write(to: file, options: .atomic)
@@ -71,9 +80,7 @@ import Testing
         let server = photo.server
         defer { server.stop() }
         // Fresh for an hour, with an entity tag (a hash of the bytes); the first request is answered late.
-        let url = server.url("/held-first/slow/cache/max-age=3600/images/photo.jpg")
-        let plain = ImageRequest(url: url, targetWidth: 20)
-        let rounded = ImageRequest(url: url, targetWidth: 20, cornerRadius: 4)
+        let (url, plain, rounded) = photo.looks(at: "/held-first/slow/cache/max-age=3600/images/photo.jpg")
         let folder = TemporaryDirectory("older-response")
         let slow = try ImageStore.makeForTesting(root: folder.url)
         // Decodes of the old bytes wait for the test, when it lets the check answer first.
@@ -133,9 +140,7 @@ import Testing
         defer { server.stop() }
         // Stale at once (no-cache): the first request is answered late, a check only once released.
         let path = "/held-first/slow/held-conditional/check/cache/no-cache/images/photo.jpg"
-        let url = server.url(path)
-        let plain = ImageRequest(url: url, targetWidth: 20)
-        let rounded = ImageRequest(url: url, targetWidth: 20, cornerRadius: 4)
+        let (url, plain, rounded) = photo.looks(at: path)
         let folder = TemporaryDirectory("older-response-inflight")
         let slow = try ImageStore.makeForTesting(root: folder.url)
         let showing = try ImageStore.makeForTesting(root: folder.url) { $0.memoryByteLimit = 2000 }
@@ -223,9 +228,7 @@ import Testing
         defer { server.stop() }
         // Stale at once (no-cache); a download is answered at once, a check only once released.
         let path = "/held-conditional/check/cache/no-cache/images/photo.jpg"
-        let url = server.url(path)
-        let plain = ImageRequest(url: url, targetWidth: 20)
-        let rounded = ImageRequest(url: url, targetWidth: 20, cornerRadius: 4)
+        let (url, plain, rounded) = photo.looks(at: path)
         let folder = TemporaryDirectory("older-response-memory-check")
         // Its memory keeps pictures, not the original bytes.
         let checking = try ImageStore.makeForTesting(root: folder.url) { $0.memoryByteLimit = 2000 }
