@@ -47,19 +47,16 @@ extension ImageStore {
         // Its caching facts come into memory with it, as with a load's read of the file: once the file
         // is gone (trimmed, purged), a load served these bytes from memory would find none and take
         // them for fresh until evicted, never revalidated. They are the file's own when memory's name
-        // another response (another store or process wrote the file since), as a load takes them.
+        // another response (another store or process wrote the file since), as a load takes them; the
+        // images of other bytes go with that step.
         let metadata = cacheMetadata(forDiskRead: entry, of: url)
         let data = entry.data
         let original = OriginalImage(data: data, header: header, fileStamp: nil)
-        let digest = PreparedImage.digest(of: data)
         // Handed out, but not kept when a `removeAll()` or a revalidation's new image came since the
         // file was read.
         _ = ifCurrent(generation: generation, replacement: replacement, forKey: key) {
             keepOriginal(original, forKey: key)
             memoize(original.pixelSize, forKey: key)
-            // Images of other bytes (another store on the folder wrote the file since) go, as when a load
-            // keeps them: memory holds one response of the URL, the one its revalidations check.
-            variants.removeVariants(of: url) { $0.sourceDigest.map { $0 != digest } ?? false }
             restoreCacheMetadata(metadata, for: url)  // a `clearMemory()` may have emptied them since
         }
         return (data, original.pixelSize.cgSize)
