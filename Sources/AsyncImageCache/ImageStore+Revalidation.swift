@@ -291,7 +291,8 @@ extension ImageStore {
             } else if let shownDigest = variants.sourceDigest(of: url) {
                 isSame = PreparedImage.digest(of: data) == shownDigest
             } else {
-                isSame = disk.cacheMetadata(for: url)?.encoded == metadata.encoded && data == disk.data(for: url)
+                isSame =
+                    disk.stored(for: url).map { $0.metadata?.encoded == metadata.encoded && $0.data == data } ?? false
             }
             if isSame {
                 if policy.isStorable, disk.contains(url) {
