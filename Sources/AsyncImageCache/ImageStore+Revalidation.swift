@@ -79,16 +79,21 @@ extension ImageStore {
 
     /// Records new caching facts for `url`'s entry, in memory and on its file, leaving its bytes as they are.
     /// `checked`, the facts the check that gave them began with, says which response they are about: a file
-    /// that holds another one by now (another store or process wrote it since) keeps its own, and so does
-    /// memory when its facts name another response by now (a load kept other bytes meanwhile, or read them
-    /// from a file another store or process wrote): they go with the images memory shows now, which the next
-    /// check asks about. (Put with those images, the answer's validators had every later check answered 304
-    /// for the other response, and those images shown for good.)
+    /// that holds another one by now (another store or process wrote it since) keeps its own.
     private func refresh(_ metadata: HTTPCacheMetadata, for url: URL, checked: HTTPCacheMetadata) {
-        if cacheMetadata.value(forKey: url.cacheKey)?.namesAnotherResponse(than: checked) != true {
-            keepInMemory(metadata, forKey: url.cacheKey)
-        }
+        keepInMemory(metadata, forKey: url.cacheKey)
         disk.setCacheMetadata(metadata, for: url, over: checked)
+    }
+
+    /// Whether the caching facts memory holds for `url` are still about the response a check that began with
+    /// `checked` asks about: none (let go of), those very facts, or others of the same response. Not facts read
+    /// with another response's bytes (another store or process wrote the file), which await a check of their
+    /// own, nor facts whose validators name another response (a load kept other bytes meanwhile): a `304` to
+    /// the check is not about the images memory shows with them, and put beside those images, its validators
+    /// would have every later check answered 304 for the other response, and those images shown for good.
+    private func factsInMemory(of url: URL, areAbout checked: HTTPCacheMetadata) -> Bool {
+        guard let current = cacheMetadata.value(forKey: url.cacheKey), current != checked else { return true }
+        return !current.awaitsCheck && !current.namesAnotherResponse(than: checked)
     }
 
     /// Keeps `metadata` in memory as the caching facts of the entry with cache key `key`, costing what
@@ -246,11 +251,8 @@ extension ImageStore {
             let refreshed = metadata.refreshed(by: policy, at: receivedAt)
             let applied = ifCurrent(generation: generation, replacement: replacement, forKey: url.cacheKey) {
                 () -> Bool in
-                // Bytes of another response read from disk meanwhile (another store or process wrote the file)
-                // are shown under their own file's facts, which await a check of their own: this answer is
-                // about the response the check asked about, not about them.
-                let shown = cacheMetadata.value(forKey: url.cacheKey)
-                guard shown == nil || shown == metadata || shown?.awaitsCheck == false else { return false }
+                // Not over facts of another response that memory took meanwhile: the next check asks about them.
+                guard factsInMemory(of: url, areAbout: metadata) else { return false }
                 if refreshed.isStorable {
                     refresh(refreshed, for: url, checked: metadata)
                 } else {
