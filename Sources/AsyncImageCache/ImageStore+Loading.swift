@@ -290,10 +290,7 @@ extension ImageStore {
             // Downloaded bytes bring their response's facts in this step too, before the bytes and the variant
             // are in memory: a hit on either before `keepOnDisk` records them (on another thread, even before
             // this step ends) would find none, and no file, and take them for stale.
-            restoreCacheMetadata(
-                fetched.cacheMetadata
-                    ?? fetched.policy.map { HTTPCacheMetadata(policy: $0, receivedAt: fetched.receivedAt) },
-                for: request.url)
+            keepCacheMetadata(of: fetched, for: request.url)
             let first = fetched.claimStoring()
             if first { keepInMemory(fetched, for: request.url) }
             if fetched.origin == .source {

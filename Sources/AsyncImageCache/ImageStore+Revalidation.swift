@@ -196,6 +196,28 @@ extension ImageStore {
         keepInMemory(metadata, forKey: url.cacheKey)
     }
 
+    /// Puts the caching facts of `fetched` in memory as its bytes and their picture are kept there: in the step
+    /// that keeps them, where memory has none (``restoreCacheMetadata(_:for:)``), and in place of facts there
+    /// that name another response (``HTTPCacheMetadata/namesAnotherResponse(than:)``). Those came in while the
+    /// bytes decoded: read from a file that another store or process wrote meanwhile, or with a download. Memory
+    /// keeps the bytes that arrive last, and their picture replaces the other response's; under its facts, each
+    /// check would ask about that other response, be answered 304, and leave this picture shown for good. Bytes
+    /// read from the disk tier then await a check (``HTTPCacheMetadata/awaitsCheck``): the file was rewritten
+    /// after they were read, by a download newer or older than theirs, which nothing tells. A download's facts
+    /// are the server's own.
+    func keepCacheMetadata(of fetched: FetchedOriginal, for url: URL) {
+        let key = url.cacheKey
+        guard
+            var facts = fetched.cacheMetadata
+                ?? fetched.policy.map({ HTTPCacheMetadata(policy: $0, receivedAt: fetched.receivedAt) })
+        else { return }
+        if let inMemory = cacheMetadata.value(forKey: key) {
+            guard facts.namesAnotherResponse(than: inMemory) else { return }
+            if fetched.origin == .disk { facts.awaitsCheck = true }
+        }
+        keepInMemory(facts, forKey: key)
+    }
+
     /// Asks the source whether `url` changed. Failures keep the stale entry: an error page or a
     /// network fault never replaces a good image, and the next attempt waits (in memory only: a
     /// relaunch asks again).

@@ -263,6 +263,78 @@ import Testing
         #expect(try await checking.image(for: rounded).pixelSize == photo.oldShown)
     }
 
+    /// A store's load reads the old image from the folder, and its decode is slow. Meanwhile the server changes
+    /// the image, another store on the folder downloads the new one over the file, and the first store reads
+    /// those new bytes for ``ImageStore/cachedOriginalBytes(for:)``, with the new image's caching facts, to be
+    /// checked. The slow decode of the old bytes then lands, and its picture is shown, as memory keeps the
+    /// bytes that arrived last: with the old bytes' own facts, to be checked, not the new image's. The check
+    /// replaces it with the new image. (Before, the old picture and bytes went into memory beside the new
+    /// image's facts, and every check, made with the new image's entity tag, was answered 304: the old image
+    /// was shown for good.)
+    @Test func aLateDecodeOfOlderBytesGoesWithTheirOwnFacts() async throws {
+        let photo = try await ServedPhoto("older-response-late-decode-served")
+        let server = photo.server
+        defer { server.stop() }
+        let (url, plain, rounded) = photo.looks(at: "/cache/max-age=3600/images/photo.jpg")  // fresh for an hour
+        let folder = TemporaryDirectory("older-response-late-decode")
+        let writer = try ImageStore.makeForTesting(root: folder.url)
+        let gate = GatedDecoder(holdingOnly: photo.old)  // decodes of the old bytes wait for the test
+        let showing = try ImageStore.makeForTesting(root: folder.url) { $0.decoder = gate }
+        #expect(try await writer.image(for: plain).pixelSize == photo.oldShown)
+        await onOwnThread { writer.waitForDiskMaintenance() }
+
+        let slowLook = Task { try await showing.image(for: rounded) }  // from the old bytes on disk
+        try await waitUntil { gate.enteredCount == 1 }
+        try photo.serve(photo.new)
+        try FileManager.default.removeItem(at: writer.disk.fileURL(for: url))  // trimmed by another process
+        let other = try ImageStore.makeForTesting(root: folder.url)
+        #expect(try await other.image(for: plain).pixelSize == photo.newShown)
+        await onOwnThread { other.waitForDiskMaintenance() }
+        try #require(showing.cachedOriginalBytes(for: url)?.data == photo.new)
+        gate.open()
+        #expect(try await slowLook.value.pixelSize == photo.oldShown)
+        await onOwnThread { showing.waitForDiskMaintenance() }
+
+        let shown = try await Self.shown(by: showing, for: rounded, untilItShows: photo.newShown)
+        #expect(shown == photo.newShown, "the old image is shown for good")
+        #expect(try await showing.image(for: plain).pixelSize == photo.newShown)
+        #expect(showing.cachedOriginalBytes(for: url)?.data == photo.new)
+        #expect(showing.cachedPixelSize(for: url) == CGSize(width: 480, height: 360))
+    }
+
+    /// A store's download of the image is slow: the server read the old file for it, and then the image changed.
+    /// Another store on the folder downloads the new one and writes it, and the first store reads those bytes for
+    /// ``ImageStore/cachedOriginalBytes(for:)``, with their caching facts. The slow download then lands: its
+    /// picture is shown with its own response's facts, and the check made with them replaces it. (Before, it went
+    /// beside the new image's facts, and every check, made with the new image's entity tag, was answered 304: the
+    /// old image was shown for good.)
+    @Test func aLateDownloadOfTheOlderImageGoesWithItsOwnFacts() async throws {
+        let photo = try await ServedPhoto("older-response-late-download-served")
+        let server = photo.server
+        defer { server.stop() }
+        // Stale at once (no-cache); the first request is answered late.
+        let (url, plain, rounded) = photo.looks(at: "/held-first/slow/cache/no-cache/images/photo.jpg")
+        let folder = TemporaryDirectory("older-response-late-download")
+        let showing = try ImageStore.makeForTesting(root: folder.url)
+        let other = try ImageStore.makeForTesting(root: folder.url)
+
+        let download = Task { try await showing.image(for: rounded) }
+        try await server.waitUntilHeldResponseIsMade("slow")
+        try photo.serve(photo.new)
+        #expect(try await other.image(for: plain).pixelSize == photo.newShown)
+        await onOwnThread { other.waitForDiskMaintenance() }
+        try #require(showing.cachedOriginalBytes(for: url)?.data == photo.new)
+        try await server.release("slow")
+        #expect(try await download.value.pixelSize == photo.oldShown)
+        try await waitUntil { showing.revalidating.withLock { $0.isEmpty } }
+        await onOwnThread { showing.waitForDiskMaintenance() }
+
+        let shown = try await Self.shown(by: showing, for: rounded, untilItShows: photo.newShown)
+        #expect(shown == photo.newShown, "the old image is shown for good")
+        #expect(try await showing.image(for: plain).pixelSize == photo.newShown)
+        #expect(showing.cachedOriginalBytes(for: url)?.data == photo.new)
+    }
+
     /// A store's check finds the image changed, and its write of the new one waits for the disk. Meanwhile
     /// another store on the folder removes the image (raising the count the stores on the folder share), and
     /// the write is dropped: the first store keeps showing the image it had, and its next check asks about
