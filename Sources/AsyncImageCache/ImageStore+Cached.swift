@@ -49,7 +49,7 @@ extension ImageStore {
         // them for fresh until evicted, never revalidated. They are the file's own when memory's name
         // another response (another store or process wrote the file since), as a load takes them; the
         // images of other bytes go with that step.
-        let metadata = cacheMetadata(forDiskRead: entry, of: url)
+        let metadata = cacheMetadata(forDiskRead: entry, of: url).facts
         let data = entry.data
         let original = OriginalImage(data: data, header: header, fileStamp: nil)
         // Handed out, but not kept when a `removeAll()` or a revalidation's new image came since the

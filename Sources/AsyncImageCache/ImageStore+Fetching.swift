@@ -170,12 +170,13 @@ extension ImageStore {
                     }
                 }
                 // Shown with the facts that go with them; a stale entry is shown while it revalidates.
-                let metadata = cacheMetadata(forDiskRead: entry, of: url)
+                let (metadata, digest) = cacheMetadata(forDiskRead: entry, of: url)
                 revalidateIfStale(url)
                 return .success(
                     FetchedOriginal(
                         OriginalImage(data: entry.data, header: header, fileStamp: nil), origin: .disk,
-                        generation: generation, replacement: replacement, cacheMetadata: metadata))
+                        generation: generation, replacement: replacement, cacheMetadata: metadata,
+                        bytesDigest: digest))
             }
             disk.remove(url)  // not an image any more: fall through to the source
         }

@@ -137,21 +137,28 @@ extension ImageStore {
     /// facts, it would be answered 304 for the other response, and these bytes shown for good.) Told by the
     /// images in memory, whose bytes' digest differs, or without any by the facts, whose validators differ
     /// (``HTTPCacheMetadata/namesAnotherResponse(than:)``).
-    func cacheMetadata(forDiskRead entry: DiskStore.StoredEntry, of url: URL) -> HTTPCacheMetadata {
+    ///
+    /// Returns the facts, and the bytes' digest (``PreparedImage/digest(of:)``) when it was made to compare them
+    /// with the images in memory, for a decode of them to reuse.
+    func cacheMetadata(forDiskRead entry: DiskStore.StoredEntry, of url: URL) -> (
+        facts: HTTPCacheMetadata, bytesDigest: Int?
+    ) {
         let key = url.cacheKey
         let inMemory = cacheMetadata.value(forKey: key)
         var metadata = entry.metadata ?? factsOfAnEntryWithout(url)
+        var digest: Int?
         if let shown = variants.sourceDigest(of: url) {
-            let digest = PreparedImage.digest(of: entry.data)
-            guard shown != digest else { return inMemory ?? keptInMemory(metadata, forKey: key) }
-            variants.removeVariants(of: url) { $0.sourceDigest.map { $0 != digest } ?? false }
+            let read = PreparedImage.digest(of: entry.data)
+            digest = read
+            guard shown != read else { return (inMemory ?? keptInMemory(metadata, forKey: key), digest) }
+            variants.removeVariants(of: url) { $0.sourceDigest.map { $0 != read } ?? false }
         } else if let inMemory {
-            guard metadata.namesAnotherResponse(than: inMemory) else { return inMemory }
+            guard metadata.namesAnotherResponse(than: inMemory) else { return (inMemory, nil) }
         } else {
-            return keptInMemory(metadata, forKey: key)
+            return (keptInMemory(metadata, forKey: key), nil)
         }
         metadata.awaitsCheck = true
-        return keptInMemory(metadata, forKey: key)
+        return (keptInMemory(metadata, forKey: key), digest)
     }
 
     /// Keeps `metadata` in memory (``keepInMemory(_:forKey:)``) and returns it.

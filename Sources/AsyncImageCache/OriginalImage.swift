@@ -150,14 +150,15 @@ final class FetchedOriginal: Sendable {
     /// has replaced the image since, they are old and handed out but not kept.
     let replacement: Int
     /// For remote bytes found in memory or on disk, their caching facts as the lookup found them, put
-    /// back with the bytes when they are kept (see ``ImageStore/restoreCacheMetadata(_:for:)``).
+    /// back with the bytes when they are kept (see ``ImageStore/keepCacheMetadata(of:for:)``).
     let cacheMetadata: HTTPCacheMetadata?
     private let isStored = LockedBox(false)
-    private let digest = LockedBox<Int?>(nil)
+    private let digest: LockedBox<Int?>
 
+    /// `bytesDigest`, when given, is ``bytesDigest`` already made (by the lookup that found the bytes).
     init(
         _ original: OriginalImage, origin: Origin, policy: HTTPCachePolicy? = nil, generation: Int, replacement: Int,
-        receivedAt: Date = Date(), cacheMetadata: HTTPCacheMetadata? = nil
+        receivedAt: Date = Date(), cacheMetadata: HTTPCacheMetadata? = nil, bytesDigest: Int? = nil
     ) {
         self.original = original
         self.origin = origin
@@ -166,6 +167,7 @@ final class FetchedOriginal: Sendable {
         self.generation = generation
         self.replacement = replacement
         self.cacheMetadata = cacheMetadata
+        digest = LockedBox(bytesDigest)
     }
 
     /// A hash of the bytes, made once (by the first decode of them that asks), that tells the images of one
