@@ -34,7 +34,9 @@ import Foundation
 /// originals -> the file's extended attribute -> the file's header (which repairs the attribute).
 ///
 /// Nothing is written to either tier until the bytes have decoded, so a failed load leaves no
-/// trace. Synchronous reads take a lock for a dictionary lookup and never wait for a load.
+/// trace. Synchronous reads never wait for a load: ``cachedImage(for:)`` takes a lock for a dictionary
+/// lookup; ``cachedPixelSize(for:)`` may read a file's attribute or header, and
+/// ``cachedOriginalBytes(for:)`` a whole file of the disk tier, when memory misses.
 ///
 /// On Linux, ``load(_:completion:)`` delivers through the main actor, which runs on the main
 /// thread only while the main run loop runs: a command-line program calls `RunLoop.main.run()`
