@@ -19,7 +19,8 @@ extension ImageStore {
         /// which ``memoryByteLimit`` does.
         public var memoryCountLimit = 150
         /// The most bytes in each memory tier; ``ImageStore/recommendedMemoryByteLimit()`` by default.
-        /// A variant costs `width * height * 4`, an original its byte count.
+        /// A variant costs `width * height * 4`, an original its byte count; a `data:` URL's entries cost
+        /// the URL's length besides, as its text holds the image again.
         public var memoryByteLimit = ImageStore.recommendedMemoryByteLimit()
         /// The disk tier's byte budget, which holds after every write (room is made before a new
         /// file appears); 200 MiB by default. A file counts the space it takes on disk, as `du` shows
