@@ -14,7 +14,8 @@ extension ImageStore {
     }
 
     /// The natural pixel size of the image at `url` as displayed (EXIF orientation applied),
-    /// without decoding it; `nil` when the store has not seen it.
+    /// without decoding it; `nil` for a remote image the store has not seen (or whose disk file is
+    /// gone), and for a `file:` or `data:` URL whose header cannot be read.
     ///
     /// The lookup goes size memo -> memory originals -> the cached file's extended attribute (one
     /// `getxattr`) -> the cached file's header, which also rewrites a missing attribute. So a
