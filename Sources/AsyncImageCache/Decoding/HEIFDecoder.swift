@@ -13,12 +13,14 @@ extension ImageDecoders {
     /// size and the caller resizes.
     ///
     /// The result is in stored orientation, as from every decoder: the file's `irot` and `imir`, which
-    /// the header reads as an EXIF orientation, are left to the store. Its clean apertures (`clap`), which
-    /// HEIF applies in the order the properties are associated (before them in MIAF files), are applied
-    /// here, each measured on the picture as the properties before it left it: the picture is cropped to
-    /// them, one inside the other, to the size the header reads; an aperture outside the picture is
-    /// `.corrupt`, as libheif has it. A file with one decodes its primary image, never a thumbnail (whose
-    /// crop it does not say), and a thumbnail with an aperture of its own is passed over.
+    /// the header reads as an EXIF orientation, are left to the store. Its clean aperture (`clap`), which
+    /// HEIF applies in the order the properties are associated (before them in MIAF files), is applied
+    /// here, measured on the picture as the properties before it left it: the picture is cropped to it,
+    /// to the size the header reads; an aperture outside the picture is `.corrupt`, as libheif has it. An
+    /// item with more than one `clap`, `irot` or `imir` is `.corrupt` too, refused before libheif is asked,
+    /// as the libheif of Debian's 1.15.1-1+deb12u3 refuses it. A file with an aperture decodes its primary
+    /// image, never a thumbnail (whose crop it does not say), and a thumbnail with an aperture of its own is
+    /// passed over.
     ///
     /// The pixel budget is checked before decoding on the size the file declares (`ispe`) and on the
     /// sizes its codec streams code and its grids' and overlays' canvases (HEVC parameter sets, AV1
