@@ -25,8 +25,8 @@ import Foundation
 ///                      -> disk (remote URLs: hashed file + pixel-size attribute)
 ///                      -> source (data:, file:, http(s))
 ///   -> decode at the smallest scale that covers the target, off the main thread
-///   -> resize to the quantized width and orient (EXIF; a JPEG is resized as stored, then turned),
-///      round the corners
+///   -> resize to the quantized width and orient (EXIF; on Linux a JPEG or a sequential PNG is resized
+///      as stored, then turned), round the corners
 ///   -> store: the variant in memory; the original in memory and, for remote URLs, on disk
 ///   -> deliver to every waiter (completion handlers on the main thread)
 /// ```
