@@ -47,7 +47,7 @@ public final class CachedImageModel {
     public let contentMode: ContentMode
     /// The most pixels wide the image is decoded at, whatever the frame; `nil` means no cap.
     public let maxPixelWidth: CGFloat?
-    /// The screen's pixels per point (`2` on most iPhones); the laid-out width is multiplied by it.
+    /// The screen's pixels per point (`2` or `3` on iPhones, `2` on iPads); the laid-out width is multiplied by it.
     public let displayScale: CGFloat
     /// The store that loads and caches the image.
     public let store: ImageStore
