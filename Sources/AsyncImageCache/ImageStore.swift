@@ -126,7 +126,8 @@ public final class ImageStore: Sendable {
     /// Creates a store with the given name and budgets and the default parts.
     ///
     /// - Parameters:
-    ///   - name: The store's folder name under the user's cache folder; `"default"` by default.
+    ///   - name: The store's folder name, under `AsyncImageCache` in the user's cache folder; `"default"`
+    ///     by default.
     ///     It must be a plain name, not a path: see ``Configuration/name``. An invalid name stops the
     ///     program; use ``init(configuration:)`` to get an error instead.
     ///   - memoryCountLimit: The most entries in each memory tier; 150 by default.
