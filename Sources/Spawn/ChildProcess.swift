@@ -2,7 +2,7 @@ import Foundation
 
 /// A child process started with `posix_spawn`, for the tests' helpers (the HTTP test server, aic under
 /// test, setpriv, mount) and aic's relaunch in `aic demo`, reaped by ``waitForExit()``,
-/// ``terminateAndWait()`` or ``run(_:arguments:)``. A target of its own, outside the library's products,
+/// ``terminateAndWait()`` or ``run(_:arguments:started:)``. A target of its own, outside the library's products,
 /// so that aic and the tests share it.
 ///
 /// Not Foundation's `Process`: on Linux it learns that a child has exited when a socket it shares with
@@ -257,13 +257,13 @@ package final class ChildProcess: Sendable {
 
     /// Waits until the child exits, reaps it and returns its `waitpid` status. Call once. Should `waitpid` fail
     /// otherwise than by a signal's interruption (the child reaped elsewhere, or `SIGCHLD` ignored), the status is
-    /// unknown and this returns 0; ``run(_:arguments:)`` throws then instead.
+    /// unknown and this returns 0; ``run(_:arguments:started:)`` throws then instead.
     package func waitForExit() -> Int32 {
         reaped() ?? 0
     }
 
     /// ``waitForExit()``, or `nil` (with `errno` set) when `waitpid` fails for a reason other than a signal's
-    /// interruption: then the child's status is unknown, and ``run(_:arguments:)`` must not take it for a success.
+    /// interruption: then the child's status is unknown, and ``run(_:arguments:started:)`` must not take it for a success.
     private func reaped() -> Int32? {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 {

@@ -269,7 +269,7 @@ extension DiskStore {
         return recordCount(entries.reduce(0) { $0 + $1.byteCount }, listed: entries)
     }
 
-    /// Lists the folder to count it, on the disk queue; removals from here until ``recordCount(_:listed:)``
+    /// Lists the folder to count it, on the disk queue; removals from here until ``recordCount(_:listed:snapshot:)``
     /// are noted.
     func listingForCount() -> (entries: [Entry], temporaries: [Entry]) {
         usage.withLock { $0.removedDuringListing = [] }

@@ -113,7 +113,7 @@ final class RunPriority: Sendable {
 /// of a WebP file) poll to stop early.
 ///
 /// A store keeps more sets, ``ImageStore/fetchSlots`` (one per source, ``FetchSlots``), that its visible
-/// loads hold from the start of their fetch until they get a decode slot (``slot(priority:tag:isNeeded:)``): they bound
+/// loads hold from the start of their fetch until they get a decode slot (``slot(priority:tag:isNeeded:afterRelease:)``): they bound
 /// the bytes fetched ahead of the decodes.
 ///
 /// The work itself runs on a dispatch queue of its own, not on Swift's cooperative pool: a decode
@@ -137,7 +137,7 @@ final class DecodeSlots: Sendable {
         case notNeeded
     }
 
-    /// A wait for a slot that is held across awaits (``slot(priority:tag:isNeeded:)``).
+    /// A wait for a slot that is held across awaits (``slot(priority:tag:isNeeded:afterRelease:)``).
     enum Held: Sendable {
         /// The slot, with the closure that gives it back, which does so once however often it is called.
         case slot(@Sendable () -> Void)

@@ -27,7 +27,7 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private final class Run: @unchecked Sendable {
         // `waiters`, `holds` and `task` are only touched while holding the table's lock.
         var waiters: [UInt64: Waiter] = [:]
-        /// Holds from ``InFlightTable/hold(_:)`` not yet released: while any is left, the run goes on
+        /// Holds from ``InFlightTable/hold(where:)`` not yet released: while any is left, the run goes on
         /// when its last waiter leaves.
         var holds = 0
         var task: Task<Void, Never>?

@@ -31,7 +31,7 @@ extension RowResampler {
         return cancellation?.isCancelled == true ? nil : pixels
     }
 
-    /// How many rows a lane of ``resample(source:bytesPerRow:cancellation:)`` does between two reads of
+    /// How many rows a lane of ``resample(source:bytesPerRow:cancellation:usesOtherThreads:)`` does between two reads of
     /// the cancellation flag.
     static var cancellationCheckRows: Int { 32 }
 
