@@ -290,9 +290,11 @@ extension ImageStore {
             // Downloaded bytes bring their response's facts in this step too, before the bytes and the variant
             // are in memory: a hit on either before `keepOnDisk` records them (on another thread, even before
             // this step ends) would find none, and no file, and take them for stale.
-            keepCacheMetadata(of: fetched, for: request.url)
+            // Where memory took another response meanwhile, these bytes arrived last: their original goes
+            // back with their facts and picture, even when it came from memory or another width kept it.
+            let tookAnother = keepCacheMetadata(of: fetched, for: request.url)
             let first = fetched.claimStoring()
-            if first { keepInMemory(fetched, for: request.url) }
+            if first || tookAnother { keepInMemory(fetched, for: request.url, overAnotherResponse: tookAnother) }
             if fetched.origin == .source {
                 wasHeld = undecodedOriginals.value(forKey: request.url.cacheKey) === fetched
                 undecodedOriginals.removeValue(forKey: request.url.cacheKey)
@@ -451,10 +453,11 @@ extension ImageStore {
         }
     }
 
-    /// Keeps a decoded original in memory and in the size memo.
-    private func keepInMemory(_ fetched: FetchedOriginal, for url: URL) {
+    /// Keeps a decoded original in memory and in the size memo; one taken from memory only when memory has
+    /// since taken `overAnotherResponse`'s bytes in its place.
+    private func keepInMemory(_ fetched: FetchedOriginal, for url: URL, overAnotherResponse: Bool = false) {
         let original = fetched.original
-        if fetched.origin != .memory {
+        if fetched.origin != .memory || overAnotherResponse {
             keepOriginal(original, forKey: url.cacheKey)
         }
         memoize(original.pixelSize, forKey: url.cacheKey)

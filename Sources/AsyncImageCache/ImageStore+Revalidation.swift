@@ -209,20 +209,25 @@ extension ImageStore {
     /// bytes decoded: read from a file that another store or process wrote meanwhile, or with a download. Memory
     /// keeps the bytes that arrive last, and their picture replaces the other response's; under its facts, each
     /// check would ask about that other response, be answered 304, and leave this picture shown for good. Bytes
-    /// read from the disk tier then await a check (``HTTPCacheMetadata/awaitsCheck``): the file was rewritten
-    /// after they were read, by a download newer or older than theirs, which nothing tells. A download's facts
-    /// are the server's own.
-    func keepCacheMetadata(of fetched: FetchedOriginal, for url: URL) {
+    /// taken from the disk tier or from memory then await a check (``HTTPCacheMetadata/awaitsCheck``): the file
+    /// was rewritten after they were looked up, by a download newer or older than theirs, which nothing tells. A
+    /// download's facts are the server's own.
+    ///
+    /// Returns whether the facts in memory named another response.
+    @discardableResult
+    func keepCacheMetadata(of fetched: FetchedOriginal, for url: URL) -> Bool {
         let key = url.cacheKey
         guard
             var facts = fetched.cacheMetadata
                 ?? fetched.policy.map({ HTTPCacheMetadata(policy: $0, receivedAt: fetched.receivedAt) })
-        else { return }
-        if let inMemory = cacheMetadata.value(forKey: key) {
-            guard facts.namesAnotherResponse(than: inMemory) else { return }
-            if fetched.origin == .disk { facts.awaitsCheck = true }
+        else { return false }
+        let inMemory = cacheMetadata.value(forKey: key)
+        if let inMemory {
+            guard facts.namesAnotherResponse(than: inMemory) else { return false }
+            if fetched.origin != .source { facts.awaitsCheck = true }
         }
         keepInMemory(facts, forKey: key)
+        return inMemory != nil
     }
 
     /// Asks the source whether `url` changed. Failures keep the stale entry: an error page or a

@@ -263,33 +263,50 @@ import Testing
         #expect(try await checking.image(for: rounded).pixelSize == photo.oldShown)
     }
 
-    /// A store's load reads the old image from the folder, and its decode is slow. Meanwhile the server changes
-    /// the image, another store on the folder downloads the new one over the file, and the first store reads
-    /// those new bytes for ``ImageStore/cachedOriginalBytes(for:)``, with the new image's caching facts, to be
-    /// checked. The slow decode of the old bytes then lands, and its picture is shown, as memory keeps the
-    /// bytes that arrived last: with the old bytes' own facts, to be checked, not the new image's. The check
-    /// replaces it with the new image. (Before, the old picture and bytes went into memory beside the new
-    /// image's facts, and every check, made with the new image's entity tag, was answered 304: the old image
-    /// was shown for good.)
-    @Test func aLateDecodeOfOlderBytesGoesWithTheirOwnFacts() async throws {
+    /// Where a slow decode of the old image takes its bytes from.
+    enum OldBytes: String, CustomTestStringConvertible {
+        /// The folder's file.
+        case disk
+        /// The store's memory, which a `clearMemory()` then empties.
+        case memory
+        var testDescription: String { rawValue }
+    }
+
+    /// A store's load takes the old image's bytes from the folder, or from its memory, and their decode is slow.
+    /// Meanwhile the server changes the image, another store on the folder downloads the new one over the file,
+    /// and the first store reads those new bytes for ``ImageStore/cachedOriginalBytes(for:)``, with the new
+    /// image's caching facts (after a `clearMemory()`, when the old bytes were in memory). The slow decode then
+    /// lands, and its picture is shown, as memory keeps what arrived last: with the old bytes' own facts, to be
+    /// checked, not the new image's. The check replaces it with the new image. (Before, the old picture went
+    /// into memory beside the new image's facts, and every check, made with the new image's entity tag, was
+    /// answered 304: the old image was shown for good.)
+    @Test(arguments: [OldBytes.disk, .memory])
+    func aLateDecodeOfOlderBytesGoesWithTheirOwnFacts(from source: OldBytes) async throws {
         let photo = try await ServedPhoto("older-response-late-decode-served")
         let server = photo.server
         defer { server.stop() }
         let (url, plain, rounded) = photo.looks(at: "/cache/max-age=3600/images/photo.jpg")  // fresh for an hour
         let folder = TemporaryDirectory("older-response-late-decode")
         let writer = try ImageStore.makeForTesting(root: folder.url)
-        let gate = GatedDecoder(holdingOnly: photo.old)  // decodes of the old bytes wait for the test
+        // Decodes of the old bytes wait for the test, once it closes the gate.
+        let gate = GatedDecoder(open: source == .memory, holdingOnly: photo.old)
         let showing = try ImageStore.makeForTesting(root: folder.url) { $0.decoder = gate }
         #expect(try await writer.image(for: plain).pixelSize == photo.oldShown)
         await onOwnThread { writer.waitForDiskMaintenance() }
+        if source == .memory {
+            #expect(try await showing.image(for: plain).pixelSize == photo.oldShown)
+            try #require(showing.originals.value(forKey: url.cacheKey)?.data == photo.old)
+            gate.close()
+        }
 
-        let slowLook = Task { try await showing.image(for: rounded) }  // from the old bytes on disk
-        try await waitUntil { gate.enteredCount == 1 }
+        let slowLook = Task { try await showing.image(for: rounded) }
+        try await waitUntil { gate.enteredCount == (source == .memory ? 2 : 1) }
         try photo.serve(photo.new)
         try FileManager.default.removeItem(at: writer.disk.fileURL(for: url))  // trimmed by another process
         let other = try ImageStore.makeForTesting(root: folder.url)
         #expect(try await other.image(for: plain).pixelSize == photo.newShown)
         await onOwnThread { other.waitForDiskMaintenance() }
+        if source == .memory { showing.clearMemory() }
         try #require(showing.cachedOriginalBytes(for: url)?.data == photo.new)
         gate.open()
         #expect(try await slowLook.value.pixelSize == photo.oldShown)
