@@ -205,15 +205,20 @@ extension ImageStore {
 
     /// Puts the caching facts of `fetched` in memory as its bytes and their picture are kept there: in the step
     /// that keeps them, where memory has none (``restoreCacheMetadata(_:for:)``), and in place of facts there
-    /// that name another response (``HTTPCacheMetadata/namesAnotherResponse(than:)``). Those came in while the
-    /// bytes decoded: read from a file that another store or process wrote meanwhile, or with a download. Memory
-    /// keeps the bytes that arrive last, and their picture replaces the other response's; under its facts, each
-    /// check would ask about that other response, be answered 304, and leave this picture shown for good. Bytes
-    /// taken from the disk tier or from memory then await a check (``HTTPCacheMetadata/awaitsCheck``): the file
-    /// was rewritten after they were looked up, by a download newer or older than theirs, which nothing tells. A
-    /// download's facts are the server's own.
+    /// about another response. Those came in while the bytes decoded: read from a file that another store or
+    /// process wrote meanwhile, or with a download. Memory keeps the bytes that arrive last, and their picture
+    /// replaces the other response's; under its facts, each check would ask about that other response, be
+    /// answered 304, and leave this picture shown for good. Bytes taken from the disk tier or from memory then
+    /// await a check (``HTTPCacheMetadata/awaitsCheck``): the file was rewritten after they were looked up, by a
+    /// download newer or older than theirs, which nothing tells. A download's facts are the server's own.
     ///
-    /// Returns whether the facts in memory named another response.
+    /// Another response is told by the bytes memory holds, where it holds any: its original's, else those its
+    /// pictures were decoded from. Facts that came in since with the same bytes are theirs, whatever validators
+    /// they bring (a check answered 200 with these very bytes, under the validators of a file the server touched):
+    /// they stay. Other bytes are another response even when neither response's facts have validators. Without
+    /// bytes in memory, the facts' validators tell (``HTTPCacheMetadata/namesAnotherResponse(than:)``).
+    ///
+    /// Returns whether memory held another response.
     @discardableResult
     func keepCacheMetadata(of fetched: FetchedOriginal, for url: URL) -> Bool {
         let key = url.cacheKey
@@ -222,12 +227,19 @@ extension ImageStore {
                 ?? fetched.policy.map({ HTTPCacheMetadata(policy: $0, receivedAt: fetched.receivedAt) })
         else { return false }
         let inMemory = cacheMetadata.value(forKey: key)
-        if let inMemory {
-            guard facts.namesAnotherResponse(than: inMemory) else { return false }
-            if fetched.origin != .source { facts.awaitsCheck = true }
+        let isAnother: Bool
+        if let original = originals.value(forKey: key) {
+            // The very bytes (another width kept them, or they came from memory) are not compared again.
+            isAnother = original.diskUse !== fetched.original.diskUse && original.data != fetched.original.data
+        } else if let shown = variants.sourceDigest(of: url) {
+            isAnother = shown != fetched.bytesDigest
+        } else {
+            isAnother = inMemory.map { facts.namesAnotherResponse(than: $0) } ?? false
         }
+        guard isAnother || inMemory == nil else { return false }
+        if isAnother, fetched.origin != .source { facts.awaitsCheck = true }
         keepInMemory(facts, forKey: key)
-        return inMemory != nil
+        return isAnother
     }
 
     /// Asks the source whether `url` changed. Failures keep the stale entry: an error page or a
