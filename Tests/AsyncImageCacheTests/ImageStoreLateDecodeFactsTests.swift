@@ -15,7 +15,13 @@ import Testing
     /// facts stay. The next load asks nothing. (With the facts of 297159b/7bfae90, the decode's older facts,
     /// whose Last-Modified "names another response", went back into memory to be checked: a check made with
     /// the old Last-Modified, answered 200 with the whole image again, a wasted download.)
-    @Test func aDecodeLandingAfterACheckConfirmedItsBytesUnderNewValidatorsKeepsTheCheckFacts() async throws {
+    ///
+    /// The decode takes its bytes from memory, or (`fromDisk`, the store's memory keeping pictures and not the
+    /// bytes) from the disk tier, where the pictures' bytes tell them for the same.
+    @Test(arguments: [false, true])
+    func aDecodeLandingAfterACheckConfirmedItsBytesUnderNewValidatorsKeepsTheCheckFacts(fromDisk: Bool)
+        async throws
+    {
         let photo = try await ServedPhoto("late-decode-same-bytes-served")
         let server = photo.server
         defer { server.stop() }
@@ -24,7 +30,11 @@ import Testing
         let (url, plain, rounded) = photo.looks(at: path)
         let folder = TemporaryDirectory("late-decode-same-bytes")
         let gate = GatedDecoder(open: true, holdingOnly: photo.old)
-        let store = try ImageStore.makeForTesting(root: folder.url) { $0.decoder = gate }
+        let store = try ImageStore.makeForTesting(root: folder.url) {
+            $0.decoder = gate
+            if fromDisk { $0.memoryByteLimit = 2000 }
+        }
+        try #require(photo.old.count > 2000)
         // Stored at an earlier launch, stale now, dated before the server's file was last touched.
         let stale = HTTPCachePolicy(maxAge: 0, lastModified: "Mon, 01 Jan 2024 00:00:00 GMT")
         try store.disk.store(
@@ -33,9 +43,9 @@ import Testing
 
         #expect(try await store.image(for: plain).pixelSize == photo.oldShown)  // from disk; starts its check
         try await waitUntil { try await server.hits(for: path) == 1 }
-        try #require(store.originals.value(forKey: url.cacheKey)?.data == photo.old)
+        try #require((store.originals.value(forKey: url.cacheKey)?.data == photo.old) != fromDisk)
         gate.close()
-        let otherLook = Task { try await store.image(for: rounded) }  // from memory, its decode held
+        let otherLook = Task { try await store.image(for: rounded) }  // its decode held
         try await waitUntil { gate.enteredCount == 2 }
         try await server.release("check")
         try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
