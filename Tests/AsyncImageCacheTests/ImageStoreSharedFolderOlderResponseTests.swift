@@ -319,6 +319,67 @@ import Testing
         #expect(showing.cachedPixelSize(for: url) == CGSize(width: 480, height: 360))
     }
 
+    /// Where a store's looks of the old image take its bytes from.
+    enum SharedOldBytes: String, CustomTestStringConvertible {
+        /// Another store wrote them: two looks read them from the folder together and share them.
+        case sharedFromTheFolder
+        /// The store downloaded them itself and holds them in memory.
+        case fromMemory
+        var testDescription: String { rawValue }
+    }
+
+    /// A look of the old image decodes slowly, from bytes another look of the store has shown already: the two
+    /// read them from the folder together, or memory held them. Memory is then emptied
+    /// (``ImageStore/clearMemory()``, as on a memory warning), the server changes the image, another store on
+    /// the folder downloads the new one over the file, and the first store reads those new bytes for
+    /// ``ImageStore/cachedOriginalBytes(for:)``. The slow decode of the old bytes then lands: its picture is
+    /// shown, and the old bytes and size go into memory with it and with their own facts, as they do when the
+    /// first look of those bytes lands late. The check replaces it with the new image. (Before, only the first
+    /// look of bytes read from the folder kept them in memory, and no look of bytes taken from memory did: the
+    /// new bytes and size stayed beside the old picture, the check, answered with the new bytes, took them for
+    /// those shown and only refreshed the facts, and every later check, made with the new image's entity tag,
+    /// was answered 304. The old image was shown for good.)
+    @Test(arguments: [SharedOldBytes.sharedFromTheFolder, .fromMemory])
+    func aLateDecodeOfOlderBytesAnotherLookShowedKeepsThemInMemory(_ oldBytes: SharedOldBytes) async throws {
+        let photo = try await ServedPhoto("older-response-second-look-served")
+        let server = photo.server
+        defer { server.stop() }
+        let (url, plain, rounded) = photo.looks(at: "/cache/no-cache/images/photo.jpg")  // stale at once
+        let folder = TemporaryDirectory("older-response-second-look")
+        let gate = StageGate(.decode)  // holds the next decode
+        let showing = try ImageStore.makeForTesting(root: folder.url) {
+            $0.stageObserver = gate.observer
+            $0.decodeConcurrency = 2
+        }
+        let writer = oldBytes == .fromMemory ? showing : try ImageStore.makeForTesting(root: folder.url)
+        #expect(try await writer.image(for: plain).pixelSize == photo.oldShown)
+        await onOwnThread { writer.waitForDiskMaintenance() }
+
+        gate.arm()
+        let slowLook = Task { try await showing.image(for: rounded) }
+        try await waitUntil { gate.parkedCount == 1 }
+        try await waitUntil { showing.revalidating.withLock { $0.isEmpty } }  // its check, answered 304
+        if oldBytes == .sharedFromTheFolder {
+            #expect(try await showing.image(for: plain).pixelSize == photo.oldShown)  // the same bytes, at once
+        }
+        showing.clearMemory()
+        try photo.serve(photo.new)
+        try FileManager.default.removeItem(at: writer.disk.fileURL(for: url))  // trimmed by another process
+        let other = try ImageStore.makeForTesting(root: folder.url)
+        #expect(try await other.image(for: plain).pixelSize == photo.newShown)
+        await onOwnThread { other.waitForDiskMaintenance() }
+        try #require(showing.cachedOriginalBytes(for: url)?.data == photo.new)
+        gate.open()
+        #expect(try await slowLook.value.pixelSize == photo.oldShown)
+        await onOwnThread { showing.waitForDiskMaintenance() }
+
+        let shown = try await Self.shown(by: showing, for: rounded, untilItShows: photo.newShown)
+        #expect(shown == photo.newShown, "the old image is shown for good")
+        #expect(showing.cachedOriginalBytes(for: url)?.data == photo.new)
+        #expect(showing.cachedPixelSize(for: url) == CGSize(width: 480, height: 360))
+        #expect(try await showing.image(for: plain).pixelSize == photo.newShown)
+    }
+
     /// A store's download of the image is slow: the server read the old file for it, and then the image changed.
     /// Another store on the folder downloads the new one and writes it, and the first store reads those bytes for
     /// ``ImageStore/cachedOriginalBytes(for:)``, with their caching facts. The slow download then lands: its
