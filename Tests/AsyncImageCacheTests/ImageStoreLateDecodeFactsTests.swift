@@ -77,7 +77,8 @@ import Testing
         defer { server.stop() }
         // No validators, stale at once: every load that shows it asks for the whole image again.
         let path = "/cache-plain/no-cache/images/photo.jpg"
-        let (url, plain, rounded) = photo.looks(at: path)
+        let looks = photo.looks(at: path)
+        let (url, plain, rounded) = looks
         let folder = TemporaryDirectory("late-decode-no-validators")
         let writer = try ImageStore.makeForTesting(root: folder.url)
         let gate = GatedDecoder(open: true, holdingOnly: photo.old)
@@ -92,19 +93,8 @@ import Testing
         let slowLook = Task { try await showing.image(for: rounded) }  // from memory, its decode held
         try await waitUntil { gate.enteredCount == 2 }
         try await waitUntil { showing.revalidating.withLock { $0.isEmpty } }
-        try photo.serve(photo.new)
-        try FileManager.default.removeItem(at: writer.disk.fileURL(for: url))  // trimmed by another process
-        let other = try ImageStore.makeForTesting(root: folder.url)
-        #expect(try await other.image(for: plain).pixelSize == photo.newShown)
-        await onOwnThread { other.waitForDiskMaintenance() }
-        showing.clearMemory()
-        try #require(showing.cachedOriginalBytes(for: url)?.data == photo.new)
-        gate.open()
-        #expect(try await slowLook.value.pixelSize == photo.oldShown)
-        await onOwnThread { showing.waitForDiskMaintenance() }
-
-        let shown = try await ImageStoreSharedFolderOlderResponseTests.shown(
-            by: showing, for: rounded, untilItShows: photo.newShown)
+        let shown = try await ImageStoreSharedFolderOlderResponseTests.oldLookLanding(
+            slowLook, in: showing, photo: photo, looks: looks, folder: folder.url, clearing: true, release: gate.open)
         #expect(shown == photo.newShown, "the old image is shown for good")
         #expect(showing.cachedOriginalBytes(for: url)?.data == photo.new)
     }

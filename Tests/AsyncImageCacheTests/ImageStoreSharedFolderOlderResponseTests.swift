@@ -54,6 +54,29 @@ import Testing
         return shown
     }
 
+    /// While `slowLook`, a look of the old image in `showing`, waits at its decode: the server changes the image,
+    /// a store that never saw the photo downloads the new one (`looks.plain`) into `folder` in place of the file
+    /// there (removed first, as another process's trim would), and `showing`, its memory emptied first when
+    /// `clearing`, reads those new bytes for ``ImageStore/cachedOriginalBytes(for:)``. Then `release` lets the
+    /// slow look land with the old image. Returns what `showing` shows for `looks.rounded` after its checks.
+    static func oldLookLanding(
+        _ slowLook: Task<PlatformImage, any Error>, in showing: ImageStore, photo: ServedPhoto,
+        looks: (url: URL, plain: ImageRequest, rounded: ImageRequest), folder: URL, clearing: Bool,
+        release: () -> Void
+    ) async throws -> PixelSize? {
+        try photo.serve(photo.new)
+        let other = try ImageStore.makeForTesting(root: folder)
+        try FileManager.default.removeItem(at: other.disk.fileURL(for: looks.url))  // trimmed by another process
+        #expect(try await other.image(for: looks.plain).pixelSize == photo.newShown)
+        await onOwnThread { other.waitForDiskMaintenance() }
+        if clearing { showing.clearMemory() }
+        try #require(showing.cachedOriginalBytes(for: looks.url)?.data == photo.new)
+        release()
+        #expect(try await slowLook.value.pixelSize == photo.oldShown)
+        await onOwnThread { showing.waitForDiskMaintenance() }
+        return try await shown(by: showing, for: looks.rounded, untilItShows: photo.newShown)
+    }
+
     /// How a store first reads bytes that another store wrote over its file.
     enum FirstRead: String, CustomTestStringConvertible {
         case load, loadAnsweredAfterTheCheck, originalBytes
@@ -285,7 +308,8 @@ import Testing
         let photo = try await ServedPhoto("older-response-late-decode-served")
         let server = photo.server
         defer { server.stop() }
-        let (url, plain, rounded) = photo.looks(at: "/cache/max-age=3600/images/photo.jpg")  // fresh for an hour
+        let looks = photo.looks(at: "/cache/max-age=3600/images/photo.jpg")  // fresh for an hour
+        let (url, plain, rounded) = looks
         let folder = TemporaryDirectory("older-response-late-decode")
         let writer = try ImageStore.makeForTesting(root: folder.url)
         // Decodes of the old bytes wait for the test, once it closes the gate.
@@ -301,18 +325,9 @@ import Testing
 
         let slowLook = Task { try await showing.image(for: rounded) }
         try await waitUntil { gate.enteredCount == (source == .memory ? 2 : 1) }
-        try photo.serve(photo.new)
-        try FileManager.default.removeItem(at: writer.disk.fileURL(for: url))  // trimmed by another process
-        let other = try ImageStore.makeForTesting(root: folder.url)
-        #expect(try await other.image(for: plain).pixelSize == photo.newShown)
-        await onOwnThread { other.waitForDiskMaintenance() }
-        if source == .memory { showing.clearMemory() }
-        try #require(showing.cachedOriginalBytes(for: url)?.data == photo.new)
-        gate.open()
-        #expect(try await slowLook.value.pixelSize == photo.oldShown)
-        await onOwnThread { showing.waitForDiskMaintenance() }
-
-        let shown = try await Self.shown(by: showing, for: rounded, untilItShows: photo.newShown)
+        let shown = try await Self.oldLookLanding(
+            slowLook, in: showing, photo: photo, looks: looks, folder: folder.url, clearing: source == .memory,
+            release: gate.open)
         #expect(shown == photo.newShown, "the old image is shown for good")
         #expect(try await showing.image(for: plain).pixelSize == photo.newShown)
         #expect(showing.cachedOriginalBytes(for: url)?.data == photo.new)
@@ -344,7 +359,8 @@ import Testing
         let photo = try await ServedPhoto("older-response-second-look-served")
         let server = photo.server
         defer { server.stop() }
-        let (url, plain, rounded) = photo.looks(at: "/cache/no-cache/images/photo.jpg")  // stale at once
+        let looks = photo.looks(at: "/cache/no-cache/images/photo.jpg")  // stale at once
+        let (url, plain, rounded) = looks
         let folder = TemporaryDirectory("older-response-second-look")
         let gate = StageGate(.decode)  // holds the next decode
         let showing = try ImageStore.makeForTesting(root: folder.url) {
@@ -362,18 +378,8 @@ import Testing
         if oldBytes == .sharedFromTheFolder {
             #expect(try await showing.image(for: plain).pixelSize == photo.oldShown)  // the same bytes, at once
         }
-        showing.clearMemory()
-        try photo.serve(photo.new)
-        try FileManager.default.removeItem(at: writer.disk.fileURL(for: url))  // trimmed by another process
-        let other = try ImageStore.makeForTesting(root: folder.url)
-        #expect(try await other.image(for: plain).pixelSize == photo.newShown)
-        await onOwnThread { other.waitForDiskMaintenance() }
-        try #require(showing.cachedOriginalBytes(for: url)?.data == photo.new)
-        gate.open()
-        #expect(try await slowLook.value.pixelSize == photo.oldShown)
-        await onOwnThread { showing.waitForDiskMaintenance() }
-
-        let shown = try await Self.shown(by: showing, for: rounded, untilItShows: photo.newShown)
+        let shown = try await Self.oldLookLanding(
+            slowLook, in: showing, photo: photo, looks: looks, folder: folder.url, clearing: true, release: gate.open)
         #expect(shown == photo.newShown, "the old image is shown for good")
         #expect(showing.cachedOriginalBytes(for: url)?.data == photo.new)
         #expect(showing.cachedPixelSize(for: url) == CGSize(width: 480, height: 360))
