@@ -335,7 +335,11 @@ extension ImageStore {
             // there since (its own check, or a load after a removal), new to a decode of this store's in flight.
             let isSame: Bool
             if let inMemory = originals.value(forKey: url.cacheKey) {
-                isSame = data == inMemory.data
+                // And the pictures' bytes, where they are others: `cachedOriginalBytes(for:)` keeps a file it read
+                // in a step of its own, after a late decode of other bytes may have kept its picture.
+                isSame =
+                    data == inMemory.data
+                    && variants.sourceDigest(of: url).map { $0 == PreparedImage.digest(of: data) } ?? true
             } else if let shownDigest = variants.sourceDigest(of: url) {
                 isSame = PreparedImage.digest(of: data) == shownDigest
             } else {

@@ -98,4 +98,33 @@ import Testing
         #expect(shown == photo.newShown, "the old image is shown for good")
         #expect(showing.cachedOriginalBytes(for: url)?.data == photo.new)
     }
+
+    /// A store shows the old image, with its facts, and memory holds the new image's bytes as its original:
+    /// what `cachedOriginalBytes(for:)` leaves when it reads another store's newer file and keeps it just after
+    /// a slow decode of the old bytes kept its picture (it compares the bytes it read with the pictures before
+    /// the step that keeps them; the two steps are microseconds apart, too close to order from a test, so the
+    /// test puts the bytes in memory itself). The check is answered 200 with the new bytes: they are not taken
+    /// for the bytes shown, as the pictures were decoded from others, and replace the picture. (Before, the
+    /// answer was compared with the original alone, taken for the same bytes, and only refreshed the facts:
+    /// the old image was shown for good.)
+    @Test func aCheckAnsweredWithTheOriginalsBytesReplacesPicturesOfOtherBytes() async throws {
+        let photo = try await ServedPhoto("pictures-of-other-bytes-served")
+        let server = photo.server
+        defer { server.stop() }
+        let (url, plain, rounded) = photo.looks(at: "/cache/no-cache/images/photo.jpg")  // stale at once
+        let folder = TemporaryDirectory("pictures-of-other-bytes")
+        let store = try ImageStore.makeForTesting(root: folder.url)
+        #expect(try await store.image(for: plain).pixelSize == photo.oldShown)
+        #expect(try await store.image(for: rounded).pixelSize == photo.oldShown)
+        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        await onOwnThread { store.waitForDiskMaintenance() }
+
+        try photo.serve(photo.new)
+        let newBytes = OriginalImage(data: photo.new, header: try ImageHeader.parse(photo.new), fileStamp: nil)
+        store.keepOriginal(newBytes, forKey: url.cacheKey)
+        let shown = try await ImageStoreSharedFolderOlderResponseTests.shown(
+            by: store, for: rounded, untilItShows: photo.newShown)
+        #expect(shown == photo.newShown, "the old image is shown for good")
+        #expect(try await store.image(for: plain).pixelSize == photo.newShown)
+    }
 }
