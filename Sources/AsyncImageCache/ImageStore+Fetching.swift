@@ -144,8 +144,8 @@ extension ImageStore {
     }
 
     /// The key of a run for `subject` of `url` started now: under the disk tier's generation and `url`'s
-    /// replacement count, read as ``original(for:fileVersion:priority:fetchSlot:countsOnFetch:)`` reads them before it looks anything
-    /// up, and for a local file under `fileVersion`, the version the load found.
+    /// replacement count, read as ``original(for:fileVersion:priority:fetchSlot:countsOnFetch:)`` reads them
+    /// before it looks anything up, and for a local file under `fileVersion`, the version the load found.
     func runKey<Subject>(_ subject: Subject, for url: URL, fileVersion: FileStamp? = nil) -> RunKey<Subject> {
         RunKey(
             subject: subject, generation: disk.generation, replacement: replacementCount(of: url),

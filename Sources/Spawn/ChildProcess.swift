@@ -263,7 +263,8 @@ package final class ChildProcess: Sendable {
     }
 
     /// ``waitForExit()``, or `nil` (with `errno` set) when `waitpid` fails for a reason other than a signal's
-    /// interruption: then the child's status is unknown, and ``run(_:arguments:started:)`` must not take it for a success.
+    /// interruption: then the child's status is unknown, and ``run(_:arguments:started:)`` must not take it for a
+    /// success.
     private func reaped() -> Int32? {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 {

@@ -113,8 +113,8 @@ final class RunPriority: Sendable {
 /// of a WebP file) poll to stop early.
 ///
 /// A store keeps more sets, ``ImageStore/fetchSlots`` (one per source, ``FetchSlots``), that its visible
-/// loads hold from the start of their fetch until they get a decode slot (``slot(priority:tag:isNeeded:afterRelease:)``): they bound
-/// the bytes fetched ahead of the decodes.
+/// loads hold from the start of their fetch until they get a decode slot
+/// (``slot(priority:tag:isNeeded:afterRelease:)``): they bound the bytes fetched ahead of the decodes.
 ///
 /// The work itself runs on a dispatch queue of its own, not on Swift's cooperative pool: a decode
 /// blocks its thread for milliseconds, and the pool has only one thread per core for every task

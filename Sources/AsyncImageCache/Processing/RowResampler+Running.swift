@@ -31,8 +31,8 @@ extension RowResampler {
         return cancellation?.isCancelled == true ? nil : pixels
     }
 
-    /// How many rows a lane of ``resample(source:bytesPerRow:cancellation:usesOtherThreads:)`` does between two reads of
-    /// the cancellation flag.
+    /// How many rows a lane of ``resample(source:bytesPerRow:cancellation:usesOtherThreads:)`` does between two
+    /// reads of the cancellation flag.
     static var cancellationCheckRows: Int { 32 }
 
     /// Resamples an image while it is being made: `produce(rows, first, limit)` writes up to `limit`
