@@ -219,7 +219,6 @@ extension ImageStore {
     /// bytes in memory, the facts' validators tell (``HTTPCacheMetadata/namesAnotherResponse(than:)``).
     ///
     /// Returns whether memory held another response.
-    @discardableResult
     func keepCacheMetadata(of fetched: FetchedOriginal, for url: URL) -> Bool {
         let key = url.cacheKey
         guard
@@ -333,14 +332,13 @@ extension ImageStore {
             // decoded from (all of one response: their digest), else the file's, but only while it has the
             // caching facts the check began with: another store on the folder may have put another response
             // there since (its own check, or a load after a removal), new to a decode of this store's in flight.
+            // With an original in memory, the pictures' bytes too, where they are others: `cachedOriginalBytes(for:)`
+            // keeps a file it read in a step of its own, after a late decode of other bytes may have kept its picture.
+            let shownDigest = variants.sourceDigest(of: url)
             let isSame: Bool
             if let inMemory = originals.value(forKey: url.cacheKey) {
-                // And the pictures' bytes, where they are others: `cachedOriginalBytes(for:)` keeps a file it read
-                // in a step of its own, after a late decode of other bytes may have kept its picture.
-                isSame =
-                    data == inMemory.data
-                    && variants.sourceDigest(of: url).map { $0 == PreparedImage.digest(of: data) } ?? true
-            } else if let shownDigest = variants.sourceDigest(of: url) {
+                isSame = data == inMemory.data && shownDigest.map { $0 == PreparedImage.digest(of: data) } ?? true
+            } else if let shownDigest {
                 isSame = PreparedImage.digest(of: data) == shownDigest
             } else {
                 isSame =
