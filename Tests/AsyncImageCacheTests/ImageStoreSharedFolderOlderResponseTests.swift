@@ -334,28 +334,18 @@ import Testing
         #expect(showing.cachedPixelSize(for: url) == CGSize(width: 480, height: 360))
     }
 
-    /// Where a store's looks of the old image take its bytes from.
-    enum SharedOldBytes: String, CustomTestStringConvertible {
-        /// Another store wrote them: two looks read them from the folder together and share them.
-        case sharedFromTheFolder
-        /// The store downloaded them itself and holds them in memory.
-        case fromMemory
-        var testDescription: String { rawValue }
-    }
-
     /// A look of the old image decodes slowly, from bytes another look of the store has shown already: the two
-    /// read them from the folder together, or memory held them. Memory is then emptied
-    /// (``ImageStore/clearMemory()``, as on a memory warning), the server changes the image, another store on
-    /// the folder downloads the new one over the file, and the first store reads those new bytes for
-    /// ``ImageStore/cachedOriginalBytes(for:)``. The slow decode of the old bytes then lands: its picture is
-    /// shown, and the old bytes and size go into memory with it and with their own facts, as they do when the
-    /// first look of those bytes lands late. The check replaces it with the new image. (Before, only the first
-    /// look of bytes read from the folder kept them in memory, and no look of bytes taken from memory did: the
-    /// new bytes and size stayed beside the old picture, the check, answered with the new bytes, took them for
-    /// those shown and only refreshed the facts, and every later check, made with the new image's entity tag,
-    /// was answered 304. The old image was shown for good.)
-    @Test(arguments: [SharedOldBytes.sharedFromTheFolder, .fromMemory])
-    func aLateDecodeOfOlderBytesAnotherLookShowedKeepsThemInMemory(_ oldBytes: SharedOldBytes) async throws {
+    /// read them from the folder together. Memory is then emptied (``ImageStore/clearMemory()``, as on a memory
+    /// warning), the server changes the image, another store on the folder downloads the new one over the file,
+    /// and the first store reads those new bytes for ``ImageStore/cachedOriginalBytes(for:)``. The slow decode
+    /// of the old bytes then lands: its picture is shown, and the old bytes and size go into memory with it and
+    /// with their own facts, though the other look kept them first. The check replaces it with the new image.
+    /// (Before, only the first look of bytes read from the folder kept them in memory: the new bytes and size
+    /// stayed beside the old picture, the check, answered with the new bytes, took them for those shown and only
+    /// refreshed the facts, and every later check, made with the new image's entity tag, was answered 304. The
+    /// old image was shown for good.) Bytes of a look taken from memory:
+    /// ``aLateDecodeOfOlderBytesGoesWithTheirOwnFacts(from:)``.
+    @Test func aLateDecodeOfOlderBytesAnotherLookShowedKeepsThemInMemory() async throws {
         let photo = try await ServedPhoto("older-response-second-look-served")
         let server = photo.server
         defer { server.stop() }
@@ -367,7 +357,7 @@ import Testing
             $0.stageObserver = gate.observer
             $0.decodeConcurrency = 2
         }
-        let writer = oldBytes == .fromMemory ? showing : try ImageStore.makeForTesting(root: folder.url)
+        let writer = try ImageStore.makeForTesting(root: folder.url)
         #expect(try await writer.image(for: plain).pixelSize == photo.oldShown)
         await onOwnThread { writer.waitForDiskMaintenance() }
 
@@ -375,9 +365,7 @@ import Testing
         let slowLook = Task { try await showing.image(for: rounded) }
         try await waitUntil { gate.parkedCount == 1 }
         try await waitUntil { showing.revalidating.withLock { $0.isEmpty } }  // its check, answered 304
-        if oldBytes == .sharedFromTheFolder {
-            #expect(try await showing.image(for: plain).pixelSize == photo.oldShown)  // the same bytes, at once
-        }
+        #expect(try await showing.image(for: plain).pixelSize == photo.oldShown)  // the same bytes, at once
         let shown = try await Self.oldLookLanding(
             slowLook, in: showing, photo: photo, looks: looks, folder: folder.url, clearing: true, release: gate.open)
         #expect(shown == photo.newShown, "the old image is shown for good")
