@@ -43,9 +43,12 @@ import FoundationNetworking
 /// nothing.
 ///
 /// By default it uses an ephemeral session without a `URLCache`: the store keeps its own memory and
-/// disk tiers, and a second copy of every response would only cost memory and disk. Requests carry
-/// ``acceptHeader``, so an image CDN that negotiates the format sends one this platform decodes,
-/// WebP rather than a larger JPEG among them; a session configuration with its own `Accept` keeps it.
+/// disk tiers, and a second copy of every response would only cost memory and disk. The session is made
+/// by the first download, not before: on Linux, making a session configuration creates the folder
+/// `org.swift.foundation.URLCache` in the user's cache folder, and a store that only shows local images
+/// leaves none. Requests carry ``acceptHeader``, so an image CDN that negotiates the format sends one
+/// this platform decodes, WebP rather than a larger JPEG among them; a session configuration with its
+/// own `Accept` keeps it.
 /// They also carry `Accept-Encoding: identity`, whatever the configuration says: images are compressed
 /// already, and a body the server encodes anyway (`Content-Encoding: gzip`) is refused with
 /// ``ImageLoadingError/network(url:description:)`` before any of it is read, as a small gzip body can
@@ -85,10 +88,18 @@ public final class HTTPDataLoader: DataLoading {
     /// The largest body, in bytes, the loader accepts.
     public let maximumResponseBytes: Int
 
-    private let session: URLSession
-    private let tasks: HTTPTaskTable
+    /// The session and the table of its downloads, made by the first download. On Linux, making any
+    /// `URLSessionConfiguration` creates `org.swift.foundation.URLCache` in the user's cache folder, even
+    /// with no cache in it: a loader that never downloads (a store of local files) leaves nothing there.
+    private let connection: LockedBox<Connection>
     /// Whether requests get ``acceptHeader``: unless the session configuration has an `Accept` of its own.
     private let setsAccept: Bool
+
+    private enum Connection {
+        /// Nothing downloaded yet: the caller's configuration, copied, or `nil` for the default one.
+        case notMade(URLSessionConfiguration?)
+        case made(URLSession, HTTPTaskTable)
+    }
 
     /// Creates a loader with its own `URLSession`.
     ///
@@ -113,24 +124,13 @@ public final class HTTPDataLoader: DataLoading {
         self.timeout = timeout.isNaN ? .infinity : max(0, timeout)
         self.resourceTimeout = resourceTimeout.isNaN ? .infinity : max(0, resourceTimeout)
         self.maximumResponseBytes = maximumResponseBytes
-        let configuration: URLSessionConfiguration
-        if let sessionConfiguration {
-            // A copy, so that setting the timeout does not change the caller's object.
-            configuration = sessionConfiguration.copy() as! URLSessionConfiguration
-        } else {
-            configuration = .ephemeral
-            configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        }
-        // An ephemeral configuration comes with an in-memory cache of its own.
-        configuration.urlCache = nil
-        configuration.timeoutIntervalForRequest = Self.sessionTimeout(self.timeout)
-        setsAccept = !(configuration.httpAdditionalHeaders ?? [:]).keys.contains {
+        // A copy, so that setting the timeout does not change the caller's object. The default, an
+        // ephemeral configuration, has no headers of its own.
+        let configuration = sessionConfiguration.map { $0.copy() as! URLSessionConfiguration }
+        setsAccept = !(configuration?.httpAdditionalHeaders ?? [:]).keys.contains {
             ($0 as? String)?.lowercased() == "accept"
         }
-        tasks = HTTPTaskTable(
-            connectionLimit: configuration.httpMaximumConnectionsPerHost, resourceTimeout: self.resourceTimeout)
-        // The delegate queue is only the place where callbacks run; the table has its own lock.
-        session = URLSession(configuration: configuration, delegate: tasks, delegateQueue: nil)
+        connection = LockedBox(.notMade(configuration))
     }
 
     deinit {
@@ -138,8 +138,46 @@ public final class HTTPDataLoader: DataLoading {
         // loader, so any task still running here belongs to a load that has already failed; on Linux,
         // finishTasksAndInvalidate() was seen to let such a task run on to the end of its body. The
         // invalidation runs on the table's queue, not on the thread that lets the loader go.
-        tasks.invalidate(session)
+        if case .made(let session, let tasks) = connection.withLock({ $0 }) { tasks.invalidate(session) }
     }
+
+    /// The session and its table, made on the first call. Loads that start meanwhile wait for it; it is
+    /// made once per loader, and making it calls nothing of the caller's.
+    private func madeConnection() -> (URLSession, HTTPTaskTable) {
+        connection.withLock { state in
+            switch state {
+            case .made(let session, let tasks):
+                return (session, tasks)
+            case .notMade(let given):
+                let configuration: URLSessionConfiguration
+                if let given {
+                    configuration = given
+                } else {
+                    configuration = .ephemeral
+                    configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+                }
+                // An ephemeral configuration comes with an in-memory cache of its own.
+                configuration.urlCache = nil
+                configuration.timeoutIntervalForRequest = Self.sessionTimeout(timeout)
+                let tasks = HTTPTaskTable(
+                    connectionLimit: configuration.httpMaximumConnectionsPerHost, resourceTimeout: resourceTimeout)
+                // The delegate queue is only the place where callbacks run; the table has its own lock.
+                let session = URLSession(configuration: configuration, delegate: tasks, delegateQueue: nil)
+                state = .made(session, tasks)
+                return (session, tasks)
+            }
+        }
+    }
+
+    /// The table of downloads, if the first has been made.
+    private var madeTasks: HTTPTaskTable? {
+        connection.withLock { state in
+            if case .made(_, let tasks) = state { tasks } else { nil }
+        }
+    }
+
+    /// Whether the loader has made its session: not until its first download (for tests).
+    var hasSession: Bool { madeTasks != nil }
 
     /// The timeout handed to `URLSession`. swift-corelibs-foundation drops a timeout's fraction (its
     /// timer counts `Int(timeout)` seconds), so under a second it was 0 and loads "timed out" at once,
@@ -168,10 +206,10 @@ public final class HTTPDataLoader: DataLoading {
     @TaskLocal static var fetchSlot: FetchSlotHold?
 
     /// The downloads registered and not yet finished; 0 once every load has ended (for tests).
-    var unfinishedTaskCount: Int { tasks.count }
+    var unfinishedTaskCount: Int { madeTasks?.count ?? 0 }
 
     /// The downloads waiting for a connection to their host (for tests).
-    var waitingTaskCount: Int { tasks.waitingCount }
+    var waitingTaskCount: Int { madeTasks?.waitingCount ?? 0 }
 
     /// Downloads the complete body behind `url`.
     ///
@@ -229,7 +267,7 @@ public final class HTTPDataLoader: DataLoading {
         request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
         // The task is made on the table's queue: on Linux making one waits for a work queue that a large
         // body can hold for seconds, and this thread is the Swift pool's.
-        let (tasks, session) = (self.tasks, self.session)
+        let (session, tasks) = madeConnection()
         let load = tasks.insert(url: url, byteLimit: maximumResponseBytes, fetchSlot: Self.fetchSlot)
         let priority: @Sendable () -> UInt8
         if let run = Self.runPriority {

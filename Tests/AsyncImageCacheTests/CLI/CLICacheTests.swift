@@ -174,6 +174,31 @@ import Testing
         #expect(negative.status == 2, "\(negative)")
     }
 
+    /// On Linux, making any `URLSessionConfiguration` creates `org.swift.foundation.URLCache` in the cache
+    /// folder: runs that download nothing (cache commands, local files) leave only the store's own folder.
+    @Test func aToolRunThatDownloadsNothingLeavesNoURLCacheFolder() async throws {
+        let aic = CommandLineRunner()
+        let urlCacheFolder = aic.cacheHome.url.appendingPathComponent("org.swift.foundation.URLCache")
+        let jpeg = try SampleImages.jpeg(width: 40, height: 30)
+        try jpeg.write(to: aic.file("local.jpg"))
+        for arguments in [
+            ["cache", "stats"], ["info", "local.jpg"],
+            ["thumbnail", "local.jpg", "--width", "10", "--output", "t.png"],
+            ["cache", "trim"], ["cache", "clear"],
+        ] {
+            let result = try await aic.run(arguments)
+            #expect(result.status == 0, "\(arguments): \(result)")
+            #expect(!FileManager.default.fileExists(atPath: urlCacheFolder.path), "after \(arguments)")
+        }
+        // A download makes the session, and with it the folder: what the runs above were spared.
+        let server = try await aic.serve(["remote.jpg": jpeg])
+        defer { server.stop() }
+        let result = try await aic.run(
+            "thumbnail", server.url("/images/remote.jpg").absoluteString, "--width", "10", "--output", "t.png")
+        #expect(result.status == 0, "\(result)")
+        #expect(FileManager.default.fileExists(atPath: urlCacheFolder.path))
+    }
+
     /// Without an absolute `XDG_CACHE_HOME` (unset, empty or relative, which the XDG spec says to
     /// ignore) the cache is in `$HOME/.cache`, as the documentation says: the home directory of the
     /// account database is only for a `HOME` that is unset or not absolute.

@@ -58,6 +58,36 @@ import FoundationNetworking
         #expect(configuration.urlCache === cache)
     }
 
+    /// The session is made by the first download: making one on Linux creates a folder in the user's
+    /// cache folder (``CLICacheTests/aToolRunThatDownloadsNothingLeavesNoURLCacheFolder()``), which a store of
+    /// local and `data:` images should not leave behind.
+    @Test func theSessionIsMadeByTheFirstDownload() async throws {
+        var configuration = ImageStore.Configuration(name: "session")
+        configuration.rootDirectory = directory.url.appendingPathComponent("stores")
+        let store = try ImageStore(configuration: configuration)
+        let loader = try #require(store.configuration.dataLoader as? DataLoader)
+        let local = directory.url.appendingPathComponent("local.png")
+        try SampleImages.png(width: 6, height: 4).write(to: local)
+        let inline = URL(
+            string: "data:image/png;base64," + (try SampleImages.png(width: 3, height: 2)).base64EncodedString())!
+        #expect(try await store.image(for: ImageRequest(url: local)).pixelSize == PixelSize(width: 6, height: 4))
+        #expect(try await store.image(for: ImageRequest(url: inline)).pixelSize == PixelSize(width: 3, height: 2))
+        #expect(store.cachedPixelSize(for: server.url("/images/photo.jpg")) == nil)
+        #expect(!loader.http.hasSession)
+
+        // A load cancelled before it starts makes none either.
+        let cancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await loader.http.loadData(for: server.url("/images/photo.jpg"))
+        }
+        await #expect(throws: ImageLoadingError.cancelled) { try await cancelled.value }
+        #expect(!loader.http.hasSession)
+
+        #expect(try await loader.loadData(for: server.url("/images/photo.jpg")) == first)
+        #expect(loader.http.hasSession)
+        #expect(try await server.hits(for: "/images/photo.jpg") == 1)
+    }
+
     @Test func anHourOfFreshnessDoesNotKeepTheServerFromAnswering() async throws {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = URLCache(memoryCapacity: 8 << 20, diskCapacity: 0, diskPath: nil)
