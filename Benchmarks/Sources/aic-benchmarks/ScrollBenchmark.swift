@@ -40,6 +40,12 @@ enum ScrollBenchmark {
 
     /// The child: runs one loader on the main run loop, prints its result as JSON and exits.
     static func runChild(loader: String) -> Never {
+        // Run by hand before a parent wrote the files, every load would fail and the figures mean nothing.
+        guard FileManager.default.fileExists(atPath: fixtures.appendingPathComponent("complete").path) else {
+            FileHandle.standardError.write(
+                Data("no fixtures in \(fixtures.path): run `aic-benchmarks scroll` once to write them\n".utf8))
+            exit(2)
+        }
         Task { @MainActor in
             let result = await measure(loader: loader)
             let json = try! JSONEncoder().encode(result)
