@@ -1,7 +1,8 @@
 // Stand-ins for the parts of SwiftUI that `AsyncImageCacheUI` uses, shaped after Apple's declarations,
 // so that `scripts/typecheck` can type-check the view on Linux: its use of the library's own
 // API (names, labels, types, actor isolation) then fails here as it would on a Mac. Only what the view
-// uses is declared; where a declaration differs from Apple's, Apple's is right and this one is fixed.
+// and the documentation's examples use is declared; where a declaration differs from Apple's, Apple's
+// is right and this one is fixed.
 @_exported import Combine
 @_exported import Foundation
 
