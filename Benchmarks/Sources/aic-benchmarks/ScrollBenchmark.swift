@@ -217,7 +217,7 @@ enum ScrollBenchmark {
             let ratio = ours / naive
             func shown(_ value: Double) -> String { value.isNaN ? "-" : format(value, digits: digits) }
             var line = column(name, 32) + column(shown(ours), 12) + column(shown(naive), 12)
-            line += column(showsRatio ? format(ratio, digits: 2) : "", 12)
+            line += column(showsRatio ? (ratio.isNaN ? "-" : format(ratio, digits: 2)) : "", 12)
             if let goal { line += "<= \(format(goal, digits: 1)) " + (ratio <= goal ? "met" : "MISSED") }
             print(line)
         }
