@@ -23,6 +23,42 @@ import Testing
         }
     }
 
+    /// A store let go while its last download was still ending: the load failed at its 404 and returned,
+    /// and the download's entry, which held the run's fetch slot, ended after it. That slot held the last
+    /// reference to the store, so the loader went with the entry, and its `deinit` asked for the lock the
+    /// entry was ending under: the delegate thread waited for itself for ever, and the session, its
+    /// connection and the loader's table of downloads were never freed (3 descriptors and a thread a
+    /// store). An exit test, so that a stuck thread stays in its own process.
+    @Test func aStoreLetGoAsItsLastDownloadEndsFreesTheLoadersDownloads() async {
+        await #expect(processExitsWith: .success) {
+            let folder = TemporaryDirectory("images")
+            let names = try SampleImages.writeJPEGs([PixelSize(width: 64, height: 48)], into: folder.url)
+            let server = try await TestHTTPServer(serving: folder.url)
+            defer { server.stop() }
+            for index in 0..<4 {
+                weak var table: HTTPTaskTable?
+                do {
+                    let store = try ImageStore.makeForTesting(
+                        root: folder.url.appendingPathComponent("cache"), name: "s\(index)")
+                    let image = ImageRequest(url: server.url("/alias/\(index)/images/\(names[0])"), targetWidth: 32)
+                    let loaded = try await store.image(for: image)
+                    precondition(loaded.pixelSize == PixelSize(width: 32, height: 24))
+                    table = (store.configuration.dataLoader as? DataLoader)?.http.madeTasks
+                    precondition(table != nil, "the download made the loader's session and table")
+                    let missing = ImageRequest(url: server.url("/status/404?\(index)"), targetWidth: 32)
+                    let failed = try? await store.image(for: missing)
+                    precondition(failed == nil)
+                }
+                var freed = false
+                for _ in 0..<200 where !freed {
+                    try await Task.sleep(for: .milliseconds(50))
+                    freed = table == nil
+                }
+                precondition(freed, "store \(index): the loader's table of downloads outlived it")
+            }
+        }
+    }
+
     /// A pixel budget below 1 fits no bitmap. Before, the store was made and every load of it failed
     /// at its decode with `.pixelBudgetExceeded`, far from the line that set the budget; now the store
     /// is refused with an error that names the budget. A budget of 1 is a store like any other.

@@ -169,8 +169,8 @@ public final class HTTPDataLoader: DataLoading {
         }
     }
 
-    /// The table of downloads, if the first has been made.
-    private var madeTasks: HTTPTaskTable? {
+    /// The table of downloads, if the first has been made (internal for tests).
+    var madeTasks: HTTPTaskTable? {
         connection.withLock { state in
             if case .made(_, let tasks) = state { tasks } else { nil }
         }

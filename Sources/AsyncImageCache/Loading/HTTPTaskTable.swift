@@ -203,9 +203,16 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// Invalidates `session`, cancelling its tasks, on ``taskControl``: after the tasks asked for before
     /// it are made, and never on the calling thread (the loader's `deinit`), as it waits for
     /// swift-corelibs-foundation's work queue.
+    ///
+    /// Nor does it take `lock` on that thread: the loader's last reference can go while this table holds
+    /// it. An entry removed under the lock holds its run's fetch slot, whose release can hold the last
+    /// reference to the store, and so to the loader; `NSLock` is not recursive, so the delegate thread
+    /// waited for itself for ever, and the session, its connection and the table were never freed.
     func invalidate(_ session: URLSession) {
-        lock.withLock { isInvalidated = true }
-        Self.control { session.invalidateAndCancel() }
+        Self.control { [self] in
+            lock.withLock { isInvalidated = true }
+            session.invalidateAndCancel()
+        }
     }
 
     /// The key the connection limit counts by: scheme, host and port (the scheme's default when the URL
