@@ -147,9 +147,10 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         _ load: Int, request: URLRequest, in session: URLSession, priority: @escaping @Sendable () -> UInt8,
         continuation: Continuation
     ) {
+        var ended: Entry?  // released after the lock (see `removeEntry`)
         let cancelled: Bool = lock.withLock {
             guard let entry = entries[load], !entry.cancelledBeforeStart else {
-                entries[load] = nil
+                ended = entries.removeValue(forKey: load)
                 return true
             }
             entries[load]?.continuation = continuation
@@ -158,6 +159,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             _ = admit(load, to: entry.host, priority: priority)
             return false
         }
+        withExtendedLifetime(ended) {}
         if cancelled {
             continuation.resume(returning: .failure(.cancelled))
         } else {
@@ -171,16 +173,16 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private func makeTask(of load: Int, for request: URLRequest, in session: URLSession) {
         // A task made in an invalidated session traps swift-corelibs-foundation ("Session invalidated").
         // The invalidation runs on this queue too, so none comes between this check and the task.
-        let (makes, failed, next): (Bool, Continuation?, URLSessionTask?) = lock.withLock {
+        let (makes, failed, next): (Bool, Entry?, URLSessionTask?) = lock.withLock {
             guard entries[load] != nil else { return (false, nil, nil) }
             guard !isInvalidated else {
                 let (removed, next) = removeEntry(load)
-                return (false, removed?.continuation, next)
+                return (false, removed, next)
             }
             return (true, nil, nil)
         }
         if let next { send(next) }
-        failed?.resume(returning: .failure(.cancelled))
+        failed?.continuation?.resume(returning: .failure(.cancelled))
         guard makes else { return }
         let task = session.dataTask(with: request)
         let resume: Bool? = lock.withLock {
@@ -204,9 +206,9 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// it are made, and never on the calling thread (the loader's `deinit`), as it waits for
     /// swift-corelibs-foundation's work queue.
     ///
-    /// Nor does it take `lock` on that thread: the loader's last reference can go while this table holds
-    /// it. An entry removed under the lock holds its run's fetch slot, whose release can hold the last
-    /// reference to the store, and so to the loader; `NSLock` is not recursive, so the delegate thread
+    /// Nor does it take `lock` on that thread, which may hold it: the loader goes with the last reference to
+    /// its store, which a removed entry's fetch slot can hold. Entries are released after the lock now (see
+    /// `removeEntry`); when one was released under it, `NSLock` not being recursive, the delegate thread
     /// waited for itself for ever, and the session, its connection and the table were never freed.
     func invalidate(_ session: URLSession) {
         Self.control { [self] in
@@ -242,7 +244,9 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     }
 
     /// Removes the entry of `load` and frees its connection; returns the entry and the waiting task that
-    /// takes the connection, to resume once the lock is released. Call with `lock` held.
+    /// takes the connection, to resume once the lock is released. Call with `lock` held, and keep the entry
+    /// until it is released: through its fetch slot an entry can hold the last reference to a store, whose
+    /// teardown (its loader's `deinit`, a caller's decoder or observer) is code that must not run under it.
     private func removeEntry(_ load: Int) -> (entry: Entry?, next: URLSessionTask?) {
         guard let entry = entries.removeValue(forKey: load) else { return (nil, nil) }
         entry.deadline?.cancel()
@@ -341,13 +345,16 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// Removes the entry of the load `task` carries and resumes it with the result `finish` computes
     /// from it.
     private func complete(_ task: URLSessionTask, _ finish: (Entry) -> Result<HTTPLoadedResponse, ImageLoadingError>) {
+        var ended: Entry?  // released after the lock (see `removeEntry`)
         let (resumption, next): ((Continuation, Result<HTTPLoadedResponse, ImageLoadingError>)?, URLSessionTask?) =
             lock.withLock {
                 guard let load = loadOfTask[task.taskIdentifier] else { return (nil, nil) }
                 let (removed, next) = removeEntry(load)
+                ended = removed
                 guard let entry = removed, let continuation = entry.continuation else { return (nil, next) }
                 return ((continuation, finish(entry)), next)
             }
+        withExtendedLifetime(ended) {}
         if let next { Self.control { self.send(next) } }
         if let (continuation, result) = resumption { continuation.resume(returning: result) }
     }
@@ -484,7 +491,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         // its task is cancelled or about to be; the handler is never called.
         enum Redirect {
             case ended, followed
-            case fail(Continuation?, ImageLoadingError, next: URLSessionTask?)
+            /// The load fails; its entry, removed, is released after the lock (see `removeEntry`).
+            case fail(Entry?, ImageLoadingError, next: URLSessionTask?)
             case moved(load: Int, freed: URLSessionTask?, fetchSlot: FetchSlotHold?)
         }
         let redirect: Redirect = lock.withLock {
@@ -492,7 +500,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             let load = entries.keys[index]
             if let unsupported {
                 let (removed, next) = removeEntry(load)
-                return .fail(removed?.continuation, .unsupportedURL(unsupported), next: next)
+                return .fail(removed, .unsupportedURL(unsupported), next: next)
             }
             if let limit {
                 let earlier = entries.values[index].redirectLifetime ?? limit
@@ -504,7 +512,7 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
                 let (removed, next) = removeEntry(load)
                 let failure = ImageLoadingError.network(
                     url: removed?.url ?? followed.url!, description: "more than \(Self.redirectLimit) redirects")
-                return .fail(removed?.continuation, failure, next: next)
+                return .fail(removed, failure, next: next)
             }
             // A redirect to another host is followed as a new task of the load, made on the control queue
             // (see `control`); the task redirected ends here and hands its connection back, and the load
@@ -546,10 +554,10 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
         switch redirect {
         case .ended, .followed:
             break
-        case .fail(let continuation, let failure, let next):
+        case .fail(let removed, let failure, let next):
             completionHandler(nil)
             if let next { Self.control { self.send(next) } }
-            continuation?.resume(returning: .failure(failure))
+            removed?.continuation?.resume(returning: .failure(failure))
         case .moved(let load, let freed, nil):
             Self.control {
                 if let freed { self.send(freed) }
