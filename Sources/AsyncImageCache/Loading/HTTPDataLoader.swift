@@ -169,15 +169,12 @@ public final class HTTPDataLoader: DataLoading {
         }
     }
 
-    /// The table of downloads, if the first has been made (internal for tests).
+    /// The table of downloads, made with the session by the first download (`nil` before; internal for tests).
     var madeTasks: HTTPTaskTable? {
         connection.withLock { state in
             if case .made(_, let tasks) = state { tasks } else { nil }
         }
     }
-
-    /// Whether the loader has made its session: not until its first download (for tests).
-    var hasSession: Bool { madeTasks != nil }
 
     /// The timeout handed to `URLSession`. swift-corelibs-foundation drops a timeout's fraction (its
     /// timer counts `Int(timeout)` seconds), so under a second it was 0 and loads "timed out" at once,
