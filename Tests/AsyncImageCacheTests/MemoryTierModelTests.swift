@@ -11,44 +11,84 @@ import Testing
         var random = SeededGenerator(seed: UInt64(seed))
         let countLimit = Int.random(in: 1...6, using: &random)
         let costLimit = Int.random(in: 0..<40, using: &random)
-        var lru = LRUStorage<Int, Int>(countLimit: countLimit, costLimit: costLimit)
+        checkAgainstModel(
+            &random, countLimit: countLimit, costLimit: costLimit, keys: 10, steps: 3000, largestCost: 15
+        ) { $0 }
+    }
+
+    /// Hundreds of entries, mostly reads: the log of uses is compacted many times over, the table grows,
+    /// and entries leave from anywhere in long probe runs.
+    @Test(arguments: 1...4)
+    func aLargerLRUStillOrdersAsAPlainListWould(seed: Int) {
+        var random = SeededGenerator(seed: UInt64(seed) &* 7919)
+        let countLimit = Int.random(in: 100...300, using: &random)
+        checkAgainstModel(
+            &random, countLimit: countLimit, costLimit: .max / 2, keys: 2 * countLimit, steps: 12_000,
+            largestCost: 1000, reads: 6
+        ) { $0 }
+    }
+
+    /// Keys whose hashes take only 3 values: every lookup compares keys along one long run of the table,
+    /// and each removal closes its gap by moving back entries that share its home bucket.
+    @Test(arguments: 1...4)
+    func anLRUOfCollidingKeysStillOrdersAsAPlainListWould(seed: Int) {
+        var random = SeededGenerator(seed: UInt64(seed) &* 104_729)
+        let countLimit = Int.random(in: 5...60, using: &random)
+        checkAgainstModel(
+            &random, countLimit: countLimit, costLimit: .max / 2, keys: 80, steps: 6000, largestCost: 10,
+            key: CollidingKey.init)
+    }
+
+    /// A key hashed by its number modulo 3.
+    private struct CollidingKey: Hashable {
+        let number: Int
+        func hash(into hasher: inout Hasher) { hasher.combine(number % 3) }
+    }
+
+    /// Runs `steps` random inserts, reads and removals (about 2 : `reads` : 1) of `keys` keys, made by `key`,
+    /// on an LRU with these limits, and checks after each step its values, costs and order against a plain
+    /// list in recency order.
+    private func checkAgainstModel<Key: Hashable>(
+        _ random: inout SeededGenerator, countLimit: Int, costLimit: Int, keys: Int, steps: Int,
+        largestCost: Int, reads: Int = 1, key: (Int) -> Key
+    ) {
+        var lru = LRUStorage<Key, Int>(countLimit: countLimit, costLimit: costLimit)
         // The model: keys from least to most recently used, and each key's value and cost.
-        var order: [Int] = []
-        var entries: [Int: (value: Int, cost: Int)] = [:]
-        var modelCost: Int { entries.values.reduce(0) { $0 + $1.cost } }
-        func forget(_ key: Int) {
+        var order: [Key] = []
+        var entries: [Key: (value: Int, cost: Int)] = [:]
+        var modelCost = 0
+        func forget(_ key: Key) {
             order.removeAll { $0 == key }
-            entries[key] = nil
+            modelCost -= entries.removeValue(forKey: key)?.cost ?? 0
         }
-        for step in 0..<3000 {
-            let key = Int.random(in: 0..<10, using: &random)
-            switch Int.random(in: 0..<4, using: &random) {
-            case 0, 1:
-                let cost = Int.random(in: 0..<15, using: &random)
+        for step in 0..<steps {
+            let key = key(Int.random(in: 0..<keys, using: &random))
+            let operation = Int.random(in: 0..<(reads + 3), using: &random)
+            if operation < 2 {
+                let cost = Int.random(in: 0..<largestCost, using: &random)
                 _ = lru.insert(step, forKey: key, cost: cost) { $1 }
                 forget(key)
                 // An entry over the whole budget is refused; otherwise the least recent go until it fits.
                 if cost <= costLimit {
-                    while !order.isEmpty,
-                        order.count >= countLimit || modelCost > costLimit - cost
-                    {
+                    while !order.isEmpty, order.count >= countLimit || modelCost > costLimit - cost {
                         forget(order[0])
                     }
                     order.append(key)
                     entries[key] = (step, cost)
+                    modelCost += cost
                 }
-            case 2:
+            } else if operation < reads + 2 {
                 #expect(lru.value(forKey: key, markingUsed: true) == entries[key]?.value, "step \(step)")
                 if entries[key] != nil {
                     order.removeAll { $0 == key }
                     order.append(key)
                 }
-            default:
+            } else {
                 #expect(lru.removeValue(forKey: key) == entries[key]?.value, "step \(step)")
                 forget(key)
             }
             #expect(lru.totalCost == modelCost, "step \(step)")
-            #expect(lru.count <= countLimit && lru.totalCost <= costLimit, "step \(step)")
+            #expect(lru.count == order.count && lru.count <= countLimit && lru.totalCost <= costLimit, "step \(step)")
             guard lru.keysFromLeastRecent() == order else {
                 Issue.record("step \(step): \(lru.keysFromLeastRecent()) in the LRU, \(order) in the model")
                 return
