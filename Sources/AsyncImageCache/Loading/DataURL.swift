@@ -35,7 +35,11 @@ public struct DataURL: Sendable, Equatable {
         // A "#" starts the fragment (RFC 3986 3.5), which is not part of the data.
         let bytes = Array(string.utf8.prefix { $0 != UInt8(ascii: "#") })
         let scheme = Array("data:".utf8)
-        guard bytes.count >= scheme.count, zip(bytes, scheme).allSatisfy({ $0 | 0x20 == $1 | 0x20 }) else {
+        // Letters in either case (RFC 3986 3.1); the colon itself (0x1A | 0x20 is a colon as well).
+        let matches = { (byte: UInt8, wanted: UInt8) in
+            byte == wanted || (wanted != UInt8(ascii: ":") && byte | 0x20 == wanted)
+        }
+        guard bytes.count >= scheme.count, zip(bytes, scheme).allSatisfy(matches) else {
             throw .invalidDataURL(reason: "the scheme is not data:")
         }
         guard let comma = bytes[scheme.count...].firstIndex(of: UInt8(ascii: ",")) else {

@@ -78,6 +78,8 @@ import Testing
         ("data:image,abc", "the media type \"image\" is not type/subtype"),
         ("data:image/png;charset,abc", "the parameter \"charset\" is not attribute=value"),
         ("data", "the scheme is not data:"),
+        // 0x1A | 0x20 is a colon: letters alone are compared in either case.
+        ("data\u{1A},hello", "the scheme is not data:"),
     ])
     func malformedURLsFailWithAReason(text: String, reason: String) {
         #expect(throws: ImageLoadingError.invalidDataURL(reason: reason)) { try DataURL(string: text) }
