@@ -153,6 +153,44 @@ extension ImageStoreNotModifiedUpdateTests {
         }
     }
 
+    /// A server without entity tags that answers 304 to an `If-Modified-Since` whenever its file is not
+    /// newer (nginx's `if_modified_since before`, Express's static files without ETags), once the file was put
+    /// back to an older one: its 304 carries the older file's `Last-Modified`, another response than the one
+    /// stored (RFC 9111 4.3.4). Before, the 304 updated the stored facts with that date, so the old image was
+    /// kept as unchanged and every later check, sent with the older date, got a 304 again. Now the image is
+    /// fetched whole at once.
+    @Test func a304WithAnOlderLastModifiedUpdatesNothingAndTheImageIsFetchedWhole() async throws {
+        let fixture = try await Fixture()
+        defer { fixture.server.stop() }
+        let path = "/cache-lm/no-cache/images/photo.jpg"
+        let url = fixture.server.url(path)
+        let file = fixture.folder.url.appendingPathComponent("photo.jpg")
+        let store = try fixture.store()
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 100))
+        store.waitForDiskMaintenance()
+        let first = try #require(store.disk.cacheMetadata(for: url)?.lastModified)
+        let firstDate = try #require(HTTPDate.parse(first))
+        // The file put back to an older one: other bytes, modified an hour before the first.
+        try SampleImages.jpeg(width: 200, height: 200, seed: 9).write(to: file)
+        try FileManager.default.setAttributes(
+            [.modificationDate: firstDate.addingTimeInterval(-3600)], ofItemAtPath: file.path)
+        let newBytes = try Data(contentsOf: file)
+
+        // Stale (no-cache): shown, and checked.
+        #expect(
+            try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize
+                == PixelSize(width: 100, height: 75))
+        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        store.waitForDiskMaintenance()
+        #expect(try await fixture.server.statuses(for: path) == [200, 304, 200])
+        #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
+        #expect(store.disk.data(for: url) == newBytes)
+        for metadata in [store.disk.cacheMetadata(for: url), store.storedCacheMetadata(for: url)] {
+            let metadata = try #require(metadata)
+            #expect(metadata.lastModified.flatMap { HTTPDate.parse($0) } == firstDate.addingTimeInterval(-3600))
+        }
+    }
+
     /// Which 304 may update the stored response: one without an entity tag, one with the stored tag
     /// (a strong tag compared strongly), or one whose weak tag matches it weakly.
     @Test func a304UpdatesTheStoredResponseOnlyWhenItsEntityTagMatches() {

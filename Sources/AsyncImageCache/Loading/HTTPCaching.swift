@@ -337,14 +337,28 @@ struct HTTPCacheMetadata: Equatable, Sendable {
     }
 
     /// Whether a `304 Not Modified` whose headers gave `policy` may update this stored response (RFC
-    /// 9111 4.3.4): one without an entity tag may; one with a strong tag only when this response has the
-    /// same strong tag, and one with a weak tag only when this response's tag matches it weakly (RFC 9110
-    /// 8.8.3.2). A 304 with another tag names a response the store does not hold.
+    /// 9111 4.3.4): one with a strong tag only when this response has the same strong tag, and one with a
+    /// weak tag only when this response's tag matches it weakly (RFC 9110 8.8.3.2); one without an entity
+    /// tag unless it has a `Last-Modified` other than this response's (another instant). A 304 with other
+    /// validators names a response the store does not hold: a server that answers 304 to an
+    /// `If-Modified-Since` whenever its file is not newer, once that file was put back to an older one, sends
+    /// that file's date, and the stored image would be kept as if unchanged, then checked with the older
+    /// date for good.
     func isUpdated(by policy: HTTPCachePolicy) -> Bool {
-        guard let tag = policy.entityTag else { return true }
+        guard let tag = policy.entityTag else {
+            guard let modified = policy.lastModified, let lastModified else { return true }
+            return Self.isSameInstant(modified, lastModified)
+        }
         guard let entityTag else { return false }
         if tag.hasPrefix("W/") { return Self.opaque(tag) == Self.opaque(entityTag) }
         return tag == entityTag
+    }
+
+    /// Whether two `Last-Modified` values name the same instant: as dates when both read as HTTP dates
+    /// (of any of the three forms), else as the same text.
+    private static func isSameInstant(_ one: String, _ other: String) -> Bool {
+        guard let first = HTTPDate.parse(one), let second = HTTPDate.parse(other) else { return one == other }
+        return first == second
     }
 
     /// An entity tag without its weakness prefix (`W/`), for a weak comparison (RFC 9110 8.8.3.2).

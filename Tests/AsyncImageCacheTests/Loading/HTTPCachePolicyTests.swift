@@ -29,6 +29,29 @@ import Testing
         #expect(HTTPCacheMetadata(policy: pragma, receivedAt: now).isStale(at: now))
     }
 
+    /// A 304 without an entity tag whose `Last-Modified` names another instant than the stored one's
+    /// names another response (RFC 9111 4.3.4), and updates nothing; the same instant written in another
+    /// of HTTP's date forms, or a 304 without `Last-Modified`, still updates it. An entity tag decides
+    /// where the 304 has one.
+    @Test func a304WithAnotherLastModifiedAndNoEntityTagUpdatesNothing() {
+        let modified = "Tue, 01 Jan 2030 00:00:00 GMT"
+        let onlyDate = HTTPCacheMetadata(policy: HTTPCachePolicy(lastModified: modified))
+        let tagAndDate = HTTPCacheMetadata(policy: HTTPCachePolicy(entityTag: "\"a\"", lastModified: modified))
+        for (stored, tag, date, updates) in [
+            (onlyDate, nil, modified, true), (onlyDate, nil, "Tuesday, 01-Jan-30 00:00:00 GMT", true),
+            (onlyDate, nil, "Tue Jan  1 00:00:00 2030", true), (onlyDate, nil, nil, true),
+            (onlyDate, nil, "Mon, 01 Jan 2029 00:00:00 GMT", false),
+            (onlyDate, nil, "Wed, 01 Jan 2031 00:00:00 GMT", false),
+            (onlyDate, nil, "not a date", false), (tagAndDate, nil, "Mon, 01 Jan 2029 00:00:00 GMT", false),
+            (tagAndDate, "\"a\"", "Mon, 01 Jan 2029 00:00:00 GMT", true),
+            (HTTPCacheMetadata(policy: HTTPCachePolicy(entityTag: "\"a\"")), nil, modified, true),
+        ] as [(HTTPCacheMetadata, String?, String?, Bool)] {
+            #expect(
+                stored.isUpdated(by: HTTPCachePolicy(entityTag: tag, lastModified: date)) == updates,
+                "\(String(describing: tag)) \(String(describing: date))")
+        }
+    }
+
     @Test func freshnessFieldsAreKeptOnDiskAndOlderEntriesStillRead() throws {
         let made = HTTPCacheMetadata(
             policy: HTTPCachePolicy(maxAge: 2.5, entityTag: "\"e\""), receivedAt: Date(timeIntervalSince1970: 1000))
