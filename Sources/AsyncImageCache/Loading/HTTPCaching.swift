@@ -41,7 +41,11 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     /// memory is stale at once (every load asks the server again).
     public var isStorable: Bool {
         get { cacheControl?.isStorable ?? true }
-        set { cacheControl = CacheControl(isStorable: newValue, lifetime: cacheControl?.lifetime) }
+        set {
+            cacheControl = CacheControl(isStorable: newValue, lifetime: cacheControl?.lifetime)
+            // Said in Cache-Control now: on a 304 it replaces the stored response's, as a header's would.
+            cacheControlIsPragma = false
+        }
     }
 
     /// Seconds the response stays fresh (`max-age`, else `Expires` less `Date`, less the `Age` a cache
@@ -66,6 +70,7 @@ public struct HTTPCachePolicy: Sendable, Equatable {
         set {
             cacheControl =
                 newValue == nil && isStorable ? nil : CacheControl(isStorable: isStorable, lifetime: newValue)
+            cacheControlIsPragma = false
             (expiresLifetime, age, date, redirectLifetime, variesOnEverything) = (nil, 0, nil, nil, nil)
         }
     }

@@ -52,6 +52,23 @@ import Testing
         }
     }
 
+    /// A lifetime or `no-store` set on a policy read from a `Pragma: no-cache` is said in `Cache-Control`
+    /// (as the properties' documentation has it): on a 304 it replaces the stored response's lifetime,
+    /// where the Pragma alone gives way to it. Before, the value set was dropped for the stored one.
+    @Test func aLifetimeOrNoStoreSetOverAPragmaReplacesTheStoredOneOnA304() {
+        let received = Date(timeIntervalSince1970: 1000)
+        let now = Date(timeIntervalSince1970: 5000)
+        let stored = HTTPCacheMetadata(
+            policy: Self.policy(headers: ["Cache-Control": "max-age=60", "ETag": "\"a\""]), receivedAt: received)
+        var longer = Self.policy(headers: ["Pragma": "no-cache"])
+        longer.maxAge = 600
+        #expect(stored.refreshed(by: longer, at: now).cacheControlLifetime == 600)
+        var unstorable = Self.policy(headers: ["Pragma": "no-cache"])
+        unstorable.isStorable = false
+        #expect(!stored.refreshed(by: unstorable, at: now).isStorable)
+        #expect(stored.refreshed(by: Self.policy(headers: ["Pragma": "no-cache"]), at: now).cacheControlLifetime == 60)
+    }
+
     @Test func freshnessFieldsAreKeptOnDiskAndOlderEntriesStillRead() throws {
         let made = HTTPCacheMetadata(
             policy: HTTPCachePolicy(maxAge: 2.5, entityTag: "\"e\""), receivedAt: Date(timeIntervalSince1970: 1000))
