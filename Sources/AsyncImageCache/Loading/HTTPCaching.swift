@@ -96,7 +96,7 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     init(header: (String) -> String?) {
         if let field = header("Cache-Control") {
             var cacheControl = CacheControl()
-            for directive in field.lowercased().split(separator: ",") {
+            for directive in Self.listMembers(of: field.lowercased()) {
                 // name[=value], with any spaces around either taken away and a quoted value unquoted.
                 let parts = directive.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 let name = parts[0].trimmingCharacters(in: .whitespaces)
@@ -203,6 +203,30 @@ public struct HTTPCachePolicy: Sendable, Equatable {
     /// The longest freshness lifetime kept: RFC 9111 (1.2.2) has a cache take any larger `max-age` as
     /// 2^31 seconds, about 68 years.
     static let longestLifetime: TimeInterval = 2_147_483_648
+
+    /// The members of a comma-separated field value (RFC 9110 5.6.1), split only at commas outside a
+    /// quoted string (5.6.4, where a backslash escapes the next character): `no-cache="Set-Cookie, no-store"`
+    /// is one directive, which names two fields, not a `no-store`.
+    static func listMembers(of field: String) -> [Substring] {
+        var members: [Substring] = []
+        var start = field.startIndex
+        var (isQuoted, isEscaped) = (false, false)
+        for index in field.indices {
+            let character = field[index]
+            if isEscaped {
+                isEscaped = false
+            } else if isQuoted && character == "\\" {
+                isEscaped = true
+            } else if character == "\"" {
+                isQuoted.toggle()
+            } else if character == ",", !isQuoted {
+                members.append(field[start..<index])
+                start = field.index(after: index)
+            }
+        }
+        members.append(field[start...])
+        return members.filter { !$0.allSatisfy(\.isWhitespace) }
+    }
 
     /// `text` as delta-seconds (RFC 9111 1.2.2): digits only, more than ``longestLifetime`` taken as
     /// that; `nil` for anything else.

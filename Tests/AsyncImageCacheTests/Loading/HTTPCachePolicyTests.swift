@@ -69,6 +69,21 @@ import Testing
         #expect(stored.refreshed(by: Self.policy(headers: ["Pragma": "no-cache"]), at: now).cacheControlLifetime == 60)
     }
 
+    /// A comma inside a quoted string is part of the directive's value (RFC 9110 5.6.1, 5.6.4): the fields a
+    /// qualified `no-cache` names are not directives of their own. Before, `no-store` here was read as one.
+    @Test func aCommaInAQuotedValueDoesNotSplitTheDirective() {
+        let qualified = Self.policy(headers: [
+            "Cache-Control": "max-age=86400, no-cache=\"Set-Cookie, no-store, Set-Cookie2\""
+        ])
+        #expect(qualified.isStorable && qualified.maxAge == 86400)
+        let escaped = Self.policy(headers: ["Cache-Control": "private=\"a\\\", no-store, b\", max-age=30"])
+        #expect(escaped.isStorable && escaped.maxAge == 30)
+        let plain = Self.policy(headers: ["Cache-Control": "max-age=86400, no-store"])
+        #expect(!plain.isStorable)
+        let spaced = Self.policy(headers: ["Cache-Control": " , max-age=5 ,, "])
+        #expect(spaced.maxAge == 5)
+    }
+
     @Test func freshnessFieldsAreKeptOnDiskAndOlderEntriesStillRead() throws {
         let made = HTTPCacheMetadata(
             policy: HTTPCachePolicy(maxAge: 2.5, entityTag: "\"e\""), receivedAt: Date(timeIntervalSince1970: 1000))
