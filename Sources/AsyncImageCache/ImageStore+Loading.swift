@@ -269,7 +269,7 @@ extension ImageStore {
             bitmap = value
         }
         let prepared = PreparedImage(
-            bitmap, request: request, naturalWidth: fetched.original.header.displaySize.width,
+            bitmap, request: request, naturalSize: fetched.original.header.displaySize,
             fileStamp: fetched.original.fileStamp, sourceDigest: request.url.isRemote ? fetched.bytesDigest : nil)
         // Bytes looked up before a `removeAll()` that ran since, or before a revalidation replaced the
         // image, are delivered, not kept. Checked and kept in memory in one step: a `removeAll()` or a

@@ -204,6 +204,9 @@ struct PreparedImage: Sendable {
     /// The radius of its rounded corners in its own pixels: the request's, or less in proportion
     /// when the source was narrower than the request's width (see ``ImageRequest/cornerPixelRadius``).
     let cornerPixelRadius: Int
+    /// The source's size as displayed, whose aspect gives the height of the image of any width made
+    /// from it.
+    let naturalSize: PixelSize
     /// For `file:` URLs, the version of the file it was decoded from.
     let fileStamp: FileStamp?
     /// For remote URLs, a hash of the bytes it was decoded from (``FetchedOriginal/bytesDigest``): the memory
@@ -213,13 +216,16 @@ struct PreparedImage: Sendable {
     /// How often hits on this image in memory mark its URL's disk file used.
     let diskUse = DiskUseThrottle()
 
-    init(_ bitmap: Bitmap, request: ImageRequest, naturalWidth: Int, fileStamp: FileStamp?, sourceDigest: Int? = nil) {
+    init(
+        _ bitmap: Bitmap, request: ImageRequest, naturalSize: PixelSize, fileStamp: FileStamp?, sourceDigest: Int? = nil
+    ) {
         image = SendableImage(PlatformImage.make(from: bitmap))
         cost = bitmap.byteCount
         pixelSize = bitmap.pixelSize
         self.request = request
-        isNaturalSize = request.targetPixelWidth.map { $0 >= naturalWidth } ?? true
-        cornerPixelRadius = request.cornerPixelRadius(atNaturalWidth: naturalWidth)
+        self.naturalSize = naturalSize
+        isNaturalSize = request.targetPixelWidth.map { $0 >= naturalSize.width } ?? true
+        cornerPixelRadius = request.cornerPixelRadius(atNaturalWidth: naturalSize.width)
         self.fileStamp = fileStamp
         self.sourceDigest = sourceDigest
     }

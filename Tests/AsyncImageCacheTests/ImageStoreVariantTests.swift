@@ -63,6 +63,34 @@ import Testing
         #expect(store.cachedImage(for: ImageRequest(url: url, targetWidth: 100, cornerRadius: 5)) != nil)
     }
 
+    /// Corners are cut with the radius clamped to half the shorter side, so a radius "large enough" makes
+    /// round ends at any width: a decode with such corners serves every smaller request whose corners also
+    /// come out round, whatever radius it names. Before, the radii were compared as named, and a row with
+    /// round ends decoded again at each width it shrank to (a resize, an animation).
+    @Test func roundEndsServeEverySmallerRequestWithRoundEnds() async throws {
+        let folder = TemporaryDirectory("variants")
+        try SampleImages.writeJPEGs([PixelSize(width: 800, height: 400)], into: folder.url)
+        let decoder = CountingDecoder()
+        let store = try makeStore(folder, decoder: decoder)
+        let url = folder.url.appendingPathComponent("0.jpg")
+        // 200x100 with 2000 px corners: round ends, 50 px.
+        let image = try await store.image(for: ImageRequest(url: url, targetWidth: 200, cornerRadius: 2000))
+        #expect(image.pixelSize == PixelSize(width: 200, height: 100))
+        // At 198 px the ends are 49.5 px round, as they are drawn from this image; at 150 px 37.5 px.
+        for (width, radius) in [(198, 2000), (198, 50), (150, 2000), (150, 38), (150, 37), (40, 10), (40, 500)] {
+            let request = ImageRequest(url: url, targetWidth: CGFloat(width), cornerRadius: CGFloat(radius))
+            let served = store.cachedImage(for: request) == image
+            #expect(served, "\(request)")
+        }
+        // Not corners that come out smaller than the ends, nor none, nor a wider image.
+        for (width, radius) in [(150, 20), (150, 36), (198, 0), (201, 2000)] {
+            let request = ImageRequest(url: url, targetWidth: CGFloat(width), cornerRadius: CGFloat(radius))
+            #expect(store.cachedImage(for: request)?.pixelSize == nil, "\(request)")
+        }
+        _ = try await store.image(for: ImageRequest(url: url, targetWidth: 199, cornerRadius: 2000))
+        #expect(decoder.count == 1)
+    }
+
     @Test func aSmallerDecodeNeverServesALargerRequest() async throws {
         let folder = TemporaryDirectory("variants")
         try SampleImages.writeJPEGs([PixelSize(width: 800, height: 400)], into: folder.url)

@@ -126,12 +126,18 @@ import Testing
                     width: min(request.targetPixelWidth ?? natural.width, natural.width),
                     radius: request.cornerPixelRadius(atNaturalWidth: natural.width)
                 )
-                let radiusAtWantedWidth =
-                    Double(hit.cornerPixelRadius) * Double(wanted.width) / Double(hit.pixelSize.width)
+                // Corners are cut with the radius clamped to half the shorter side: that of the hit, scaled to
+                // the wanted width, against that of the image the request makes (the source's aspect, rounded).
+                let hitSize = hit.pixelSize
+                let hitCorners = min(Double(hit.cornerPixelRadius), Double(min(hitSize.width, hitSize.height)) / 2)
+                let radiusAtWantedWidth = hitCorners * Double(wanted.width) / Double(hitSize.width)
+                let wantedHeight = max(
+                    1, (Double(natural.height) * Double(wanted.width) / Double(natural.width)).rounded())
+                let wantedCorners = min(Double(wanted.radius), min(Double(wanted.width), wantedHeight) / 2)
                 let looksTheSame =
-                    hit.request.url == url && hit.pixelSize.width >= wanted.width
+                    hit.request.url == url && hitSize.width >= wanted.width
                     && (wanted.radius == 0) == (hit.cornerPixelRadius == 0)
-                    && abs(radiusAtWantedWidth - Double(wanted.radius)) <= 0.5
+                    && abs(radiusAtWantedWidth - wantedCorners) <= 0.5
                 guard looksTheSame else {
                     Issue.record(
                         "step \(step): \(hit.request) (\(hit.pixelSize.width) px, r=\(hit.cornerPixelRadius)) served \(request)"
@@ -149,6 +155,6 @@ import Testing
         let width = min(request.targetPixelWidth ?? natural.width, natural.width)
         let height = max(1, Int((Double(natural.height) * Double(width) / Double(natural.width)).rounded()))
         let bitmap = Bitmap(width: width, height: height, pixels: [UInt8](repeating: 0, count: width * height * 4))
-        return PreparedImage(bitmap, request: request, naturalWidth: natural.width, fileStamp: nil)
+        return PreparedImage(bitmap, request: request, naturalSize: natural, fileStamp: nil)
     }
 }

@@ -138,14 +138,26 @@ extension PreparedImage {
         guard let width = request.targetPixelWidth, width < pixelSize.width || !isNaturalSize else {
             // The source's own size, which `request` asks for (with no width, or one at least as wide,
             // as the source is never scaled up): served when the corners come out the same too.
-            return isNaturalSize && request.cornerPixelRadius(atNaturalWidth: pixelSize.width) == cornerPixelRadius
+            return isNaturalSize
+                && corners(drawnAt: pixelSize.width, match: request.cornerPixelRadius(atNaturalWidth: pixelSize.width))
         }
         // A smaller variant never serves a larger request.
         guard width <= pixelSize.width else { return false }
-        if request.cornerPixelRadius == 0 || cornerPixelRadius == 0 {
-            return request.cornerPixelRadius == cornerPixelRadius
-        }
-        let scaledRadius = Double(cornerPixelRadius) * Double(width) / Double(pixelSize.width)
-        return abs(scaledRadius - Double(request.cornerPixelRadius)) <= 0.5
+        return corners(drawnAt: width, match: request.cornerPixelRadius)
+    }
+
+    /// Whether this image's corners, drawn `width` pixels wide, come out within half a pixel of corners
+    /// `wanted` pixels round on the image the store makes at that width (the source's aspect, its height
+    /// rounded). Each radius is first clamped to half its image's shorter side, as corners are cut
+    /// (``Bitmap/roundingCorners(radius:)``): past it any radius gives the same round ends, so a circle
+    /// asked for with a radius "large enough" serves that radius at every smaller width. No corners match
+    /// only no corners.
+    func corners(drawnAt width: Int, match wanted: Int) -> Bool {
+        if cornerPixelRadius == 0 || wanted == 0 { return cornerPixelRadius == wanted }
+        let drawn =
+            min(Double(cornerPixelRadius), Double(min(pixelSize.width, pixelSize.height)) / 2) * Double(width)
+            / Double(pixelSize.width)
+        let height = max(1, (Double(naturalSize.height) * Double(width) / Double(naturalSize.width)).rounded())
+        return abs(drawn - min(Double(wanted), min(Double(width), height) / 2)) <= 0.5
     }
 }

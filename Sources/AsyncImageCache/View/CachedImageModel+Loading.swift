@@ -16,7 +16,7 @@ extension CachedImageModel {
             return
         }
         if let loading, (loading.request.targetPixelWidth ?? .max) >= width,
-            Self.corners(of: loading.request, match: request)
+            Self.corners(of: loading.request, match: request, naturalSize: naturalSize)
         {
             return
         }
@@ -109,20 +109,31 @@ extension CachedImageModel {
     /// grew past `maxPixelWidth`, since the image was asked for).
     func needsImage(for request: ImageRequest) -> Bool {
         guard let width = request.targetPixelWidth else { return false }
-        return width > coveredPixelWidth || !Self.corners(cornerRadiusPerPixel, match: request)
+        return width > coveredPixelWidth
+            || !Self.corners(cornerRadiusPerPixel, match: request, naturalSize: naturalSize)
     }
 
     /// Whether the image `loaded` asks for, drawn at `request`'s width, has `request`'s corners
-    /// within half a pixel.
-    static func corners(of loaded: ImageRequest, match request: ImageRequest) -> Bool {
-        corners(cornerRadiusPerPixel(of: loaded), match: request)
+    /// within half a pixel (see ``corners(_:match:naturalSize:)``).
+    static func corners(of loaded: ImageRequest, match request: ImageRequest, naturalSize: CGSize?) -> Bool {
+        corners(cornerRadiusPerPixel(of: loaded), match: request, naturalSize: naturalSize)
     }
 
     /// Whether corners of `radiusPerPixel` times the width, drawn at `request`'s width, are its radius
-    /// within half a pixel.
-    static func corners(_ radiusPerPixel: Double, match request: ImageRequest) -> Bool {
+    /// within half a pixel. With the image's aspect known (`naturalSize`), both are first clamped to
+    /// half the shorter side of the image at that width, as corners are cut: a circle asked for with a
+    /// radius "large enough" stays a circle at every width, and a frame that shrinks needs no new
+    /// decode for it. No corners match only no corners.
+    static func corners(_ radiusPerPixel: Double, match request: ImageRequest, naturalSize: CGSize?) -> Bool {
         guard let width = request.targetPixelWidth else { return true }
-        return abs(radiusPerPixel * Double(width) - Double(request.cornerPixelRadius)) <= 0.5
+        if (radiusPerPixel == 0) != (request.cornerPixelRadius == 0) { return false }
+        var half = Double.infinity
+        if let naturalSize, naturalSize.width > 0, naturalSize.height > 0 {
+            // The height the store gives the image at this width.
+            let height = max(1, (Double(naturalSize.height) * Double(width) / Double(naturalSize.width)).rounded())
+            half = min(Double(width), height) / 2
+        }
+        return abs(min(radiusPerPixel * Double(width), half) - min(Double(request.cornerPixelRadius), half)) <= 0.5
     }
 
     /// The corner radius `request` asks for per pixel of its width.

@@ -273,6 +273,29 @@ extension CachedImageModelFillTests {
         }
     }
 
+    /// A radius "large enough" gives round ends at every width (corners are cut with the radius clamped
+    /// to half the shorter side): a frame that shrinks keeps the image it has, whose ends stay round drawn
+    /// smaller. Before, the radius was compared as named, so each smaller frame needed an image of its own
+    /// and decoded again: every frame of a shrinking animation, for a picture of the same shape.
+    @Test func aShrinkingFrameKeepsAnImageWithRoundEndsWithoutDecodingAgain() async throws {
+        let photo = try await WidePhoto()  // 2:1
+        defer { photo.stop() }
+        let model = await filled(photo, cornerRadius: 1000)
+        let image = try #require(model.image)
+        #expect(image.pixelSize == PixelSize(width: 400, height: 200))
+        for side in [99, 90, 64] as [CGFloat] {
+            model.layoutChanged(to: CGSize(width: side, height: side))
+            let request = try #require(model.request)
+            #expect(!model.needsImage(for: request), "\(side) pt: \(request)")
+            await model.load()
+            #expect(model.image == image, "\(side) pt")
+        }
+        #expect(photo.decoder.enteredCount == 1)
+        // Corners named smaller than the ends still need their own image.
+        let smaller = ImageRequest(url: photo.file, targetWidth: 256, cornerRadius: 20)
+        #expect(model.needsImage(for: smaller))
+    }
+
     @Test func squareCornersFittedImagesAndNoImageNeedNoRoundedClip() async throws {
         let photo = try await WidePhoto()
         defer { photo.stop() }
