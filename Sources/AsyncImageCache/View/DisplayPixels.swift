@@ -45,7 +45,9 @@ enum DisplayPixels {
         if contentMode == .fit {
             guard (heightAtFrameWidth - layoutSize.height) * scale >= 0.5 else { return layoutSize.width }
             // At least a pixel for any aspect: an underflow to 0 would be no width at all, so no request.
-            return max(layoutSize.height * (imageSize.width / imageSize.height), 1 / scale)
+            // Finite for any scale: a subnormal one makes a pixel an infinite width, so no request either.
+            return min(
+                max(layoutSize.height * (imageSize.width / imageSize.height), 1 / scale), .greatestFiniteMagnitude)
         }
         guard (layoutSize.height - heightAtFrameWidth) * scale >= 0.5 else { return layoutSize.width }
         // Finite for any aspect: an overflow would be no width at all, so no request.
@@ -82,11 +84,12 @@ enum DisplayPixels {
         return radius * (cap / pixels)
     }
 
-    /// The cap `maxPixelWidth` sets in pixels: at least one pixel (a cap computed as 0 or less is the
-    /// smallest, not none, which would decode at the frame's full width, and so is minus infinity); `nil`
-    /// for none, NaN or infinity.
+    /// The cap `maxPixelWidth` sets in whole pixels, a fraction of one dropped (floating-point noise
+    /// aside), as widths are rounded up: `100.5` caps at 100 px, not 101. At least one pixel (a cap
+    /// computed as 0 or less is the smallest, not none, which would decode at the frame's full width, and
+    /// so is minus infinity); `nil` for none, NaN or infinity.
     static func cap(_ maxPixelWidth: CGFloat?) -> CGFloat? {
         guard let maxPixelWidth, !maxPixelWidth.isNaN, maxPixelWidth != .infinity else { return nil }
-        return max(1, maxPixelWidth)
+        return max(1, (maxPixelWidth + 1e-6).rounded(.down))
     }
 }

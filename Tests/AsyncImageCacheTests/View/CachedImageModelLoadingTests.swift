@@ -79,6 +79,29 @@ import Testing
         #expect(DisplayPixels.width(forLayoutWidth: 300, scale: 2, maxPixelWidth: .nan) == 600)
     }
 
+    /// A fractional cap is a cap in whole pixels below it: widths round up, so 100.5 asked for 101 px,
+    /// past the cap. The radius scales with the width asked for.
+    @Test func aFractionalCapNeverAsksForMoreThanIt() throws {
+        let url = URL(fileURLWithPath: "/tmp/photo.jpg")
+        let capped = try #require(
+            CachedImageModel.request(
+                url: url, layoutSize: CGSize(width: 200, height: 100), cornerRadius: 10, maxPixelWidth: 100.5))
+        #expect(capped.targetPixelWidth == 100 && capped.cornerPixelRadius == 5)
+        // 0.29 * 100 is 28.999999999999996: floating-point noise, not a fraction of a pixel.
+        #expect(DisplayPixels.width(forLayoutWidth: 300, scale: 1, maxPixelWidth: 0.29 * 100) == 29)
+        #expect(DisplayPixels.width(forLayoutWidth: 300, scale: 1, maxPixelWidth: 1.9) == 1)
+    }
+
+    /// A display scale so small that a pixel is wider than any finite number of points (a subnormal one,
+    /// under 1 / `CGFloat.greatestFiniteMagnitude`) still gives a request: before, `.fit` drew the image at
+    /// an infinite width, there was no request, and `load()` waited for one for ever.
+    @Test func aSubnormalDisplayScaleStillGivesARequest() {
+        let request = CachedImageModel.request(
+            url: URL(fileURLWithPath: "/tmp/photo.jpg"), layoutSize: CGSize(width: 100, height: 100),
+            imageSize: CGSize(width: 1, height: 1e308), displayScale: CGFloat.leastNormalMagnitude / 8)
+        #expect(request?.targetPixelWidth == 1)
+    }
+
     @Test func anImageInMemoryIsDrawnAtOnceWithoutALoad() async throws {
         let photo = try LocalPhoto()
         _ = try await photo.store.image(for: ImageRequest(url: photo.url, targetWidth: 600))
