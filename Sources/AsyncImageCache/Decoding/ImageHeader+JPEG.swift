@@ -13,7 +13,9 @@ extension ImageHeader {
         var frame: (offset: Int, length: Int)?
         do throws(ImageDecodingError) {
             let end = try walkJPEGSegments(bytes) { marker, offset, length throws(ImageDecodingError) in
-                if isStartOfFrame(marker), frame == nil {
+                // In a hierarchical JPEG, the DHP segment (0xDE) before the first frame holds the size of
+                // the whole image, in a frame header's layout: its frames may be smaller, scaled up (T.81 B.3.2).
+                if isStartOfFrame(marker) || marker == 0xDE, frame == nil {
                     frame = (offset, length)
                 } else if marker == 0xE1, orientation == nil {
                     let segment = try bytes.window(at: offset + 2, length: length - 2)

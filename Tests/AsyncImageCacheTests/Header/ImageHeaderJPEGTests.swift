@@ -198,6 +198,21 @@ import Testing
         #expect(header.storedSize == PixelSize(width: 1024, height: 768))
     }
 
+    /// A hierarchical JPEG's size is the DHP segment's, before its first frame, which may be a smaller
+    /// one scaled up later (T.81 B.3.2, Annex J): before, a 640x480 image whose first frame is a quarter
+    /// size read as 160x120.
+    @Test func aHierarchicalJPEGHasTheSizeOfItsDHPSegment() throws {
+        func segment(_ marker: UInt8, _ body: [UInt8]) -> [UInt8] {
+            [0xFF, marker, UInt8((body.count + 2) >> 8), UInt8((body.count + 2) & 0xFF)] + body
+        }
+        // Precision, height, width, one component (id 1, sampling 1x1, table 0).
+        let wholeImage = segment(0xDE, [8, 0x01, 0xE0, 0x02, 0x80, 1, 1, 0x11, 0])
+        let quarterFrame = segment(0xC1, [8, 0x00, 0x78, 0x00, 0xA0, 1, 1, 0x11, 0])
+        let scan = segment(0xDA, [1, 1, 0, 0, 0x3F, 0]) + [UInt8](repeating: 0, count: 8) + [0xFF, 0xD9]
+        let bytes = Data([0xFF, 0xD8] + wholeImage + quarterFrame + scan)
+        #expect(try ImageHeader.parse(bytes).storedSize == PixelSize(width: 640, height: 480))
+    }
+
     @Test func tablesBeforeTheFrameAreNotMistakenForIt() throws {
         // DHT (C4) is in the SOF range but is not a frame header: it must be skipped, not read as a size.
         var bytes = [UInt8](SyntheticHeaders.jpeg(width: 50, height: 40))
