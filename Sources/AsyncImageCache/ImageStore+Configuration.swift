@@ -159,11 +159,13 @@ extension ImageStore {
     }
 
     static func validate(name: String) throws(ConfigurationError) {
-        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+        // Checked as bytes: compared as characters, a KELVIN SIGN (U+212A) equals "K", and a name the folder
+        // spells in other bytes than it says would pass.
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.".utf8)
         // Past 255 bytes the folder cannot be made (ENAMETOOLONG), and the store would quietly keep
         // nothing on disk.
         guard !name.isEmpty, name.utf8.count <= 255, name != ".", !name.contains(".."),
-            name.allSatisfy(allowed.contains)
+            name.utf8.allSatisfy(allowed.contains)
         else {
             throw .invalidName(name)
         }
