@@ -64,12 +64,10 @@ enum ThumbnailCommand: Subcommand {
                 return (url: url, output: try PNGOutput(pathBytes: folderBytes + [slash] + file), file: file)
             }
             // Two inputs with one name (a/x.jpg, b/x.png) would overwrite each other's thumbnail. Names are
-            // compared as text where they are UTF-8, as they always were, and byte for byte where they are not.
-            var names = Set<AnyHashable>()
-            if let clash = named.first(where: { job in
-                let name = String(validating: job.file, as: UTF8.self).map(AnyHashable.init) ?? AnyHashable(job.file)
-                return !names.insert(name).inserted
-            }) {
+            // compared byte for byte, as Linux names files: as text, `café` spelt with a combining accent equals
+            // `café` with a precomposed one, two files that do not overwrite each other.
+            var names = Set<[UInt8]>()
+            if let clash = named.first(where: { !names.insert($0.file).inserted }) {
                 throw UsageError("two inputs would both write \(clash.output.path)")
             }
             jobs = named.map { ($0.url, $0.output) }

@@ -128,6 +128,35 @@ import Testing
         #expect(files.names(inFolderNamed: Array("out".utf8)).isEmpty, "\(result)")
     }
 
+    /// Names that are equal as text but not as bytes (`café` with a precomposed and with a combining accent,
+    /// in two folders) are two files on Linux, whose thumbnails do not overwrite each other: both are written.
+    /// Before, they were compared as text and refused as a clash.
+    @Test func inputsWhoseNamesDifferOnlyInTheirUnicodeFormBothGetThumbnails() async throws {
+        let aic = CommandLineRunner()
+        let files = RawNamedFiles(in: aic.workspace.url)
+        for folder in ["n1", "n2", "out"] {
+            try FileManager.default.createDirectory(at: aic.file(folder), withIntermediateDirectories: true)
+        }
+        let composed = Array("caf\u{E9}".utf8)
+        let decomposed = Array("cafe\u{301}".utf8)
+        let inputs = [
+            Array("n1/".utf8) + composed + Array(".png".utf8), Array("n2/".utf8) + decomposed + Array(".jpg".utf8),
+        ]
+        _ = try files.file(named: inputs[0], contents: try SampleImages.png(width: 40, height: 30))
+        _ = try files.file(named: inputs[1], contents: try SampleImages.jpeg(width: 40, height: 30))
+        let outputs = [composed, decomposed].map { Array("out/".utf8) + $0 + Array(".png".utf8) }
+        for output in outputs { files.removeLater(fileNamed: output) }
+
+        let result = try await aic.run(
+            argumentBytes: [Array("thumbnail".utf8)] + inputs
+                + ["--width", "20", "--output-dir", "out"].map { Array($0.utf8) })
+        #expect(result.status == 0, "\(result)")
+        #expect(
+            Set(files.names(inFolderNamed: Array("out".utf8)))
+                == Set([composed, decomposed].map { $0 + Array(".png".utf8) }),
+            "\(result)")
+    }
+
     /// `aic thumbnail photos/caf\xE9.png --output-dir photos` would write the thumbnail over its input now that
     /// it is named after it: refused, as for a UTF-8 name.
     @Test func anOutputDirThumbnailThatWouldReplaceItsInputNotUTF8IsRefused() async throws {
