@@ -178,7 +178,10 @@ extension ImageStore {
                         generation: generation, replacement: replacement, cacheMetadata: metadata,
                         bytesDigest: digest))
             }
-            disk.remove(url)  // not an image any more: fall through to the source
+            // Not an image any more: removed, as damaged bytes are, only as the file read (a write may have put
+            // another in its place since), or as the write still waiting for the disk that they were; then
+            // fall through to the source.
+            if let file = entry.identity { disk.remove(url, readFrom: file) } else { disk.remove(url) }
         }
         guard !Task.isCancelled else { return .failure(.cancelled) }
         report(.fetch, url)

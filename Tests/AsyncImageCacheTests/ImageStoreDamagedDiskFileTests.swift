@@ -78,6 +78,72 @@ import Testing
     }
 }
 
+extension ImageStoreDamagedDiskFileTests {
+    /// Bytes on disk that are no image at all (no header) are removed as the damaged ones are, only as the
+    /// file read: here a good file's commit, held in its rename step, renames once the load has read the
+    /// junk (a read dates the file), and the load's removal, which needs the same lock, comes after. The
+    /// load then asks the source, which answers junk too. Before, the removal went by name and took the
+    /// good file with it: nothing was left on disk. Now the good file stays, for the next load.
+    @Test func aGoodFileCommittedAfterBytesWithoutAHeaderWereReadStays() async throws {
+        let folder = TemporaryDirectory("damaged-disk-file")
+        let url = URL(string: "https://images.example.com/photo.jpg")!
+        let size = PixelSize(width: 64, height: 48)
+        let good = try SampleImages.jpeg(width: 64, height: 48, seed: 2)
+        let loader = RecordingLoader(base: FixedBytesLoader(bytes: Data("<html>not an image</html>".utf8)))
+        let store = try ImageStore.makeForTesting(root: folder.url) { $0.dataLoader = loader }
+        let disk = store.disk
+        try disk.store(Data("junk, no header".utf8), pixelSize: size, for: url)
+        let path = disk.filePath(for: url)
+        // Dated an hour ago: the load's read of the file dates it now.
+        let hourAgo = timespec(tv_sec: time(nil) - 3600, tv_nsec: 0)
+        _ = utimensat(AT_FDCWD, path, [hourAgo, hourAgo], AT_SYMLINK_NOFOLLOW)
+        let commit = DispatchGroup()
+        let committed = LockedBox<(any Error)?>(nil)
+        let renameCalls = LockedBox(0)
+        let inRenameStep = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async(group: commit) {
+            do {
+                // Asked on the disk queue, then in the rename's step, under the count's lock.
+                try disk.store(
+                    good, pixelSize: size, for: url,
+                    isDropped: {
+                        guard
+                            renameCalls.withLock({ calls in
+                                calls += 1
+                                return calls
+                            }) == 2
+                        else { return false }
+                        inRenameStep.signal()
+                        let deadline = Date().addingTimeInterval(2)
+                        while Date() < deadline,
+                            (DiskStore.modificationDate(atPath: path) ?? .distantPast) < Date() - 60
+                        {
+                            usleep(1000)
+                        }
+                        return false
+                    })
+            } catch {
+                committed.withLock { $0 = error }
+            }
+        }
+        try #require(
+            inRenameStep.wait(timeout: .now() + 30) == .success, "the good file's commit never reached its rename")
+
+        await #expect(throws: ImageLoadingError.self) {
+            try await store.image(for: ImageRequest(url: url, targetWidth: 32))
+        }
+        commit.wait()
+        #expect(committed.withLock { $0 } == nil)
+        #expect(renameCalls.withLock { $0 } == 2)
+        #expect(loader.startedCount == 1)
+        store.waitForDiskMaintenance()
+        #expect(disk.data(for: url) == good, "the good file was removed with the junk")
+        let image = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
+        #expect(image.pixelSize == PixelSize(width: 32, height: 24))
+        #expect(loader.startedCount == 1)
+    }
+}
+
 /// The real decoder, except that `damaged` fails as corrupt, after running `onDamaged` once.
 final class DamagedBytesDecoder: ImageDecoding {
     let damaged: Data
