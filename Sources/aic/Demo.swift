@@ -69,8 +69,24 @@ enum Demo: Subcommand {
         return configuration
     }
 
+    /// A new folder of the demo's own in the temporary folder, made by `mkdtemp`: under a name no one chose
+    /// before, that only this user may enter. Named after the process, it was whatever was there already:
+    /// a folder an earlier `--keep` left under the same number, used and then removed, or, in a temporary
+    /// folder shared with others, one another user made first, holding the cache the relaunch decodes.
+    static func makeWorkspace() throws -> URL {
+        let template = FileManager.default.temporaryDirectory.appendingPathComponent("aic-demo-XXXXXX").path
+        var path = Array(template.utf8CString)
+        guard mkdtemp(&path) != nil else {
+            throw CommandFailure("\(template): \(String(cString: strerror(errno)))")
+        }
+        // The template with its last six characters replaced, and its terminating NUL.
+        return URL(
+            fileURLWithPath: String(decoding: path.dropLast().map(UInt8.init(bitPattern:)), as: UTF8.self),
+            isDirectory: true)
+    }
+
     static func run(sheet: PNGOutput, keepFiles: Bool) async throws {
-        let workspace = FileManager.default.temporaryDirectory.appendingPathComponent("aic-demo-\(getpid())")
+        let workspace = try makeWorkspace()
         let root = workspace.appendingPathComponent("cache", isDirectory: true)
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         defer { if !keepFiles { try? FileManager.default.removeItem(at: workspace) } }

@@ -49,6 +49,30 @@ import Testing
         for sheet in othersSheets { #expect(try Data(contentsOf: sheet) == Data("root's sheet".utf8)) }
     }
 
+    /// The demo's folder (its cache, which the relaunched pass reads back and decodes) is a new one that only
+    /// its user may enter, each run: it was named after the process (`aic-demo-<pid>`) and made with the
+    /// default mode, so in a shared temporary folder another user could make it first and fill it, and a
+    /// folder an earlier `--keep` left under the same number was used and then removed.
+    @Test func theDemosFolderIsANewOneOnlyItsUserMayEnter() async throws {
+        let aic = CommandLineRunner()
+        let (temporary, _, environment) = try aic.childSetup()
+        var folders: [String] = []
+        for run in 1...2 {
+            let result = try await aic.run(
+                ["demo", "--keep", "--output", aic.file("sheet-\(run).png").path],
+                environment: ["TMPDIR": environment["TMPDIR"]])
+            #expect(result.status == 0, "\(result)")
+            let made = try FileManager.default.contentsOfDirectory(atPath: temporary.path)
+                .filter { $0.hasPrefix("aic-demo-") && !folders.contains($0) }
+            try #require(made.count == 1, "\(made)")
+            folders += made
+            var status = stat()
+            try #require(stat(temporary.appendingPathComponent(made[0]).path, &status) == 0)
+            #expect(status.st_mode & 0o777 == 0o700, "mode \(String(status.st_mode & 0o777, radix: 8))")
+        }
+        #expect(folders.count == 2 && folders[0] != folders[1])
+    }
+
     /// Copies the program at `source` to `destination`, through a descriptor no child inherits: one that
     /// another test spawned while a plain copy was open held it open for writing, and running the copy
     /// failed with "Text file busy" (setpriv's status 126, seen once in a whole CLI run). Close-on-exec
