@@ -25,51 +25,11 @@ import Testing
         }
         let disk = store.disk
         try disk.store(damaged, pixelSize: size, for: url)
-        let path = disk.filePath(for: url)
-        let commit = DispatchGroup()
-        let committed = LockedBox<(any Error)?>(nil)
-        let renameCalls = LockedBox(0)
-        decoder.onDamaged.withLock {
-            $0 = {
-                // Dated an hour ago: the removal's look at the file dates it now.
-                let hourAgo = timespec(tv_sec: time(nil) - 3600, tv_nsec: 0)
-                _ = utimensat(AT_FDCWD, path, [hourAgo, hourAgo], AT_SYMLINK_NOFOLLOW)
-                let inRenameStep = DispatchSemaphore(value: 0)
-                DispatchQueue.global().async(group: commit) {
-                    do {
-                        // Asked on the disk queue, then in the rename's step, under the count's lock.
-                        try disk.store(
-                            good, pixelSize: size, for: url,
-                            isDropped: {
-                                guard
-                                    renameCalls.withLock({ calls in
-                                        calls += 1
-                                        return calls
-                                    }) == 2
-                                else { return false }
-                                inRenameStep.signal()
-                                let deadline = Date().addingTimeInterval(2)
-                                while Date() < deadline,
-                                    (DiskStore.modificationDate(atPath: path) ?? .distantPast) < Date() - 60
-                                {
-                                    usleep(1000)
-                                }
-                                return false
-                            })
-                    } catch {
-                        committed.withLock { $0 = error }
-                    }
-                }
-                if inRenameStep.wait(timeout: .now() + 30) == .timedOut {
-                    Issue.record("the good file's commit never reached its rename")
-                }
-            }
-        }
+        let commit = HeldCommit(of: good, pixelSize: size, for: url, in: disk)
+        decoder.onDamaged.withLock { $0 = { commit.start() } }
 
         let image = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
-        commit.wait()
-        #expect(committed.withLock { $0 } == nil)
-        #expect(renameCalls.withLock { $0 } == 2)
+        commit.finish()
         #expect(image.pixelSize == PixelSize(width: 32, height: 24))
         #expect(loader.startedCount == 0, "the good file was removed and downloaded again")
         #expect(store.statistics.sourceFetches == 0)
@@ -93,20 +53,50 @@ extension ImageStoreDamagedDiskFileTests {
         let store = try ImageStore.makeForTesting(root: folder.url) { $0.dataLoader = loader }
         let disk = store.disk
         try disk.store(Data("junk, no header".utf8), pixelSize: size, for: url)
+        let commit = HeldCommit(of: good, pixelSize: size, for: url, in: disk)
+        commit.start()
+
+        await #expect(throws: ImageLoadingError.self) {
+            try await store.image(for: ImageRequest(url: url, targetWidth: 32))
+        }
+        commit.finish()
+        #expect(loader.startedCount == 1)
+        store.waitForDiskMaintenance()
+        #expect(disk.data(for: url) == good, "the good file was removed with the junk")
+        let image = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
+        #expect(image.pixelSize == PixelSize(width: 32, height: 24))
+        #expect(loader.startedCount == 1)
+    }
+}
+
+/// A commit of good bytes for a URL whose file on disk a load is about to read, held in its rename step
+/// (under the count's lock) until the load has looked at the file (a look dates the file it reads), or for
+/// 2 s: a removal the load makes, which needs that lock, comes after the rename.
+final class HeldCommit: Sendable {
+    private let group = DispatchGroup()
+    private let failure = LockedBox<(any Error)?>(nil)
+    private let renameCalls = LockedBox(0)
+    private let bytes: Data
+    private let pixelSize: PixelSize
+    private let url: URL
+    private let disk: DiskStore
+
+    init(of bytes: Data, pixelSize: PixelSize, for url: URL, in disk: DiskStore) {
+        (self.bytes, self.pixelSize, self.url, self.disk) = (bytes, pixelSize, url, disk)
+    }
+
+    /// Dates the file an hour back, starts the commit and returns once it waits in its rename step.
+    func start() {
         let path = disk.filePath(for: url)
-        // Dated an hour ago: the load's read of the file dates it now.
         let hourAgo = timespec(tv_sec: time(nil) - 3600, tv_nsec: 0)
         _ = utimensat(AT_FDCWD, path, [hourAgo, hourAgo], AT_SYMLINK_NOFOLLOW)
-        let commit = DispatchGroup()
-        let committed = LockedBox<(any Error)?>(nil)
-        let renameCalls = LockedBox(0)
         let inRenameStep = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async(group: commit) {
+        DispatchQueue.global().async(group: group) { [self] in
             do {
                 // Asked on the disk queue, then in the rename's step, under the count's lock.
                 try disk.store(
-                    good, pixelSize: size, for: url,
-                    isDropped: {
+                    bytes, pixelSize: pixelSize, for: url,
+                    isDropped: { [renameCalls] in
                         guard
                             renameCalls.withLock({ calls in
                                 calls += 1
@@ -123,24 +113,19 @@ extension ImageStoreDamagedDiskFileTests {
                         return false
                     })
             } catch {
-                committed.withLock { $0 = error }
+                failure.withLock { $0 = error }
             }
         }
-        try #require(
-            inRenameStep.wait(timeout: .now() + 30) == .success, "the good file's commit never reached its rename")
-
-        await #expect(throws: ImageLoadingError.self) {
-            try await store.image(for: ImageRequest(url: url, targetWidth: 32))
+        if inRenameStep.wait(timeout: .now() + 30) == .timedOut {
+            Issue.record("the good file's commit never reached its rename")
         }
-        commit.wait()
-        #expect(committed.withLock { $0 } == nil)
+    }
+
+    /// Waits for the commit, which must have renamed without an error.
+    func finish() {
+        group.wait()
+        #expect(failure.withLock { $0 } == nil)
         #expect(renameCalls.withLock { $0 } == 2)
-        #expect(loader.startedCount == 1)
-        store.waitForDiskMaintenance()
-        #expect(disk.data(for: url) == good, "the good file was removed with the junk")
-        let image = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
-        #expect(image.pixelSize == PixelSize(width: 32, height: 24))
-        #expect(loader.startedCount == 1)
     }
 }
 

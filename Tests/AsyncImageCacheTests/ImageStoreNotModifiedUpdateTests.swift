@@ -137,15 +137,7 @@ extension ImageStoreNotModifiedUpdateTests {
             to: fixture.folder.url.appendingPathComponent("photo.jpg"))
         let newBytes = try Data(contentsOf: fixture.folder.url.appendingPathComponent("photo.jpg"))
 
-        // Stale (no-cache): shown, and checked.
-        #expect(
-            try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize
-                == PixelSize(width: 100, height: 75))
-        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
-        store.waitForDiskMaintenance()
-        #expect(try await fixture.server.statuses(for: path) == [200, 304, 200])
-        #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
-        #expect(store.disk.data(for: url) == newBytes)
+        try await expectShownThenFetchedWhole(url, path: path, newBytes: newBytes, store: store, fixture: fixture)
         for metadata in [store.disk.cacheMetadata(for: url), store.storedCacheMetadata(for: url)] {
             let metadata = try #require(metadata)
             #expect(metadata.entityTag != "\"v2\"" && metadata.entityTag != first)
@@ -176,7 +168,19 @@ extension ImageStoreNotModifiedUpdateTests {
             [.modificationDate: firstDate.addingTimeInterval(-3600)], ofItemAtPath: file.path)
         let newBytes = try Data(contentsOf: file)
 
-        // Stale (no-cache): shown, and checked.
+        try await expectShownThenFetchedWhole(url, path: path, newBytes: newBytes, store: store, fixture: fixture)
+        for metadata in [store.disk.cacheMetadata(for: url), store.storedCacheMetadata(for: url)] {
+            let metadata = try #require(metadata)
+            #expect(metadata.lastModified.flatMap { HTTPDate.parse($0) } == firstDate.addingTimeInterval(-3600))
+        }
+    }
+
+    /// Loads the stale (no-cache) 320x240 image of `url` at `path`, which shows the old one and checks it;
+    /// expects the check's 304 to have updated nothing: the image fetched whole (200, 304, 200), the new
+    /// 200x200 image's size and bytes in the store.
+    private func expectShownThenFetchedWhole(
+        _ url: URL, path: String, newBytes: Data, store: ImageStore, fixture: Fixture
+    ) async throws {
         #expect(
             try await store.image(for: ImageRequest(url: url, targetWidth: 100)).pixelSize
                 == PixelSize(width: 100, height: 75))
@@ -185,10 +189,6 @@ extension ImageStoreNotModifiedUpdateTests {
         #expect(try await fixture.server.statuses(for: path) == [200, 304, 200])
         #expect(store.cachedPixelSize(for: url) == CGSize(width: 200, height: 200))
         #expect(store.disk.data(for: url) == newBytes)
-        for metadata in [store.disk.cacheMetadata(for: url), store.storedCacheMetadata(for: url)] {
-            let metadata = try #require(metadata)
-            #expect(metadata.lastModified.flatMap { HTTPDate.parse($0) } == firstDate.addingTimeInterval(-3600))
-        }
     }
 
     /// Which 304 may update the stored response: one without an entity tag, one with the stored tag

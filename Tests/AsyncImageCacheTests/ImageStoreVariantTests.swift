@@ -11,6 +11,15 @@ import Testing
         try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) { $0.decoder = decoder }
     }
 
+    /// Expects memory to answer `image` for `url` at each (width, radius) in pixels.
+    private func expect(_ store: ImageStore, toServe image: PlatformImage, of url: URL, at requests: [(Int, Int)]) {
+        for (width, radius) in requests {
+            let request = ImageRequest(url: url, targetWidth: CGFloat(width), cornerRadius: CGFloat(radius))
+            let served = store.cachedImage(for: request) == image
+            #expect(served, "\(request)")
+        }
+    }
+
     @Test func aLargerDecodeServesASmallerRequestWithoutDecodingAgain() async throws {
         let folder = TemporaryDirectory("variants")
         try SampleImages.writeJPEGs([PixelSize(width: 800, height: 400)], into: folder.url)
@@ -77,11 +86,9 @@ import Testing
         let image = try await store.image(for: ImageRequest(url: url, targetWidth: 200, cornerRadius: 2000))
         #expect(image.pixelSize == PixelSize(width: 200, height: 100))
         // At 198 px the ends are 49.5 px round, as they are drawn from this image; at 150 px 37.5 px.
-        for (width, radius) in [(198, 2000), (198, 50), (150, 2000), (150, 38), (150, 37), (40, 10), (40, 500)] {
-            let request = ImageRequest(url: url, targetWidth: CGFloat(width), cornerRadius: CGFloat(radius))
-            let served = store.cachedImage(for: request) == image
-            #expect(served, "\(request)")
-        }
+        expect(
+            store, toServe: image, of: url,
+            at: [(198, 2000), (198, 50), (150, 2000), (150, 38), (150, 37), (40, 10), (40, 500)])
         // Not corners that come out smaller than the ends, nor none, nor a wider image.
         for (width, radius) in [(150, 20), (150, 36), (198, 0), (201, 2000)] {
             let request = ImageRequest(url: url, targetWidth: CGFloat(width), cornerRadius: CGFloat(radius))
@@ -187,11 +194,7 @@ import Testing
         let twentyPixels = try await freshlyPrepared(ImageRequest(url: url, targetWidth: 120, cornerRadius: 20))
         #expect(fourPixels != twentyPixels ? image == fourPixels : false)
         // Every request that would prepare the same image, or a smaller one alike, is served by it.
-        for (width, radius) in [(120, 4), (300, 10), (1000, 33), (60, 2)] {
-            let request = ImageRequest(url: url, targetWidth: CGFloat(width), cornerRadius: CGFloat(radius))
-            let served = store.cachedImage(for: request) == image
-            #expect(served, "\(request)")
-        }
+        expect(store, toServe: image, of: url, at: [(120, 4), (300, 10), (1000, 33), (60, 2)])
         // Not those whose corners would differ: 8 px, none, 20 px on the source.
         #expect(store.cachedImage(for: ImageRequest(url: url, targetWidth: 300, cornerRadius: 20))?.pixelSize == nil)
         #expect(store.cachedImage(for: ImageRequest(url: url, targetWidth: 600))?.pixelSize == nil)
