@@ -4,11 +4,11 @@ import Foundation
 
 extension ImageDecoders {
     /// Decodes WebP with libwebp into 8-bit straight RGBA, at the smallest size that covers the size asked for
-    /// (at full size for a still lossy picture with alpha of up to 4 megapixels).
+    /// (at full size for a lossy picture with alpha of up to 4 megapixels, an animation's frame 1 too).
     ///
     /// Lossy (VP8), lossless (VP8L) and extended files decode, with or without alpha. libwebp scales while it
     /// decodes, so a 4000x3000 picture shown 300 pixels wide comes out 300x225 and the full bitmap never exists.
-    /// A still lossy picture with alpha of up to ``fullSizeAlphaPixels`` is decoded at full size instead: libwebp
+    /// A lossy picture with alpha of up to ``fullSizeAlphaPixels`` is decoded at full size instead: libwebp
     /// scales its colour without weighting it by alpha, which darkens a light shape's edges on a transparent dark
     /// ground, and the caller's resize does not:
     ///
@@ -19,7 +19,8 @@ extension ImageDecoders {
     ///
     /// An animation gives its first frame on the canvas: the frame is found with libwebp's demuxer, decoded on
     /// its own and placed at its offset on a transparent canvas of the file's size (scaled like the rest).
-    /// Frame 1 has nothing under it to blend with, and no later frame is read.
+    /// Frame 1 has nothing under it to blend with, and no later frame is read. A lossy frame 1 with alpha is
+    /// placed on a full-size canvas, up to ``fullSizeAlphaPixels``, as a still picture with alpha is decoded.
     ///
     /// The pixel budget is checked on the output size before decoding, and on the full size too for a
     /// lossless bitstream or one with alpha, which libwebp decodes through buffers of the whole image
@@ -35,8 +36,9 @@ extension ImageDecoders {
     /// decodes to colour that depends on where libwebp's input was cut: in a store, from a file larger than
     /// one chunk, it can come out as different noise than from the one call, at the same size and alpha.
     public struct WebP: ImageDecoding {
-        /// The largest still lossy picture with alpha decoded at full size rather than scaled by libwebp, in
-        /// pixels: 4 megapixels, a 16 MiB bitmap (stickers and logos). Larger ones are scaled, as other WebPs are.
+        /// The largest lossy picture with alpha (or animation canvas with such a frame 1) decoded at full size
+        /// rather than scaled by libwebp, in pixels: 4 megapixels, a 16 MiB bitmap (stickers and logos). Larger
+        /// ones are scaled, as other WebPs are.
         public static let fullSizeAlphaPixels = 4 << 20
 
         /// How many bytes a decode that can be cancelled hands libwebp at a time; `nil` for
@@ -75,8 +77,9 @@ extension ImageDecoders {
             // libwebp scales a lossy picture's colour and its alpha apart, so the colour under transparent
             // pixels bleeds into the edges (white on transparent black came out grey, 104 at alpha 8). Such a
             // picture, up to ``fullSizeAlphaPixels``, is decoded at full size and the caller's resize, which
-            // weights colour by alpha, makes it smaller. Lossless pictures scale cleanly; a larger one, or an
-            // animation's canvas, stays scaled: memory before edges.
+            // weights colour by alpha, makes it smaller. Lossless pictures scale cleanly; a larger one stays
+            // scaled: memory before edges. An animation's frame 1 is looked at in ``WebPFirstFrame``, which
+            // decodes a lossy one with alpha on a full-size canvas alike.
             let isLossyWithAlpha = features.has_alpha != 0 && features.format == 1 && features.has_animation == 0
             let output =
                 isLossyWithAlpha && canvas.pixelCount <= Self.fullSizeAlphaPixels

@@ -21,7 +21,8 @@ struct WebPFirstFrame {
         self.bytes = bytes
     }
 
-    /// Decodes frame 1 of a `canvas`-sized animation onto a transparent canvas of `output` size; what libwebp
+    /// Decodes frame 1 of a `canvas`-sized animation onto a transparent canvas of `output` size (of the full
+    /// size instead for a lossy frame with alpha, as for a still picture: see ``ImageDecoders/WebP``); what libwebp
     /// allocates at the frame's full size must fit `context`'s pixel budget (see
     /// ``ImageDecoders/WebP/checkFullSizeBuffers(_:size:_:)``). The frame decodes as a still image does, in
     /// chunks of `chunkSize` bytes that stop once `context` is cancelled (see
@@ -111,6 +112,16 @@ struct WebPFirstFrame {
         let bitstream = UnsafeRawBufferPointer(start: frame.fragment.bytes, count: frame.fragment.size)
         let features = try Self.checkBounds(frame, bitstream: bitstream, canvas: canvas)
         try ImageDecoders.WebP.checkFullSizeBuffers(features, size: frameSize, context)
+        // A lossy frame with alpha is decoded on a full-size canvas, up to ``ImageDecoders/WebP/fullSizeAlphaPixels``,
+        // as a still picture is: libwebp scales its colour without weighting it by alpha, which greyed the edges
+        // of a white shape on a transparent ground, and the caller's resize does not.
+        var output = output
+        if features.format == 1, features.has_alpha != 0, output != canvas,
+            canvas.pixelCount <= ImageDecoders.WebP.fullSizeAlphaPixels
+        {
+            try context.checkBudget(canvas.pixelCount, format: .webp)
+            output = canvas
+        }
 
         let horizontal = Self.scaledSpan(
             start: Int(frame.x_offset), length: Int(frame.width), of: canvas.width, scaledTo: output.width)

@@ -21,6 +21,24 @@ struct WebPDecoderAnimationTests {
         return data
     }
 
+    /// `data` (an animation made by ``anim(canvasWidth:height:firstFrameAt:_:)``) with frame 1's ALPH chunk cut
+    /// out: an opaque lossy frame, which libwebp scales with the canvas (one with alpha is decoded full size).
+    static func withoutFrameAlpha(_ data: Data) throws -> Data {
+        var data = data
+        let frame = try #require(firstChunk("ANMF", in: data))
+        // The ANMF header (offset, size, duration, flags) takes 16 bytes; its first sub-chunk follows.
+        let alpha = frame + 8 + 16
+        try #require(data[alpha..<alpha + 4].elementsEqual("ALPH".utf8))
+        let size = data[alpha + 4..<alpha + 8].reversed().reduce(0) { $0 << 8 | Int($1) }
+        let cut = 8 + size + (size & 1)
+        data.removeSubrange(alpha..<alpha + cut)
+        for sizeField in [4, frame + 4] {
+            let old = data[sizeField..<sizeField + 4].reversed().reduce(0) { $0 << 8 | Int($1) }
+            data.replaceSubrange(sizeField..<sizeField + 4, with: (0..<4).map { UInt8((old - cut) >> (8 * $0) & 0xFF) })
+        }
+        return data
+    }
+
     /// The offset of the first chunk named `fourCC` after the RIFF header.
     static func firstChunk(_ fourCC: String, in data: Data) -> Int? {
         var offset = 12
@@ -64,15 +82,31 @@ struct WebPDecoderAnimationTests {
     }
 
     @Test func aScaledCanvasScalesTheFrameAndItsOffsetAlike() throws {
-        // Half size: the frame is 100x100 at (50, 25), the same as the frame alone decoded at half size.
+        // Half size: the frame is 100x100 at (50, 25), the same as the frame alone decoded at half size. An
+        // opaque frame: one with alpha would be decoded full size (see below).
         let halfFrame = try decode(
-            try Fixtures.data("webp", "anim.webp"), minimumSize: PixelSize(width: 100, height: 100))
-        #expect(halfFrame.pixelSize == PixelSize(width: 100, height: 100))
-        let data = try Self.anim(canvasWidth: 400, height: 300, firstFrameAt: 100, 50)
+            try Self.withoutFrameAlpha(Self.anim(canvasWidth: 200, height: 200)),
+            minimumSize: PixelSize(width: 100, height: 100))
+        #expect(halfFrame.pixelSize == PixelSize(width: 100, height: 100) && halfFrame.isOpaque)
+        let data = try Self.withoutFrameAlpha(Self.anim(canvasWidth: 400, height: 300, firstFrameAt: 100, 50))
         let bitmap = try decode(data, minimumSize: PixelSize(width: 200, height: 120))
         #expect(bitmap.pixelSize == PixelSize(width: 200, height: 150))
         #expect(crop(bitmap, x: 50, y: 25, size: halfFrame.pixelSize) == halfFrame)
         #expect(bitmap.pixel(x: 49, y: 60).alpha == 0 && bitmap.pixel(x: 150, y: 60).alpha == 0)
+    }
+
+    /// A lossy frame 1 with alpha (anim.webp's) comes out on a full-size canvas, up to 4 megapixels, as a still
+    /// lossy picture with alpha does: libwebp's scaling greyed a light shape's edges on a transparent ground, and
+    /// the caller's resize does not. Before, an animation's canvas was always scaled.
+    @Test func aLossyFirstFrameWithAlphaIsDecodedOnAFullSizeCanvas() throws {
+        let data = try Fixtures.data("webp", "anim.webp")
+        let full = try decode(data)
+        #expect(full.pixelSize == PixelSize(width: 200, height: 200) && !full.isOpaque)
+        #expect(try decode(data, minimumSize: PixelSize(width: 50, height: 50)) == full)
+        let offset = try Self.anim(canvasWidth: 400, height: 300, firstFrameAt: 100, 50)
+        let onCanvas = try decode(offset, minimumSize: PixelSize(width: 100, height: 75))
+        #expect(onCanvas.pixelSize == PixelSize(width: 400, height: 300))
+        #expect(crop(onCanvas, x: 100, y: 50, size: full.pixelSize) == full)
     }
 
     @Test func aFrameSpanRoundsOutwardsAndStaysInsideTheCanvas() {
