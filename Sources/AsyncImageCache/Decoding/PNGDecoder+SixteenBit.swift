@@ -88,9 +88,12 @@ extension ImageDecoders.PNG {
     /// The 8-bit level of each 16-bit sample of a file whose gamma is `fileGamma` (0.45455 for sRGB): the
     /// sample to linear light with the power 1 / `fileGamma`, then encoded as libpng's simplified API
     /// encodes "sRGB", a pure power of 1/2.2 (`PNG_DEFAULT_sRGB`, gamma 0.45455), not the piecewise curve of
-    /// IEC 61966-2-1. It decodes with the same power, so an sRGB file's samples are only scaled.
+    /// IEC 61966-2-1. It decodes with the same power, so an sRGB file's samples are only scaled; and so are
+    /// those of a file whose gamma times 2.2 is within 5 % of 1, which libpng leaves uncorrected
+    /// (`PNG_GAMMA_THRESHOLD`): an interlaced file, always read here, comes out as the same file
+    /// sequential does from the simplified API (a gamma of 0.47 gave levels up to 3 apart).
     static func encodingTable(fileGamma: Double) -> [UInt8] {
-        let exponent = 0.45455 / fileGamma
+        let exponent = abs(fileGamma * 2.2 - 1) <= 0.05 ? 1 : 0.45455 / fileGamma
         return (0...65535).map { UInt8((pow(Double($0) / 65535, exponent) * 255).rounded()) }
     }
 }

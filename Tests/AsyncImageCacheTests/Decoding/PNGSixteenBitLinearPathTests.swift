@@ -61,6 +61,25 @@ struct PNGSixteenBitLinearPathTests {
 
     /// A sequential untagged file, which libpng reduces to 8 bits itself without premultiplying: the linear
     /// path gives its pixels, nearly transparent ones too. Before: up to 17 apart.
+    /// A gamma close enough to sRGB's that libpng leaves the samples alone (its product with 2.2 within 5 %
+    /// of 1) gives the same pixels interlaced, a file this package reads itself, as sequential, which
+    /// libpng's simplified API reads; so do the files at the band's edges, which the package reads both ways.
+    /// Before, the interlaced file was corrected exactly: 0x8000 came out 130 against 128.
+    @Test(arguments: [47_000, 44_000, 43_300, 47_700])
+    func aGammaLibpngLeavesAloneGivesTheSamePixelsInterlacedOrNot(gamma: Int) throws {
+        let gAMA = (0..<4).map { UInt8(truncatingIfNeeded: gamma >> (24 - 8 * $0)) }
+        func file(interlaced: Bool) -> Data {
+            SyntheticPNG.sixteenBit(
+                width: 16, height: 16, channels: 4, interlaced: interlaced, chunks: [("gAMA", gAMA)]
+            ) {
+                x, y, channel in channel == 3 ? 0xFFFF : UInt16((x * 16 + y) * 255 + channel * 97)
+            }
+        }
+        let sequential = try decoder.decode(file(interlaced: false), context: decodingContext(.png))
+        let interlaced = try decoder.decode(file(interlaced: true), context: decodingContext(.png))
+        #expect(sequential == interlaced)
+    }
+
     @Test func theLinearPathAgreesWithLibpngsEightBitOutputUnderNearlyTransparentAlpha() throws {
         let data = Self.nearlyTransparent(interlaced: false)
         let byLibpng = try decoder.decode(data, context: decodingContext(.png), sixteenBitPath: .automatic)
