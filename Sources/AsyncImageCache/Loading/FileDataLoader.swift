@@ -82,15 +82,20 @@ public struct FileDataLoader: DataLoading {
         // One spare byte lets the read that finds end-of-file fit without growing (and copying) a
         // buffer the size of the whole file. The buffer is not zeroed first (`Data(count:)` would
         // write every page once before `read` writes it again) and becomes the Data without a copy.
-        var capacity = announced + 1
-        guard var buffer = malloc(capacity) else { throw .fileUnavailable(path: path, reason: "out of memory") }
+        // A sparse file may say any size up to Int64.max, past any buffer: out of memory, as malloc says of
+        // a slightly smaller one, not an overflow that ends the process.
+        let (wanted, overflows) = announced.addingReportingOverflow(1)
+        guard !overflows, var buffer = malloc(wanted) else {
+            throw .fileUnavailable(path: path, reason: "out of memory")
+        }
+        var capacity = wanted
         var handedOver = false
         defer { if !handedOver { free(buffer) } }
         var received = 0
         while true {
             if received == capacity {
-                let grown = capacity + max(Self.chunkBytes / 16, capacity / 2)
-                guard let larger = realloc(buffer, grown) else {
+                let (grown, overflows) = capacity.addingReportingOverflow(max(Self.chunkBytes / 16, capacity / 2))
+                guard !overflows, let larger = realloc(buffer, grown) else {
                     throw .fileUnavailable(path: path, reason: "out of memory")
                 }
                 buffer = larger

@@ -78,6 +78,21 @@ import Testing
         #expect(try await roomy.image(for: ImageRequest(url: local, targetWidth: 20)).pixelSize.width == 20)
     }
 
+    /// A sparse file that says the largest size there is (tmpfs allows it; ext4 does not) is out of memory, an
+    /// error: before, working out its buffer's size overflowed and the process ended.
+    @Test func aFileOfTheLargestSizeIsOutOfMemoryNotACrash() async throws {
+        let path = "/dev/shm/aic-largest-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).jpg"
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        try #require(descriptor >= 0, "open: \(String(cString: strerror(errno)))")
+        defer { unlink(path) }
+        let sized = ftruncate(descriptor, off_t.max)
+        close(descriptor)
+        try #require(sized == 0, "ftruncate to \(off_t.max) bytes: \(String(cString: strerror(errno)))")
+        await #expect(throws: ImageLoadingError.fileUnavailable(path: path, reason: "out of memory")) {
+            try await FileDataLoader().loadData(for: URL(fileURLWithPath: path))
+        }
+    }
+
     @Test func aMissingFileIsUnavailable() async {
         let url = directory.url.appendingPathComponent("missing.jpg")
         await #expect(throws: ImageLoadingError.fileUnavailable(path: url.path, reason: "No such file or directory")) {
