@@ -16,6 +16,30 @@ import Testing
                 == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 
+    /// A sparse file of the largest size there is, which another program left in the folder (tmpfs allows
+    /// it), counts as 2^48 bytes: far past the budget, so the next trim removes it first, and the files
+    /// stored stay. Before, its size added to another's overflowed, and the process ended.
+    @Test func aForeignFileOfTheLargestSizeCountsLargeNotAsAnOverflow() throws {
+        let folder = URL(fileURLWithPath: "/dev/shm/aic-disk-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let disk = DiskStore(directory: folder, byteLimit: 1 << 20)
+        let bytes = Data((0..<1000).map { UInt8($0 % 251) })
+        try disk.store(bytes, pixelSize: PixelSize(width: 1024, height: 768), for: url)
+        let foreign = disk.directoryPath + "foreign.bin"
+        let descriptor = open(foreign, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        try #require(descriptor >= 0, "open: \(String(cString: strerror(errno)))")
+        let sized = ftruncate(descriptor, off_t.max)
+        close(descriptor)
+        try #require(sized == 0, "ftruncate to \(off_t.max) bytes: \(String(cString: strerror(errno)))")
+
+        // Counted as 2^48 bytes (256 TiB), beside the stored file's.
+        let stored = try #require(DiskStore.fileSize(atPath: disk.fileURL(for: url).path))
+        #expect(disk.totalByteCount == 1 << 48 + stored)
+        disk.trim()
+        #expect(!FileManager.default.fileExists(atPath: foreign))
+        #expect(disk.data(for: url) == bytes)
+    }
+
     @Test func storedBytesComeBackWithTheirPixelSizeAttribute() throws {
         let folder = TemporaryDirectory("disk")
         let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)

@@ -326,9 +326,15 @@ extension DiskStore {
     /// What a file counts against the budget: the space it takes on disk (`st_blocks`, in 512-byte units:
     /// whole blocks, and the block its extended attributes take where the inode has no room for them),
     /// never less than its size (a file system that keeps small files inline, or compresses them).
+    /// At most ``largestCountedSize``: a sparse file another program left in the folder may say any size up to
+    /// Int64.max (tmpfs allows it), and two such sizes added up overflowed and ended the process.
     static func countedSize(of info: stat) -> Int {
-        max(Int(info.st_size), Int(info.st_blocks) * 512)
+        min(max(Int(info.st_size), Int(info.st_blocks) * 512), largestCountedSize)
     }
+
+    /// The most one file counts, 2^48 bytes (256 TiB): far past any budget, so such a file is trimmed first,
+    /// and 32,768 of them still add up without overflow.
+    static let largestCountedSize = 1 << 48
 
     /// Whether a file takes more than its bytes' blocks and one more (the block ext4 gives attributes
     /// that do not fit in the inode): space reserved past its end, as XFS does for a growing file.
