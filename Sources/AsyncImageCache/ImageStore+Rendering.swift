@@ -16,8 +16,7 @@ extension ImageStore {
         let natural = header.displaySize
         var target: PixelSize?
         if let width = request.targetPixelWidth, width < natural.width {
-            let height = (Double(natural.height) * Double(width) / Double(natural.width)).rounded()
-            target = PixelSize(width: width, height: max(1, Int(height)))
+            target = PixelSize(width: width, height: natural.height(atWidth: width))
         }
         let minimumStored = target.map { header.orientation.swapsWidthAndHeight ? $0.transposed : $0 }
         var context = ImageDecodingContext(

@@ -30,4 +30,10 @@ public struct PixelSize: Hashable, Sendable, CustomStringConvertible {
 
     /// `WIDTHxHEIGHT`, for example `1024x768`.
     public var description: String { "\(width)x\(height)" }
+
+    /// The height of an image of this size made `width` pixels wide, as the store makes it: the aspect kept,
+    /// rounded, at least 1.
+    func height(atWidth width: Int) -> Int {
+        max(1, Int((Double(height) * Double(width) / Double(self.width)).rounded()))
+    }
 }

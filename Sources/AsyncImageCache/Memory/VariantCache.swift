@@ -149,15 +149,15 @@ extension PreparedImage {
     /// Whether this image's corners, drawn `width` pixels wide, come out within half a pixel of corners
     /// `wanted` pixels round on the image the store makes at that width (the source's aspect, its height
     /// rounded). Each radius is first clamped to half its image's shorter side, as corners are cut
-    /// (``Bitmap/roundingCorners(radius:)``): past it any radius gives the same round ends, so a circle
+    /// (``Bitmap/cutRadius(_:width:height:)``): past it any radius gives the same round ends, so a circle
     /// asked for with a radius "large enough" serves that radius at every smaller width. No corners match
     /// only no corners.
     func corners(drawnAt width: Int, match wanted: Int) -> Bool {
         if cornerPixelRadius == 0 || wanted == 0 { return cornerPixelRadius == wanted }
-        let drawn =
-            min(Double(cornerPixelRadius), Double(min(pixelSize.width, pixelSize.height)) / 2) * Double(width)
-            / Double(pixelSize.width)
-        let height = max(1, (Double(naturalSize.height) * Double(width) / Double(naturalSize.width)).rounded())
-        return abs(drawn - min(Double(wanted), min(Double(width), height) / 2)) <= 0.5
+        let own = Bitmap.cutRadius(
+            Double(cornerPixelRadius), width: Double(pixelSize.width), height: Double(pixelSize.height))
+        let asked = Bitmap.cutRadius(
+            Double(wanted), width: Double(width), height: Double(naturalSize.height(atWidth: width)))
+        return abs(own * Double(width) / Double(pixelSize.width) - asked) <= 0.5
     }
 }

@@ -1,4 +1,10 @@
 extension Bitmap {
+    /// The radius corners asked to be `radius` pixels round are cut with on an image `width` x `height`
+    /// pixels: clamped to half the shorter side.
+    static func cutRadius(_ radius: Double, width: Double, height: Double) -> Double {
+        min(radius, min(width, height) / 2)
+    }
+
     /// The bitmap with anti-aliased rounded corners of `radius` pixels.
     ///
     /// The radius is clamped to half the shorter side, so a large radius on a square gives a circle
@@ -7,7 +13,7 @@ extension Bitmap {
     /// measured with 4x4 samples on the pixels the arc crosses; pixels wholly outside the arcs become
     /// fully transparent. A radius of 0 or less returns the bitmap unchanged.
     public func roundingCorners(radius: Int) -> Bitmap {
-        let radius = min(Double(radius), Double(min(width, height)) / 2)
+        let radius = Self.cutRadius(Double(radius), width: Double(width), height: Double(height))
         guard radius > 0 else { return self }
         // The corner squares: on an odd side clamped to half, they share the middle column or row.
         let side = Int(radius.rounded(.up))

@@ -127,13 +127,13 @@ extension CachedImageModel {
     static func corners(_ radiusPerPixel: Double, match request: ImageRequest, naturalSize: CGSize?) -> Bool {
         guard let width = request.targetPixelWidth else { return true }
         if (radiusPerPixel == 0) != (request.cornerPixelRadius == 0) { return false }
-        var half = Double.infinity
+        var (drawn, asked) = (radiusPerPixel * Double(width), Double(request.cornerPixelRadius))
         if let naturalSize, naturalSize.width > 0, naturalSize.height > 0 {
-            // The height the store gives the image at this width.
-            let height = max(1, (Double(naturalSize.height) * Double(width) / Double(naturalSize.width)).rounded())
-            half = min(Double(width), height) / 2
+            let height = Double(decodedHeight(of: naturalSize, atWidth: CGFloat(width)))
+            drawn = Bitmap.cutRadius(drawn, width: Double(width), height: height)
+            asked = Bitmap.cutRadius(asked, width: Double(width), height: height)
         }
-        return abs(min(radiusPerPixel * Double(width), half) - min(Double(request.cornerPixelRadius), half)) <= 0.5
+        return abs(drawn - asked) <= 0.5
     }
 
     /// The corner radius `request` asks for per pixel of its width.
@@ -196,7 +196,13 @@ extension CachedImageModel {
     static func couldBeDecode(_ image: CGSize, of source: CGSize) -> Bool {
         guard source.width > 0, source.height > 0 else { return false }
         if image.width >= source.width { return image == source }
-        return image.height == max(1, (source.height * image.width / source.width).rounded())
+        return image.height == decodedHeight(of: source, atWidth: image.width)
+    }
+
+    /// The height the store gives a decode `width` pixels wide of a `source`-sized image (positive sides):
+    /// the aspect kept, rounded, at least 1.
+    static func decodedHeight(of source: CGSize, atWidth width: CGFloat) -> CGFloat {
+        max(1, (source.height * width / source.width).rounded())
     }
 
     /// Cancels the load in flight when the current image already covers what it would bring, or the
