@@ -19,6 +19,11 @@ extension ImageStore {
     /// It returns once the files are gone, which means it first waits for the disk work already queued on
     /// the folder (a commit, a trim that lists it), and then deletes every file: with a large tier, call it
     /// off the main thread.
+    ///
+    /// When the folder cannot be listed (the process has used up its file descriptors, say), the folder
+    /// is renamed aside whole, which needs none, and an empty one takes its place: no file of it is found
+    /// again. The one renamed aside is deleted in the background once it can be, or when a store next
+    /// opens the folder.
     public func removeAll() {
         // Memory is emptied as the disk raises the generation, once its files are gone: a load under
         // way keeps nothing, and one that starts meanwhile finds nothing old.

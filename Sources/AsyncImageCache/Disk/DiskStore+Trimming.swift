@@ -15,9 +15,18 @@ extension DiskStore {
     /// The generation is raised once the files are gone, in one step with `emptyingMemory` (a store's
     /// memory tiers): a load that reads the new generation finds neither the old files nor what memory
     /// held of them, and one that read the old one keeps nothing.
+    ///
+    /// A folder that cannot be listed now (the process is out of descriptors, say) is not taken for an
+    /// empty one: it is moved aside whole, which needs no descriptor, and removed once it can be listed
+    /// (``moveAside()``). Otherwise the files would stay and be served again once descriptors free up,
+    /// after a call whose point may be to forget them (a user signing out).
     func removeAll(emptyingMemory: () -> Void = {}) {
         trimQueue.sync {
-            for entry in entries() { _ = entry.remove() }
+            if let (entries, _) = readListing() {
+                for entry in entries { _ = entry.remove() }
+            } else {
+                moveAside()
+            }
             usage.withLock { $0.bytes = nil }
             folder.snapshot.withLock { $0 = nil }
             generationBox.withLock { generation in
@@ -39,7 +48,7 @@ extension DiskStore {
     func removeEntries(unusedFor maxAge: TimeInterval, now: Date = Date(), afterListing: () -> Void = {}) -> Int {
         let cutoff = now.addingTimeInterval(-maxAge)
         return trimQueue.sync {
-            var entries = entries()
+            guard var entries = readListing()?.entries else { return 0 }
             afterListing()
             // As a trim does: a file dated in the future would otherwise never be unused long enough.
             Self.dateFutureUseNow(&entries, now: now)
@@ -75,13 +84,22 @@ extension DiskStore {
         listing().entries
     }
 
-    /// The regular files in the folder: the stored files, and apart the temporary ones.
+    /// The regular files in the folder: the stored files, and apart the temporary ones. None when the
+    /// folder cannot be listed now (see ``readListing()``).
     func listing() -> (entries: [Entry], temporaries: [Entry]) {
+        readListing() ?? ([], [])
+    }
+
+    /// The regular files in the folder, the stored files and apart the temporary ones; `nil` when the
+    /// folder is there but cannot be listed now (no descriptor free, no memory, no permission), which
+    /// is not the same as empty: a removal or a count must not go by it.
+    func readListing() -> (entries: [Entry], temporaries: [Entry])? {
         folder.listings.withLock { $0 += 1 }
         folder.lastListed.withLock { $0 = .now() }
+        guard let files = Self.regularFiles(inFolderAtPath: directoryPath) else { return nil }
         var entries: [Entry] = []
         var temporaries: [Entry] = []
-        for entry in Self.regularFiles(inFolderAtPath: directoryPath) {
+        for entry in files {
             if entry.name.hasPrefix(Self.temporaryPrefix) {
                 temporaries.append(entry)
             } else {
@@ -95,23 +113,30 @@ extension DiskStore {
     /// file as a ``listing()`` does, nor is it counted as one.
     static func temporaries(inFolderAtPath path: String) -> [Entry] {
         let prefix = Array(temporaryPrefix.utf8CString.dropLast())
-        return regularFiles(inFolderAtPath: path) { strncmp($0, prefix, prefix.count) == 0 }
+        return regularFiles(inFolderAtPath: path) { strncmp($0, prefix, prefix.count) == 0 } ?? []
     }
 
     /// The regular files in the folder at `path` (which ends with a slash) whose names `isWanted` takes,
-    /// each looked at only then; a name that is not UTF-8 is skipped.
+    /// each looked at only then; a name that is not UTF-8 is skipped. None when there is no folder there;
+    /// `nil` when there is one that cannot be read (`EMFILE`, `ENFILE`, `ENOMEM`, `EACCES`, or `readdir`
+    /// failing part way).
     ///
     /// Read with `readdir` and `fstatat`: Foundation's directory listing with resource values took
     /// about 300 ms for 4,000 files here, where this takes 10, and a full tier lists its folder on
     /// every write that needs room.
     private static func regularFiles(
         inFolderAtPath path: String, named isWanted: (UnsafePointer<CChar>) -> Bool = { _ in true }
-    ) -> [Entry] {
-        guard let folder = opendir(path) else { return [] }
+    ) -> [Entry]? {
+        guard let folder = opendir(path) else { return errno == ENOENT || errno == ENOTDIR ? [] : nil }
         defer { closedir(folder) }
         let descriptor = dirfd(folder)
         var files: [Entry] = []
-        while let item = readdir(folder) {
+        while true {
+            errno = 0
+            guard let item = readdir(folder) else {
+                if errno != 0 { return nil }
+                break
+            }
             var info = stat()
             let name = withUnsafeBytes(of: &item.pointee.d_name) { bytes -> String? in
                 let name = bytes.baseAddress!.assumingMemoryBound(to: CChar.self)
@@ -158,7 +183,10 @@ extension DiskStore {
             guard foundGone else { return }
         }
         let listedAt = DispatchTime.now()
-        var (entries, temporaries) = listingForCount()
+        // A folder that cannot be listed now is neither counted nor trimmed: a count of none would let
+        // writes past the budget until the next listing.
+        guard let (listedEntries, temporaries) = listingForCount() else { return }
+        var entries = listedEntries
         afterListing()
         Self.dateFutureUseNow(&entries, now: now)
         Self.removeLeftovers(among: temporaries, now: now)

@@ -121,9 +121,11 @@ extension DiskStore {
         let renamed = trimQueue.sync { () -> Int32? in
             guard isWanted() else { return nil }
             let replaced = Self.fileSize(atPath: destination) ?? 0
-            let before = knownUsage()
-            // The older copy of `url` goes with the rename: room is made among the other files.
-            if before - replaced + counted > byteLimit { trim(toBytes: byteLimit - counted, sparing: name) }
+            // The older copy of `url` goes with the rename: room is made among the other files. A folder that
+            // cannot be counted now is not trimmed either; the next trim that can list it makes up for it.
+            if let before = knownUsage(), before - replaced + counted > byteLimit {
+                trim(toBytes: byteLimit - counted, sparing: name)
+            }
             // A rename keeps the file's modification date.
             let entry = Entry(
                 name: name, path: destination, byteCount: counted,
@@ -258,22 +260,23 @@ extension DiskStore {
             guard total >= needed else { return false }
             // The budget's own trim, to a budget `needed` bytes under what the folder holds.
             trim(toBytes: total - needed)
-            return knownUsage() <= total - needed
+            return knownUsage().map { $0 <= total - needed } ?? false
         }
     }
 
-    /// The bytes this store believes the folder holds, counted from the folder the first time.
-    private func knownUsage() -> Int {
+    /// The bytes this store believes the folder holds, counted from the folder the first time; `nil`
+    /// when that count is needed and the folder cannot be listed now.
+    private func knownUsage() -> Int? {
         if let known = usage.withLock({ $0.bytes }) { return known }
-        let entries = listingForCount().entries
+        guard let entries = listingForCount()?.entries else { return nil }
         return recordCount(entries.reduce(0) { $0 + $1.byteCount }, listed: entries)
     }
 
     /// Lists the folder to count it, on the disk queue; removals from here until ``recordCount(_:listed:snapshot:)``
     /// are noted.
-    func listingForCount() -> (entries: [Entry], temporaries: [Entry]) {
+    func listingForCount() -> (entries: [Entry], temporaries: [Entry])? {
         usage.withLock { $0.removedDuringListing = [] }
-        return listing()
+        return readListing()
     }
 
     /// Records `bytes`, the sizes of the files in `listed`, as what the folder holds, corrected for the

@@ -110,6 +110,7 @@ final class DiskStore: Sendable {
         let openedAt = Date()
         folder.queue.async {
             Self.removeLeftovers(among: Self.temporaries(inFolderAtPath: path), now: Date(), openedAt: openedAt)
+            Self.removeFoldersMovedAside(from: folder.path)
         }
         // A store opened with a lower budget than its folder holds (a new version of the app) keeps it even
         // when it never writes: the trims that follow writes were the only ones. Not at once: the app has
@@ -150,6 +151,8 @@ final class DiskStore: Sendable {
 
     /// What the stores of this process open on one folder share.
     final class Folder: Sendable {
+        /// The folder's path, its symbolic links resolved (``resolvedPath(of:)``), without a final slash.
+        let path: String
         let queue = DispatchQueue(label: "AsyncImageCache.DiskStore.trim", qos: .utility)
         /// The writes of loads (``storeInBackground(_:pixelSize:metadata:for:generation:isCurrent:)``),
         /// one at a time, each committing through `queue`: a load never waits for either.
@@ -170,6 +173,8 @@ final class DiskStore: Sendable {
         let generation = LockedBox(0)
         let replacements = LockedBox(ReplacementLedger())
 
+        private init(path: String) { self.path = path }
+
         /// Every folder a store has open, by path; a folder goes with its last store.
         private static let open = LockedBox([String: WeakFolder]())
 
@@ -186,7 +191,7 @@ final class DiskStore: Sendable {
             open.withLock { folders in
                 if let folder = folders[path]?.folder { return folder }
                 folders = folders.filter { $0.value.folder != nil }
-                let folder = Folder()
+                let folder = Folder(path: path)
                 folders[path] = WeakFolder(folder: folder)
                 return folder
             }

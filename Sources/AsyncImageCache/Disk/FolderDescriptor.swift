@@ -151,6 +151,14 @@ final class FolderDescriptor: Sendable {
         return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
     }
 
+    /// Lets the open folder go (it was moved away): the next lookup opens the folder at the path.
+    func forget() {
+        state.withLock { state in
+            state.opened = nil
+            state.checkedAt = nil
+        }
+    }
+
     /// The descriptor held now, if any (for tests).
     var heldDescriptor: Int32? { state.withLock { $0.opened?.descriptor } }
 

@@ -1,0 +1,76 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A `removeAll()` that cannot list the folder (the process has no descriptor free, say) moves it aside
+/// instead: a rename needs no descriptor, and every file goes out of the store's reach at once.
+extension DiskStore {
+    /// What a folder moved aside is named: the folder's own name, this, the process id and a random
+    /// number. A store's name has no `~` in it, so no store's folder is ever taken for one moved aside.
+    static let asideMarker = "~removed-"
+
+    /// How many times a folder moved aside is tried for removal by the process that moved it, the waits
+    /// doubling from a quarter of a second to a minute; the next opening of a store on the folder
+    /// removes it otherwise.
+    static let asideRemovalAttempts = 16
+
+    /// Moves the folder aside, makes an empty one with the same permissions in its place, and removes
+    /// the one moved aside in the background, with its files, once it can be listed. Returns whether the
+    /// folder was moved; when the rename fails too, the files stay where they are.
+    @discardableResult
+    func moveAside() -> Bool {
+        let path = folder.path
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return false }
+        let aside = path + Self.asideMarker + "\(getpid())-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))"
+        guard rename(path, aside) == 0 else { return false }
+        // Made at once, not at the next write: a symbolic link to the folder keeps naming one.
+        _ = mkdir(path, info.st_mode & 0o7777)
+        #if canImport(CXattr)
+        folderDescriptor?.forget()
+        #endif
+        Self.removeAside(atPath: aside, attempt: 0)
+        return true
+    }
+
+    /// Removes the folder moved aside at `path` with everything in it, later: tried again, each wait
+    /// twice the last, until it is gone or ``asideRemovalAttempts`` were made.
+    private static func removeAside(atPath path: String, attempt: Int) {
+        let wait = min(60, 0.25 * Double(1 << min(attempt, 8)))
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + wait) {
+            try? FileManager.default.removeItem(atPath: path)
+            var info = stat()
+            guard lstat(path, &info) == 0, attempt + 1 < asideRemovalAttempts else { return }
+            removeAside(atPath: path, attempt: attempt + 1)
+        }
+    }
+
+    /// Removes the folders moved aside from the folder at `path` (resolved, without a final slash) that
+    /// are still there: their process ended, or could not remove them.
+    static func removeFoldersMovedAside(from path: String) {
+        let url = URL(fileURLWithPath: path)
+        let parent = url.deletingLastPathComponent().path
+        let prefix = Array((url.lastPathComponent + asideMarker).utf8CString.dropLast())
+        guard let folder = opendir(parent) else { return }
+        var found: [String] = []
+        while let item = readdir(folder) {
+            let name = withUnsafeBytes(of: &item.pointee.d_name) { bytes -> String? in
+                let name = bytes.baseAddress!.assumingMemoryBound(to: CChar.self)
+                return strncmp(name, prefix, prefix.count) == 0 ? String(validatingCString: name) : nil
+            }
+            if let name { found.append(name) }
+        }
+        closedir(folder)
+        let base = parent.hasSuffix("/") ? parent : parent + "/"
+        for name in found {
+            var info = stat()
+            // Only a folder: a file or a link of that name is not one this code made.
+            guard lstat(base + name, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
+            try? FileManager.default.removeItem(atPath: base + name)
+        }
+    }
+}
