@@ -160,20 +160,24 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     private func leave(_ key: Key, waiterID: UInt64) {
-        let continuation = state.withLock { state -> CheckedContinuation<Outcome, Never>? in
+        let (continuation, unwanted) = state.withLock {
+            state -> (CheckedContinuation<Outcome, Never>?, Task<Void, Never>?) in
             guard let run = state.runs[key], let waiter = run.waiters.removeValue(forKey: waiterID) else {
-                return nil
+                return (nil, nil)
             }
             if let following = waiter.following { run.priority.stopFollowing(following) }
+            var unwanted: Task<Void, Never>?
             if run.waiters.isEmpty {
-                Self.cancelIfUnwanted(run, key, &state)
+                unwanted = Self.removeIfUnwanted(run, key, &state)
             } else {
                 // The waiter that raised the run may have gone: a prefetch a passing row joined queues as
                 // a prefetch again, behind the visible loads. The runs followed count as they are.
                 run.priority.set(to: Self.ownPriority(of: run))
             }
-            return waiter.continuation
+            return (waiter.continuation, unwanted)
         }
+        // Outside the lock: see ``removeIfUnwanted(_:_:_:)``.
+        unwanted?.cancel()
         continuation?.resume(returning: .failure(.cancelled))
     }
 
@@ -200,13 +204,15 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     private func release(_ key: Key, run: Run) {
-        state.withLock { state in
+        let unwanted = state.withLock { state -> Task<Void, Never>? in
             run.holds -= 1
             // No waiter came: the run is cancelled as its last waiter's leaving would have done.
-            Self.cancelIfUnwanted(run, key, &state)
+            let unwanted = Self.removeIfUnwanted(run, key, &state)
             // Else it falls back to its waiters' priority, as when a waiter leaves: the hold raised it.
             if run.holds == 0, state.runs[key] === run { run.priority.set(to: Self.ownPriority(of: run)) }
+            return unwanted
         }
+        unwanted?.cancel()
     }
 
     /// The priority of `run`'s waiters that are not runs, and of its holds, which stand for visible loads.
@@ -216,11 +222,15 @@ final class InFlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return run.holds > 0 ? .normal : waiters
     }
 
-    /// Removes and cancels `run`, still the one in flight for `key`, once nobody waits for it or holds it.
-    private static func cancelIfUnwanted(_ run: Run, _ key: Key, _ state: inout State) {
-        guard run.waiters.isEmpty, run.holds == 0, state.runs[key] === run else { return }
+    /// Removes `run`, still the one in flight for `key`, once nobody waits for it or holds it, and returns
+    /// its task, for the caller to cancel once the lock is free. Cancelling runs the cancellation handlers
+    /// of the task's waits at once, on the cancelling thread: those of the runs it waits for, which take
+    /// their tables' locks, and those of a custom ``DataLoading``, which may load through this store (the
+    /// lock is not reentrant) or block. Out of the table, the run gains no waiter meanwhile.
+    private static func removeIfUnwanted(_ run: Run, _ key: Key, _ state: inout State) -> Task<Void, Never>? {
+        guard run.waiters.isEmpty, run.holds == 0, state.runs[key] === run else { return nil }
         state.runs[key] = nil
-        run.task?.cancel()
+        return run.task
     }
 
     private func finish(_ key: Key, run: Run, outcome: Outcome) {
