@@ -36,10 +36,11 @@ extension UIImage {
         return UIImage(cgImage: cgImage)
     }
 
-    /// The image's size in pixels, as ``Bitmap/pixelSize`` gives it on Linux.
+    /// The image's size in pixels as displayed, as ``Bitmap/pixelSize`` gives it on Linux: its size in
+    /// points, which has its `imageOrientation` applied, times its scale. (Its `cgImage` is stored
+    /// unrotated: a camera photo taken upright is wider than it is tall there.)
     public var pixelSize: PixelSize {
-        if let cgImage { return PixelSize(width: cgImage.width, height: cgImage.height) }
-        return PixelSize(width: Int((size.width * scale).rounded()), height: Int((size.height * scale).rounded()))
+        PixelSize(width: Int((size.width * scale).rounded()), height: Int((size.height * scale).rounded()))
     }
 }
 #else
