@@ -14,7 +14,9 @@ import Foundation
 ///   whatever the size says, so a box could hide references from a reader that trusts the size);
 /// - a derived image is made from an item that is not an image;
 /// - the references form a cycle;
-/// - decoding one image would decode more than ``decodeLimit`` images.
+/// - decoding one image would decode more than ``decodeLimit`` images;
+/// - an image is made through more than ``depthLimit`` levels of images (libheif decodes a grid's tiles
+///   by recursion: a chain of 3,600 grids of one tile each, 200 KB, overflowed a thread's 8 MiB stack).
 enum HEIFDerivations {
     /// The item types libheif 1.15 takes for images.
     static let imageTypes: Set<String> = ["hvc1", "av01", "vvc1", "grid", "iovl", "iden"]
@@ -23,6 +25,10 @@ enum HEIFDerivations {
     /// each as often as it is used: 48 for an iPhone photo's grid, 768 for a 200-megapixel one of
     /// 512-pixel tiles.
     static let decodeLimit = 4096
+
+    /// The most levels an image may be made through: itself, its inputs, theirs, and so on, alphas
+    /// included. A camera's photo takes 3 (a grid, its tiles, their alpha); an `iden` or `iovl` over it 4.
+    static let depthLimit = 32
 
     /// Why `data` must not reach libheif; `nil` when its references are sound, or when its `meta` box
     /// is missing or incomplete (libheif then reports that itself). Item information or references
@@ -126,11 +132,13 @@ enum HEIFDerivations {
         return next
     }
 
-    /// A cycle in `next`, or an item whose decode would take more than ``decodeLimit`` decodes.
+    /// A cycle in `next`, or an item whose decode would take more than ``decodeLimit`` decodes or go
+    /// through more than ``depthLimit`` levels.
     private static func graphProblem(_ next: [Int: [Int]]) -> String? {
         // Depth first, without recursion (the input is hostile): an item met again while still on the
         // path closes a cycle; items finish after everything they lead to, so counts add up in order.
         var decodes: [Int: Int] = [:]  // of finished items
+        var depths: [Int: Int] = [:]  // of finished items: the levels decoding each goes through
         for start in next.keys.sorted() where decodes[start] == nil {
             var path: [(item: Int, child: Int)] = [(start, 0)]
             var onPath: Set<Int> = [start]
@@ -154,6 +162,11 @@ enum HEIFDerivations {
                     return "image \(item) would decode more than \(decodeLimit) images"
                 }
                 decodes[item] = count
+                let depth = 1 + children.reduce(0) { max($0, depths[$1] ?? 1) }
+                guard depth <= depthLimit else {
+                    return "image \(item) is made through more than \(depthLimit) levels of images"
+                }
+                depths[item] = depth
                 path.removeLast()
                 onPath.remove(item)
             }

@@ -12,11 +12,8 @@ import Testing
 struct HEIFGridAmplificationTests {
     typealias S = SyntheticHeaders
 
-    /// photo.heic's coded picture (96x64: its hvcC, ispe and data) as hidden item 1, used `rows` x `columns`
-    /// times as the tiles of a primary `grid` item 2 of `canvas`, described in `idat`.
-    static func grid(rows: Int, columns: Int, canvas: PixelSize, overlay: Bool = false, tileDeclares: PixelSize? = nil)
-        throws -> Data
-    {
+    /// photo.heic's coded picture, 96x64: its `hvcC` and `ispe` boxes, whole, and its data.
+    static func photoPicture() throws -> (hvcC: [UInt8], ispe: [UInt8], coded: [UInt8]) {
         let photo = try Fixtures.data("heif", "photo.heic")
         let file = HEIFBoxes(bytes: HeaderBytes(photo, format: nil))
         let meta = try #require(try file.child("meta", from: 0, to: photo.count))
@@ -27,14 +24,24 @@ struct HEIFGridAmplificationTests {
             let start = box.contentStart - 8
             return Array(photo[start..<box.end])
         }
-        let tileProperties =
-            try whole("hvcC") + (tileDeclares.map { S.ispe(width: $0.width, height: $0.height) } ?? whole("ispe"))
         // photo.heic's iloc: version 0, 4-byte offsets and lengths, a 4-byte base offset, one extent.
         let iloc = try #require(try file.child("iloc", from: meta.contentStart + 4, to: meta.end))
         let entry = iloc.contentStart + 8
         let base = try file.bytes.uint32BE(at: entry + 4)
         let offset = base + (try file.bytes.uint32BE(at: entry + 10))
         let coded = Array(photo[offset..<(offset + (try file.bytes.uint32BE(at: entry + 14)))])
+        return (try whole("hvcC"), try whole("ispe"), coded)
+    }
+
+    /// photo.heic's coded picture (96x64: its hvcC, ispe and data) as hidden item 1, used `rows` x `columns`
+    /// times as the tiles of a primary `grid` item 2 of `canvas`, described in `idat`.
+    static func grid(rows: Int, columns: Int, canvas: PixelSize, overlay: Bool = false, tileDeclares: PixelSize? = nil)
+        throws -> Data
+    {
+        let photo = try photoPicture()
+        let tileProperties =
+            photo.hvcC + (tileDeclares.map { S.ispe(width: $0.width, height: $0.height) } ?? photo.ispe)
+        let coded = photo.coded
 
         let ftyp = S.box("ftyp", Array("heic".utf8) + [0, 0, 0, 0] + Array("mif1heic".utf8))
         let hdlr = S.fullBox("hdlr", [0, 0, 0, 0] + Array("pict".utf8) + [UInt8](repeating: 0, count: 13))
