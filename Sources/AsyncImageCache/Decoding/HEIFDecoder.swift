@@ -59,18 +59,24 @@ extension ImageDecoders {
             return try Self.withPrimaryImage(data, format: format) { handle throws(ImageDecodingError) in
                 // What the images decoded on the way add up to, each as often as it is used (the references
                 // are sound by now: see HEIFDerivations.problem(in:)).
-                if let decoded = HEIFDerivations.decodedPixels(in: data) {
-                    let (limit, overflow) = context.pixelBudget.multipliedReportingOverflow(
-                        by: HEIFDerivations.pixelBudgetFactor)
-                    guard overflow || decoded <= limit else {
-                        let reason = ImageDecodingError.Reason.pixelBudgetExceeded(
-                            pixels: decoded, budget: context.pixelBudget)
-                        throw ImageDecodingError(format: format, reason: reason)
-                    }
+                let (limit, overflow) = context.pixelBudget.multipliedReportingOverflow(
+                    by: HEIFDerivations.pixelBudgetFactor)
+                let decoded = HEIFDerivations.decodedPixels(in: data)
+                if let decoded, !overflow, decoded > limit {
+                    let reason = ImageDecodingError.Reason.pixelBudgetExceeded(
+                        pixels: decoded, budget: context.pixelBudget)
+                    throw ImageDecodingError(format: format, reason: reason)
+                }
+                // A thumbnail is there to cost less than the primary image: one whose decode would add up to more
+                // (a grid of one tile used over and over), or past the limit, is passed over. Unbounded before:
+                // a 15 KB file had one request decode 64 tiles of 4096x4096 for 20 s.
+                let affordable = { (item: Int) -> Bool in
+                    guard let pixels = HEIFDerivations.decodedPixels(in: data, item: item) else { return false }
+                    return (overflow || pixels <= limit) && pixels <= decoded ?? .max
                 }
                 // A thumbnail shows the whole picture, so one of a cropped image would need cropping too.
                 if cleanApertures.isEmpty, let minimumSize = context.minimumSize,
-                    let thumbnail = Self.coveringThumbnail(of: handle, minimumSize, in: data)
+                    let thumbnail = Self.coveringThumbnail(of: handle, minimumSize, in: data, affordable: affordable)
                 {
                     defer { heif_image_handle_release(thumbnail) }
                     // A thumbnail that fails to decode is no reason to fail: the primary image follows.
@@ -83,10 +89,11 @@ extension ImageDecoders {
         /// The smallest thumbnail of the primary image `handle` that covers `minimumSize`, has the
         /// primary image's shape and its `irot` and `imir` (the store turns the decode by the primary's; a
         /// square picture's thumbnail may be coded upright), and an alpha plane when the primary has one;
-        /// `nil` when there is none. iPhones store one of about 320 pixels: measured here on
-        /// a 12-megapixel HEIC with one, 10 ms of CPU against 1.2 s for the photo (libde265).
+        /// `nil` when there is none. Only items `affordable` takes are looked at. iPhones store one of about
+        /// 320 pixels: measured here on a 12-megapixel HEIC with one, 10 ms of CPU against 1.2 s for the photo
+        /// (libde265).
         private static func coveringThumbnail(
-            of handle: OpaquePointer, _ minimumSize: PixelSize, in data: Data
+            of handle: OpaquePointer, _ minimumSize: PixelSize, in data: Data, affordable: (Int) -> Bool
         ) -> OpaquePointer? {
             let count = Int(heif_image_handle_get_number_of_thumbnails(handle))
             guard count > 0 else { return nil }
@@ -112,7 +119,7 @@ extension ImageDecoders {
                 // A thumbnail with a clean aperture of its own is left alone (the primary image has none).
                 if sameShape, size.width >= minimumSize.width, size.height >= minimumSize.height,
                     size.pixelCount < best?.pixels ?? .max,
-                    ImageHeader.heifCleanApertures(in: data, item: Int(id)).isEmpty,
+                    ImageHeader.heifCleanApertures(in: data, item: Int(id)).isEmpty, affordable(Int(id)),
                     !primaryHasAlpha || heif_image_handle_has_alpha_channel(thumbnail) != 0,
                     primaryOrientation != nil,
                     ImageHeader.heifOrientation(in: data, item: Int(id)) == primaryOrientation

@@ -65,14 +65,16 @@ enum HEIFDerivations {
     /// The pixels libheif 1.15 decodes for the primary image of `data`: the size of every image it decodes on
     /// the way (see ``HEIFCodedSize/perItem(in:)``), each as often as it is used, itself, its inputs and their
     /// alphas included. `nil` without a primary item, or when the items or references cannot be read or
-    /// form a cycle (``problem(in:)`` reports those).
-    static func decodedPixels(in data: Data) -> Int? {
+    /// form a cycle (``problem(in:)`` reports those). With `item`, the pixels decoding that item decodes
+    /// instead (a thumbnail).
+    static func decodedPixels(in data: Data, item: Int? = nil) -> Int? {
         let file = HEIFBoxes(bytes: HeaderBytes(data, format: nil))
         guard let meta = metaBoxes(file).first,
             let pitm = try? file.child("pitm", from: meta.contentStart + 4, to: meta.end),
-            let primary = try? file.primaryItemID(pitm),
+            let primaryItem = try? file.primaryItemID(pitm),
             let references = try? file.references(metaContent: meta.contentStart + 4, metaEnd: meta.end)
         else { return nil }
+        let primary = item ?? primaryItem
         let sizes = HEIFCodedSize.perItem(in: data)
         // Saturating: past this no budget is near, and the sums cannot overflow.
         let ceiling = 1 << 52

@@ -121,6 +121,79 @@ struct HEIFGridAmplificationTests {
         #expect(bitmap.pixelSize == PixelSize(width: 256, height: 256))
     }
 
+    /// photo.heic's picture as primary item 1, and as its thumbnail item 3, a 96x64 grid of 8x8 tiles that
+    /// are each that picture again (hidden item 2, declared 12x8): a thumbnail that costs 65 times the
+    /// primary image. (The reviewer's had tiles coded 4096x4096: 20 s of decoding for one request.)
+    static func thumbnailGrid() throws -> Data {
+        let photo = try photoPicture()
+        let ftyp = S.box("ftyp", Array("heic".utf8) + [0, 0, 0, 0] + Array("mif1heic".utf8))
+        let hdlr = S.fullBox("hdlr", [0, 0, 0, 0] + Array("pict".utf8) + [UInt8](repeating: 0, count: 13))
+        let pitm = S.fullBox("pitm", [0, 1])
+        func infe(_ item: Int, _ type: String, hidden: Bool) -> [UInt8] {
+            S.fullBox("infe", version: 2, flags: hidden ? 1 : 0, [0, UInt8(item), 0, 0] + Array(type.utf8) + [0])
+        }
+        let iinf = S.fullBox(
+            "iinf",
+            [0, 3] + infe(1, "hvc1", hidden: false) + infe(2, "hvc1", hidden: true) + infe(3, "grid", hidden: false))
+        let iref = S.fullBox(
+            "iref",
+            S.box("thmb", [0, 3, 0, 1, 0, 1])
+                + S.box(
+                    "dimg",
+                    ByteWriter.build { dimg in
+                        dimg.uint16(3, bigEndian: true)
+                        dimg.uint16(64, bigEndian: true)
+                        for _ in 0..<64 { dimg.uint16(2, bigEndian: true) }
+                    }))
+        // Properties: 1 the picture's hvcC, 2 its ispe (96x64), 3 the tiles' declared 12x8.
+        let ipco = S.box("ipco", photo.hvcC + photo.ispe + S.ispe(width: 12, height: 8))
+        let ipma = S.fullBox("ipma", [0, 0, 0, 3, 0, 1, 2, 0x81, 0x02, 0, 2, 2, 0x81, 0x03, 0, 3, 1, 0x02])
+        // Version, flags (16-bit sizes), rows - 1, columns - 1, 96x64.
+        let description: [UInt8] = [0, 0, 7, 7, 0, 96, 0, 64]
+        func metaBox(codedOffset: Int) -> [UInt8] {
+            let iloc = S.fullBox(
+                "iloc", version: 1,
+                ByteWriter.build { iloc in
+                    iloc.append([0x44, 0x00])
+                    iloc.uint16(3, bigEndian: true)
+                    for item in 1...2 {
+                        iloc.append([0, UInt8(item), 0, 0, 0, 0, 0, 1])
+                        iloc.uint32(codedOffset, bigEndian: true)
+                        iloc.uint32(photo.coded.count, bigEndian: true)
+                    }
+                    iloc.append([0, 3, 0, 1, 0, 0, 0, 1])
+                    iloc.uint32(0, bigEndian: true)
+                    iloc.uint32(description.count, bigEndian: true)
+                })
+            return S.fullBox(
+                "meta", hdlr + pitm + iloc + iinf + iref + S.box("iprp", ipco + ipma) + S.box("idat", description))
+        }
+        let codedOffset = ftyp.count + metaBox(codedOffset: 0).count + 8
+        return Data(ftyp + metaBox(codedOffset: codedOffset) + S.box("mdat", photo.coded))
+    }
+
+    @Test func aThumbnailThatCostsMoreThanItsImageIsPassedOver() throws {
+        let data = try Self.thumbnailGrid()
+        let header = try ImageHeader.parse(data)
+        #expect(header.storedSize == PixelSize(width: 96, height: 64))
+        #expect(HEIFDerivations.problem(in: data) == nil)
+        #expect(HEIFDerivations.decodedPixels(in: data) == 96 * 64)
+        #expect(HEIFDerivations.decodedPixels(in: data, item: 3) == 96 * 64 + 64 * 96 * 64)
+        let primary = try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
+        let photo = try Fixtures.data("heif", "photo.heic")
+        let picture = try ImageDecoders.HEIF().decode(
+            photo, context: ImageDecodingContext(header: try ImageHeader.parse(photo)))
+        let primaryIsThePicture = primary.pixels == picture.pixels
+        #expect(primaryIsThePicture)
+        // A request the thumbnail covers, within a budget the primary image's decode keeps to: the primary
+        // image, not the thumbnail (before: the thumbnail's 64 tiles, drawn over one another).
+        let covered = ImageDecodingContext(
+            header: header, minimumSize: PixelSize(width: 48, height: 32), pixelBudget: 10_000)
+        let bitmap = try ImageDecoders.HEIF().decode(data, context: covered)
+        let isThePrimaryImage = bitmap.pixels == picture.pixels
+        #expect(isThePrimaryImage, "the thumbnail was decoded")
+    }
+
     /// Only an alpha plane is decoded with its image: libheif 1.15 leaves a depth map (or an HDR gain map, a
     /// portrait matte) alone when it decodes the primary image, so it does not count against the budget.
     /// alpha.avif with its `auxC` renamed from alpha to depth (same length): before, its depth map counted,
