@@ -277,16 +277,22 @@ static const uint8_t natural_order[64 + 16] = {
    the first pass as d << 15, a multiple of that pass's rounding step, and the second as d << 17;
    with U the rest of the second pass's sum plus its rounding bias, (d * 2^17 + U) >> 20 equals
    (d + (U >> 17)) >> 3 because the dropped low 17 bits of U cannot carry into bit 20. Terms past
-   16 bits saturate; for a valid image's DC the output is at the end of the range either way. */
-static void idct_2x2_terms(const int32_t *coefficients, const uint16_t *quantizer, int16_t *terms) {
+   16 bits saturate; for a valid image's DC the output is at the end of the range either way.
+
+   Returns 0 when a dequantized coefficient or a first-pass value does not fit in 16 bits: libjpeg-turbo
+   runs an SSE2 or NEON version of this transform instead of the C one, which works in 16 bits there,
+   and the two part ways past it (see `write_mcu`), so the block is left to libjpeg. */
+static int idct_2x2_terms(const int32_t *coefficients, const uint16_t *quantizer, int16_t *terms) {
     enum { C7 = -5906, C5 = 6967, C3 = -10426, C1 = 29692 };  // FIX(0.720959822) and so on, negated as libjpeg does
     static const int columns[5] = { 0, 1, 3, 5, 7 };
     int64_t rows[2][8] = { { 0 } };
+    int fits = 1;
     for (int index = 0; index < 5; index++) {
         int column = columns[index];
         int64_t z[8];
         for (int row = 0; row < 8; row++) {
             z[row] = (int64_t)coefficients[row * 8 + column] * quantizer[row * 8 + column];
+            fits &= z[row] >= INT16_MIN && z[row] <= INT16_MAX;
         }
         if (column == 0) {
             z[0] = 0;  // the DC, added back by the caller
@@ -296,6 +302,8 @@ static void idct_2x2_terms(const int32_t *coefficients, const uint16_t *quantize
         // DESCALE(x, CONST_BITS - PASS1_BITS + 2) with libjpeg's rounding.
         rows[0][column] = (even + odd + 4096) >> 13;
         rows[1][column] = (even - odd + 4096) >> 13;
+        fits &= rows[0][column] >= INT16_MIN && rows[0][column] <= INT16_MAX;
+        fits &= rows[1][column] >= INT16_MIN && rows[1][column] <= INT16_MAX;
     }
     for (int row = 0; row < 2; row++) {
         const int64_t *w = rows[row];
@@ -306,6 +314,7 @@ static void idct_2x2_terms(const int32_t *coefficients, const uint16_t *quantize
             terms[row * 2 + column] = (int16_t)(term > INT16_MAX ? INT16_MAX : term < INT16_MIN ? INT16_MIN : term);
         }
     }
+    return fits;
 }
 
 /* Decodes one MCU, storing each block's DC value (with `predictors`, wrapping modulo 2^16). */
@@ -364,8 +373,10 @@ static int decode_mcu(bit_reader *reader, const mcu_layout *layout, uint16_t *pr
                     break;
                 }
             }
-            idct_2x2_terms(coefficients, layout->quantizer[component],
-                           (int16_t *)(out + layout->ac_terms_of_block[block]));
+            if (!idct_2x2_terms(coefficients, layout->quantizer[component],
+                                (int16_t *)(out + layout->ac_terms_of_block[block]))) {
+                goto out;
+            }
             continue;
         }
         for (int k = 1; k < 64;) {
@@ -601,13 +612,18 @@ enum { MAX_RECORD = 5 * MAX_BLOCKS_IN_MCU };
 /* Writes the RGBA pixels of MCU `mcu` (clipped to the `width` x `height` image) from its record, with
    `shift` added to each component's DC values (modulo 2^16): the 1x1 or 2x2 IDCT per block, chroma
    repeated where it has half the resolution in one direction (as libjpeg does at this scale), then
-   libjpeg's fixed-point JFIF conversion (16 fraction bits). */
-static void write_mcu(const scan_plan *plan, const uint16_t *record, size_t mcu, const uint16_t *shift,
+   libjpeg's fixed-point JFIF conversion (16 fraction bits).
+
+   Returns 0 when a 2x2 block's sample before the range limit is outside -512...511, or its dequantized
+   DC outside 16 bits: libjpeg-turbo's C transform (which `range_limit` follows) wraps such a value around
+   where its SSE2 and NEON ones, which it runs instead, clamp it, so the file is left to libjpeg. */
+static int write_mcu(const scan_plan *plan, const uint16_t *record, size_t mcu, const uint16_t *shift,
                       unsigned char *rgba, size_t bytes_per_row, size_t width, size_t height) {
     const mcu_layout *layout = &plan->layout;
     // Each frame component's samples within the MCU, row by row, `across` to a row.
     uint8_t samples[3][4 * MAX_BLOCKS_IN_MCU];
     int across[3] = { 1, 1, 1 }, h_ratio[3] = { 1, 1, 1 }, v_ratio[3] = { 1, 1, 1 };
+    int in_range = 1;
     int block = 0;
     for (int index = 0; index < layout->components; index++) {
         int component = plan->frame_component[index];
@@ -626,10 +642,16 @@ static void write_mcu(const scan_plan *plan, const uint16_t *record, size_t mcu,
                 if (scale == 2) {
                     const int16_t *terms = (const int16_t *)(record + layout->ac_terms_of_block[block]);
                     uint8_t *top = own + 2 * row * across[component] + 2 * column;
-                    top[0] = range_limit((dequantized + terms[0]) >> 3);
-                    top[1] = range_limit((dequantized + terms[1]) >> 3);
-                    top[across[component]] = range_limit((dequantized + terms[2]) >> 3);
-                    top[across[component] + 1] = range_limit((dequantized + terms[3]) >> 3);
+                    int32_t values[4];
+                    in_range &= dequantized >= INT16_MIN && dequantized <= INT16_MAX;
+                    for (int term = 0; term < 4; term++) {
+                        values[term] = (dequantized + terms[term]) >> 3;
+                        in_range &= values[term] >= -512 && values[term] <= 511;
+                    }
+                    top[0] = range_limit(values[0]);
+                    top[1] = range_limit(values[1]);
+                    top[across[component]] = range_limit(values[2]);
+                    top[across[component] + 1] = range_limit(values[3]);
                 } else {
                     // libjpeg's 1x1 IDCT: DESCALE(dequantized, 3), level-shifted.
                     own[row * across[component] + column] = range_limit((dequantized + 4) >> 3);
@@ -660,6 +682,7 @@ static void write_mcu(const scan_plan *plan, const uint16_t *record, size_t mcu,
             pixel[3] = 255;
         }
     }
+    return in_range;
 }
 
 /* Entropy-coded data shorter than this decodes on one thread: a second would not pay for itself. */
@@ -769,11 +792,11 @@ cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char 
         }
         // This thread's DC values are final as decoded: its pixels go straight out. (If the decode
         // fails later, the caller discards them.)
-        if (!decode_within_data(&reader, &plan->layout, predictors, own_record)) {
+        if (!decode_within_data(&reader, &plan->layout, predictors, own_record) ||
+            !write_mcu(plan, own_record, mcu, no_shift, rgba, bytes_per_row, width, height)) {
             failed = 1;
             break;
         }
-        write_mcu(plan, own_record, mcu, no_shift, rgba, bytes_per_row, width, height);
     }
     if (running) {
         pthread_join(thread, NULL);
@@ -790,8 +813,10 @@ cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char 
     }
 
     for (size_t mcu = own; mcu < mcus; mcu++) {
-        write_mcu(plan, speculative_records + (borrowed_from + mcu - own) * record, mcu, shift, rgba, bytes_per_row,
-                  width, height);
+        if (!write_mcu(plan, speculative_records + (borrowed_from + mcu - own) * record, mcu, shift, rgba,
+                       bytes_per_row, width, height)) {
+            goto done;
+        }
     }
     status = CJPEG_STATUS_OK;
 

@@ -121,8 +121,9 @@ int cjpeg_decoder_can_decode_dc(const cjpeg_decoder *decoder);
 /* Decodes the 1/8 scale from DC coefficients alone, to exactly the pixels libjpeg-turbo gives at that
    scale, with the entropy-coded data split between `threads` (1 or 2) threads when it is large
    enough (always, with `always_split`).
-   Returns CJPEG_STATUS_DECLINED, with the decoder untouched, when the file is not one it takes or
-   its data is anything but well formed: then decode it the usual way. Returns CJPEG_STATUS_CANCELLED
+   Returns CJPEG_STATUS_DECLINED, with the decoder untouched, when the file is not one it takes, its
+   data is anything but well formed, or a 2x2 block's values leave the range where libjpeg-turbo's C and
+   SIMD transforms agree: then decode it the usual way. Returns CJPEG_STATUS_CANCELLED
    when the cancel flag was raised, checked once a row of MCUs on each thread. */
 cjpeg_status cjpeg_decoder_decode_dc_rgba(cjpeg_decoder *decoder, unsigned char *rgba, size_t bytes_per_row,
                                           size_t rgba_byte_count, int threads, int always_split);

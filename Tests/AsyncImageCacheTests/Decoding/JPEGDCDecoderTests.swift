@@ -79,6 +79,51 @@ struct JPEGDCDecoderTests {
         }
     }
 
+    /// `data` with every entry of quantization table `table` set to `value`.
+    static func quantizing(_ data: Data, table: Int, with value: UInt8) throws -> Data {
+        var bytes = [UInt8](data)
+        var offset = 2
+        var patched = false
+        while offset + 4 <= bytes.count, bytes[offset] == 0xFF, bytes[offset + 1] != 0xDA {
+            let end = offset + 2 + Int(bytes[offset + 2]) << 8 + Int(bytes[offset + 3])
+            if bytes[offset + 1] == 0xDB {
+                var entry = offset + 4
+                while entry < end {
+                    let precision = Int(bytes[entry] >> 4), id = Int(bytes[entry] & 15)
+                    let count = precision == 0 ? 64 : 128
+                    if id == table, precision == 0 {
+                        for index in (entry + 1)...(entry + count) { bytes[index] = value }
+                        patched = true
+                    }
+                    entry += 1 + count
+                }
+            }
+            offset = end
+        }
+        try #require(patched)
+        return Data(bytes)
+    }
+
+    /// Chroma whose 2x2 transform lands past the sample range: libjpeg-turbo's plain C transform wraps such
+    /// values around (its range-limit table), its SSE2 and NEON ones, which it runs instead, clamp them.
+    /// The DC-only decoder copied the C one, so its pixels were not libjpeg's: such a file goes to libjpeg.
+    /// Made by setting the chroma quantizer to 255 everywhere, so the chroma's AC coefficients weigh far
+    /// more than any encoder would make them.
+    @Test func chromaPastTheRangeOfTheTwoByTwoTransformIsLeftToLibjpeg() throws {
+        let data = try Self.quantizing(Self.texturedJPEG(width: 256, height: 256), table: 1, with: 255)
+        let reference = try Self.libjpegEighth(data)
+        let header = try ImageHeader.parse(data)
+        let eighth = try ImageDecoders.JPEG().decode(
+            data, context: ImageDecodingContext(header: header, minimumSize: PixelSize(width: 1, height: 1)))
+        let same = eighth.pixels == reference.pixels
+        #expect(same, "the 1/8 scale differs from libjpeg's")
+        #expect(ImageDecoders.JPEG().decodeFromDC(data, threads: 1, alwaysSplit: false) == nil)
+        #expect(ImageDecoders.JPEG().decodeFromDC(data, threads: 2, alwaysSplit: true) == nil)
+        // The unpatched file is still the shortcut's.
+        let unpatched = try Self.texturedJPEG(width: 256, height: 256)
+        #expect(ImageDecoders.JPEG().decodeFromDC(unpatched, threads: 1, alwaysSplit: false) != nil)
+    }
+
     @Test func twoThreadsGiveTheSamePixelsAsOne() throws {
         var compared = 0
         for (folder, names) in [("jpeg", Self.jpegFixtures), ("exif-orientation", Self.orientationFixtures)] {
