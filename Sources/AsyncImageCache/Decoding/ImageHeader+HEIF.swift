@@ -112,6 +112,17 @@ extension ImageHeader {
         if let size = try file.completeBoxes({ () throws(ImageDecodingError) in
             try file.largestExtent(among: chosen)
         }) {
+            // libheif 1.15's encoder, asked for a quarter turn (as GIMP and ImageMagick ask it), writes the ispe
+            // after the turn while the picture is coded before it, as libheif decodes and shows it: an HEVC
+            // image's parameter set, coding the ispe's sides the other way round, says so.
+            if let hvcC = chosen.first(where: { $0.type == "hvcC" }),
+                let coded = HEIFCodedSize.hevcPictureSize(
+                    [UInt8](try bytes.window(at: hvcC.contentStart, length: hvcC.end - hvcC.contentStart).bytes)),
+                coded != size, coded == size.transposed,
+                (try? file.orientation(from: chosen))?.swapsWidthAndHeight == true
+            {
+                return (file, chosen, coded)
+            }
             return (file, chosen, size)
         }
         // A grid or overlay without the ispe HEIF asks of it is as large as its description says, which

@@ -67,6 +67,32 @@ struct HEIFDecoderTests {
         #expect(Self.psnr(upright, try Self.source().oriented(.right)) > 30)
     }
 
+    /// rotated-6.heic as libheif 1.15's encoder writes it, given a quarter turn: its ispe after the turn
+    /// (64x96), the picture coded before it (96x64; the fixture maker swaps the ispe back). libheif decodes
+    /// and shows it as its coding says. Before, the header took the ispe (stored 64x96, shown 96x64), and
+    /// the store resized the turned 64x96 picture to that: a portrait squashed into a landscape.
+    @Test func aRotatedFileWhoseExtentIsWrittenAfterTheTurnComesOutAsItsPictureIsCoded() async throws {
+        var bytes = [UInt8](try Fixtures.data("heif", "rotated-6.heic"))
+        let ispe = Array("ispe".utf8)
+        var swapped = 0
+        for start in 0..<(bytes.count - 16) where Array(bytes[start..<(start + 4)]) == ispe {
+            // FullBox version and flags, then width and height in 32 bits.
+            let width = start + 8, height = start + 12
+            guard bytes[width + 3] == 96, bytes[height + 3] == 64 else { continue }
+            (bytes[width + 3], bytes[height + 3]) = (64, 96)
+            swapped += 1
+        }
+        try #require(swapped == 1)
+        let data = Data(bytes)
+        let header = try ImageHeader.parse(data)
+        #expect(header.orientation == .right)
+        #expect(header.storedSize == PixelSize(width: 96, height: 64))
+        let images = try await Self.loadedThroughAStore(data, named: "rotated-6-extent-turned.heic", widths: [nil])
+        #expect(images[0].pixelSize == PixelSize(width: 64, height: 96))
+        let psnr = Self.psnr(images[0], try Self.source().oriented(.right))
+        #expect(psnr > 30, "\(psnr) dB")
+    }
+
     @Test func aThumbnailThatCoversTheSizeDecodesInsteadOfThePrimaryImage() throws {
         let data = try Fixtures.data("heif", "thumbnail.heic")  // 96x64, with a 48x32 thumbnail
         let header = try ImageHeader.parse(data)
@@ -112,9 +138,14 @@ struct HEIFDecoderTests {
 
     /// The fixture `name` loaded through a fresh store at each width in turn (`nil`: the full size).
     static func loadedThroughAStore(_ name: String, widths: [CGFloat?]) async throws -> [Bitmap] {
+        try await loadedThroughAStore(Fixtures.data("heif", name), named: name, widths: widths)
+    }
+
+    /// Loads `data`, written to a file named `name`, through a store at each of `widths`.
+    static func loadedThroughAStore(_ data: Data, named name: String, widths: [CGFloat?]) async throws -> [Bitmap] {
         let folder = TemporaryDirectory("heif")
         let file = folder.url.appendingPathComponent(name)
-        try Fixtures.data("heif", name).write(to: file)
+        try data.write(to: file)
         let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         var images: [Bitmap] = []
         for width in widths { images.append(try await store.image(for: ImageRequest(url: file, targetWidth: width))) }
