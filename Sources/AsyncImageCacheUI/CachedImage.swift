@@ -15,7 +15,10 @@ import SwiftUI
 ///
 /// - The box: with an intrinsic size, or a size the store knows (even after a relaunch), the view
 ///   takes that aspect ratio at once and keeps it when the image lands. Otherwise it fills the
-///   frame the caller gives it until the image arrives.
+///   frame the caller gives it until the image arrives. It keeps that shape inside a frame of another:
+///   in a 100x100 frame a 2:1 image takes a 100x50 box in the middle, whatever the content mode. To
+///   fill a frame of another shape (a square grid cell), pass that shape as `intrinsicSize`: with
+///   `.fill` the image then covers the box and is clipped to it, decoded wide enough to.
 /// - The pixels: the width the image is drawn at (the laid-out width, or with `.fill` the wider
 ///   width that covers the frame for an image wider in aspect, with `.fit` the narrower width that
 ///   fits it for an image taller in aspect) times the screen's scale, capped at `maxPixelWidth`. A
