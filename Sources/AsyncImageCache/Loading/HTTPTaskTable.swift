@@ -122,6 +122,11 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// the default response-size cap, ``HTTPDataLoader/defaultMaximumResponseBytes``.
     static let largestReservation = HTTPDataLoader.defaultMaximumResponseBytes
 
+    /// The most bytes of an error page (a body sent with an error status) read and dropped before the
+    /// download is stopped: the load has failed already, and past this, keeping the connection for the
+    /// next request is not worth reading on (under the default cap, a 404 page of 60 MB was read whole).
+    static let drainLimit = 64 << 10
+
     /// The number of entries: loads registered and not yet finished (for tests).
     var count: Int { lock.withLock { entries.count } }
 
@@ -602,8 +607,8 @@ final class HTTPTaskTable: NSObject, URLSessionDataDelegate, @unchecked Sendable
             let (url, byteLimit) = (entries.values[index].url, entries.values[index].byteLimit)
             if entries.values[index].isDraining {
                 entries.values[index].drainedBytes += data.count
-                // An error page past the cap is stopped like any other oversized body.
-                return entries.values[index].drainedBytes > byteLimit
+                // An error page past the drain limit is stopped like an oversized body.
+                return entries.values[index].drainedBytes > min(byteLimit, Self.drainLimit)
                     ? .responseTooLarge(url: url, byteLimit: byteLimit) : nil
             }
             guard entries.values[index].body.count + data.count <= byteLimit else {

@@ -38,6 +38,22 @@ import Testing
         #expect(loader.unfinishedTaskCount == 0)
     }
 
+    /// An error page is read and dropped up to ``HTTPTaskTable/drainLimit`` (64 KiB), then hung up on: the
+    /// load failed at its status already. Before, it was read on to the response-size cap (64 MiB by
+    /// default) or the resource timeout, an hour here, holding its connection: this test ran into its
+    /// time limit. 64 bytes a millisecond come to the limit in about a second.
+    @Test func anErrorPageIsHungUpOnOnceItPassesTheDrainLimit() async throws {
+        let path = "/trickle/1/404"
+        let loader = HTTPDataLoader(timeout: 5, resourceTimeout: 3600)
+        await #expect(throws: ImageLoadingError.httpStatus(code: 404, url: server.url(path))) {
+            try await loader.loadData(for: server.url(path))
+        }
+        try await server.waitUntilHungUp(path)
+        let sent = try await server.bytesSent(for: path) ?? 0
+        #expect(sent > HTTPTaskTable.drainLimit)
+        #expect(loader.unfinishedTaskCount == 0)
+    }
+
     /// swift-corelibs-foundation decides on a redirect once its body has ended, so the refusal of
     /// this one (to a `file:` URL) never comes: the load timed out only when the test gave up.
     @Test func aRedirectWhoseBodyNeverEndsTimesOut() async throws {
