@@ -80,9 +80,11 @@ extension ImageDecoders {
                 {
                     defer { heif_image_handle_release(thumbnail) }
                     // A thumbnail that fails to decode is no reason to fail: the primary image follows.
-                    if let bitmap = try? Self.decodeImage(thumbnail, format: format, context) { return bitmap }
+                    if let bitmap = try? Self.decodeImage(thumbnail, format: format, context, in: data) {
+                        return bitmap
+                    }
                 }
-                return try Self.decodeImage(handle, format: format, context, cleanApertures: cleanApertures)
+                return try Self.decodeImage(handle, format: format, context, in: data, cleanApertures: cleanApertures)
             }
         }
 
@@ -104,7 +106,7 @@ extension ImageDecoders {
             guard primaryWidth > 0, primaryHeight > 0 else { return nil }
             // The store turns the decode by the primary's irot and imir, and keeps its alpha.
             let primaryOrientation = ImageHeader.heifOrientation(in: data)
-            let primaryHasAlpha = heif_image_handle_has_alpha_channel(handle) != 0
+            let primaryHasAlpha = hasAlpha(handle)
             var best: (handle: OpaquePointer, pixels: Int)?
             for id in ids.prefix(max(0, min(listed, count))) {
                 var thumbnail: OpaquePointer?
@@ -120,7 +122,7 @@ extension ImageDecoders {
                 if sameShape, size.width >= minimumSize.width, size.height >= minimumSize.height,
                     size.pixelCount < best?.pixels ?? .max,
                     ImageHeader.heifCleanApertures(in: data, item: Int(id)).isEmpty, affordable(Int(id)),
-                    !primaryHasAlpha || heif_image_handle_has_alpha_channel(thumbnail) != 0,
+                    !primaryHasAlpha || hasAlpha(thumbnail),
                     primaryOrientation != nil,
                     ImageHeader.heifOrientation(in: data, item: Int(id)) == primaryOrientation
                 {
@@ -135,8 +137,15 @@ extension ImageDecoders {
 
         /// Decodes the image `handle` in stored orientation (libheif's transformations ignored) as
         /// straight RGBA, keeping only the part `cleanApertures` show, one inside the other.
+        ///
+        /// The colour comes as planes of R, G and B and the alpha apart (``alphaPlane(of:decoded:in:data:options:format:_:)``):
+        /// libheif 1.15 decodes the alpha item with the colour, with the alpha's own irot, imir and clap
+        /// applied whatever the options say, and attaches it as it is. Encoders put the colour's on the alpha
+        /// too (libheif's own, given an orientation or an odd size; libavif since 2025): asked for RGBA, libheif
+        /// then failed ("Unsupported color conversion") or paired the picture with an alpha turned the other
+        /// way. The planes it converts to before attaching anything are the same either way.
         private static func decodeImage(
-            _ handle: OpaquePointer, format: ImageFormat, _ context: ImageDecodingContext,
+            _ handle: OpaquePointer, format: ImageFormat, _ context: ImageDecodingContext, in data: Data,
             cleanApertures: [HEIFCleanAperture] = []
         ) throws(ImageDecodingError) -> Bitmap {
             // The header's size can disagree with the file's; the decoded size is what gets allocated.
@@ -152,22 +161,22 @@ extension ImageDecoders {
             options.pointee.convert_hdr_to_8bit = 1
             options.pointee.strict_decoding = 1  // an error for damaged data, not a half-decoded image
             var image: OpaquePointer?
-            try check(
-                heif_decode_image(handle, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, options),
-                format: format)
+            try check(heif_decode_image(handle, &image, heif_colorspace_RGB, heif_chroma_444, options), format: format)
             guard let image else { throw ImageDecodingError(format: format, reason: .corrupt("no image")) }
             defer { heif_image_release(image) }
             let decoded = PixelSize(
-                width: Int(heif_image_get_primary_width(image)), height: Int(heif_image_get_primary_height(image)))
+                width: Int(heif_image_get_width(image, heif_channel_R)),
+                height: Int(heif_image_get_height(image, heif_channel_R)))
             // A coded image larger than its declared size (ispe) is only seen here, after libheif made it.
             try context.checkBudget(decoded.pixelCount, format: format)
-            var stride: Int32 = 0
-            guard decoded.width > 0, decoded.height > 0,
-                let plane = heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride),
-                Int(stride) >= decoded.width * 4
+            guard decoded.width > 0, decoded.height > 0, let red = Plane(image, heif_channel_R, size: decoded),
+                let green = Plane(image, heif_channel_G, size: decoded),
+                let blue = Plane(image, heif_channel_B, size: decoded)
             else {
-                throw ImageDecodingError(format: format, reason: .corrupt("libheif gave no usable RGBA plane"))
+                throw ImageDecodingError(format: format, reason: .corrupt("libheif gave no usable RGB planes"))
             }
+            let alpha = try alphaPlane(of: handle, decoded: image, in: data, options: options, format: format, context)
+            defer { alpha?.image.map { heif_image_release($0) } }
             var crop = (x: 0, y: 0, width: decoded.width, height: decoded.height)
             if !cleanApertures.isEmpty {
                 // The header promised the aperture's size: a crop the picture's edge cut short (the aperture
@@ -185,18 +194,150 @@ extension ImageDecoders {
                 crop = shown
             }
             let size = PixelSize(width: crop.width, height: crop.height)
-            let rowBytes = size.width * 4
+            let eightBit = [red, green, blue].allSatisfy { $0.shift == 0 } && (alpha?.plane.shift ?? 0) == 0
             let pixels = [UInt8](unsafeUninitializedCapacity: size.pixelCount * 4) { buffer, initialized in
-                let first = plane + crop.y * Int(stride) + crop.x * 4
-                for row in 0..<size.height {
-                    (buffer.baseAddress! + row * rowBytes).initialize(from: first + row * Int(stride), count: rowBytes)
+                var out = buffer.baseAddress!
+                for y in crop.y..<(crop.y + size.height) {
+                    if eightBit {
+                        // The usual case, a row at a time.
+                        let (r, g, b) = (red.row(y) + crop.x, green.row(y) + crop.x, blue.row(y) + crop.x)
+                        let a = alpha.map { $0.plane.row(y) + crop.x }
+                        for x in 0..<size.width {
+                            out[0] = r[x]
+                            out[1] = g[x]
+                            out[2] = b[x]
+                            out[3] = a?[x] ?? 255
+                            out += 4
+                        }
+                        continue
+                    }
+                    for x in crop.x..<(crop.x + size.width) {
+                        out[0] = red.sample(x, y)
+                        out[1] = green.sample(x, y)
+                        out[2] = blue.sample(x, y)
+                        out[3] = alpha?.plane.sample(x, y) ?? 255
+                        out += 4
+                    }
                 }
                 initialized = size.pixelCount * 4
             }
-            if heif_image_handle_is_premultiplied_alpha(handle) != 0 {
+            if alpha != nil, heif_image_handle_is_premultiplied_alpha(handle) != 0 {
                 return Bitmap(width: size.width, height: size.height, premultipliedPixels: pixels)
             }
             return Bitmap(width: size.width, height: size.height, pixels: pixels)
+        }
+
+        /// One channel of a decoded image, read as 8 bits: 8-bit samples as they are, deeper ones (in 16-bit
+        /// words) by their top 8 bits, as libheif's own conversion to 8 bits keeps them.
+        private struct Plane {
+            let base: UnsafePointer<UInt8>
+            let stride: Int
+            /// The bits dropped from a sample; 0 for 8-bit samples, which take a byte each.
+            let shift: Int
+
+            /// `nil` when the image has no such channel, or not of `size`.
+            init?(_ image: OpaquePointer, _ channel: heif_channel, size: PixelSize) {
+                guard heif_image_has_channel(image, channel) != 0,
+                    Int(heif_image_get_width(image, channel)) == size.width,
+                    Int(heif_image_get_height(image, channel)) == size.height
+                else { return nil }
+                let bits = Int(heif_image_get_bits_per_pixel_range(image, channel))
+                var stride: Int32 = 0
+                guard (1...16).contains(bits), let base = heif_image_get_plane_readonly(image, channel, &stride),
+                    Int(stride) >= size.width * (bits > 8 ? 2 : 1)
+                else { return nil }
+                (self.base, self.stride, shift) = (base, Int(stride), max(0, bits - 8))
+            }
+
+            /// Row `y`'s first sample.
+            @inline(__always) func row(_ y: Int) -> UnsafePointer<UInt8> { base + y * stride }
+
+            @inline(__always) func sample(_ x: Int, _ y: Int) -> UInt8 {
+                let row = base + y * stride
+                guard shift > 0 else { return row[x] }
+                let word = UnsafeRawPointer(row).loadUnaligned(fromByteOffset: 2 * x, as: UInt16.self)
+                return UInt8(truncatingIfNeeded: word >> UInt16(shift))
+            }
+        }
+
+        /// The alpha plane of `handle`'s image, `decoded` its colour, in the colour's stored orientation;
+        /// `nil` for an opaque image. With the image that holds the plane when it was decoded here, for
+        /// the caller to release.
+        ///
+        /// The alpha item's own (an auxiliary image of `handle` that libheif takes for alpha, listed even
+        /// where libheif dropped it: it does when the alpha's displayed size is not the colour's, an irot
+        /// on the colour only, and then says the image has none). What libheif attached when that item has
+        /// no irot, imir or clap of its own; else the item decoded alone, its transformations ignored too.
+        /// Without such an item, what libheif attached (a grid whose tiles carry alpha).
+        private static func alphaPlane(
+            of handle: OpaquePointer, decoded image: OpaquePointer, in data: Data,
+            options: UnsafeMutablePointer<heif_decoding_options>, format: ImageFormat, _ context: ImageDecodingContext
+        ) throws(ImageDecodingError) -> (plane: Plane, image: OpaquePointer?)? {
+            let size = PixelSize(
+                width: Int(heif_image_get_width(image, heif_channel_R)),
+                height: Int(heif_image_get_height(image, heif_channel_R)))
+            guard let (item, alphaHandle) = alphaItem(of: handle) else {
+                return Plane(image, heif_channel_Alpha, size: size).map { ($0, nil) }
+            }
+            defer { heif_image_handle_release(alphaHandle) }
+            let orientation = ImageHeader.heifOrientation(in: data, item: item)
+            if orientation == .up, ImageHeader.heifCleanApertures(in: data, item: item).isEmpty,
+                let attached = Plane(image, heif_channel_Alpha, size: size)
+            {
+                return (attached, nil)
+            }
+            try context.checkBudget(
+                Int(heif_image_handle_get_ispe_width(alphaHandle))
+                    * Int(heif_image_handle_get_ispe_height(alphaHandle)),
+                format: format)
+            var alphaImage: OpaquePointer?
+            try check(
+                heif_decode_image(alphaHandle, &alphaImage, heif_colorspace_undefined, heif_chroma_undefined, options),
+                format: format)
+            guard let alphaImage else { throw ImageDecodingError(format: format, reason: .corrupt("no alpha image")) }
+            // Monochrome as coded; a grid of alpha tiles comes as RGB, its R the plane libheif would attach.
+            let channel = heif_image_has_channel(alphaImage, heif_channel_Y) != 0 ? heif_channel_Y : heif_channel_R
+            guard let plane = Plane(alphaImage, channel, size: size) else {
+                let alpha = PixelSize(
+                    width: Int(heif_image_get_width(alphaImage, channel)),
+                    height: Int(heif_image_get_height(alphaImage, channel)))
+                heif_image_release(alphaImage)
+                throw ImageDecodingError(
+                    format: format, reason: .corrupt("the alpha plane is \(alpha), the picture \(size)"))
+            }
+            return (plane, alphaImage)
+        }
+
+        /// The item id and handle (for the caller to release) of the first auxiliary image of `handle` that
+        /// libheif 1.15 takes for alpha (``HEIFBoxes/alphaAuxiliaryTypes``); `nil` when there is none.
+        private static func alphaItem(of handle: OpaquePointer) -> (item: Int, handle: OpaquePointer)? {
+            let count = Int(heif_image_handle_get_number_of_auxiliary_images(handle, 0))
+            guard count > 0 else { return nil }
+            var ids = [heif_item_id](repeating: 0, count: count)
+            let listed = Int(heif_image_handle_get_list_of_auxiliary_image_IDs(handle, 0, &ids, Int32(count)))
+            for id in ids.prefix(max(0, min(listed, count))) {
+                var auxiliary: OpaquePointer?
+                guard heif_image_handle_get_auxiliary_image_handle(handle, id, &auxiliary).code == heif_error_Ok,
+                    let auxiliary
+                else { continue }
+                var type: UnsafePointer<CChar>?
+                let isAlpha =
+                    heif_image_handle_get_auxiliary_type(auxiliary, &type).code == heif_error_Ok
+                    && type.map { HEIFBoxes.alphaAuxiliaryTypes.contains(String(cString: $0)) } == true
+                if type != nil { heif_image_handle_free_auxiliary_types(auxiliary, &type) }
+                if isAlpha { return (Int(id), auxiliary) }
+                heif_image_handle_release(auxiliary)
+            }
+            return nil
+        }
+
+        /// Whether the image `handle` has an alpha plane: libheif says none for one whose alpha item it
+        /// dropped (see ``alphaPlane(of:decoded:in:data:options:format:_:)``), which the decode reads all the same.
+        private static func hasAlpha(_ handle: OpaquePointer) -> Bool {
+            if heif_image_handle_has_alpha_channel(handle) != 0 { return true }
+            guard let (_, alpha) = alphaItem(of: handle) else { return false }
+            heif_image_handle_release(alpha)
+            return true
         }
 
         /// The raw ICC profile of the primary image of `data` (`prof` or `rICC` colour information);
