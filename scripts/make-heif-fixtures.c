@@ -128,6 +128,26 @@ static void write_heif(const char *folder, const char *name, enum heif_compressi
     encode_and_write(folder, name, image, format, orientation, thumbnail_size, macos_workaround);
 }
 
+/* `rgba` (WIDTH x HEIGHT) as 10-bit RGBA HEVC, each sample scaled to 0...1023, turned for display as
+ * `orientation` says. */
+static void write_ten_bit_heif(const char *folder, const char *name, const unsigned char *rgba,
+                               enum heif_orientation orientation) {
+    struct heif_image *image = NULL;
+    check(heif_image_create(WIDTH, HEIGHT, heif_colorspace_RGB, heif_chroma_interleaved_RRGGBBAA_LE, &image),
+          "create");
+    check(heif_image_add_plane(image, heif_channel_interleaved, WIDTH, HEIGHT, 10), "plane");
+    int stride = 0;
+    uint8_t *plane = heif_image_get_plane(image, heif_channel_interleaved, &stride);
+    for (int y = 0; y < HEIGHT; y++) {
+        for (int x = 0; x < WIDTH * 4; x++) {
+            unsigned value = rgba[y * WIDTH * 4 + x] * 1023u / 255u;
+            plane[y * stride + x * 2] = (uint8_t)(value & 0xFF);
+            plane[y * stride + x * 2 + 1] = (uint8_t)(value >> 8);
+        }
+    }
+    encode_and_write(folder, name, image, heif_compression_HEVC, orientation, 0, 1);
+}
+
 /* Opens FOLDER/NAME for reading and writing in place and reads up to 64 KB of it into `bytes`. */
 static FILE *open_fixture(const char *folder, const char *name, unsigned char bytes[65536], size_t *count) {
     char path[1024];
@@ -352,6 +372,11 @@ int main(int argc, char **argv) {
     write_transformed_png(folder, "cropped-offset.heic", "cropped-offset.libheif.png");
     write_transformed_png(folder, "cropped-offset-rotated-6.heic", "cropped-offset-rotated-6.libheif.png");
     write_thumbnail_choice_fixtures(argv[3], opaque, translucent);
+    /* 10 bits a sample, with alpha: upright, and turned as rotated-6.heic (libheif puts the irot on the alpha
+     * item too). */
+    write_ten_bit_heif(folder, "alpha-10-bit.heic", translucent, heif_orientation_normal);
+    write_ten_bit_heif(folder, "alpha-10-bit-rotated-6.heic", translucent, heif_orientation_rotate_90_cw);
+    fix_rotated_extent(folder, "alpha-10-bit-rotated-6.heic");
     heif_deinit();
     return 0;
 }

@@ -1,4 +1,5 @@
 #if os(Linux)
+import CHEIF
 import Foundation
 import Testing
 
@@ -40,6 +41,50 @@ struct HEIFAlphaTransformTests {
         }
         let same = bitmap.pixels == expected
         #expect(same, "the cropped decode is not alpha.avif's pixels from (19, 8)")
+    }
+
+    /// libheif's own decode of `data` to 8-bit interleaved RGBA, its transformations ignored: what the
+    /// decoder asked of it before it read planes.
+    static func libheifRGBA(_ data: Data) throws -> [UInt8] {
+        let context = try #require(heif_context_alloc())
+        defer { heif_context_free(context) }
+        return try data.withUnsafeBytes { bytes in
+            try #require(
+                heif_context_read_from_memory_without_copy(context, bytes.baseAddress, bytes.count, nil).code
+                    == heif_error_Ok)
+            var handle: OpaquePointer?
+            try #require(heif_context_get_primary_image_handle(context, &handle).code == heif_error_Ok)
+            defer { heif_image_handle_release(handle) }
+            let options = try #require(heif_decoding_options_alloc())
+            defer { heif_decoding_options_free(options) }
+            options.pointee.ignore_transformations = 1
+            options.pointee.convert_hdr_to_8bit = 1
+            var image: OpaquePointer?
+            try #require(
+                heif_decode_image(handle, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, options).code
+                    == heif_error_Ok)
+            defer { heif_image_release(image) }
+            var stride: Int32 = 0
+            let plane = try #require(heif_image_get_plane_readonly(image, heif_channel_interleaved, &stride))
+            let (width, height) = (Int(heif_image_get_primary_width(image)), Int(heif_image_get_primary_height(image)))
+            return (0..<height).flatMap { row in
+                Array(UnsafeBufferPointer(start: plane + row * Int(stride), count: width * 4))
+            }
+        }
+    }
+
+    /// Ten bits a sample: read by their top eight, as libheif's own conversion to 8 bits gives them. Turned
+    /// on both items, the same stored pixels (before: "Unsupported color conversion").
+    @Test func tenBitSamplesWithAnAlphaTurnedAsItsColour() throws {
+        let upright = try Self.decoded("alpha-10-bit.heic")
+        #expect(upright.pixelSize == PixelSize(width: 96, height: 64))
+        let asLibheif = upright.pixels == (try Self.libheifRGBA(Fixtures.data("heif", "alpha-10-bit.heic")))
+        #expect(asLibheif, "not the pixels of libheif's conversion to 8 bits")
+        #expect(Set(upright.alphaValues).count > 50)
+        let turned = try Fixtures.data("heif", "alpha-10-bit-rotated-6.heic")
+        #expect(try ImageHeader.parse(turned).orientation == .right)
+        let same = try Self.decoded("alpha-10-bit-rotated-6.heic").pixels == upright.pixels
+        #expect(same, "the turned file's stored pixels are not the upright one's")
     }
 
     /// Through a store: the picture and its alpha turn together, as the colour item's irot says.
