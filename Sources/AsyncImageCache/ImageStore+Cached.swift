@@ -14,8 +14,10 @@ extension ImageStore {
     }
 
     /// The natural pixel size of the image at `url` as displayed (EXIF orientation applied),
-    /// without decoding it; `nil` for a remote image the store has not seen (or whose disk file is
-    /// gone), and for a `file:` or `data:` URL whose header cannot be read.
+    /// without decoding it; `nil` for a remote image whose size memory does not hold and whose disk file
+    /// the store never kept (a `no-store` response, one over the disk budget, a failed write) or has
+    /// removed since, for a URL of another scheme that memory does not hold (a custom ``DataLoading``'s:
+    /// never kept on disk), and for a `file:` or `data:` URL whose header cannot be read.
     ///
     /// The lookup goes size memo -> memory originals -> the cached file's extended attribute (one
     /// `getxattr`) -> the cached file's header, which also rewrites a missing attribute. So a
