@@ -374,6 +374,12 @@ int main(int argc, char **argv) {
     write_thumbnail_choice_fixtures(argv[3], opaque, translucent);
     /* 10 bits a sample, with alpha: upright, and turned as rotated-6.heic (libheif puts the irot on the alpha
      * item too). */
+    /* A quarter turn as libheif 1.15 writes it, its ispe after the turn (not swapped back): AV1, and HEVC
+     * of odd sides (95x63), which libheif writes as a grid of one tile. */
+    write_heif(folder, "rotated-6-extent-turned.avif", heif_compression_AV1, opaque, 0, heif_orientation_rotate_90_cw,
+               NULL, 0, 0, 0, 1);
+    encode_and_write(folder, "odd-rotated-6-extent-turned.heic", new_image(opaque, 0, 0, WIDTH - 1, HEIGHT - 1, 0),
+                     heif_compression_HEVC, heif_orientation_rotate_90_cw, 0, 1);
     write_ten_bit_heif(folder, "alpha-10-bit.heic", translucent, heif_orientation_normal);
     write_ten_bit_heif(folder, "alpha-10-bit-rotated-6.heic", translucent, heif_orientation_rotate_90_cw);
     fix_rotated_extent(folder, "alpha-10-bit-rotated-6.heic");

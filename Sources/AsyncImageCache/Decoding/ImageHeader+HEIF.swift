@@ -74,6 +74,25 @@ extension ImageHeader {
         return try? file.completeBoxes { () throws(ImageDecodingError) in try file.orientation(from: properties) }
     }
 
+    /// The size `item`'s picture is coded at, as libheif decodes it: an HEVC image's parameter set (in its
+    /// `hvcC`, among `properties`), a `grid`'s or `iovl`'s description, an AV1 image's sequence header; `nil`
+    /// when none says.
+    private static func codedSize(
+        of item: Int?, among properties: [HEIFBoxes.Box], in file: HEIFBoxes, metaContent: Int, metaEnd: Int
+    ) throws(ImageDecodingError) -> PixelSize? {
+        if let hvcC = properties.first(where: { $0.type == "hvcC" }) {
+            return HEIFCodedSize.hevcPictureSize(
+                [UInt8](try file.bytes.window(at: hvcC.contentStart, length: hvcC.end - hvcC.contentStart).bytes))
+        }
+        guard let item else { return nil }
+        if let canvas = try HEIFCodedSize.derivedImageCanvas(
+            of: item, in: file, metaContent: metaContent, metaEnd: metaEnd)
+        {
+            return canvas
+        }
+        return try HEIFCodedSize.av1ItemSize(of: item, in: file, metaContent: metaContent, metaEnd: metaEnd)
+    }
+
     /// The properties associated with the item `id` (`nil`: the primary item), and the size its `ispe`
     /// declares, or without one, what a `grid`'s or `iovl`'s description, an HEVC image's parameter set or an
     /// AV1 image's sequence header gives. When the item cannot be matched to its size that way: no
@@ -114,12 +133,13 @@ extension ImageHeader {
         }) {
             // libheif 1.15's encoder, asked for a quarter turn (as GIMP and ImageMagick ask it), writes the ispe
             // after the turn while the picture is coded before it, as libheif decodes and shows it: an HEVC
-            // image's parameter set, coding the ispe's sides the other way round, says so.
-            if let hvcC = chosen.first(where: { $0.type == "hvcC" }),
-                let coded = HEIFCodedSize.hevcPictureSize(
-                    [UInt8](try bytes.window(at: hvcC.contentStart, length: hvcC.end - hvcC.contentStart).bytes)),
-                coded != size, coded == size.transposed,
-                (try? file.orientation(from: chosen))?.swapsWidthAndHeight == true
+            // image's parameter set, an AV1 image's sequence header or (for a picture with an odd side, which
+            // it writes as a grid of one tile) a grid's description, giving the ispe's sides the other way
+            // round, says so. The AV1 header is in the item's data: a prefix without it is `.truncated`.
+            if (try? file.orientation(from: chosen))?.swapsWidthAndHeight == true,
+                let coded = try codedSize(
+                    of: item, among: chosen, in: file, metaContent: metaContent, metaEnd: meta.end),
+                coded != size, coded == size.transposed
             {
                 return (file, chosen, coded)
             }

@@ -93,6 +93,35 @@ struct HEIFDecoderTests {
         #expect(psnr > 30, "\(psnr) dB")
     }
 
+    /// The same from libheif's encoder directly: AV1 (its sequence header gives the coded size), and HEVC
+    /// of odd sides, which it writes as a grid of one tile (the grid's description gives it). Before, both
+    /// headers took the ispe, and the store squashed the picture as above.
+    @Test(arguments: [
+        ("rotated-6-extent-turned.avif", PixelSize(width: 96, height: 64)),
+        ("odd-rotated-6-extent-turned.heic", PixelSize(width: 95, height: 63)),
+    ])
+    func aFileWrittenWithItsExtentAfterTheTurnComesOutAsItsPictureIsCoded(name: String, coded: PixelSize)
+        async throws
+    {
+        let data = try Fixtures.data("heif", name)
+        let header = try ImageHeader.parse(data)
+        #expect(header.orientation == .right)
+        #expect(header.storedSize == coded)
+        #expect(try decoder.decode(data, context: ImageDecodingContext(header: header)).pixelSize == coded)
+        let image = try await Self.loadedThroughAStore(name, widths: [nil])[0]
+        #expect(image.pixelSize == coded.transposed)
+        // The source's top left, as coded.
+        let source = try Self.source()
+        var pixels: [UInt8] = []
+        for y in 0..<coded.height {
+            let row = y * source.width * 4
+            pixels += source.pixels[row..<(row + coded.width * 4)]
+        }
+        let expected = Bitmap(width: coded.width, height: coded.height, pixels: pixels)
+        let psnr = Self.psnr(image, expected.oriented(.right))
+        #expect(psnr > 30, "\(psnr) dB")
+    }
+
     @Test func aThumbnailThatCoversTheSizeDecodesInsteadOfThePrimaryImage() throws {
         let data = try Fixtures.data("heif", "thumbnail.heic")  // 96x64, with a 48x32 thumbnail
         let header = try ImageHeader.parse(data)
