@@ -39,6 +39,39 @@ import Glibc
         }
     }
 
+    /// The same for a store whose name takes the 255 bytes a folder name may have: the folder moved aside is
+    /// named by a hash of the name, not the name and more, which no file system takes (ENAMETOOLONG), and
+    /// the rename failed, so that every file stayed.
+    @Test func removeAllWithNoDescriptorFreeForgetsTheFilesOfAStoreWithTheLongestName() async {
+        await #expect(processExitsWith: .success) {
+            let loaded = try await LoadedToDisk(name: String(repeating: "n", count: 255))
+            defer { loaded.server.stop() }
+            try DescriptorExhaustion.whileTaken { loaded.store.removeAll() }
+            for url in loaded.urls {
+                precondition(loaded.store.cachedOriginalBytes(for: url) == nil, "\(url) is still served from disk")
+            }
+            try await waitUntil { loaded.foldersMovedAside().isEmpty }
+        }
+    }
+
+    /// A folder moved aside that its process did not get to remove (it ended first) goes when a store next
+    /// opens the folder it was moved from; one moved aside from another store's folder stays.
+    @Test func aFolderMovedAsideGoesWhenAStoreOpensItsFolderAgain() async throws {
+        let root = TemporaryDirectory("moved-aside-sweep")
+        let parent = root.url
+        let ours = parent.appendingPathComponent(DiskStore.asidePrefix(forFolderNamed: "sweep") + "1-abc")
+        let theirs = parent.appendingPathComponent(DiskStore.asidePrefix(forFolderNamed: "other") + "1-abc")
+        for folder in [ours, theirs] {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try Data([1, 2, 3]).write(to: folder.appendingPathComponent("file"))
+        }
+        let store = try ImageStore.makeForTesting(root: root.url, name: "sweep")
+        #expect(store.disk.folder.path == parent.appendingPathComponent("sweep").path)
+        try await waitUntil { !FileManager.default.fileExists(atPath: ours.path) }
+        store.waitForDiskMaintenance()
+        #expect(FileManager.default.fileExists(atPath: theirs.appendingPathComponent("file").path))
+    }
+
     /// A trim that could not list the folder recorded it as holding nothing, so writes went past the
     /// budget until the next listing. Now the count it had stays.
     @Test func aTrimWithNoDescriptorFreeKeepsTheCount() async {
@@ -66,13 +99,13 @@ private struct LoadedToDisk {
     let store: ImageStore
     let urls: [URL]
 
-    init() async throws {
+    init(name: String = "test") async throws {
         let sizes = [
             PixelSize(width: 64, height: 48), PixelSize(width: 40, height: 30), PixelSize(width: 30, height: 20),
         ]
         let names = try SampleImages.writeJPEGs(sizes, into: served.url)
         let server = try await TestHTTPServer(serving: served.url)
-        let store = try ImageStore.makeForTesting(root: root.url)
+        let store = try ImageStore.makeForTesting(root: root.url, name: name)
         let urls = names.map { server.url("/images/\($0)") }
         for url in urls { _ = try await store.image(for: ImageRequest(url: url, targetWidth: 16)) }
         store.waitForDiskMaintenance()
