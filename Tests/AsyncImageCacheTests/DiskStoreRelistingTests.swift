@@ -7,7 +7,7 @@ import Testing
 /// it waits until ``DiskStore/relistingInterval`` has passed since the folder was last listed, so a
 /// stream of writes does not list a large folder once per write. The budget still holds at every
 /// write: commits keep their own count.
-@Suite struct DiskStoreRelistingTests {
+@Suite(.timeLimit(.minutes(3))) struct DiskStoreRelistingTests {
     let folder = TemporaryDirectory("disk-relisting")
 
     private func url(_ index: Int) -> URL {
@@ -79,7 +79,8 @@ import Testing
         for waits in [true, false] {
             let folder = TemporaryDirectory("disk-relisting-shared")
             let budget = try unit() * 10
-            let disk = DiskStore(directory: folder.url, byteLimit: budget, relistingInterval: waits ? 60 : 0.3)
+            // An hour: a wait that let the trim wait its time would run into the suite's time limit.
+            let disk = DiskStore(directory: folder.url, byteLimit: budget, relistingInterval: waits ? 3600 : 0.3)
             try disk.store(bytes(1000, 0), pixelSize: size, for: url(0))
             // Another process's files: 12 of 1000 bytes this store's count does not know, last used an hour
             // ago (the clock that dates files ticks coarsely: written now, they might tie with the next).
@@ -93,7 +94,6 @@ import Testing
             let start = Date()
             if waits {
                 disk.waitForPendingTrims()
-                #expect(Date().timeIntervalSince(start) < 30, "the wait ran the trim without waiting its time")
             } else {
                 while disk.totalByteCount > budget, Date().timeIntervalSince(start) < 20 {
                     Thread.sleep(forTimeInterval: 0.05)

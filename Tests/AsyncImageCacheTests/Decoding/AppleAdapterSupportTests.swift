@@ -139,6 +139,18 @@ import Testing
         let linuxRefuses = error?.reason == .pixelBudgetExceeded(pixels: 900_000_000, budget: context.pixelBudget)
         #expect((context.imageIODecodedPixels(of: data) == 900_000_000) == linuxRefuses)
     }
+
+    /// The cases above are there, and both answers occur among them: a progressive file and the
+    /// arithmetic-coded one are counted at full size, a baseline one is not.
+    @Test func theFilesCheckedAtFullSizeIncludeBothKinds() throws {
+        #expect(try Fixtures.files(in: "jpeg", withExtensions: ["jpg", "jpeg"]).count == 23)
+        let minimum = PixelSize(width: 100, height: 100)
+        for (name, full) in [("testimgari.jpg", true), ("video-001.progressive.jpeg", true), ("testorig.jpg", false)] {
+            let (data, context) = try Self.jpeg(
+                name, claiming: PixelSize(width: 30000, height: 30000), minimum: minimum)
+            #expect((context.imageIODecodedPixels(of: data) == 900_000_000) == full, "\(name)")
+        }
+    }
     #endif
 
     @Test func opaqueMeansEveryAlphaIs255() {

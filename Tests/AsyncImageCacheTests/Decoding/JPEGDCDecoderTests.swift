@@ -38,6 +38,12 @@ struct JPEGDCDecoderTests {
         return try ImageEncoders.JPEG(quality: quality).encode(Bitmap(width: width, height: height, pixels: pixels))
     }
 
+    /// The corpora the tests below loop over are all there: an empty one would leave them checking nothing.
+    @Test func theFixturesAreThere() {
+        #expect(Self.jpegFixtures.count == 23)
+        #expect(Self.orientationFixtures.count == 18)
+    }
+
     @Test func itTakesBaselineHuffmanFilesAndDeclinesTheRest() throws {
         var taken: [String] = []
         for name in Self.jpegFixtures {

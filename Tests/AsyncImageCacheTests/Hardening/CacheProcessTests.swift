@@ -60,6 +60,9 @@ import Testing
             DiskStore(directory: directory, byteLimit: 600_000).waitForPendingTrims()  // what the next launch does
             #expect(CacheAudit(sources: sources).check(directory).temporaryFiles == [], "after reopening \(iteration)")
         }
+        // Else the checks above looked at an empty folder: a writer that ended at once (a broken subcommand or
+        // root) would pass them.
+        #expect(checkedFiles > 0, "no writer left a file to check")
         print(
             """
             crash consistency: \(Self.killIterations) kills, \(killedWhileRunning) while running, \
