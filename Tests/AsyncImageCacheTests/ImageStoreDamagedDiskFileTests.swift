@@ -13,14 +13,16 @@ import Testing
     /// file, which the load's second try then downloaded again.
     @Test func aGoodFileCommittedAfterTheDamagedOneWasReadStays() async throws {
         let folder = TemporaryDirectory("damaged-disk-file")
-        let url = URL(string: "https://images.example.com/photo.jpg")!
         let size = PixelSize(width: 64, height: 48)
         let damaged = try SampleImages.jpeg(width: 64, height: 48, seed: 1)
         let good = try SampleImages.jpeg(width: 64, height: 48, seed: 2)
+        let served = TemporaryDirectory("damaged-disk-file-served")
+        try good.write(to: served.url.appendingPathComponent("photo.jpg"))
+        let server = try await TestHTTPServer(serving: served.url)
+        defer { server.stop() }
+        let url = server.url("/images/photo.jpg")
         let decoder = DamagedBytesDecoder(damaged: damaged)
-        let loader = RecordingLoader(base: FixedBytesLoader(bytes: good))
-        let store = try ImageStore.makeForTesting(root: folder.url) {
-            $0.dataLoader = loader
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
             $0.decoder = decoder
         }
         let disk = store.disk
@@ -31,7 +33,7 @@ import Testing
         let image = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
         commit.finish()
         #expect(image.pixelSize == PixelSize(width: 32, height: 24))
-        #expect(loader.startedCount == 0, "the good file was removed and downloaded again")
+        #expect(try await server.hits(for: url.path) == 0, "the good file was removed and downloaded again")
         #expect(store.statistics.sourceFetches == 0)
         store.waitForDiskMaintenance()
         #expect(disk.data(for: url) == good)
@@ -46,11 +48,13 @@ extension ImageStoreDamagedDiskFileTests {
     /// good file with it: nothing was left on disk. Now the good file stays, for the next load.
     @Test func aGoodFileCommittedAfterBytesWithoutAHeaderWereReadStays() async throws {
         let folder = TemporaryDirectory("damaged-disk-file")
-        let url = URL(string: "https://images.example.com/photo.jpg")!
         let size = PixelSize(width: 64, height: 48)
         let good = try SampleImages.jpeg(width: 64, height: 48, seed: 2)
-        let loader = RecordingLoader(base: FixedBytesLoader(bytes: Data("<html>not an image</html>".utf8)))
-        let store = try ImageStore.makeForTesting(root: folder.url) { $0.dataLoader = loader }
+        // The source answers junk too: an HTML page labelled image/jpeg.
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let url = server.url("/html-as-jpeg")
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
         let disk = store.disk
         try disk.store(Data("junk, no header".utf8), pixelSize: size, for: url)
         let commit = HeldCommit(of: good, pixelSize: size, for: url, in: disk)
@@ -60,12 +64,12 @@ extension ImageStoreDamagedDiskFileTests {
             try await store.image(for: ImageRequest(url: url, targetWidth: 32))
         }
         commit.finish()
-        #expect(loader.startedCount == 1)
+        #expect(try await server.hits(for: url.path) == 1)
         store.waitForDiskMaintenance()
         #expect(disk.data(for: url) == good, "the good file was removed with the junk")
         let image = try await store.image(for: ImageRequest(url: url, targetWidth: 32))
         #expect(image.pixelSize == PixelSize(width: 32, height: 24))
-        #expect(loader.startedCount == 1)
+        #expect(try await server.hits(for: url.path) == 1)
     }
 }
 

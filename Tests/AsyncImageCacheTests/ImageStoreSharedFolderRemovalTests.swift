@@ -12,12 +12,14 @@ import Testing
     /// the `removeImage(for:)` reads the generation and waits behind it.
     @Test func aRemoveImageWhileAnotherStoreOnTheFolderRemovesAllStillForgetsTheImage() async throws {
         let folder = TemporaryDirectory("remove-image-during-remove-all")
-        let url = URL(string: "https://images.example.com/avatar.jpg")!
+        let served = TemporaryDirectory("remove-image-during-remove-all-served")
+        try SampleImages.jpeg(width: 64, height: 48).write(to: served.url.appendingPathComponent("avatar.jpg"))
+        let server = try await TestHTTPServer(serving: served.url)
+        defer { server.stop() }
+        let url = server.url("/images/avatar.jpg")
         let request = ImageRequest(url: url, targetWidth: 32)
         let clearing = try ImageStore.makeForTesting(root: folder.url)
-        let forgetting = try ImageStore.makeForTesting(root: folder.url) {
-            $0.dataLoader = FixedBytesLoader(bytes: try! SampleImages.jpeg(width: 64, height: 48))
-        }
+        let forgetting = try ImageStore.makeForTesting(root: folder.url)
         _ = try await forgetting.image(for: request)
         await onOwnThread { forgetting.waitForDiskMaintenance() }
         #expect(forgetting.cachedImage(for: request) != nil)
