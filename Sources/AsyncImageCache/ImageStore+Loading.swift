@@ -338,7 +338,10 @@ extension ImageStore {
         // host's loads, which may hang until their timeout. (Gone from disk by the time the run reads,
         // they are fetched under it, as rarely; a redirect moves the slot to a host's as ever.)
         let source = fetchSource(of: url)
-        switch await fetchSlots.slot(for: url, in: source, priority: priority, isNeeded: isNeeded) {
+        // Once only prefetches want the run, it goes on as a prefetch, which takes no slot.
+        switch await fetchSlots.slot(
+            for: url, in: source, priority: priority, endsWhenLowered: true, isNeeded: isNeeded)
+        {
         case .slot(let release):
             return .slot(
                 FetchSlotHold(release, of: url, source: source, in: fetchSlots, priority: priority, isNeeded: isNeeded))

@@ -128,6 +128,32 @@ import FoundationNetworking
         #expect(store.fetchSlots.busyCount == 0 && store.fetchSlots.sourceCount == 0)
     }
 
+    /// A row waiting to fetch (its host's slots all held by loads ahead) that is prefetched too and then
+    /// scrolls away: only the prefetch wants its run now, and prefetches take no slot, so it fetches at
+    /// once. Before, it kept waiting in the visible queue, behind every visible load of the host, for a
+    /// slot it would give back as it got it: here, until the decode ahead ended.
+    @Test func aRunWaitingToFetchThatOnlyAPrefetchWantsAnyMoreFetchesWithoutASlot() async throws {
+        let burst = try await BurstBehindOneGatedSlot(count: ImageStore.loadsAhead(ofDecodeSlots: 1) + 2)
+        let (store, log) = (burst.store, burst.log)
+        try await burst.waitForTheLoadsAhead()
+        let started = Set(log.urls(of: .fetch))
+        let waiting = zip(burst.urls, burst.loads).filter { !started.contains($0.0) }
+        try #require(waiting.count == 1)
+        let (url, load) = waiting[0]
+        #expect(store.fetchSlots.waitingCount == 1)
+        let request = ImageRequest(url: url, targetWidth: 50)
+        store.startPrefetching([request])
+        try await waitUntil { store.variantRuns.waiterCount(for: request) == 2 }
+        load.cancel()
+        // The decode ahead still held at its gate: fetched without a slot.
+        try await waitUntil { log.urls(of: .fetch).contains(url) }
+        #expect(burst.gate.enteredCount == 1)
+        #expect(store.fetchSlots.waitingCount == 0)
+        burst.gate.open()
+        try await waitUntil { store.cachedImage(for: request) != nil }
+        #expect(try await burst.server.hits(for: url.path) == 1)
+    }
+
     @Test func visibleLoadsCancelledWhileWaitingToFetchNeverFetch() async throws {
         // A fast scroll: rows appear faster than their images decode, then most go away. Those not yet
         // fetching ask the server nothing and hold no bytes (before: all 30 fetched).

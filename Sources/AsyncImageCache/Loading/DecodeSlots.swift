@@ -114,7 +114,7 @@ final class RunPriority: Sendable {
 ///
 /// A store keeps more sets, ``ImageStore/fetchSlots`` (one per source, ``FetchSlots``), that its visible
 /// loads hold from the start of their fetch until they get a decode slot
-/// (``slot(priority:tag:isNeeded:afterRelease:)``): they bound the bytes fetched ahead of the decodes.
+/// (``slot(priority:tag:isNeeded:endsWhenLowered:afterRelease:)``): they bound the bytes fetched ahead of the decodes.
 ///
 /// The work itself runs on a dispatch queue of its own, not on Swift's cooperative pool: a decode
 /// blocks its thread for milliseconds, and the pool has only one thread per core for every task
@@ -137,7 +137,7 @@ final class DecodeSlots: Sendable {
         case notNeeded
     }
 
-    /// A wait for a slot that is held across awaits (``slot(priority:tag:isNeeded:afterRelease:)``).
+    /// A wait for a slot that is held across awaits (``slot(priority:tag:isNeeded:endsWhenLowered:afterRelease:)``).
     enum Held: Sendable {
         /// The slot, with the closure that gives it back, which does so once however often it is called.
         case slot(@Sendable () -> Void)
@@ -185,11 +185,15 @@ final class DecodeSlots: Sendable {
     /// stops waiting, without a slot, once ``dismiss(tag:)`` says it arrived, or when `isNeeded` says so
     /// as it starts to wait (read under the lock `dismiss(tag:)` takes, so that it misses no arrival).
     /// `afterRelease` runs once, right after the slot is given back.
+    ///
+    /// With `endsWhenLowered`, the wait also ends without a slot, `notNeeded`, once only prefetches want the
+    /// run (its priority lowered): a visible load's run whose loads left while it waited to fetch fetches as
+    /// a prefetch does, without one, rather than queue behind every visible load of its source.
     func slot(
         priority: RunPriority, tag: String? = nil, isNeeded: (@Sendable () -> Bool)? = nil,
-        afterRelease: @escaping @Sendable () -> Void = {}
+        endsWhenLowered: Bool = false, afterRelease: @escaping @Sendable () -> Void = {}
     ) async -> Held {
-        switch await acquire(priority, tag: tag, isNeeded: isNeeded) {
+        switch await acquire(priority, tag: tag, isNeeded: isNeeded, endsWhenLowered: endsWhenLowered) {
         case .cancelled: return .cancelled
         case .notNeeded: return .notNeeded
         case .granted: break
@@ -217,6 +221,15 @@ final class DecodeSlots: Sendable {
         for waiter in dismissed { waiter.continuation.resume(returning: .notNeeded) }
     }
 
+    /// Lets waiter `id` go without a slot, if it still waits.
+    private func dismiss(id: UInt64) {
+        let waiter = state.withLock { state -> Waiter? in
+            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.waiters.remove(at: index)
+        }
+        waiter?.continuation.resume(returning: .notNeeded)
+    }
+
     /// The decodes running now (for tests and diagnostics).
     var busyCount: Int { state.withLock { $0.busy } }
 
@@ -224,7 +237,8 @@ final class DecodeSlots: Sendable {
     var waitingCount: Int { state.withLock { $0.waiters.count } }
 
     private func acquire(
-        _ priority: RunPriority, tag: String? = nil, isNeeded: (@Sendable () -> Bool)? = nil
+        _ priority: RunPriority, tag: String? = nil, isNeeded: (@Sendable () -> Bool)? = nil,
+        endsWhenLowered: Bool = false
     ) async -> Grant {
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
@@ -245,7 +259,13 @@ final class DecodeSlots: Sendable {
                     state.waiters.append(Waiter(id: id, priority: priority, tag: tag, continuation: continuation))
                     return nil
                 }
-                if let granted { continuation.resume(returning: granted) }
+                if let granted {
+                    continuation.resume(returning: granted)
+                } else if endsWhenLowered {
+                    // Once queued: run at once when the priority is low already. Replaced by the run's own handler
+                    // once the wait ends; called after that, it finds no waiter of this id.
+                    priority.whenLowered { [weak self] in self?.dismiss(id: id) }
+                }
             }
         } onCancel: {
             leave(id)

@@ -38,9 +38,12 @@ final class FetchSlots: Sendable {
     /// redirect led to `location` (``FetchSlotHold``) is one of `location`'s source.
     ///
     /// `source` names the set outright instead (``diskSource``).
+    ///
+    /// With `endsWhenLowered`, a wait also ends without a slot once only prefetches want the run
+    /// (``DecodeSlots/slot(priority:tag:isNeeded:endsWhenLowered:afterRelease:)``).
     func slot(
         for url: URL, at location: URL? = nil, in source: String? = nil, priority: RunPriority,
-        isNeeded: @escaping @Sendable () -> Bool
+        endsWhenLowered: Bool = false, isNeeded: @escaping @Sendable () -> Bool
     ) async -> DecodeSlots.Held {
         let source = source ?? Self.source(of: location ?? url)
         let slots = pools.withLock { pools -> DecodeSlots in
@@ -49,7 +52,9 @@ final class FetchSlots: Sendable {
             pools[source] = pool
             return pool.slots
         }
-        let held = await slots.slot(priority: priority, tag: url.cacheKey, isNeeded: isNeeded) { [self] in
+        let held = await slots.slot(
+            priority: priority, tag: url.cacheKey, isNeeded: isNeeded, endsWhenLowered: endsWhenLowered
+        ) { [self] in
             leave(source)
         }
         if case .slot = held { return held }
