@@ -15,8 +15,7 @@ struct HEIFDerivationDepthTests {
     static func chain(levels: Int) throws -> Data {
         let photo = try HEIFGridAmplificationTests.photoPicture()
         let items = 1...levels
-        let ftyp = S.box("ftyp", Array("heic".utf8) + [0, 0, 0, 0] + Array("mif1heic".utf8))
-        let hdlr = S.fullBox("hdlr", [0, 0, 0, 0] + Array("pict".utf8) + [UInt8](repeating: 0, count: 13))
+        let hdlr = HEIFGridAmplificationTests.hdlr
         let pitm = S.fullBox("pitm", [0, 1])
         let iinf = S.fullBox(
             "iinf",
@@ -75,8 +74,7 @@ struct HEIFDerivationDepthTests {
                 })
             return S.fullBox("meta", hdlr + pitm + iloc + iinf + iref + iprp + S.box("idat", description))
         }
-        let codedOffset = ftyp.count + metaBox(codedOffset: 0).count + 8
-        return Data(ftyp + metaBox(codedOffset: codedOffset) + S.box("mdat", photo.coded))
+        return HEIFGridAmplificationTests.file(coded: photo.coded, meta: metaBox(codedOffset:))
     }
 
     @Test func aChainWithinTheLimitDecodes() throws {

@@ -12,6 +12,21 @@ import Testing
 struct HEIFGridAmplificationTests {
     typealias S = SyntheticHeaders
 
+    /// The boxes every synthetic file here starts with: `ftyp` (heic) and `meta`'s `hdlr` (pict).
+    static let ftyp = S.box("ftyp", Array("heic".utf8) + [0, 0, 0, 0] + Array("mif1heic".utf8))
+    static let hdlr = S.fullBox("hdlr", [0, 0, 0, 0] + Array("pict".utf8) + [UInt8](repeating: 0, count: 13))
+
+    /// An item information entry (version 2) of item `item` (below 256) of `type`.
+    static func infe(_ item: Int, _ type: String, hidden: Bool) -> [UInt8] {
+        S.fullBox("infe", version: 2, flags: hidden ? 1 : 0, [0, UInt8(item), 0, 0] + Array(type.utf8) + [0])
+    }
+
+    /// `ftyp`, the `meta` box `meta` makes for coded data at a file offset, and `mdat` holding `coded` there.
+    static func file(coded: [UInt8], meta: (_ codedOffset: Int) -> [UInt8]) -> Data {
+        let codedOffset = ftyp.count + meta(0).count + 8
+        return Data(ftyp + meta(codedOffset) + S.box("mdat", coded))
+    }
+
     /// photo.heic's coded picture, 96x64: its `hvcC` and `ispe` boxes, whole, and its data.
     static func photoPicture() throws -> (hvcC: [UInt8], ispe: [UInt8], coded: [UInt8]) {
         let photo = try Fixtures.data("heif", "photo.heic")
@@ -43,12 +58,7 @@ struct HEIFGridAmplificationTests {
             photo.hvcC + (tileDeclares.map { S.ispe(width: $0.width, height: $0.height) } ?? photo.ispe)
         let coded = photo.coded
 
-        let ftyp = S.box("ftyp", Array("heic".utf8) + [0, 0, 0, 0] + Array("mif1heic".utf8))
-        let hdlr = S.fullBox("hdlr", [0, 0, 0, 0] + Array("pict".utf8) + [UInt8](repeating: 0, count: 13))
         let pitm = S.fullBox("pitm", [0, 2])
-        func infe(_ item: Int, _ type: String, hidden: Bool) -> [UInt8] {
-            S.fullBox("infe", version: 2, flags: hidden ? 1 : 0, [0, UInt8(item), 0, 0] + Array(type.utf8) + [0])
-        }
         let iinf = S.fullBox(
             "iinf", [0, 2] + infe(1, "hvc1", hidden: true) + infe(2, overlay ? "iovl" : "grid", hidden: false))
         let uses = rows * columns
@@ -92,8 +102,7 @@ struct HEIFGridAmplificationTests {
                 })
             return S.fullBox("meta", hdlr + pitm + iloc + iinf + iref + iprp2 + idat)
         }
-        let codedOffset = ftyp.count + metaBox(codedOffset: 0).count + 8
-        return Data(ftyp + metaBox(codedOffset: codedOffset) + S.box("mdat", coded))
+        return file(coded: coded, meta: metaBox(codedOffset:))
     }
 
     @Test func aGridOfOneTileCodedLargerThanItDeclaresUsedOverAndOverIsRefused() throws {
@@ -126,12 +135,7 @@ struct HEIFGridAmplificationTests {
     /// primary image. (The reviewer's had tiles coded 4096x4096: 20 s of decoding for one request.)
     static func thumbnailGrid() throws -> Data {
         let photo = try photoPicture()
-        let ftyp = S.box("ftyp", Array("heic".utf8) + [0, 0, 0, 0] + Array("mif1heic".utf8))
-        let hdlr = S.fullBox("hdlr", [0, 0, 0, 0] + Array("pict".utf8) + [UInt8](repeating: 0, count: 13))
         let pitm = S.fullBox("pitm", [0, 1])
-        func infe(_ item: Int, _ type: String, hidden: Bool) -> [UInt8] {
-            S.fullBox("infe", version: 2, flags: hidden ? 1 : 0, [0, UInt8(item), 0, 0] + Array(type.utf8) + [0])
-        }
         let iinf = S.fullBox(
             "iinf",
             [0, 3] + infe(1, "hvc1", hidden: false) + infe(2, "hvc1", hidden: true) + infe(3, "grid", hidden: false))
@@ -168,8 +172,7 @@ struct HEIFGridAmplificationTests {
             return S.fullBox(
                 "meta", hdlr + pitm + iloc + iinf + iref + S.box("iprp", ipco + ipma) + S.box("idat", description))
         }
-        let codedOffset = ftyp.count + metaBox(codedOffset: 0).count + 8
-        return Data(ftyp + metaBox(codedOffset: codedOffset) + S.box("mdat", photo.coded))
+        return file(coded: photo.coded, meta: metaBox(codedOffset:))
     }
 
     @Test func aThumbnailThatCostsMoreThanItsImageIsPassedOver() throws {
