@@ -148,6 +148,24 @@ static void write_ten_bit_heif(const char *folder, const char *name, const unsig
     encode_and_write(folder, name, image, heif_compression_HEVC, orientation, 0, 1);
 }
 
+/* The luma of `rgba` (WIDTH x HEIGHT, BT.601 weights) as monochrome HEVC, with `icc` as its `prof`. */
+static void write_gray_heif(const char *folder, const char *name, const unsigned char *rgba, const unsigned char *icc,
+                            size_t icc_size) {
+    struct heif_image *image = NULL;
+    check(heif_image_create(WIDTH, HEIGHT, heif_colorspace_monochrome, heif_chroma_monochrome, &image), "create");
+    check(heif_image_add_plane(image, heif_channel_Y, WIDTH, HEIGHT, 8), "plane");
+    int stride = 0;
+    uint8_t *plane = heif_image_get_plane(image, heif_channel_Y, &stride);
+    for (int y = 0; y < HEIGHT; y++) {
+        for (int x = 0; x < WIDTH; x++) {
+            const unsigned char *pixel = rgba + (y * WIDTH + x) * 4;
+            plane[y * stride + x] = (uint8_t)((299 * pixel[0] + 587 * pixel[1] + 114 * pixel[2] + 500) / 1000);
+        }
+    }
+    if (icc != NULL) check(heif_image_set_raw_color_profile(image, "prof", icc, icc_size), "profile");
+    encode_and_write(folder, name, image, heif_compression_HEVC, heif_orientation_normal, 0, 1);
+}
+
 /* Opens FOLDER/NAME for reading and writing in place and reads up to 64 KB of it into `bytes`. */
 static FILE *open_fixture(const char *folder, const char *name, unsigned char bytes[65536], size_t *count) {
     char path[1024];
@@ -315,8 +333,9 @@ static void write_thumbnail_choice_fixtures(const char *folder, const unsigned c
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: make-heif-fixtures OUTPUT_FOLDER DISPLAY_P3_ICC_FILE THUMBNAIL_FIXTURES_FOLDER\n");
+    if (argc != 5) {
+        fprintf(stderr, "usage: make-heif-fixtures OUTPUT_FOLDER DISPLAY_P3_ICC_FILE THUMBNAIL_FIXTURES_FOLDER "
+                        "GRAY_ICC_FILE\n");
         return 2;
     }
     const char *folder = argv[1];
@@ -380,6 +399,17 @@ int main(int argc, char **argv) {
                NULL, 0, 0, 0, 1);
     encode_and_write(folder, "odd-rotated-6-extent-turned.heic", new_image(opaque, 0, 0, WIDTH - 1, HEIGHT - 1, 0),
                      heif_compression_HEVC, heif_orientation_rotate_90_cw, 0, 1);
+    /* Monochrome, with a gray profile of gamma 1.8 (../icc/gray-gamma-1.8.icc) and without. */
+    FILE *gray_file = fopen(argv[4], "rb");
+    if (gray_file == NULL) {
+        perror(argv[4]);
+        return 1;
+    }
+    unsigned char gray_icc[65536];
+    size_t gray_icc_size = fread(gray_icc, 1, sizeof gray_icc, gray_file);
+    fclose(gray_file);
+    write_gray_heif(folder, "gray-gamma-1.8.heic", opaque, gray_icc, gray_icc_size);
+    write_gray_heif(folder, "gray.heic", opaque, NULL, 0);
     write_ten_bit_heif(folder, "alpha-10-bit.heic", translucent, heif_orientation_normal);
     write_ten_bit_heif(folder, "alpha-10-bit-rotated-6.heic", translucent, heif_orientation_rotate_90_cw);
     fix_rotated_extent(folder, "alpha-10-bit-rotated-6.heic");

@@ -66,6 +66,23 @@ extension ImageHeader {
         return HEIFBoxes.repeatedTransformation(among: properties)
     }
 
+    /// Whether the primary item of an HEIF or AVIF file is coded monochrome, as its `hvcC` (chroma format
+    /// 0) or `av1C` (`mono_chrome`) says; `false` when it has neither (a grid, whose tiles hold them) or the
+    /// file cannot be read that far.
+    static func heifIsMonochrome(in data: Data) -> Bool {
+        guard let (file, properties, _) = try? heifItem(HeaderBytes(data, format: nil), id: nil) else { return false }
+        if let hvcC = properties.first(where: { $0.type == "hvcC" }) {
+            // configurationVersion, profile (1), compatibility flags (4), constraint flags (6), level (1),
+            // min_spatial_segmentation (2), parallelismType (1), then 6 reserved bits and chromaFormat.
+            return (try? file.bytes.byte(at: hvcC.contentStart + 16)).map { $0 & 0x03 == 0 } ?? false
+        }
+        if let av1C = properties.first(where: { $0.type == "av1C" }) {
+            // marker and version, profile and level, then tier, high_bitdepth, twelve_bit, mono_chrome.
+            return (try? file.bytes.byte(at: av1C.contentStart + 2)).map { $0 & 0x10 != 0 } ?? false
+        }
+        return false
+    }
+
     /// The orientation (`irot` and `imir`) of an item of an HEIF or AVIF file (by default its primary item),
     /// `.up` when it cannot be matched to its properties; `nil` when the file cannot be read that far.
     static func heifOrientation(in data: Data, item: Int? = nil) -> ImageOrientation? {

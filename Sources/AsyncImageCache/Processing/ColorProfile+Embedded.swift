@@ -11,13 +11,17 @@ extension ColorProfile {
     /// for a colour JPEG (three components) with no profile whose EXIF declares Adobe RGB, ``adobeRGB``.
     ///
     /// A gray profile counts only for a grayscale image (a JPEG of one component, a PNG of colour type 0
-    /// or 4), as the ICC and PNG specifications have it: on a colour image it describes other samples,
+    /// or 4, a HEIF or AVIF image coded monochrome), as the ICC and PNG specifications have it: on a colour image it describes other samples,
     /// and is passed over as ImageIO and browsers pass it over. So is an RGB profile on a CMYK or YCCK JPEG
     /// (four components), which the decoder has already turned into sRGB.
     static func embedded(in data: Data, format: ImageFormat) -> ColorProfile? {
         #if canImport(CHEIF)
         if format == .heif || format == .avif {
-            return ImageDecoders.HEIF.colorProfile(in: data, format: format).flatMap { $0.isGray ? nil : $0 }
+            // libheif decodes a monochrome image to gray RGB, which a gray profile describes; a colour one it
+            // does not.
+            return ImageDecoders.HEIF.colorProfile(in: data, format: format).flatMap {
+                $0.isGray ? (ImageHeader.heifIsMonochrome(in: data) ? $0 : nil) : $0
+            }
         }
         #endif
         if format == .jpeg {

@@ -181,6 +181,34 @@ struct HEIFDecoderTests {
         return images
     }
 
+    /// A monochrome HEIF with a gray profile (gamma 1.8) is shown converted from it, as a grayscale JPEG or
+    /// PNG is; before, a HEIF's gray profile was always dropped, and the image came out as if sRGB (level
+    /// 128 stayed 128 where 1.8's curve makes it about 103).
+    @Test func aMonochromeImageWithAGrayProfileIsConvertedFromIt() async throws {
+        let tagged = try Fixtures.data("heif", "gray-gamma-1.8.heic")
+        #expect(ImageHeader.heifIsMonochrome(in: tagged))
+        #expect(!ImageHeader.heifIsMonochrome(in: try Fixtures.data("heif", "photo.heic")))
+        #expect(!ImageHeader.heifIsMonochrome(in: try Fixtures.data("heif", "photo.avif")))
+        #expect(ColorProfile.embedded(in: tagged, format: .heif)?.isGray == true)
+        let folder = TemporaryDirectory("heif-gray")
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache"))
+        var images: [Bitmap] = []
+        for name in ["gray-gamma-1.8.heic", "gray.heic"] {
+            try Fixtures.data("heif", name).write(to: folder.url.appendingPathComponent(name))
+            images.append(try await store.image(for: ImageRequest(url: folder.url.appendingPathComponent(name))))
+        }
+        let plain = images[1]
+        let gray = stride(from: 0, to: plain.pixels.count, by: 4).allSatisfy { (offset: Int) -> Bool in
+            plain.pixels[offset] == plain.pixels[offset + 1] && plain.pixels[offset] == plain.pixels[offset + 2]
+        }
+        #expect(gray, "the monochrome image did not decode to gray")
+        let identity: [[Double]] = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+        let error = ColorProfileTests.largestError(
+            images[0], from: plain, decode: { pow($0, 1.8) }, matrix: identity)
+        #expect(error <= 1)
+        #expect(images[0] != plain)
+    }
+
     /// Loads the fixtures `tagged` and `plain` (the same picture, the first described as Display P3)
     /// through a store and expects the first to be the second converted from Display P3, within a level.
     static func expectConvertedFromDisplayP3(_ tagged: String, plain: String) async throws {
