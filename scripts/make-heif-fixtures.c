@@ -332,6 +332,18 @@ static void write_thumbnail_choice_fixtures(const char *folder, const unsigned c
     heif_context_free(context);
 }
 
+/* Reads the profile at `path` into `bytes` (up to 64 KB); 0, with the reason printed, when it cannot. */
+static int read_profile(const char *path, unsigned char bytes[65536], size_t *count) {
+    FILE *file = fopen(path, "rb");
+    if (file == NULL) {
+        perror(path);
+        return 0;
+    }
+    *count = fread(bytes, 1, 65536, file);
+    fclose(file);
+    return 1;
+}
+
 int main(int argc, char **argv) {
     if (argc != 5) {
         fprintf(stderr, "usage: make-heif-fixtures OUTPUT_FOLDER DISPLAY_P3_ICC_FILE THUMBNAIL_FIXTURES_FOLDER "
@@ -339,14 +351,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *folder = argv[1];
-    FILE *file = fopen(argv[2], "rb");
-    if (file == NULL) {
-        perror(argv[2]);
-        return 1;
-    }
-    unsigned char icc[65536];
-    size_t icc_size = fread(icc, 1, sizeof icc, file);
-    fclose(file);
+    static unsigned char icc[65536], gray_icc[65536];
+    size_t icc_size = 0, gray_icc_size = 0;
+    if (!read_profile(argv[2], icc, &icc_size) || !read_profile(argv[4], gray_icc, &gray_icc_size)) return 1;
     heif_init(NULL);
     unsigned char opaque[WIDTH * HEIGHT * 4], translucent[WIDTH * HEIGHT * 4];
     draw(opaque, 0);
@@ -400,14 +407,6 @@ int main(int argc, char **argv) {
     encode_and_write(folder, "odd-rotated-6-extent-turned.heic", new_image(opaque, 0, 0, WIDTH - 1, HEIGHT - 1, 0),
                      heif_compression_HEVC, heif_orientation_rotate_90_cw, 0, 1);
     /* Monochrome, with a gray profile of gamma 1.8 (../icc/gray-gamma-1.8.icc) and without. */
-    FILE *gray_file = fopen(argv[4], "rb");
-    if (gray_file == NULL) {
-        perror(argv[4]);
-        return 1;
-    }
-    unsigned char gray_icc[65536];
-    size_t gray_icc_size = fread(gray_icc, 1, sizeof gray_icc, gray_file);
-    fclose(gray_file);
     write_gray_heif(folder, "gray-gamma-1.8.heic", opaque, gray_icc, gray_icc_size);
     write_gray_heif(folder, "gray.heic", opaque, NULL, 0);
     write_ten_bit_heif(folder, "alpha-10-bit.heic", translucent, heif_orientation_normal);
