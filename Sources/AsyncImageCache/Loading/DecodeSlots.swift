@@ -221,15 +221,6 @@ final class DecodeSlots: Sendable {
         for waiter in dismissed { waiter.continuation.resume(returning: .notNeeded) }
     }
 
-    /// Lets waiter `id` go without a slot, if it still waits.
-    private func dismiss(id: UInt64) {
-        let waiter = state.withLock { state -> Waiter? in
-            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-            return state.waiters.remove(at: index)
-        }
-        waiter?.continuation.resume(returning: .notNeeded)
-    }
-
     /// The decodes running now (for tests and diagnostics).
     var busyCount: Int { state.withLock { $0.busy } }
 
@@ -264,20 +255,21 @@ final class DecodeSlots: Sendable {
                 } else if endsWhenLowered {
                     // Once queued: run at once when the priority is low already. Replaced by the run's own handler
                     // once the wait ends; called after that, it finds no waiter of this id.
-                    priority.whenLowered { [weak self] in self?.dismiss(id: id) }
+                    priority.whenLowered { [weak self] in self?.leave(id, as: .notNeeded) }
                 }
             }
         } onCancel: {
-            leave(id)
+            leave(id, as: .cancelled)
         }
     }
 
-    private func leave(_ id: UInt64) {
+    /// Ends waiter `id`'s wait with `grant` (cancelled, or let go without a slot), if it still waits.
+    private func leave(_ id: UInt64, as grant: Grant) {
         let waiter = state.withLock { state -> Waiter? in
             guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
             return state.waiters.remove(at: index)
         }
-        waiter?.continuation.resume(returning: .cancelled)
+        waiter?.continuation.resume(returning: grant)
     }
 
     private func release() {
