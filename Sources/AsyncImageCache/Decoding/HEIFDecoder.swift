@@ -138,7 +138,7 @@ extension ImageDecoders {
         /// Decodes the image `handle` in stored orientation (libheif's transformations ignored) as
         /// straight RGBA, keeping only the part `cleanApertures` show, one inside the other.
         ///
-        /// The colour comes as planes of R, G and B and the alpha apart (``alphaPlane(of:decoded:in:data:options:format:_:)``):
+        /// The colour comes as planes of R, G and B and the alpha apart (``alphaPlane(of:decoded:size:in:data:options:format:_:)``):
         /// libheif 1.15 decodes the alpha item with the colour, with the alpha's own irot, imir and clap
         /// applied whatever the options say, and attaches it as it is. Encoders put the colour's on the alpha
         /// too (libheif's own, given an orientation or an odd size; libavif since 2025): asked for RGBA, libheif
@@ -175,7 +175,8 @@ extension ImageDecoders {
             else {
                 throw ImageDecodingError(format: format, reason: .corrupt("libheif gave no usable RGB planes"))
             }
-            let alpha = try alphaPlane(of: handle, decoded: image, in: data, options: options, format: format, context)
+            let alpha = try alphaPlane(
+                of: handle, decoded: image, size: decoded, in: data, options: options, format: format, context)
             defer { alpha?.image.map { heif_image_release($0) } }
             var crop = (x: 0, y: 0, width: decoded.width, height: decoded.height)
             if !cleanApertures.isEmpty {
@@ -260,7 +261,7 @@ extension ImageDecoders {
             }
         }
 
-        /// The alpha plane of `handle`'s image, `decoded` its colour, in the colour's stored orientation;
+        /// The alpha plane of `handle`'s image, `decoded` its colour (of `size`), in the colour's stored orientation;
         /// `nil` for an opaque image. With the image that holds the plane when it was decoded here, for
         /// the caller to release.
         ///
@@ -270,12 +271,9 @@ extension ImageDecoders {
         /// no irot, imir or clap of its own; else the item decoded alone, its transformations ignored too.
         /// Without such an item, what libheif attached (a grid whose tiles carry alpha).
         private static func alphaPlane(
-            of handle: OpaquePointer, decoded image: OpaquePointer, in data: Data,
+            of handle: OpaquePointer, decoded image: OpaquePointer, size: PixelSize, in data: Data,
             options: UnsafeMutablePointer<heif_decoding_options>, format: ImageFormat, _ context: ImageDecodingContext
         ) throws(ImageDecodingError) -> (plane: Plane, image: OpaquePointer?)? {
-            let size = PixelSize(
-                width: Int(heif_image_get_width(image, heif_channel_R)),
-                height: Int(heif_image_get_height(image, heif_channel_R)))
             guard let (item, alphaHandle) = alphaItem(of: handle) else {
                 return Plane(image, heif_channel_Alpha, size: size).map { ($0, nil) }
             }
@@ -332,7 +330,7 @@ extension ImageDecoders {
         }
 
         /// Whether the image `handle` has an alpha plane: libheif says none for one whose alpha item it
-        /// dropped (see ``alphaPlane(of:decoded:in:data:options:format:_:)``), which the decode reads all the same.
+        /// dropped (see ``alphaPlane(of:decoded:size:in:data:options:format:_:)``), which the decode reads all the same.
         private static func hasAlpha(_ handle: OpaquePointer) -> Bool {
             if heif_image_handle_has_alpha_channel(handle) != 0 { return true }
             guard let (_, alpha) = alphaItem(of: handle) else { return false }

@@ -91,22 +91,26 @@ extension ImageHeader {
         return try? file.completeBoxes { () throws(ImageDecodingError) in try file.orientation(from: properties) }
     }
 
-    /// The size `item`'s picture is coded at, as libheif decodes it: an HEVC image's parameter set (in its
-    /// `hvcC`, among `properties`), a `grid`'s or `iovl`'s description, an AV1 image's sequence header; `nil`
-    /// when none says.
+    /// The size `item`'s picture is coded at, as libheif decodes it: a `grid`'s or `iovl`'s description, an
+    /// HEVC image's parameter set (in its `hvcC`, among `properties`), an AV1 image's sequence header, in that
+    /// order; `nil` when none says. Until a grid's description is all there, `.truncated`; so is an AV1 item's
+    /// prefix without its sequence header, which is in the item's data, outside the boxes that must be complete.
     private static func codedSize(
         of item: Int?, among properties: [HEIFBoxes.Box], in file: HEIFBoxes, metaContent: Int, metaEnd: Int
     ) throws(ImageDecodingError) -> PixelSize? {
-        if let hvcC = properties.first(where: { $0.type == "hvcC" }) {
-            return HEIFCodedSize.hevcPictureSize(
-                [UInt8](try file.bytes.window(at: hvcC.contentStart, length: hvcC.end - hvcC.contentStart).bytes))
-        }
-        guard let item else { return nil }
-        if let canvas = try HEIFCodedSize.derivedImageCanvas(
-            of: item, in: file, metaContent: metaContent, metaEnd: metaEnd)
+        if let item,
+            let canvas = try HEIFCodedSize.derivedImageCanvas(
+                of: item, in: file, metaContent: metaContent, metaEnd: metaEnd)
         {
             return canvas
         }
+        if let hvcC = properties.first(where: { $0.type == "hvcC" }),
+            let size = HEIFCodedSize.hevcPictureSize(
+                [UInt8](try file.bytes.window(at: hvcC.contentStart, length: hvcC.end - hvcC.contentStart).bytes))
+        {
+            return size
+        }
+        guard let item else { return nil }
         return try HEIFCodedSize.av1ItemSize(of: item, in: file, metaContent: metaContent, metaEnd: metaEnd)
     }
 
@@ -162,27 +166,10 @@ extension ImageHeader {
             }
             return (file, chosen, size)
         }
-        // A grid or overlay without the ispe HEIF asks of it is as large as its description says, which
-        // is what libheif makes of it; its irot, imir and clap are its own all the same.
-        // Until the description is all there, the header is `.truncated`; a damaged one is the decode's error.
-        if let item,
-            let canvas = try HEIFCodedSize.derivedImageCanvas(
-                of: item, in: file, metaContent: metaContent, metaEnd: meta.end)
-        {
-            return (file, chosen, canvas)
-        }
-        // So is an HEVC image as its parameter set codes it, which is what libheif decodes.
-        if let hvcC = chosen.first(where: { $0.type == "hvcC" }),
-            let size = HEIFCodedSize.hevcPictureSize(
-                [UInt8](try bytes.window(at: hvcC.contentStart, length: hvcC.end - hvcC.contentStart).bytes))
-        {
-            return (file, chosen, size)
-        }
-        // And an AV1 image as the sequence header at the start of its data codes it; outside the boxes that
-        // must be complete, since the data may follow them, and a prefix without it is `.truncated`.
-        if let item,
-            let size = try HEIFCodedSize.av1ItemSize(of: item, in: file, metaContent: metaContent, metaEnd: meta.end)
-        {
+        // Without the ispe HEIF asks of it, an image is as large as it is coded (``codedSize(of:among:in:metaContent:metaEnd:)``),
+        // which is what libheif makes of it; a grid's or overlay's irot, imir and clap are its own all the same.
+        // A damaged grid description is the decode's error.
+        if let size = try codedSize(of: item, among: chosen, in: file, metaContent: metaContent, metaEnd: meta.end) {
             return (file, chosen, size)
         }
         return try file.completeBoxes { () throws(ImageDecodingError) in
