@@ -62,23 +62,10 @@ extension DiskStore {
     static func removeFoldersMovedAside(from path: String) {
         let url = URL(fileURLWithPath: path)
         let parent = url.deletingLastPathComponent().path
-        let prefix = Array(asidePrefix(forFolderNamed: url.lastPathComponent).utf8CString.dropLast())
-        guard let folder = opendir(parent) else { return }
-        var found: [String] = []
-        while let item = readdir(folder) {
-            let name = withUnsafeBytes(of: &item.pointee.d_name) { bytes -> String? in
-                let name = bytes.baseAddress!.assumingMemoryBound(to: CChar.self)
-                return strncmp(name, prefix, prefix.count) == 0 ? String(validatingCString: name) : nil
-            }
-            if let name { found.append(name) }
-        }
-        closedir(folder)
         let base = parent.hasSuffix("/") ? parent : parent + "/"
-        for name in found {
-            var info = stat()
-            // Only a folder: a file or a link of that name is not one this code made.
-            guard lstat(base + name, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { continue }
-            try? FileManager.default.removeItem(atPath: base + name)
-        }
+        let prefix = Array(asidePrefix(forFolderNamed: url.lastPathComponent).utf8CString.dropLast())
+        // Only folders: a file or a link of such a name is not one this code made.
+        let folders = items(ofType: S_IFDIR, inFolderAtPath: base) { strncmp($0, prefix, prefix.count) == 0 } ?? []
+        for (name, _) in folders { try? FileManager.default.removeItem(atPath: base + name) }
     }
 }

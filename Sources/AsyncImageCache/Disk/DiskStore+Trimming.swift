@@ -127,10 +127,22 @@ extension DiskStore {
     private static func regularFiles(
         inFolderAtPath path: String, named isWanted: (UnsafePointer<CChar>) -> Bool = { _ in true }
     ) -> [Entry]? {
+        items(ofType: S_IFREG, inFolderAtPath: path, named: isWanted)?.map { name, info in
+            Entry(
+                name: name, path: path + name, byteCount: countedSize(of: info), lastUsed: modificationDate(of: info))
+        }
+    }
+
+    /// The items of `type` (`S_IFREG`, `S_IFDIR`) in the folder at `path` whose names `isWanted` takes, with
+    /// their status (a symbolic link is not followed, so never one of them); a name that is not UTF-8 is
+    /// skipped. None when there is no folder there; `nil` when there is one that cannot be read.
+    static func items(
+        ofType type: mode_t, inFolderAtPath path: String, named isWanted: (UnsafePointer<CChar>) -> Bool
+    ) -> [(name: String, info: stat)]? {
         guard let folder = opendir(path) else { return errno == ENOENT || errno == ENOTDIR ? [] : nil }
         defer { closedir(folder) }
         let descriptor = dirfd(folder)
-        var files: [Entry] = []
+        var items: [(name: String, info: stat)] = []
         while true {
             errno = 0
             guard let item = readdir(folder) else {
@@ -145,13 +157,10 @@ extension DiskStore {
                 // and a trim could neither remove it nor stop counting it. The store never writes one.
                 return String(validatingCString: name)
             }
-            guard let name, info.st_mode & S_IFMT == S_IFREG else { continue }
-            files.append(
-                Entry(
-                    name: name, path: path + name, byteCount: countedSize(of: info),
-                    lastUsed: modificationDate(of: info)))
+            guard let name, info.st_mode & S_IFMT == type else { continue }
+            items.append((name, info))
         }
-        return files
+        return items
     }
 
     /// Removes least recently used files until the total is within `byteLimit`, at `now`, on the disk
