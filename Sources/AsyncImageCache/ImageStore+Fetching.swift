@@ -65,6 +65,8 @@ extension ImageStore {
                 }
             }
         ) { [self] fetchPriority in
+            // Its runs all left before its task got a thread: no disk read, no revalidation, for nobody.
+            guard !Task.isCancelled else { return .failure(.cancelled) }
             // Held by a fetch that ended between the look above and this run's start, with nobody waiting:
             // it held them before it left the table, so a run started after it finds them here.
             if let held = heldDownload(of: url, generation: generation, replacement: replacement, at: fileVersion) {

@@ -113,9 +113,9 @@ extension ImageStore {
             if !request.url.isFileURL || hit.fileStamp == version {
                 count { $0.variantHits += 1 }
                 markDiskUse(of: request.url, hit.diskUse)
-                // Not for a load cancelled before it started (a row flung past): it shows nothing, so it
-                // asks the server nothing; the next load that shows the image revalidates it.
-                if !Task.isCancelled { revalidateIfStale(request.url) }
+                // Not for a load cancelled before it started (a row flung past): `revalidateIfStale` asks
+                // the server nothing from a cancelled task; the next load that shows the image revalidates it.
+                revalidateIfStale(request.url)
                 return .success(hit)
             }
             variants.removeVariants(of: request.url)
@@ -125,6 +125,8 @@ extension ImageStore {
         let runVersion = version ?? (request.url.isLocalFileURL ? FileStamp.unshared() : nil)
         let key = runKey(request, for: request.url, fileVersion: runVersion)
         let outcome = await variantRuns.value(for: key, priority: priority) { [self] priority in
+            // Its loads all left before its task got a thread (cores busy decoding while rows fly past).
+            guard !Task.isCancelled else { return .failure(.cancelled) }
             // A visible run fetches once one of the few ``fetchSlots`` is free, and gives it back as it
             // gets a decode slot (or ends); a prefetch's run is bounded by ``prefetchConcurrency`` (per source), and one
             // whose bytes are in memory already, or on the way (a fetch in flight it joins), fetches nothing,

@@ -172,11 +172,13 @@ extension ImageStore {
     /// after a failed one not before its retry delay (see ``HTTPCacheMetadata/afterFailedRevalidation(at:)``).
     /// A stale entry shown while a limit is reached is served as it is, and checked at a later load that
     /// shows it.
+    /// Called from a cancelled task (a load cancelled before it started, a run whose loads have all left), it
+    /// starts nothing: that image is shown to nobody, and the next load that shows it asks.
     /// Returns the entry's caching facts (``storedCacheMetadata(for:)``), `nil` for a URL that is not remote.
     @discardableResult
     func revalidateIfStale(_ url: URL) -> HTTPCacheMetadata? {
         guard url.isRemote, let metadata = storedCacheMetadata(for: url) else { return nil }
-        guard metadata.needsRevalidation() else { return metadata }
+        guard metadata.needsRevalidation(), !Task.isCancelled else { return metadata }
         let key = url.cacheKey
         let host = HTTPTaskTable.host(of: url)
         let isNew = revalidating.withLock {

@@ -207,6 +207,40 @@ extension ImageStoreCoalescingTests {
         #expect(statuses == [200, 304], "the load that shows the image revalidates it")
     }
 
+    /// A run whose loads all left while it was on its way (its task waiting for a thread, or between two
+    /// steps) shows nothing either: bytes it then finds in memory ask the server nothing. Here the run is
+    /// held by a test hook between its fetch-slot wait and its lookup of the bytes while its load is
+    /// cancelled. (Before, the stale bytes found in memory sent a revalidation for an image nobody waited for.)
+    @MainActor
+    @Test func aRunWhoseLoadsLeftBeforeItLookedUpItsBytesDoesNotRevalidateThem() async throws {
+        let folder = TemporaryDirectory("images")
+        try SampleImages.writeJPEGs([PixelSize(width: 100, height: 75)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let gate = SuspendingGate()
+        defer { gate.open() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.fetchSlotObserver = { _, _ in await gate.parkIfArmed() }
+        }
+        let url = server.url(StaleImage.path)
+        _ = try await store.image(for: ImageRequest(url: url))
+        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        #expect(store.statistics.revalidations == 0)
+
+        // Other corners than the decode in memory: the run decodes again from the bytes kept in memory.
+        gate.arm()
+        let rounded = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50, cornerRadius: 10)) }
+        try await waitUntil { gate.parkedCount == 1 }
+        rounded.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await rounded.value }
+        gate.open()
+        try await waitUntil { store.variantRuns.count == 0 && store.fetchRuns.count == 0 }
+        try await waitUntil { store.revalidating.withLock { $0.isEmpty } }
+        #expect(store.statistics.revalidations == 0)
+        let statuses = try await server.statuses(for: StaleImage.path)
+        #expect(statuses == [200], "the server was asked for an image nobody waited for: \(statuses)")
+    }
+
     /// A 100x75 JPEG served `no-cache` (stale at once), loaded once at its natural width by ``store``.
     @MainActor
     struct StaleImage {
