@@ -73,8 +73,10 @@ extension ImageStore {
                 return .success(recordDecoding(held, for: url))
             }
             var ownSlot: FetchSlotHold?
-            if fetchSlot == nil, countsOnFetch, priority.current == .normal {
-                switch await waitForFetchSlot(for: url, priority: priority) {
+            // Waited for at the fetch's priority, not the run's: the runs of other widths that joined the fetch
+            // meanwhile wait for it too, and hold no slot of their own.
+            if fetchSlot == nil, countsOnFetch, fetchPriority.current == .normal {
+                switch await waitForFetchSlot(for: url, priority: fetchPriority) {
                 case .slot(let hold): ownSlot = hold
                 case .cancelled: return .failure(.cancelled)
                 case .notNeeded:
@@ -92,13 +94,14 @@ extension ImageStore {
                     }
                 }
             }
-            // One taken here is for this fetch only: given back as it ends (or moved along its redirects).
-            defer { ownSlot?.giveBack() }
             let fetchSlot = fetchSlot ?? ownSlot
             // The fetch keeps the run's slot while it goes on for a visible run: the runs that joined it
             // hold none, and would fetch under none if this run were cancelled first.
             let downloading = fetchSlot?.keep(whileDownloadingAt: fetchPriority)
             defer { downloading?() }
+            // One taken here is for this fetch only, so only the fetch keeps it: given back once no visible
+            // run waits for the fetch (a prefetch's takes none), or as it ends; moved along its redirects.
+            ownSlot?.giveBack()
             let outcome = await HTTPDataLoader.$runPriority.withValue(fetchPriority) {
                 await HTTPDataLoader.$fetchSlot.withValue(fetchSlot) {
                     await fetchOriginal(url, generation: generation, replacement: replacement)

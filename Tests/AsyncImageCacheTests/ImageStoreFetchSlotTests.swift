@@ -471,6 +471,136 @@ import FoundationNetworking
     }
 }
 
+extension ImageStoreFetchSlotTests {
+    @Test func aSlotTakenForADownloadCountedOnGoesBackOnceOnlyAPrefetchWantsIt() async throws {
+        // As in the test above, a row of another width counted on a download whose row scrolled away, and
+        // fetches the image itself under the slot that row let go. Then it scrolls away too, its run kept by a
+        // prefetch of the same request: the slot goes back, as a visible run's own slot does once only
+        // prefetches want it, and the host's next visible row fetches at once. Before, the download kept the
+        // slot until it ended, and that row waited behind a prefetch.
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        sessionConfiguration.httpMaximumConnectionsPerHost = 16
+        let loader = DataLoader(timeout: 600, sessionConfiguration: sessionConfiguration)
+        let gate = SuspendingGate()
+        defer { gate.open() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+            $0.dataLoader = loader
+            $0.fetchSlotObserver = { _, holdsSlot in if !holdsSlot { await gate.parkIfArmed() } }
+        }
+        let ahead = store.fetchSlots.limit
+        let url = server.url("/held/first/images/\(names[0])")
+        let first = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
+        try await waitUntil { loader.http.unfinishedTaskCount == 1 }
+        let others = (1..<ahead).map { index in
+            Task {
+                try await store.image(
+                    for: ImageRequest(
+                        url: server.url("/held/others/alias/\(index)/images/\(names[0])"), targetWidth: 50))
+            }
+        }
+        try await waitUntil { loader.http.unfinishedTaskCount == ahead && store.fetchSlots.busyCount == ahead }
+        gate.arm()
+        let widerRequest = ImageRequest(url: url, targetWidth: 100)
+        let wider = Task { try await store.image(for: widerRequest) }
+        try await waitUntil { gate.parkedCount == 1 }  // counts on the first row's download
+        first.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await first.value }
+        try await waitUntil { store.fetchRuns.count == ahead - 1 && store.fetchSlots.busyCount == ahead - 1 }
+        gate.open()
+        // The wider row's own download, under the slot let go.
+        try await waitUntil { loader.http.unfinishedTaskCount == ahead && store.fetchSlots.busyCount == ahead }
+
+        store.startPrefetching([widerRequest])
+        try await waitUntil { store.variantRuns.waiterCount(for: widerRequest) == 2 }
+        wider.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await wider.value }
+        try await waitUntil { store.fetchSlots.busyCount == ahead - 1 }
+        #expect(store.fetchSlots.busyCount == ahead - 1, "the download kept its slot for a prefetch")
+        #expect(loader.http.unfinishedTaskCount == ahead, "the prefetch's download goes on")
+        let newRow = Task {
+            try await store.image(for: ImageRequest(url: server.url("/held/new/images/\(names[0])"), targetWidth: 50))
+        }
+        try await waitUntil { loader.http.unfinishedTaskCount == ahead + 1 }
+        #expect(store.fetchSlots.waitingCount == 0)
+        for key in ["first", "others", "new"] { try await server.release(key) }
+        _ = try await newRow.value
+        for load in others { _ = try await load.value }
+        try await waitUntil { store.cachedImage(for: widerRequest) != nil }
+    }
+}
+
+extension ImageStoreFetchSlotTests {
+    @Test func aDownloadCountedOnWaitsForItsSlotWhileAnyVisibleRowWaitsForIt() async throws {
+        // The row that starts the download it counted on (as above) waits for a slot, every slot busy; a third
+        // width's row joins that download, then the second scrolls away, its run kept by a prefetch. The
+        // download still has a visible row waiting: it keeps waiting for a slot. Before, its wait went by the
+        // second row's priority alone, ended as that row turned into a prefetch, and the download went out
+        // under no slot, one more than the host's bound.
+        let folder = TemporaryDirectory("images")
+        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
+        let server = try await TestHTTPServer(serving: folder.url)
+        defer { server.stop() }
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        sessionConfiguration.httpMaximumConnectionsPerHost = 16
+        let loader = DataLoader(timeout: 600, sessionConfiguration: sessionConfiguration)
+        let gate = SuspendingGate()
+        defer { gate.open() }
+        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+            $0.decodeConcurrency = 1
+            $0.dataLoader = loader
+            $0.fetchSlotObserver = { _, holdsSlot in if !holdsSlot { await gate.parkIfArmed() } }
+        }
+        let ahead = store.fetchSlots.limit
+        let url = server.url("/held/first/images/\(names[0])")
+        let first = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
+        try await waitUntil { loader.http.unfinishedTaskCount == 1 }
+        let others = (1..<ahead).map { index in
+            Task {
+                try await store.image(
+                    for: ImageRequest(
+                        url: server.url("/held/others/alias/\(index)/images/\(names[0])"), targetWidth: 50))
+            }
+        }
+        try await waitUntil { loader.http.unfinishedTaskCount == ahead && store.fetchSlots.busyCount == ahead }
+        gate.arm()
+        let widerRequest = ImageRequest(url: url, targetWidth: 100)
+        let wider = Task { try await store.image(for: widerRequest) }
+        try await waitUntil { gate.parkedCount == 1 }  // counts on the first row's download
+        first.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await first.value }
+        try await waitUntil { store.fetchRuns.count == ahead - 1 && store.fetchSlots.busyCount == ahead - 1 }
+        // The slot let go goes to another row before the wider one looks for one.
+        let another = Task {
+            try await store.image(
+                for: ImageRequest(url: server.url("/held/another/images/\(names[0])"), targetWidth: 50))
+        }
+        try await waitUntil { loader.http.unfinishedTaskCount == ahead && store.fetchSlots.busyCount == ahead }
+        gate.open()
+        try await waitUntil { store.fetchSlots.waitingCount == 1 && store.fetchRuns.count == ahead + 1 }
+        let third = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 75)) }
+        try await waitUntil { store.fetchRuns.waiterCount(for: url.cacheKey) == 2 }
+
+        store.startPrefetching([widerRequest])
+        try await waitUntil { store.variantRuns.waiterCount(for: widerRequest) == 2 }
+        wider.cancel()
+        await #expect(throws: ImageLoadingError.cancelled) { try await wider.value }
+        #expect(store.fetchSlots.waitingCount == 1, "the third row's download stopped waiting for a slot")
+        #expect(loader.http.unfinishedTaskCount == ahead)
+        try await server.release("another")
+        _ = try await another.value
+        try await waitUntil { loader.http.unfinishedTaskCount == ahead && store.fetchSlots.waitingCount == 0 }
+        #expect(store.fetchSlots.busyCount == ahead, "the download went out under the slot let go")
+        for key in ["first", "others"] { try await server.release(key) }
+        #expect(try await third.value.pixelSize == PixelSize(width: 75, height: 38))
+        for load in others { _ = try await load.value }
+    }
+}
+
 /// A custom source's loader: `stalled:` URLs, and those of any scheme that starts so (`stalled1:`), never
 /// answer until their load is cancelled (a source as slow as a host that sends nothing); every other URL
 /// goes to the package's own loader.
