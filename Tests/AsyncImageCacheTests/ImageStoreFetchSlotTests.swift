@@ -421,174 +421,67 @@ import FoundationNetworking
         // joined it (held there by a test hook), while the host's other rows hold every other slot and a new
         // row takes the slot let go. The other row fetches the image itself: it waits for a slot like any
         // load. Before, it fetched without one, and the host had one download more in flight than its slots.
-        let folder = TemporaryDirectory("images")
-        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
-        let server = try await TestHTTPServer(serving: folder.url)
-        defer { server.stop() }
-        let sessionConfiguration = URLSessionConfiguration.ephemeral
-        sessionConfiguration.httpMaximumConnectionsPerHost = 16
-        let loader = DataLoader(timeout: 600, sessionConfiguration: sessionConfiguration)
-        let gate = SuspendingGate()
-        defer { gate.open() }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decodeConcurrency = 1
-            $0.dataLoader = loader
-            $0.fetchSlotObserver = { _, holdsSlot in if !holdsSlot { await gate.parkIfArmed() } }
-        }
-        let ahead = store.fetchSlots.limit
-        let url = server.url("/held/first/images/\(names[0])")
-        let first = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
-        try await waitUntil { loader.http.unfinishedTaskCount == 1 }
-        let others = (1..<ahead).map { index in
-            Task {
-                try await store.image(
-                    for: ImageRequest(
-                        url: server.url("/held/others/alias/\(index)/images/\(names[0])"), targetWidth: 50))
-            }
-        }
-        try await waitUntil { loader.http.unfinishedTaskCount == ahead && store.fetchSlots.busyCount == ahead }
-        gate.arm()
-        let wider = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 100)) }
-        try await waitUntil { gate.parkedCount == 1 }  // counts on the first row's download
-        first.cancel()
-        await #expect(throws: ImageLoadingError.cancelled) { try await first.value }
-        try await waitUntil { store.fetchRuns.count == ahead - 1 && store.fetchSlots.busyCount == ahead - 1 }
+        let counted = try await CountedOnDownload()
+        defer { counted.stop() }
+        let (store, server, loader, ahead) = (counted.store, counted.server, counted.loader, counted.ahead)
         try await waitUntil { loader.http.unfinishedTaskCount == ahead - 1 }
-        let newRow = Task {
-            try await store.image(for: ImageRequest(url: server.url("/held/new/images/\(names[0])"), targetWidth: 50))
-        }
+        let newRow = Task { try await store.image(for: counted.request("/held/new/images/", width: 50)) }
         try await waitUntil { loader.http.unfinishedTaskCount == ahead && store.fetchSlots.busyCount == ahead }
-        gate.open()
+        counted.gate.open()
         try await waitUntil { loader.http.unfinishedTaskCount > ahead || store.fetchSlots.waitingCount == 1 }
         #expect(
             loader.http.unfinishedTaskCount <= ahead,
             "\(loader.http.unfinishedTaskCount) downloads of one host in flight, \(ahead) slots")
         #expect(store.fetchSlots.waitingCount == 1)
         for key in ["first", "others", "new"] { try await server.release(key) }
-        #expect(try await wider.value.pixelSize == PixelSize(width: 100, height: 50))
+        #expect(try await counted.wider.value.pixelSize == PixelSize(width: 100, height: 50))
         _ = try await newRow.value
-        for load in others { _ = try await load.value }
+        try await counted.finishOthers()
     }
-}
 
-extension ImageStoreFetchSlotTests {
     @Test func aSlotTakenForADownloadCountedOnGoesBackOnceOnlyAPrefetchWantsIt() async throws {
-        // As in the test above, a row of another width counted on a download whose row scrolled away, and
-        // fetches the image itself under the slot that row let go. Then it scrolls away too, its run kept by a
-        // prefetch of the same request: the slot goes back, as a visible run's own slot does once only
-        // prefetches want it, and the host's next visible row fetches at once. Before, the download kept the
-        // slot until it ended, and that row waited behind a prefetch.
-        let folder = TemporaryDirectory("images")
-        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
-        let server = try await TestHTTPServer(serving: folder.url)
-        defer { server.stop() }
-        let sessionConfiguration = URLSessionConfiguration.ephemeral
-        sessionConfiguration.httpMaximumConnectionsPerHost = 16
-        let loader = DataLoader(timeout: 600, sessionConfiguration: sessionConfiguration)
-        let gate = SuspendingGate()
-        defer { gate.open() }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decodeConcurrency = 1
-            $0.dataLoader = loader
-            $0.fetchSlotObserver = { _, holdsSlot in if !holdsSlot { await gate.parkIfArmed() } }
-        }
-        let ahead = store.fetchSlots.limit
-        let url = server.url("/held/first/images/\(names[0])")
-        let first = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
-        try await waitUntil { loader.http.unfinishedTaskCount == 1 }
-        let others = (1..<ahead).map { index in
-            Task {
-                try await store.image(
-                    for: ImageRequest(
-                        url: server.url("/held/others/alias/\(index)/images/\(names[0])"), targetWidth: 50))
-            }
-        }
-        try await waitUntil { loader.http.unfinishedTaskCount == ahead && store.fetchSlots.busyCount == ahead }
-        gate.arm()
-        let widerRequest = ImageRequest(url: url, targetWidth: 100)
-        let wider = Task { try await store.image(for: widerRequest) }
-        try await waitUntil { gate.parkedCount == 1 }  // counts on the first row's download
-        first.cancel()
-        await #expect(throws: ImageLoadingError.cancelled) { try await first.value }
-        try await waitUntil { store.fetchRuns.count == ahead - 1 && store.fetchSlots.busyCount == ahead - 1 }
-        gate.open()
+        // As in the test above, the wider row fetches the image itself, under the slot the first row let go.
+        // Then it scrolls away too, its run kept by a prefetch of the same request: the slot goes back, as a
+        // visible run's own slot does once only prefetches want it, and the host's next visible row fetches at
+        // once. Before, the download kept the slot until it ended, and that row waited behind a prefetch.
+        let counted = try await CountedOnDownload()
+        defer { counted.stop() }
+        let (store, server, loader, ahead) = (counted.store, counted.server, counted.loader, counted.ahead)
+        counted.gate.open()
         // The wider row's own download, under the slot let go.
         try await waitUntil { loader.http.unfinishedTaskCount == ahead && store.fetchSlots.busyCount == ahead }
 
-        store.startPrefetching([widerRequest])
-        try await waitUntil { store.variantRuns.waiterCount(for: widerRequest) == 2 }
-        wider.cancel()
-        await #expect(throws: ImageLoadingError.cancelled) { try await wider.value }
+        try await counted.leaveWiderToAPrefetch()
         try await waitUntil { store.fetchSlots.busyCount == ahead - 1 }
         #expect(store.fetchSlots.busyCount == ahead - 1, "the download kept its slot for a prefetch")
         #expect(loader.http.unfinishedTaskCount == ahead, "the prefetch's download goes on")
-        let newRow = Task {
-            try await store.image(for: ImageRequest(url: server.url("/held/new/images/\(names[0])"), targetWidth: 50))
-        }
+        let newRow = Task { try await store.image(for: counted.request("/held/new/images/", width: 50)) }
         try await waitUntil { loader.http.unfinishedTaskCount == ahead + 1 }
         #expect(store.fetchSlots.waitingCount == 0)
         for key in ["first", "others", "new"] { try await server.release(key) }
         _ = try await newRow.value
-        for load in others { _ = try await load.value }
-        try await waitUntil { store.cachedImage(for: widerRequest) != nil }
+        try await counted.finishOthers()
+        try await waitUntil { store.cachedImage(for: counted.widerRequest) != nil }
     }
-}
 
-extension ImageStoreFetchSlotTests {
     @Test func aDownloadCountedOnWaitsForItsSlotWhileAnyVisibleRowWaitsForIt() async throws {
-        // The row that starts the download it counted on (as above) waits for a slot, every slot busy; a third
-        // width's row joins that download, then the second scrolls away, its run kept by a prefetch. The
+        // The wider row (as above) waits for a slot for the download it starts, every slot busy; a third
+        // width's row joins that download, then the wider row scrolls away, its run kept by a prefetch. The
         // download still has a visible row waiting: it keeps waiting for a slot. Before, its wait went by the
-        // second row's priority alone, ended as that row turned into a prefetch, and the download went out
+        // wider row's priority alone, ended as that row turned into a prefetch, and the download went out
         // under no slot, one more than the host's bound.
-        let folder = TemporaryDirectory("images")
-        let names = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)
-        let server = try await TestHTTPServer(serving: folder.url)
-        defer { server.stop() }
-        let sessionConfiguration = URLSessionConfiguration.ephemeral
-        sessionConfiguration.httpMaximumConnectionsPerHost = 16
-        let loader = DataLoader(timeout: 600, sessionConfiguration: sessionConfiguration)
-        let gate = SuspendingGate()
-        defer { gate.open() }
-        let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
-            $0.decodeConcurrency = 1
-            $0.dataLoader = loader
-            $0.fetchSlotObserver = { _, holdsSlot in if !holdsSlot { await gate.parkIfArmed() } }
-        }
-        let ahead = store.fetchSlots.limit
-        let url = server.url("/held/first/images/\(names[0])")
-        let first = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
-        try await waitUntil { loader.http.unfinishedTaskCount == 1 }
-        let others = (1..<ahead).map { index in
-            Task {
-                try await store.image(
-                    for: ImageRequest(
-                        url: server.url("/held/others/alias/\(index)/images/\(names[0])"), targetWidth: 50))
-            }
-        }
-        try await waitUntil { loader.http.unfinishedTaskCount == ahead && store.fetchSlots.busyCount == ahead }
-        gate.arm()
-        let widerRequest = ImageRequest(url: url, targetWidth: 100)
-        let wider = Task { try await store.image(for: widerRequest) }
-        try await waitUntil { gate.parkedCount == 1 }  // counts on the first row's download
-        first.cancel()
-        await #expect(throws: ImageLoadingError.cancelled) { try await first.value }
-        try await waitUntil { store.fetchRuns.count == ahead - 1 && store.fetchSlots.busyCount == ahead - 1 }
+        let counted = try await CountedOnDownload()
+        defer { counted.stop() }
+        let (store, server, loader, ahead) = (counted.store, counted.server, counted.loader, counted.ahead)
         // The slot let go goes to another row before the wider one looks for one.
-        let another = Task {
-            try await store.image(
-                for: ImageRequest(url: server.url("/held/another/images/\(names[0])"), targetWidth: 50))
-        }
+        let another = Task { try await store.image(for: counted.request("/held/another/images/", width: 50)) }
         try await waitUntil { loader.http.unfinishedTaskCount == ahead && store.fetchSlots.busyCount == ahead }
-        gate.open()
+        counted.gate.open()
         try await waitUntil { store.fetchSlots.waitingCount == 1 && store.fetchRuns.count == ahead + 1 }
-        let third = Task { try await store.image(for: ImageRequest(url: url, targetWidth: 75)) }
-        try await waitUntil { store.fetchRuns.waiterCount(for: url.cacheKey) == 2 }
+        let third = Task { try await store.image(for: ImageRequest(url: counted.url, targetWidth: 75)) }
+        try await waitUntil { store.fetchRuns.waiterCount(for: counted.url.cacheKey) == 2 }
 
-        store.startPrefetching([widerRequest])
-        try await waitUntil { store.variantRuns.waiterCount(for: widerRequest) == 2 }
-        wider.cancel()
-        await #expect(throws: ImageLoadingError.cancelled) { try await wider.value }
+        try await counted.leaveWiderToAPrefetch()
         #expect(store.fetchSlots.waitingCount == 1, "the third row's download stopped waiting for a slot")
         #expect(loader.http.unfinishedTaskCount == ahead)
         try await server.release("another")
@@ -597,7 +490,84 @@ extension ImageStoreFetchSlotTests {
         #expect(store.fetchSlots.busyCount == ahead, "the download went out under the slot let go")
         for key in ["first", "others"] { try await server.release(key) }
         #expect(try await third.value.pixelSize == PixelSize(width: 75, height: 38))
-        for load in others { _ = try await load.value }
+        try await counted.finishOthers()
+    }
+
+    /// A row of another width (100 px) that counts on the download of a first row (50 px) being fetched,
+    /// held by a test hook before it joins it, while the host's other rows hold every other slot; the first
+    /// row has scrolled away, its download cancelled, and the slot it held is free. Every response is held by
+    /// the server: the first row's URL under `first`, the others' under `others`.
+    struct CountedOnDownload {
+        let folder = TemporaryDirectory("images")
+        let server: TestHTTPServer
+        let loader: DataLoader
+        let gate = SuspendingGate()
+        let store: ImageStore
+        let image: String
+        let ahead: Int
+        let url: URL
+        let others: [Task<PlatformImage, any Error>]
+        let wider: Task<PlatformImage, any Error>
+        var widerRequest: ImageRequest { ImageRequest(url: url, targetWidth: 100) }
+
+        init() async throws {
+            image = try SampleImages.writeJPEGs([PixelSize(width: 200, height: 100)], into: folder.url)[0]
+            server = try await TestHTTPServer(serving: folder.url)
+            let sessionConfiguration = URLSessionConfiguration.ephemeral
+            sessionConfiguration.httpMaximumConnectionsPerHost = 16
+            let loader = DataLoader(timeout: 600, sessionConfiguration: sessionConfiguration)
+            self.loader = loader
+            let gate = gate
+            let store = try ImageStore.makeForTesting(root: folder.url.appendingPathComponent("cache")) {
+                $0.decodeConcurrency = 1
+                $0.dataLoader = loader
+                $0.fetchSlotObserver = { _, holdsSlot in if !holdsSlot { await gate.parkIfArmed() } }
+            }
+            self.store = store
+            ahead = store.fetchSlots.limit
+            url = server.url("/held/first/images/\(image)")
+            let first = Task { [url] in try await store.image(for: ImageRequest(url: url, targetWidth: 50)) }
+            try await waitUntil { loader.http.unfinishedTaskCount == 1 }
+            let (server, image, ahead) = (server, image, ahead)
+            others = (1..<ahead).map { index in
+                Task {
+                    try await store.image(
+                        for: ImageRequest(
+                            url: server.url("/held/others/alias/\(index)/images/\(image)"), targetWidth: 50))
+                }
+            }
+            try await waitUntil { loader.http.unfinishedTaskCount == ahead && store.fetchSlots.busyCount == ahead }
+            gate.arm()
+            let request = ImageRequest(url: url, targetWidth: 100)
+            wider = Task { try await store.image(for: request) }
+            try await waitUntil { gate.parkedCount == 1 }  // counts on the first row's download
+            first.cancel()
+            await #expect(throws: ImageLoadingError.cancelled) { try await first.value }
+            try await waitUntil { store.fetchRuns.count == ahead - 1 && store.fetchSlots.busyCount == ahead - 1 }
+        }
+
+        /// A request of the image at another path of the server (`/held/<key>/images/`), `width` wide.
+        func request(_ path: String, width: CGFloat) -> ImageRequest {
+            ImageRequest(url: server.url(path + image), targetWidth: width)
+        }
+
+        /// Starts a prefetch of the wider row's request, which joins its run, then cancels the wider row.
+        func leaveWiderToAPrefetch() async throws {
+            store.startPrefetching([widerRequest])
+            try await waitUntil { store.variantRuns.waiterCount(for: widerRequest) == 2 }
+            wider.cancel()
+            await #expect(throws: ImageLoadingError.cancelled) { try await wider.value }
+        }
+
+        /// Waits for the other rows' loads, once their responses are released.
+        func finishOthers() async throws {
+            for load in others { _ = try await load.value }
+        }
+
+        func stop() {
+            gate.open()
+            server.stop()
+        }
     }
 }
 
