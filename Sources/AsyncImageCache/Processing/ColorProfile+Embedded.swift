@@ -69,7 +69,8 @@ extension ColorProfile {
 
     /// What a JPEG's segments before its first scan say about colour, in one walk: its ICC profile,
     /// gathered from the `ICC_PROFILE` APP2 segments (a profile over 64 KB spans several, each
-    /// `ICC_PROFILE\0`, its number from 1 and the count; all must be there, once each), whether its
+    /// `ICC_PROFILE\0`, its number from 1 and the count; all must be there, once each, and one may hold
+    /// no bytes of the profile, as libjpeg-turbo's `jpeg_read_icc_profile` allows), whether its
     /// first `Exif` APP1 segment declares Adobe RGB, and the component count of its frame header.
     /// Segments that break the walk give none of them.
     private static func jpegColorSegments(_ data: Data, largest: Int = largestProfile) -> (
@@ -93,7 +94,7 @@ extension ColorProfile {
                 if marker == 0xE1, exif == nil, payload.matches(Array("Exif".utf8) + [0, 0], at: 0) {
                     exif = payload
                 }
-                guard marker == 0xE2, payload.count > iccTag.count + 2, payload.matches(iccTag, at: 0) else {
+                guard marker == 0xE2, payload.count >= iccTag.count + 2, payload.matches(iccTag, at: 0) else {
                     return true
                 }
                 let number = Int(try payload.byte(at: iccTag.count))

@@ -219,6 +219,18 @@ struct ColorProfileTests {
         #expect(ColorProfile.embeddedICCData(in: jpeg, format: .jpeg) == nil)
     }
 
+    /// A segment may hold no profile bytes at all, only its tag, number and count (libjpeg-turbo's
+    /// `jpeg_read_icc_profile` takes it): the profile is joined from the others. Before, such a segment
+    /// was passed over, counted missing, and the profile lost.
+    @Test(arguments: [65_519, 300])
+    func aJPEGsProfileWithAnEmptyLastSegmentIsJoined(segmentSize: Int) throws {
+        let profile = SyntheticICC.displayP3()
+        let jpeg = try SampleImages.jpeg(width: 20, height: 10)
+        let embedded = SyntheticICC.embedding(profile, inJPEG: jpeg, segmentSize: segmentSize, emptyLast: true)
+        #expect(embedded.count == jpeg.count + profile.count + (segmentSize == 300 ? 3 : 2) * 18)
+        #expect(ColorProfile.embeddedICCData(in: embedded, format: .jpeg) == profile)
+    }
+
     @Test func aJPEGWithASegmentMissingOrTwiceHasNoProfile() throws {
         let profile = SyntheticICC.displayP3()
         #expect(profile.count > 300 && profile.count <= 400)  // four segments of 100 bytes

@@ -133,12 +133,16 @@ enum SyntheticICC {
     }
 
     /// `jpeg` with `profile` inserted after SOI as APP2 segments of at most `segmentSize` bytes of
-    /// profile each, written in `order` (indices into the segments; all of them by default).
-    static func embedding(_ profile: Data, inJPEG jpeg: Data, segmentSize: Int = 65_519, order: [Int]? = nil) -> Data {
+    /// profile each, written in `order` (indices into the segments; all of them by default); with
+    /// `emptyLast`, one more segment that holds none of it, numbered last.
+    static func embedding(
+        _ profile: Data, inJPEG jpeg: Data, segmentSize: Int = 65_519, order: [Int]? = nil, emptyLast: Bool = false
+    ) -> Data {
         let bytes = [UInt8](profile)
-        let pieces = stride(from: 0, to: bytes.count, by: segmentSize).map {
-            Array(bytes[$0..<min(bytes.count, $0 + segmentSize)])
-        }
+        let pieces =
+            stride(from: 0, to: bytes.count, by: segmentSize).map {
+                Array(bytes[$0..<min(bytes.count, $0 + segmentSize)])
+            } + (emptyLast ? [[]] : [])
         var segments: [UInt8] = []
         for index in order ?? Array(pieces.indices) {
             let payload = Array("ICC_PROFILE".utf8) + [0, UInt8(index + 1), UInt8(pieces.count)] + pieces[index]
