@@ -99,11 +99,18 @@ import Testing
         #expect(store.diskUsage().fileCount == 1)
     }
 
+    /// In this process's own environment; the CLI tests run children with `XDG_CACHE_HOME` unset, empty
+    /// and relative. (Before, this read a relative or empty `XDG_CACHE_HOME` as the folder, and took the
+    /// account's home over `HOME`: it failed under `XDG_CACHE_HOME=cache`, or with `HOME` pointed elsewhere.)
     @Test func theDefaultFolderFollowsXDGCacheHome() {
         let configuration = ImageStore.Configuration(name: "thumbs")
+        let environment = ProcessInfo.processInfo.environment
+        func absolute(_ variable: String) -> String? {
+            environment[variable].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0).path : nil }
+        }
+        let home = absolute("HOME") ?? FileManager.default.homeDirectoryForCurrentUser.path
         let expectedRoot =
-            ProcessInfo.processInfo.environment["XDG_CACHE_HOME"].map { URL(fileURLWithPath: $0).path }
-            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache").path
+            absolute("XDG_CACHE_HOME") ?? URL(fileURLWithPath: home).appendingPathComponent(".cache").path
         #expect(configuration.directory.path == expectedRoot + "/AsyncImageCache/thumbs")
     }
 
