@@ -21,7 +21,7 @@ import Testing
         chown(home.path, 65534, 65534)
         // A copy the other user can run wherever the checkout is (under /root, which only root may enter).
         let executable = home.appendingPathComponent("aic")
-        try copyExecutable(CommandLineRunner.executable, to: executable)
+        try CommandLineRunner.copyExecutable(to: executable)
         var asNobody = environment
         asNobody["HOME"] = home.path
         asNobody["XDG_CACHE_HOME"] = home.appendingPathComponent(".cache").path
@@ -71,27 +71,5 @@ import Testing
             #expect(status.st_mode & 0o777 == 0o700, "mode \(String(status.st_mode & 0o777, radix: 8))")
         }
         #expect(folders.count == 2 && folders[0] != folders[1])
-    }
-
-    /// Copies the program at `source` to `destination`, through a descriptor no child inherits: one that
-    /// another test spawned while a plain copy was open held it open for writing, and running the copy
-    /// failed with "Text file busy" (setpriv's status 126, seen once in a whole CLI run). Close-on-exec
-    /// narrows that to the moment a child spawned meanwhile (by this suite's helpers, or by Swift Testing
-    /// for an exit test) holds a copy of the descriptor between its creation and its exec, which is why
-    /// the test runs the copy again when it finds it busy; seen once more in a whole-suite run after the
-    /// descriptor became close-on-exec.
-    private func copyExecutable(_ source: URL, to destination: URL) throws {
-        let bytes = try Data(contentsOf: source)
-        let descriptor = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
-        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(descriptor) }
-        try bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                guard written > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-                offset += written
-            }
-        }
     }
 }

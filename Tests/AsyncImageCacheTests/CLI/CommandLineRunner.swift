@@ -152,3 +152,28 @@ final class CommandLineRunner: Sendable {
         return try ImageDecoders.Default().decode(data, context: ImageDecodingContext(header: header))
     }
 }
+
+extension CommandLineRunner {
+    /// Copies ``executable`` to `destination`, for another user to run wherever the checkout is (under
+    /// `/root`, which only root may enter), through a descriptor no child inherits: one that another test
+    /// spawned while a plain copy was open held it open for writing, and running the copy failed with
+    /// "Text file busy" (setpriv's status 126, seen once in a whole CLI run). Close-on-exec narrows that
+    /// to the moment a child spawned meanwhile (by a suite's helpers, or by Swift Testing for an exit
+    /// test) holds a copy of the descriptor between its creation and its exec, which is why a test runs
+    /// the copy again when it finds it busy; seen once more in a whole-suite run after the descriptor
+    /// became close-on-exec.
+    static func copyExecutable(to destination: URL) throws {
+        let bytes = try Data(contentsOf: executable)
+        let descriptor = open(destination.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(descriptor) }
+        try bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                guard written > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+                offset += written
+            }
+        }
+    }
+}
