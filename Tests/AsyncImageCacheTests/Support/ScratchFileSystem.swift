@@ -1,6 +1,8 @@
 import Foundation
 import Spawn
 
+@testable import AsyncImageCache
+
 /// A small tmpfs mounted for one test, to produce faults a server cannot: a full disk, a
 /// read-only folder. Root ignores permission bits (`chmod 0555` stops nothing), but not a full
 /// file system or a read-only mount.
@@ -19,6 +21,25 @@ final class ScratchFileSystem: @unchecked Sendable {
 
     /// Whether `mount -t tmpfs` works here: tried once per test process.
     static let isAvailable: Bool = (try? ScratchFileSystem(byteCount: 64 * 1024)) != nil
+
+    /// Whether `/dev/shm` is a tmpfs, which takes a sparse file of the largest size there is (ext4 does not),
+    /// as on every usual Linux machine; a sandbox or chroot may have none.
+    static let sharedMemoryIsTmpfs: Bool = {
+        guard let mounts = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) else { return false }
+        return mounts.split(separator: "\n").contains { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 2 && fields[1] == "/dev/shm" && fields[2] == "tmpfs"
+        }
+    }()
+
+    /// Whether a tmpfs mounted here keeps `user.` extended attributes, as from Linux 6.6 (Debian 12's kernel,
+    /// 6.1, refuses them with `EOPNOTSUPP`): tried once per test process.
+    static let keepsUserAttributes: Bool = {
+        guard let volume = try? ScratchFileSystem(byteCount: 64 * 1024) else { return false }
+        let file = volume.url.appendingPathComponent("probe").path
+        guard FileManager.default.createFile(atPath: file, contents: Data([1])) else { return false }
+        return (try? FileExtendedAttributes().setValue([1], named: "user.aic-probe", atPath: file)) != nil
+    }()
 
     /// Mounts a tmpfs of `byteCount` bytes on a fresh temporary folder.
     init(byteCount: Int) throws {
