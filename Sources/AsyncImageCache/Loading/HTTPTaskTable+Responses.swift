@@ -45,23 +45,23 @@ extension HTTPTaskTable {
 
     /// What `error`, which ended a download, says went wrong. On Linux, a response header that
     /// swift-corelibs-foundation cannot read makes its header callback refuse it, and the error then
-    /// carries only libcurl's name for that refusal: "Failed writing header" for a status line
-    /// without a reason phrase, lines ended by LF alone or bytes that are not UTF-8, and "Out of
-    /// memory" for a header line over libcurl's 100 KB limit. Before any response those words are
-    /// turned into what they mean; anything else keeps the error's own description.
+    /// carries only libcurl's words for that refusal: for a status line without a reason phrase, lines
+    /// ended by LF alone or bytes that are not UTF-8, "Failed writing header" (libcurl 7, Debian 12) or
+    /// "Failure writing output to destination, passed N returned 0" (libcurl 8, Debian 13); for a header
+    /// line over libcurl's 100 KB limit, "Out of memory" (libcurl 7) or "A value or data field grew larger
+    /// than allowed" (libcurl 8.6 and later). Before any response those words are turned into what they
+    /// mean; anything else keeps the error's own description.
     static func transportDescription(of error: any Error, code: Int?, afterResponse: Bool) -> String {
         let text = error.localizedDescription
         #if canImport(FoundationNetworking)
         if code == NSURLErrorUnknown && !afterResponse {
-            switch text {
-            case "Failed writing header":
+            if text == "Failed writing header" || text.hasPrefix("Failure writing output to destination") {
                 return "the response header could not be read: URLSession on Linux reads only a status line "
                     + "with a reason phrase and header lines of UTF-8 text ended by CRLF (libcurl: \(text))"
-            case "Out of memory":
+            }
+            if text == "Out of memory" || text == "A value or data field grew larger than allowed" {
                 return "the response header could not be read: libcurl reports a header line over its 100 KB limit "
                     + "as \"\(text)\""
-            default:
-                break
             }
         }
         #endif

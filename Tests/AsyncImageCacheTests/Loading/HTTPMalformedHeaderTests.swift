@@ -4,7 +4,8 @@ import Testing
 @testable import AsyncImageCache
 
 /// Responses whose header URLSession on Linux cannot read fail with an error that says so, rather
-/// than with libcurl's words for its callback's refusal ("Failed writing header", "Out of memory").
+/// than with libcurl's words for its callback's refusal ("Failed writing header", "Out of memory" in libcurl 7;
+/// "Failure writing output to destination", "A value or data field grew larger than allowed" in libcurl 8).
 @Suite struct HTTPMalformedHeaderTests {
     #if canImport(FoundationNetworking)
     // Linux only: URLSession on Apple platforms reads some of these headers.
