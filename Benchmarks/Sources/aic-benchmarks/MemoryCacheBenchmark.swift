@@ -46,6 +46,12 @@ enum MemoryCacheBenchmark {
                 var dictionary: [Key: Int] = [:]
                 for index in operations..<(size + operations) { dictionary[key(index)] = index }
                 contest.record("floor \(size)", perItemMicroseconds(present) { blackHole(dictionary[$0]) })
+                // Untimed, after every pass: the hits timed were hits (a change to eviction would time misses).
+                for keys in [present, hot] {
+                    guard keys.allSatisfy({ cache.value(forKey: $0) != nil }) else {
+                        fatalError("memory benchmark: a key timed as a hit at \(size) entries was not in the cache")
+                    }
+                }
             }
         }
         print(
