@@ -51,6 +51,22 @@ int vips_reference_jpeg_shrink_load(const char *path, int shrink, int *result_wi
     return finish(image, result_width, result_height);
 }
 
+int vips_reference_resize_after_shrink_load(const char *path, int shrink, int width, int *result_width,
+                                            int *result_height) {
+    VipsImage *loaded = NULL;
+    if (vips_jpegload(path, &loaded, "shrink", shrink, NULL)) {
+        return -1;
+    }
+    VipsImage *resized = NULL;
+    double scale = (double)width / vips_image_get_width(loaded);
+    int status = vips_resize(loaded, &resized, scale, "kernel", VIPS_KERNEL_LANCZOS3, NULL);
+    g_object_unref(loaded);
+    if (status) {
+        return -1;
+    }
+    return finish(resized, result_width, result_height);
+}
+
 const char *vips_reference_error(void) {
     const char *message = vips_error_buffer();
     return message == NULL ? "" : message;

@@ -23,6 +23,12 @@ int vips_reference_thumbnail_buffer(const void *bytes, size_t count, int width, 
    alone that vips_thumbnail() starts with. */
 int vips_reference_jpeg_shrink_load(const char *path, int shrink, int *result_width, int *result_height);
 
+/* jpegload with `shrink` (1, 2, 4 or 8), then vips_resize() with Lanczos 3 (vips_thumbnail()'s kernel) to
+   `width` pixels wide, the pixels written to memory: vips_thumbnail()'s steps at a decode scale chosen by the
+   caller, where vips_thumbnail() itself keeps at least a 2x reduce after the decode. 0 on success. */
+int vips_reference_resize_after_shrink_load(const char *path, int shrink, int width, int *result_width,
+                                            int *result_height);
+
 /* libvips's last error message; never NULL. */
 const char *vips_reference_error(void);
 
