@@ -53,28 +53,47 @@ struct HEIFBoxes {
         return boxes
     }
 
-    /// Whether the bytes end before the end of the first top-level `meta` box: inside it, or inside a box
-    /// before it, or after whole boxes with no `meta` among them (as a file cut at a box's end; the header
-    /// reader, which cannot know where a file ends either, waits for one too). libheif 1.15 drops a top-level
-    /// box the bytes end in, then reports what it lacks ("No 'ftyp' box", "No 'meta' box"); `false` for a box
-    /// header that is damaged (a size under 8) and for a box that runs to the end of the file (size 0), after
-    /// which no `meta` can come.
-    func endsBeforeMeta() -> Bool {
+    /// How the bytes hold the top-level boxes up to the end of the first `meta` box, which libheif reads before
+    /// anything else.
+    enum TopLevelBoxes {
+        /// The bytes end inside `meta`, or inside a box before it, or after whole boxes with no `meta` among them
+        /// (as a file cut at a box's end; the header reader, which cannot know where a file ends either, waits
+        /// for one too).
+        case endBeforeMeta
+        /// A box header before the end of `meta` is damaged (a size under 8, or past any file).
+        case damagedBeforeMeta
+        /// `meta` is all there, or a box before it runs to the end of the file (size 0), after which none can come.
+        case throughMeta
+    }
+
+    /// How the bytes hold the top-level boxes up to the end of the first `meta` box (``TopLevelBoxes``).
+    func topLevelBoxes() -> TopLevelBoxes {
         var offset = 0
         while offset < bytes.count {
             let box: Box
             do {
                 box = try self.box(at: offset, parentEnd: .max)
             } catch {
-                return error.reason == .truncated  // the bytes end inside a box header
+                // The bytes end inside a box header, or it is damaged.
+                return error.reason == .truncated ? .endBeforeMeta : .damagedBeforeMeta
             }
             // With no parent end to go by, a box of size 0 ends at .max: the end of the file, whatever it holds.
-            if box.end == .max { return false }
-            if box.end > bytes.count { return true }
-            if box.type == "meta" { return false }
+            if box.end == .max { return .throughMeta }
+            if box.end > bytes.count { return .endBeforeMeta }
+            if box.type == "meta" { return .throughMeta }
             offset = box.end
         }
-        return true
+        return .endBeforeMeta
+    }
+
+    /// What the header and the decoder say of a top-level `meta` box of size 0.
+    static let metaOfSizeZero = "meta box of size 0 (to the end of the file)"
+
+    /// Whether the first top-level `meta` box has size 0, which makes it run to the end of the file; `false` when
+    /// there is none or the bytes end before its header.
+    func metaRunsToTheEnd() -> Bool {
+        // Walked without an end (the length of a prefix is not the file's), a box of size 0 ends at .max.
+        (try? child("meta", from: 0, to: .max))?.end == .max
     }
 
     /// Runs `body` over boxes that must be complete: a read past their end means a wrong length

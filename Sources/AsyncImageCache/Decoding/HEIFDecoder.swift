@@ -56,17 +56,20 @@ extension ImageDecoders {
                     format: format, reason: .corrupt("more than one \(type) associated with the primary item"))
             }
             let cleanApertures = ImageHeader.heifCleanApertures(in: data)
-            return try Self.withPrimaryImage(data, format: format) { handle throws(ImageDecodingError) in
-                // What the images decoded on the way add up to, each as often as it is used (the references
-                // are sound by now: see HEIFDerivations.problem(in:)).
-                let (limit, overflow) = context.pixelBudget.multipliedReportingOverflow(
-                    by: HEIFDerivations.pixelBudgetFactor)
-                let decoded = HEIFDerivations.decodedPixels(in: data)
-                if let decoded, !overflow, decoded > limit {
-                    let reason = ImageDecodingError.Reason.pixelBudgetExceeded(
-                        pixels: decoded, budget: context.pixelBudget)
-                    throw ImageDecodingError(format: format, reason: reason)
-                }
+            // What the images decoded on the way add up to, each as often as it is used, checked once the
+            // references are known to be sound (HEIFDerivations.problem(in:)) and before libheif reads the file:
+            // libheif 1.23 refuses some such files itself as it reads them (more than 1,000 references in iref),
+            // which would make a refusal for their cost look like damage.
+            let (limit, overflow) = context.pixelBudget.multipliedReportingOverflow(
+                by: HEIFDerivations.pixelBudgetFactor)
+            let decoded = HEIFDerivations.decodedPixels(in: data)
+            let withinBudget = { () throws(ImageDecodingError) in
+                guard let decoded, !overflow, decoded > limit else { return }
+                let reason = ImageDecodingError.Reason.pixelBudgetExceeded(pixels: decoded, budget: context.pixelBudget)
+                throw ImageDecodingError(format: format, reason: reason)
+            }
+            return try Self.withPrimaryImage(data, format: format, checkedFirst: withinBudget) {
+                handle throws(ImageDecodingError) in
                 // A thumbnail is there to cost less than the primary image: one whose decode would add up to more
                 // (a grid of one tile used over and over), or past the limit, is passed over. Unbounded before:
                 // a 15 KB file had one request decode 64 tiles of 4096x4096 for 20 s.
@@ -394,14 +397,22 @@ extension ImageDecoders {
         /// libheif is set up once per process (its plugins, where it has them).
         private static let initialized: Bool = heif_init(nil).code == heif_error_Ok
 
-        /// Reads the file's boxes from `data` (not copied) and runs `body` with its primary image.
+        /// Reads the file's boxes from `data` (not copied) and runs `body` with its primary image; `checkedFirst`
+        /// runs before libheif reads a byte, once the file's references are known to be sound.
         private static func withPrimaryImage<T>(
-            _ data: Data, format: ImageFormat, _ body: (OpaquePointer) throws(ImageDecodingError) -> T
+            _ data: Data, format: ImageFormat, checkedFirst: () throws(ImageDecodingError) -> Void = {},
+            _ body: (OpaquePointer) throws(ImageDecodingError) -> T
         ) throws(ImageDecodingError) -> T {
             // What would abort or hang libheif is refused before it reads a byte.
             if let problem = HEIFDerivations.problem(in: data) {
                 throw ImageDecodingError(format: format, reason: .corrupt(problem))
             }
+            // libheif 1.15 refuses a meta of size 0, which runs to the end of the file ("No 'meta' box"); 1.23 reads
+            // it. The header calls it corrupt, and so the decoder does, whichever libheif is installed.
+            if HEIFBoxes(bytes: HeaderBytes(data, format: format)).metaRunsToTheEnd() {
+                throw ImageDecodingError(format: format, reason: .corrupt(HEIFBoxes.metaOfSizeZero))
+            }
+            try checkedFirst()
             return try data.withUnsafeBytes { bytes in
                 Result { () throws(ImageDecodingError) in try withPrimaryImage(bytes, of: data, format: format, body) }
             }.get()
@@ -421,14 +432,18 @@ extension ImageDecoders {
             // a race inside one context; separate contexts decoding at once, as the store's do, agree).
             heif_context_set_max_decoding_threads(context, 0)
             let read = heif_context_read_from_memory_without_copy(context, base, bytes.count, nil)
-            // libheif drops a top-level box the bytes end in and names what is then missing, as it would for a
-            // file without it: a download cut before the end of meta is `.truncated`, as for the header reader.
-            if read.subcode == heif_suberror_No_ftyp_box || read.subcode == heif_suberror_No_meta_box,
-                HEIFBoxes(bytes: HeaderBytes(data, format: format)).endsBeforeMeta()
-            {
-                throw ImageDecodingError(format: format, reason: .truncated)
+            if read.code != heif_error_Ok {
+                // Reading the file, libheif takes in its top-level boxes up to the end of meta, and the header reader
+                // has the last word on them. Bytes that end before that are a download cut short, `.truncated`,
+                // whatever libheif reports: libheif 1.15 drops the box they end in and names what is then missing
+                // ("No 'ftyp' box", "No 'meta' box"), 1.23 says "File size too small" or "Insufficient input data".
+                // A damaged box header there is `.corrupt`, where 1.23 reports the end of the data.
+                switch HEIFBoxes(bytes: HeaderBytes(data, format: format)).topLevelBoxes() {
+                case .endBeforeMeta: throw ImageDecodingError(format: format, reason: .truncated)
+                case .damagedBeforeMeta: try check(read, format: format, endOfDataIsTruncation: false)
+                case .throughMeta: try check(read, format: format)
+                }
             }
-            try check(read, format: format)
             var handle: OpaquePointer?
             try check(heif_context_get_primary_image_handle(context, &handle), format: format)
             guard let handle else { throw ImageDecodingError(format: format, reason: .corrupt("no primary image")) }
@@ -436,10 +451,17 @@ extension ImageDecoders {
             return try body(handle)
         }
 
-        private static func check(_ error: heif_error, format: ImageFormat) throws(ImageDecodingError) {
+        /// Throws the error libheif reported, if any: with `endOfDataIsTruncation`, its "end of data" as `.truncated`.
+        private static func check(
+            _ error: heif_error, format: ImageFormat, endOfDataIsTruncation: Bool = true
+        ) throws(ImageDecodingError) {
             guard error.code != heif_error_Ok else { return }
-            let message = error.message.map { String(cString: $0) } ?? "libheif failed"
-            if error.subcode == heif_suberror_End_of_data {
+            // libheif 1.23 ends some messages with a line break ("... exceeds the maximum image size 65536\n"): an
+            // error is one line.
+            let message =
+                error.message.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) }
+                ?? "libheif failed"
+            if error.subcode == heif_suberror_End_of_data, endOfDataIsTruncation {
                 throw ImageDecodingError(format: format, reason: .truncated)
             }
             switch error.code {

@@ -125,8 +125,8 @@ extension ImageHeader {
         // The file's length is unknown while reading a prefix, so top-level boxes have no end.
         guard let meta = try file.child("meta", from: 0, to: Int.max) else { throw bytes.corrupt("no meta box") }
         // A meta of size 0 runs to the end of the file (walked without an end, it ends at Int.max); libheif 1.15
-        // refuses one wherever it lies ("No 'meta' box"), and so the decoder does.
-        guard meta.end != Int.max else { throw bytes.corrupt("meta box of size 0 (to the end of the file)") }
+        // refuses one wherever it lies ("No 'meta' box"), and so the decoder does (``HEIFBoxes/metaRunsToTheEnd()``).
+        guard meta.end != Int.max else { throw bytes.corrupt(HEIFBoxes.metaOfSizeZero) }
         let metaContent = meta.contentStart + 4  // FullBox version and flags
         guard let properties = try file.child("iprp", from: metaContent, to: meta.end) else {
             throw bytes.corrupt("no item properties")

@@ -6,7 +6,8 @@ import Testing
 
 /// A download cut short before the end of its `meta` box is `.truncated` for the decoder, as for the header
 /// reader: libheif 1.15 drops a top-level box the bytes end in and reports what it then lacks ("No 'ftyp'
-/// box", "No 'meta' box"), which alone reads like a damaged file.
+/// box", "No 'meta' box"), 1.23 "File size too small" or "Insufficient input data", which alone read like a
+/// damaged file.
 @Suite("HEIF and AVIF files cut before the end of meta")
 struct HEIFCutBeforeItsMetaEndsTests {
     /// The end of the top-level `meta` box of `bytes` (sizes under 4 GiB).
@@ -53,10 +54,10 @@ struct HEIFCutBeforeItsMetaEndsTests {
         }
     }
 
-    /// A whole file whose box headers are damaged stays `.corrupt`: ftyp of 3 bytes, or meta of 4 (libheif:
-    /// "No 'ftyp' box", "No 'meta' box", as for a cut), and meta renamed, after which the file holds only
-    /// complete boxes, is `.truncated` (the header reader's answer: a `meta` could follow, as after a cut
-    /// at a box's end).
+    /// A whole file whose box headers are damaged stays `.corrupt`: ftyp of 3 bytes, or meta of 4 (libheif 1.15:
+    /// "No 'ftyp' box", "No 'meta' box", as for a cut; 1.23: "Unexpected end of file", as for data cut inside
+    /// meta's items), and meta renamed, after which the file holds only complete boxes, is `.truncated` (the header
+    /// reader's answer: a `meta` could follow, as after a cut at a box's end).
     @Test(
         arguments: [
             ("ftyp of 3 bytes", 0, [0, 0, 0, 3], false),
@@ -81,7 +82,9 @@ struct HEIFCutBeforeItsMetaEndsTests {
     /// A top-level `meta` whose size field is 0 (the box runs to the end of the file) is refused by libheif
     /// 1.15 ("Invalid input: No 'meta' box", heif_suberror_No_meta_box; run with the installed libheif 1.15.1
     /// on each file, and also with meta the last box: the file cut at meta's end), so the decoder says
-    /// `.corrupt`: the header does too. Before, it read the file's size (96x64 for each).
+    /// `.corrupt`: the header does too. Before, it read the file's size (96x64 for each). libheif 1.23 reads
+    /// such a file (and decodes it, or finds its data missing when meta is last): the decoder refuses it before
+    /// libheif is asked, so it says what the header says whichever libheif is installed.
     @Test(
         arguments: [
             ("photo.heic", false), ("photo.heic", true), ("photo.avif", false), ("grid.heic", false),
