@@ -1,4 +1,5 @@
 #if os(Linux)
+import CHEIF
 import Foundation
 import Testing
 
@@ -46,6 +47,14 @@ struct HEIFCleanApertureOrderTests {
     func theCropIsWhereLibheifMakesIt(order: [Transform]) throws {
         let data = try Self.file(order)
         let header = try ImageHeader.parse(data)
+        // Coded 90x64 under an ispe of 90x60: libheif 1.22 and later show nothing, and the decoder has their error.
+        if HEIFLibrary.refusesAPictureOfAnotherSizeThanDeclared {
+            #expect(throws: HEIFLibrary.pictureOfAnotherSizeThanDeclared(.heif)) {
+                try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
+            }
+            #expect(HEIFCleanAperturesTests.libheifDecodeError(data) == heif_error_Invalid_input)
+            return
+        }
         let stored = try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
         #expect(stored.pixelSize == header.storedSize)
         let shown = try HEIFTransformOrderTests.libheifDisplayed(data)

@@ -84,6 +84,14 @@ struct HEIFCleanAperturesTests {
     func oneApertureAndOneRotationStillDecode(order: [Property]) throws {
         let data = try Self.file(order)
         let header = try ImageHeader.parse(data)
+        // Coded 90x64 under an ispe of 90x60: libheif 1.22 and later show nothing, and the decoder has their error.
+        if HEIFLibrary.refusesAPictureOfAnotherSizeThanDeclared {
+            #expect(throws: HEIFLibrary.pictureOfAnotherSizeThanDeclared(.heif)) {
+                try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
+            }
+            #expect(Self.libheifDecodeError(data) == heif_error_Invalid_input)
+            return
+        }
         let shown = try HEIFTransformOrderTests.libheifDisplayed(data)
         #expect(header.displaySize == shown.pixelSize)
         let stored = try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))

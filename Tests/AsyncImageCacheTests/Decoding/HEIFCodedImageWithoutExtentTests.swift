@@ -39,12 +39,25 @@ struct HEIFCodedImageWithoutExtentTests {
         let header = try ImageHeader.parse(data)
         #expect(header.storedSize == size)
         #expect(header.orientation == orientation)
+        if orientation.swapsWidthAndHeight, HEIFLibrary.refusesAQuarterTurnWithoutExtent {
+            #expect(throws: HEIFLibrary.quarterTurnWithoutExtent(header.format)) {
+                try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
+            }
+            return
+        }
         let bitmap = try ImageDecoders.HEIF().decode(data, context: ImageDecodingContext(header: header))
         #expect(bitmap.pixelSize == header.storedSize)
-        // The same picture as the file with its ispe.
+        // The same picture as the file with its ispe; cropped-offset.heic's (coded 90x64, declared 90x60) as
+        // libheif 1.15 showed it where libheif 1.22 and later refuse it.
         let original = try Fixtures.data("heif", name)
-        let expected = try ImageDecoders.HEIF().decode(
-            original, context: ImageDecodingContext(header: try ImageHeader.parse(original)))
+        let expected =
+            if name == "cropped-offset.heic", HEIFLibrary.refusesAPictureOfAnotherSizeThanDeclared {
+                try ImageDecoders.PNG().decode(
+                    try Fixtures.data("heif", "cropped-offset.libheif.png"), context: decodingContext(.png))
+            } else {
+                try ImageDecoders.HEIF().decode(
+                    original, context: ImageDecodingContext(header: try ImageHeader.parse(original)))
+            }
         #expect(bitmap == expected)
     }
 

@@ -33,7 +33,14 @@ struct HEIFCutBeforeItsMetaEndsTests {
     func everyCutBeforeTheEndOfMetaIsTruncated(name: String) throws {
         let data = try Fixtures.data("heif", name)
         let header = try ImageHeader.parse(data)
-        #expect(try Self.decode(data, header: header).pixelSize == header.storedSize)
+        // grid.heic's tiles are coded 64x64 under an ispe of 48x32, which libheif 1.22 and later refuse.
+        if name == "grid.heic", HEIFLibrary.refusesAPictureOfAnotherSizeThanDeclared {
+            #expect(throws: HEIFLibrary.pictureOfAnotherSizeThanDeclared(.heif)) {
+                try Self.decode(data, header: header)
+            }
+        } else {
+            #expect(try Self.decode(data, header: header).pixelSize == header.storedSize)
+        }
         let truncated = ImageDecodingError(format: header.format, reason: .truncated)
         let metaEnd = try Self.metaEnd([UInt8](data))
         var failures: [Int] = []

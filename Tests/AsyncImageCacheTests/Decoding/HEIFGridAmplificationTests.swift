@@ -124,9 +124,16 @@ struct HEIFGridAmplificationTests {
         let refusal = ImageDecodingError.Reason.pixelBudgetExceeded(pixels: decoded, budget: 1_000_000)
         #expect(error == ImageDecodingError(format: .heif, reason: refusal))
         #expect(error?.reason.suggestsDamage == false)
-        // Within four times the budget it decodes.
-        let bitmap = try ImageDecoders.HEIF().decode(
-            data, context: ImageDecodingContext(header: header, pixelBudget: decoded / 4 + 1))
+        // Within four times the budget it decodes; libheif 1.23 refuses its 1,024 references as it reads it.
+        let withinBudget = ImageDecodingContext(header: header, pixelBudget: decoded / 4 + 1)
+        if HEIFLibrary.limitsReferencesToAThousand {
+            let limit = "Number of references in iref box (1024) exceeds the security limits of 1000 references."
+            let tooMany = ImageDecodingError(
+                format: .heif, reason: .corrupt("Invalid input: Security limit exceeded: \(limit)"))
+            #expect(throws: tooMany) { try ImageDecoders.HEIF().decode(data, context: withinBudget) }
+            return
+        }
+        let bitmap = try ImageDecoders.HEIF().decode(data, context: withinBudget)
         #expect(bitmap.pixelSize == PixelSize(width: 256, height: 256))
     }
 
@@ -230,10 +237,17 @@ struct HEIFGridAmplificationTests {
             files.append(try Fixtures.data("heif", name))
         }
         #expect(HEIFDerivations.decodedPixels(in: files[4]) == 2 * 96 * 64)  // alpha.avif: the image and its alpha
-        for data in files {
+        for (index, data) in files.enumerated() {
             let header = try ImageHeader.parse(data)
-            let bitmap = try ImageDecoders.HEIF().decode(
-                data, context: ImageDecodingContext(header: header, pixelBudget: header.storedSize.pixelCount))
+            let context = ImageDecodingContext(header: header, pixelBudget: header.storedSize.pixelCount)
+            // grid.heic's tiles are coded 64x64 under an ispe of 48x32, which libheif 1.22 and later refuse.
+            if index == 1, HEIFLibrary.refusesAPictureOfAnotherSizeThanDeclared {
+                #expect(throws: HEIFLibrary.pictureOfAnotherSizeThanDeclared(.heif)) {
+                    try ImageDecoders.HEIF().decode(data, context: context)
+                }
+                continue
+            }
+            let bitmap = try ImageDecoders.HEIF().decode(data, context: context)
             #expect(bitmap.pixelSize == header.storedSize)
         }
     }

@@ -28,31 +28,64 @@ struct HEIFTransformOrderTests {
         return Data(bytes)
     }
 
-    /// The primary image of `data` as libheif shows it, its transformations applied.
+    /// The primary image of `data` as libheif shows it, its transformations applied, in 8-bit planes
+    /// (``libheifPlanes(_:transformed:eightBit:)``).
     static func libheifDisplayed(_ data: Data) throws -> Bitmap {
+        try libheifPlanes(data, transformed: true, eightBit: true)
+    }
+
+    /// The primary image of `data` as libheif decodes it to planes of R, G and B (and alpha, when it has one), as the
+    /// decoder reads them: each sample by its top 8 bits. With `transformed`, its transformations applied, else
+    /// ignored; with `eightBit`, libheif asked for 8-bit samples. Planes, not interleaved RGBA, whose conversion
+    /// libheif 1.23 rounds otherwise (``HEIFLibrary/convertsInterleavedRGBOtherwiseThanPlanes``; 1.15.1 gives the
+    /// same samples either way).
+    static func libheifPlanes(_ data: Data, transformed: Bool, eightBit: Bool) throws -> Bitmap {
         let context = try #require(heif_context_alloc())
         defer { heif_context_free(context) }
         return try data.withUnsafeBytes { raw throws -> Bitmap in
-            #expect(
+            try #require(
                 heif_context_read_from_memory_without_copy(context, raw.baseAddress, raw.count, nil).code
                     == heif_error_Ok)
             var handle: OpaquePointer?
-            #expect(heif_context_get_primary_image_handle(context, &handle).code == heif_error_Ok)
+            try #require(heif_context_get_primary_image_handle(context, &handle).code == heif_error_Ok)
             let primary = try #require(handle)
             defer { heif_image_handle_release(primary) }
+            let options = try #require(heif_decoding_options_alloc())
+            defer { heif_decoding_options_free(options) }
+            options.pointee.ignore_transformations = transformed ? 0 : 1
+            options.pointee.convert_hdr_to_8bit = eightBit ? 1 : 0
             var image: OpaquePointer?
-            let decoded = heif_decode_image(primary, &image, heif_colorspace_RGB, heif_chroma_interleaved_RGBA, nil)
-            #expect(decoded.code == heif_error_Ok)
+            let decoded = heif_decode_image(primary, &image, heif_colorspace_RGB, heif_chroma_444, options)
+            try #require(decoded.code == heif_error_Ok)
             let picture = try #require(image)
             defer { heif_image_release(picture) }
             let (width, height) = (
-                Int(heif_image_get_primary_width(picture)), Int(heif_image_get_primary_height(picture))
+                Int(heif_image_get_width(picture, heif_channel_R)), Int(heif_image_get_height(picture, heif_channel_R))
             )
-            var stride: Int32 = 0
-            let plane = try #require(heif_image_get_plane_readonly(picture, heif_channel_interleaved, &stride))
+            // Each plane's first sample and stride, and the bits its samples drop to be read as 8.
+            func plane(_ channel: heif_channel) throws -> (base: UnsafePointer<UInt8>, stride: Int, shift: Int)? {
+                guard heif_image_has_channel(picture, channel) != 0 else { return nil }
+                var stride: Int32 = 0
+                let base = try #require(heif_image_get_plane_readonly(picture, channel, &stride))
+                return (base, Int(stride), Int(heif_image_get_bits_per_pixel_range(picture, channel)) - 8)
+            }
+            let planes = try [heif_channel_R, heif_channel_G, heif_channel_B, heif_channel_Alpha].map(plane)
             var pixels: [UInt8] = []
-            for row in 0..<height {
-                pixels += UnsafeBufferPointer(start: plane + row * Int(stride), count: width * 4)
+            for y in 0..<height {
+                for x in 0..<width {
+                    for plane in planes {
+                        guard let plane else {
+                            pixels.append(255)
+                            continue
+                        }
+                        let row = plane.base + y * plane.stride
+                        let word =
+                            plane.shift > 0
+                            ? Int(UnsafeRawPointer(row).loadUnaligned(fromByteOffset: 2 * x, as: UInt16.self))
+                            : Int(row[x])
+                        pixels.append(UInt8(word >> max(0, plane.shift)))
+                    }
+                }
             }
             return Bitmap(width: width, height: height, pixels: pixels)
         }
