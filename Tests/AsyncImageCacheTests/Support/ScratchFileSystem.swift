@@ -63,13 +63,14 @@ final class ScratchFileSystem: @unchecked Sendable {
     ///
     /// The kernel refuses to make it read-only while anything writes to it, an access time included: a
     /// store's trim listing the folder at that moment made `mount` fail with status 32 (busy) in a whole-suite
-    /// run on a loaded machine. Such a refusal passes, so the remount is tried again, for a second at most.
+    /// run on a loaded machine. Such a refusal passes, so the remount is tried again, for 30 seconds at most: in a
+    /// whole-suite CI run (2026-12-07) a write due to end after 200 ms was still open after the second this was.
     func setReadOnly(_ readOnly: Bool) throws {
         var attempts = 0
         while true {
             do {
                 return try Self.mount(["-o", readOnly ? "remount,ro" : "remount,rw", url.path])
-            } catch let error as MountError where error.isBusy && attempts < 50 {
+            } catch let error as MountError where error.isBusy && attempts < 1500 {
                 attempts += 1
                 usleep(20_000)
             }
