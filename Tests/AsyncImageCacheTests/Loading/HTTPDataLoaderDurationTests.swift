@@ -18,24 +18,26 @@ import Testing
         server = try await TestHTTPServer(serving: directory.url)
     }
 
-    @Test func anImageBodyThatNeverEndsStopsAtTheResourceTimeout() async throws {
-        let path = "/trickle/100/200"
-        let loader = HTTPDataLoader(timeout: 5, resourceTimeout: 1)
-        await #expect(throws: ImageLoadingError.timedOut(server.url(path))) {
-            try await loader.loadData(for: server.url(path))
-        }
+    /// Loads `path` (with `query` appended) under a resource timeout of `resourceTimeout` seconds, expecting
+    /// the error `expected` makes of its URL, then waits until the server has seen the connection hung up and
+    /// checks that the loader has no task left.
+    private func expectHangUp(
+        loading path: String, query: String = "", resourceTimeout: TimeInterval,
+        failingWith expected: (URL) -> ImageLoadingError, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let url = server.url(path + query)
+        let loader = HTTPDataLoader(timeout: 5, resourceTimeout: resourceTimeout)
+        await #expect(throws: expected(url), sourceLocation: sourceLocation) { try await loader.loadData(for: url) }
         try await server.waitUntilHungUp(path)
-        #expect(loader.unfinishedTaskCount == 0)
+        #expect(loader.unfinishedTaskCount == 0, sourceLocation: sourceLocation)
+    }
+
+    @Test func anImageBodyThatNeverEndsStopsAtTheResourceTimeout() async throws {
+        try await expectHangUp(loading: "/trickle/100/200", resourceTimeout: 1) { .timedOut($0) }
     }
 
     @Test func anErrorPageThatNeverEndsFailsOnItsStatusAndIsHungUpOn() async throws {
-        let path = "/trickle/100/500"
-        let loader = HTTPDataLoader(timeout: 5, resourceTimeout: 1)
-        await #expect(throws: ImageLoadingError.httpStatus(code: 500, url: server.url(path))) {
-            try await loader.loadData(for: server.url(path))
-        }
-        try await server.waitUntilHungUp(path)
-        #expect(loader.unfinishedTaskCount == 0)
+        try await expectHangUp(loading: "/trickle/100/500", resourceTimeout: 1) { .httpStatus(code: 500, url: $0) }
     }
 
     /// An error page is read and dropped up to ``HTTPTaskTable/drainLimit`` (64 KiB), then hung up on: the
@@ -44,25 +46,17 @@ import Testing
     /// time limit. 64 bytes a millisecond come to the limit in about a second.
     @Test func anErrorPageIsHungUpOnOnceItPassesTheDrainLimit() async throws {
         let path = "/trickle/1/404"
-        let loader = HTTPDataLoader(timeout: 5, resourceTimeout: 3600)
-        await #expect(throws: ImageLoadingError.httpStatus(code: 404, url: server.url(path))) {
-            try await loader.loadData(for: server.url(path))
-        }
-        try await server.waitUntilHungUp(path)
+        try await expectHangUp(loading: path, resourceTimeout: 3600) { .httpStatus(code: 404, url: $0) }
         let sent = try await server.bytesSent(for: path) ?? 0
         #expect(sent > HTTPTaskTable.drainLimit)
-        #expect(loader.unfinishedTaskCount == 0)
     }
 
     /// swift-corelibs-foundation decides on a redirect once its body has ended, so the refusal of
     /// this one (to a `file:` URL) never comes: the load timed out only when the test gave up.
     @Test func aRedirectWhoseBodyNeverEndsTimesOut() async throws {
-        let path = "/trickle/100/302"
-        let url = server.url(path + "?file%3A%2F%2F%2Fetc%2Fpasswd")
-        let loader = HTTPDataLoader(timeout: 5, resourceTimeout: 1)
-        await #expect(throws: ImageLoadingError.timedOut(url)) { try await loader.loadData(for: url) }
-        try await server.waitUntilHungUp(path)
-        #expect(loader.unfinishedTaskCount == 0)
+        try await expectHangUp(
+            loading: "/trickle/100/302", query: "?file%3A%2F%2F%2Fetc%2Fpasswd", resourceTimeout: 1
+        ) { .timedOut($0) }
     }
 
     @Test func theStoreReportsTheTimeoutAndKeepsNothing() async throws {
