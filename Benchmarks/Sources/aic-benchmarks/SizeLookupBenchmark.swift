@@ -75,29 +75,24 @@ enum SizeLookupBenchmark {
         let decoder = ImageDecoders.Default()
         var contest = Contest()
         for _ in 0..<rounds {
-            // The header path timed whole, as the xattr path is below (the memo emptied before each pass,
-            // untimed), first: the xattr path's last pass then leaves the memo full for the memo hits.
-            var headerWhole = 0.0
-            for _ in 0..<20 {
-                store.clearMemory()
-                headerWhole += perItemMicroseconds(fileURLs) { blackHole(store.cachedPixelSize(for: $0)) } / 20
+            // The public call on a memo miss, timed whole: 20 passes over `keys`, the memo emptied (and
+            // `beforeEachPass` run) before each, untimed; microseconds per lookup.
+            func wholePath(_ keys: [URL], beforeEachPass: () -> Void = {}) -> Double {
+                (0..<20).reduce(0.0) { total, _ in
+                    store.clearMemory()
+                    beforeEachPass()
+                    return total + perItemMicroseconds(keys) { blackHole(store.cachedPixelSize(for: $0)) } / 20
+                }
             }
+            // The header path timed whole, as the xattr path is below, first: the xattr path's last pass then
+            // leaves the memo full for the memo hits.
+            let headerWhole = wholePath(fileURLs)
             // A cached image's header path whole, once its attribute is lost (a copy that dropped it): the
-            // attribute missed, the header read, the attribute written back and the memo filled. The
-            // attributes are removed and the memo emptied before each pass, untimed.
-            var repairWhole = 0.0
-            for _ in 0..<20 {
-                store.clearMemory()
-                for file in files { removexattr(file.path, attributeName) }
-                repairWhole += perItemMicroseconds(urls) { blackHole(store.cachedPixelSize(for: $0)) } / 20
-            }
+            // attribute missed, the header read, the attribute written back and the memo filled.
+            let repairWhole = wholePath(urls) { for file in files { removexattr(file.path, attributeName) } }
             // The path cachedPixelSize(for:) takes on a memo miss (after a relaunch): memo and memory
-            // misses, the attribute, and the memo filled. The memo is emptied before each pass, untimed.
-            var xattrPath = 0.0
-            for _ in 0..<20 {
-                store.clearMemory()
-                xattrPath += perItemMicroseconds(urls) { blackHole(store.cachedPixelSize(for: $0)) } / 20
-            }
+            // misses, the attribute, and the memo filled.
+            let xattrPath = wholePath(urls)
             contest.record(
                 "memo hit", perItemMicroseconds(urls, passes: 20) { blackHole(store.cachedPixelSize(for: $0)) })
             contest.record("xattr path", xattrPath)
