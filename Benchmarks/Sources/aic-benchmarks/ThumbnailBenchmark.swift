@@ -129,16 +129,11 @@ enum ThumbnailBenchmark {
     }
 
     static func vips(_ data: Data, width: Int) throws -> Double {
-        var size: (Int32, Int32) = (0, 0)
-        let clock = ContinuousClock()
-        let start = clock.now
-        let status = data.withUnsafeBytes { bytes in
-            vips_reference_thumbnail_buffer(bytes.baseAddress, bytes.count, Int32(width), &size.0, &size.1)
+        try timedVips(width: width, "libvips") { resultWidth, resultHeight in
+            data.withUnsafeBytes { bytes in
+                vips_reference_thumbnail_buffer(bytes.baseAddress, bytes.count, Int32(width), resultWidth, resultHeight)
+            }
         }
-        let elapsed = clock.now - start
-        guard status == 0 else { throw BenchmarkFailure("libvips: \(lastVipsError())") }
-        try expectWidth(Int(size.0), width, "libvips")
-        return milliseconds(elapsed)
     }
 
     /// Checked after each timed call: a thumbnail of another width would be timing other work. (libvips may
@@ -160,27 +155,31 @@ enum ThumbnailBenchmark {
     }
 
     static func vips(_ benchmark: InProcessCase) throws -> Double {
-        var width: Int32 = 0
-        var height: Int32 = 0
-        let clock = ContinuousClock()
-        let start = clock.now
-        let status = vips_reference_thumbnail_file(benchmark.file.path, Int32(benchmark.width), &width, &height)
-        let elapsed = clock.now - start
-        guard status == 0 else { throw BenchmarkFailure("libvips: \(lastVipsError())") }
-        try expectWidth(Int(width), benchmark.width, "libvips")
-        return milliseconds(elapsed)
+        try timedVips(width: benchmark.width, "libvips") {
+            vips_reference_thumbnail_file(benchmark.file.path, Int32(benchmark.width), $0, $1)
+        }
     }
 
     /// libvips's thumbnail steps with the decode at `1/shrink`: shrink-on-load, then Lanczos 3 to the width.
     static func vips(_ benchmark: InProcessCase, shrink: Int) throws -> Double {
-        var size: (Int32, Int32) = (0, 0)
+        try timedVips(width: benchmark.width, "libvips at 1/\(shrink)") {
+            vips_reference_resize_after_shrink_load(
+                benchmark.file.path, Int32(shrink), Int32(benchmark.width), $0, $1)
+        }
+    }
+
+    /// Times `call`, one of the VipsReference functions, which stores its result's size through the two
+    /// pointers it is given; in milliseconds, once the call succeeded with a thumbnail `width` wide.
+    static func timedVips(
+        width: Int, _ tool: String, _ call: (UnsafeMutablePointer<Int32>, UnsafeMutablePointer<Int32>) -> Int32
+    ) throws -> Double {
+        var (resultWidth, resultHeight): (Int32, Int32) = (0, 0)
         let clock = ContinuousClock()
         let start = clock.now
-        let status = vips_reference_resize_after_shrink_load(
-            benchmark.file.path, Int32(shrink), Int32(benchmark.width), &size.0, &size.1)
+        let status = call(&resultWidth, &resultHeight)
         let elapsed = clock.now - start
         guard status == 0 else { throw BenchmarkFailure("libvips: \(lastVipsError())") }
-        try expectWidth(Int(size.0), benchmark.width, "libvips at 1/\(shrink)")
+        try expectWidth(Int(resultWidth), width, tool)
         return milliseconds(elapsed)
     }
 
