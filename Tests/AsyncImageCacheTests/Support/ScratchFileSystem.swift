@@ -20,7 +20,19 @@ final class ScratchFileSystem: @unchecked Sendable {
     }
 
     /// Whether `mount -t tmpfs` works here: tried once per test process.
-    static let isAvailable: Bool = (try? ScratchFileSystem(byteCount: 64 * 1024)) != nil
+    static var isAvailable: Bool { probe.mounts }
+
+    /// Whether a tmpfs mounted here keeps `user.` extended attributes, as from Linux 6.6 (Debian 12's kernel,
+    /// 6.1, refuses them with `EOPNOTSUPP`).
+    static var keepsUserAttributes: Bool { probe.keepsUserAttributes }
+
+    /// One tmpfs mounted per test process, and an attribute written on a file in it.
+    private static let probe: (mounts: Bool, keepsUserAttributes: Bool) = {
+        guard let volume = try? ScratchFileSystem(byteCount: 64 * 1024) else { return (false, false) }
+        let file = volume.url.appendingPathComponent("probe").path
+        guard FileManager.default.createFile(atPath: file, contents: Data([1])) else { return (true, false) }
+        return (true, (try? FileExtendedAttributes().setValue([1], named: "user.aic-probe", atPath: file)) != nil)
+    }()
 
     /// Whether `/dev/shm` is a tmpfs, which takes a sparse file of the largest size there is (ext4 does not),
     /// as on every usual Linux machine; a sandbox or chroot may have none.
@@ -30,15 +42,6 @@ final class ScratchFileSystem: @unchecked Sendable {
             let fields = line.split(separator: " ")
             return fields.count > 2 && fields[1] == "/dev/shm" && fields[2] == "tmpfs"
         }
-    }()
-
-    /// Whether a tmpfs mounted here keeps `user.` extended attributes, as from Linux 6.6 (Debian 12's kernel,
-    /// 6.1, refuses them with `EOPNOTSUPP`): tried once per test process.
-    static let keepsUserAttributes: Bool = {
-        guard let volume = try? ScratchFileSystem(byteCount: 64 * 1024) else { return false }
-        let file = volume.url.appendingPathComponent("probe").path
-        guard FileManager.default.createFile(atPath: file, contents: Data([1])) else { return false }
-        return (try? FileExtendedAttributes().setValue([1], named: "user.aic-probe", atPath: file)) != nil
     }()
 
     /// Mounts a tmpfs of `byteCount` bytes on a fresh temporary folder.
