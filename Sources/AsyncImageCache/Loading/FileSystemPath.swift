@@ -23,6 +23,16 @@ import Foundation
     ///   name holds a NUL, and the C string would end there, naming another file.
     public init(_ url: URL) throws(ImageLoadingError) {
         let encoded = url.path(percentEncoded: true)
+        // Without an escape the bytes are the path string's own, UTF-8 by construction: `url.path`, as below,
+        // without decoding and checking them byte by byte (most paths; this runs on every local size lookup).
+        let percent = UInt8(ascii: "%")
+        let hasEscape =
+            encoded.utf8.withContiguousStorageIfAvailable { $0.contains(percent) } ?? encoded.utf8.contains(percent)
+        if !hasEscape {
+            description = url.path
+            cString = Array(description.utf8CString)
+            return
+        }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(encoded.utf8.count + 1)
         var rest = encoded.utf8[...]
