@@ -69,12 +69,28 @@ struct HeaderBytes {
     /// An unsigned integer of `length` bytes (at most 8) at `offset`.
     func unsigned(at offset: Int, length: Int, bigEndian: Bool) throws(ImageDecodingError) -> UInt64 {
         try require(offset, length: length)
-        var value: UInt64 = 0
-        for index in 0..<length {
-            let byte = UInt64(data[start + offset + (bigEndian ? index : length - 1 - index)])
-            value = value << 8 | byte
+        // One look at the storage for all the bytes: each `Data` subscript is an access the exclusivity
+        // checks time, and the header reader's reads are mostly these.
+        let first = start - data.startIndex + offset
+        return data.withUnsafeBytes { raw in
+            var value: UInt64 = 0
+            for index in 0..<length {
+                value = value << 8 | UInt64(raw[first + (bigEndian ? index : length - 1 - index)])
+            }
+            return value
         }
-        return value
+    }
+
+    /// The code of the JPEG marker whose 0xFF is the byte at `offset`, when the byte after it is a code (neither
+    /// 0x00, a stuffed byte, nor 0xFF, a fill byte); `nil` otherwise, and when the window ends first. The
+    /// segment walk's common case, read in one look.
+    func jpegMarkerCode(at offset: Int) -> UInt8? {
+        guard contains(offset, length: 2) else { return nil }
+        let first = start - data.startIndex + offset
+        return data.withUnsafeBytes { raw in
+            let code = raw[first + 1]
+            return raw[first] == 0xFF && code != 0x00 && code != 0xFF ? code : nil
+        }
     }
 
     /// A big-endian 16-bit value, as JPEG, PNG and ISO-BMFF store them.

@@ -60,18 +60,24 @@ extension ImageHeader {
                 bytes.corrupt("\(maximumStrayJPEGBytes) bytes that start no marker at byte \(strayStart)")
             }
             var marker: UInt8
-            repeat {
-                while try bytes.byte(at: offset) != 0xFF {
+            if let code = bytes.jpegMarkerCode(at: offset) {
+                // Right after the last segment, as most files have it: what the loop below would read.
+                marker = code
+                offset += 2
+            } else {
+                repeat {
+                    while try bytes.byte(at: offset) != 0xFF {
+                        offset += 1
+                        guard offset - strayStart <= maximumStrayJPEGBytes else { throw tooMany() }
+                    }
+                    while try bytes.byte(at: offset) == 0xFF {
+                        offset += 1
+                        guard offset - strayStart <= maximumStrayJPEGBytes + 1 else { throw tooMany() }
+                    }
+                    marker = try bytes.byte(at: offset)
                     offset += 1
-                    guard offset - strayStart <= maximumStrayJPEGBytes else { throw tooMany() }
-                }
-                while try bytes.byte(at: offset) == 0xFF {
-                    offset += 1
-                    guard offset - strayStart <= maximumStrayJPEGBytes + 1 else { throw tooMany() }
-                }
-                marker = try bytes.byte(at: offset)
-                offset += 1
-            } while marker == 0x00
+                } while marker == 0x00
+            }
             switch marker {
             case 0x01, 0xD0...0xD7:
                 continue  // TEM and RSTn stand alone, without a length
