@@ -101,25 +101,7 @@ extension ImageStore {
             return size
         }
         if url.isLocalFileURL {
-            guard let path = try? FileSystemPath(url) else { return nil }
-            let stamp = fileStamp(at: path)
-            guard let header = Self.readHeader(from: { DiskStore.prefix(ofFileAt: path, maxLength: $0) }) else {
-                return nil
-            }
-            count { $0.sizesFromHeader += 1 }
-            _ = ifCurrent(generation: generation, replacement: replacement, forKey: key) {
-                // A header read while the file changed is answered, not remembered: it may be of either
-                // version. Statted again under the lock a load takes to record the version it reads: a
-                // version recorded before and different is older than the one still there now.
-                guard let stamp, stamp == fileStamp(at: path) else { return }
-                // Recorded as the latest, a decode of an older version that lands later is delivered but
-                // not kept, and cannot take the size back to the old one.
-                if localFileVersions.value(forKey: key) != stamp {
-                    recordVersion(stamp, forKey: key)
-                }
-                memoize(header.displaySize, forKey: key)
-            }
-            return header.displaySize
+            return localFileSize(for: url, key: key, generation: generation, replacement: replacement)
         }
         if url.scheme?.lowercased() == "data" {
             // Only as much of the payload as the header takes is decoded, not the whole image.
@@ -130,6 +112,57 @@ extension ImageStore {
             return remember(header.displaySize, forKey: key, generation: generation, replacement: replacement)
         }
         return nil
+    }
+
+    /// The size from the header of the local file `url` names, remembered with the version read unless the
+    /// file changed meanwhile.
+    private func localFileSize(for url: URL, key: String, generation: Int, replacement: Int) -> PixelSize? {
+        guard let path = try? FileSystemPath(url) else { return nil }
+        // The version read. A regular file named directly (most) is opened without following a link and its
+        // version taken from the open descriptor before and after the read (`nil` when they differ: the file
+        // changed while it was read), with no `stat` by path; a symbolic link (or a file that first open
+        // missed) is statted by path before its read, as a load does. A larger header's later reads open the
+        // path again, and are checked by path below.
+        var stamp: FileStamp?
+        var isCheckedByDescriptor = false
+        var isFirstRead = true
+        let header = Self.readHeader { length in
+            isCheckedByDescriptor = false
+            if isFirstRead {
+                isFirstRead = false
+                let found = DiskStore.prefixAndStamp(ofRegularFileAt: path, maxLength: length) {
+                    configuration.localHeaderReadObserver?(url)
+                }
+                if let found {
+                    (stamp, isCheckedByDescriptor) = (found.stamp, true)
+                    return found.data
+                }
+                stamp = fileStamp(at: path)
+            }
+            return DiskStore.prefix(ofFileAt: path, maxLength: length)
+        }
+        guard let header else { return nil }
+        count { $0.sizesFromHeader += 1 }
+        _ = ifCurrent(generation: generation, replacement: replacement, forKey: key) {
+            // A header read while the file changed is answered, not remembered: it may be of either version.
+            guard let stamp else { return }
+            // The version a load last recorded, unchanged through the read: remembered as it stands. (Were the
+            // path to name another file by now, that is a change after this lookup, which the next load sees.)
+            if isCheckedByDescriptor, localFileVersions.value(forKey: key) == stamp {
+                memoize(header.displaySize, forKey: key)
+                return
+            }
+            // Otherwise statted again under the lock a load takes to record the version it reads: a version
+            // recorded before and different is older than the one still there now.
+            guard stamp == fileStamp(at: path) else { return }
+            // Recorded as the latest, a decode of an older version that lands later is delivered but not
+            // kept, and cannot take the size back to the old one.
+            if localFileVersions.value(forKey: key) != stamp {
+                recordVersion(stamp, forKey: key)
+            }
+            memoize(header.displaySize, forKey: key)
+        }
+        return header.displaySize
     }
 
     /// The size in the disk-tier file's extended attribute: one `getxattr`, no file read.

@@ -74,6 +74,10 @@ extension ImageStore {
         var extendedAttributes: any ExtendedAttributeStoring = FileExtendedAttributes()
         /// Looks at local files' versions; tests replace it with a spy that counts calls.
         var fileInspector: any FileInspecting = SystemFileInspector()
+        /// Called on the calling thread once a size lookup of a local file has read the file's first bytes
+        /// through the descriptor whose status gives its version, before that status is taken again; tests
+        /// change the file there.
+        var localHeaderReadObserver: (@Sendable (URL) -> Void)?
         /// Called on the decoding thread after each batch of source rows a JPEG or PNG decodes row by
         /// row (an interlaced PNG's once per pass), and after each chunk of a WebP file libwebp is handed
         /// (its output rows so far), with the rows decoded so far and the rows in all; tests see how far a

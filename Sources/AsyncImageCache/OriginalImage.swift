@@ -104,17 +104,27 @@ struct SystemFileInspector: FileInspecting {
         guard path.withCString({ lstat($0, &info) }) == 0 else { return nil }
         var link: (inode: UInt64, changeTime: timespec) = (0, timespec())
         if info.st_mode & S_IFMT == S_IFLNK {
-            link = (UInt64(truncatingIfNeeded: info.st_ino), Self.changeTime(of: info))
+            link = (UInt64(truncatingIfNeeded: info.st_ino), FileStamp.changeTime(of: info))
             guard path.withCString({ stat($0, &info) }) == 0 else { return nil }
         }
         guard info.st_mode & S_IFMT == S_IFREG else { return nil }
-        return FileStamp(
+        return FileStamp(status: info, linkInode: link.inode, linkChangeTime: link.changeTime)
+    }
+}
+
+extension FileStamp {
+    /// The stamp of the regular file whose status is `info`, reached through the symbolic link with inode
+    /// `linkInode` and status change time `linkChangeTime`, or directly (`0` and zero): what
+    /// ``SystemFileInspector`` answers for its path, and, for a file opened without following a link, what
+    /// `fstat` of the open descriptor gives.
+    init(status info: stat, linkInode: UInt64 = 0, linkChangeTime: timespec = timespec()) {
+        self.init(
             modificationTime: Self.modificationTime(of: info), changeTime: Self.changeTime(of: info),
             byteCount: Int(info.st_size), device: UInt64(truncatingIfNeeded: info.st_dev),
-            inode: UInt64(truncatingIfNeeded: info.st_ino), linkInode: link.inode, linkChangeTime: link.changeTime)
+            inode: UInt64(truncatingIfNeeded: info.st_ino), linkInode: linkInode, linkChangeTime: linkChangeTime)
     }
 
-    private static func modificationTime(of info: stat) -> timespec {
+    fileprivate static func modificationTime(of info: stat) -> timespec {
         #if canImport(Darwin)
         info.st_mtimespec
         #else
@@ -122,7 +132,7 @@ struct SystemFileInspector: FileInspecting {
         #endif
     }
 
-    private static func changeTime(of info: stat) -> timespec {
+    fileprivate static func changeTime(of info: stat) -> timespec {
         #if canImport(Darwin)
         info.st_ctimespec
         #else

@@ -394,6 +394,26 @@ final class DiskStore: Sendable {
         return found?.data
     }
 
+    /// Up to `maxLength` bytes from the start of the regular file at `path`, and its version from the open
+    /// descriptor (`fstat`), with no `stat` by path: `nil` when the status after the read differs from the one
+    /// before (the file changed while it was read). `nil` altogether if it cannot be read, and when `path`
+    /// names a symbolic link, whose version (``SystemFileInspector``) is the link's as well as the file's.
+    /// `afterRead` runs between the read and the second status.
+    static func prefixAndStamp(
+        ofRegularFileAt path: FileSystemPath, maxLength: Int, afterRead: () -> Void = {}
+    ) -> (data: Data, stamp: FileStamp?)? {
+        path.withCString { path in
+            withRegularFile(atPath: path, followingLinks: false) { descriptor, before in
+                guard let data = readBytes(from: descriptor, upTo: maxLength) else { return nil }
+                afterRead()
+                var after = stat()
+                let stamp = FileStamp(status: before)
+                let isUnchanged = fstat(descriptor, &after) == 0 && FileStamp(status: after) == stamp
+                return (data, isUnchanged ? stamp : nil)
+            }
+        }
+    }
+
     private static func prefixAndIdentity(
         ofFileAtPath path: UnsafePointer<CChar>, maxLength: Int, followingLinks: Bool
     ) -> (
