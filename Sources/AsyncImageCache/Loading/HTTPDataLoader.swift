@@ -18,7 +18,9 @@ import FoundationNetworking
 /// ``ImageLoadingError/cancelled`` at once.
 ///
 /// At most the session configuration's `httpMaximumConnectionsPerHost` downloads per host run at once;
-/// the others wait, and their ``timeout`` and ``resourceTimeout`` start when they do. A download
+/// the others wait, and their ``timeout`` and ``resourceTimeout`` start when they do. (On Linux the loader
+/// holds them to that number itself and sets no limit in libcurl, whose version 8 could leave a download
+/// started as a cancelled one's connection closed waiting inside it until its timeout.) A download
 /// redirected to another host counts against that host from then on, and waits for it the same way
 /// (an ``ImageStore``'s visible load first waits for one of the store's fetch slots of that host);
 /// its ``resourceTimeout`` runs on from when it was first sent, stopped only while such a visible load
@@ -161,6 +163,14 @@ public final class HTTPDataLoader: DataLoading {
                 configuration.timeoutIntervalForRequest = Self.sessionTimeout(timeout)
                 let tasks = HTTPTaskTable(
                     connectionLimit: configuration.httpMaximumConnectionsPerHost, resourceTimeout: resourceTimeout)
+                #if canImport(FoundationNetworking)
+                // The table holds downloads to the configured number per host; libcurl gets no limit of its
+                // own. libcurl 8 (Debian 13 has 8.14) counts a connection it is still closing, a cancelled
+                // download's, against its per-host limit, and left a download the table started into the
+                // freed place pending, never sent, until it timed out (every other one, in a loop of
+                // cancellations); libcurl 7 did not. Without a limit there, the download opens a connection.
+                configuration.httpMaximumConnectionsPerHost = Int(Int32.max)
+                #endif
                 // The delegate queue is only the place where callbacks run; the table has its own lock.
                 let session = URLSession(configuration: configuration, delegate: tasks, delegateQueue: nil)
                 state = .made(session, tasks)
