@@ -20,8 +20,10 @@ import Testing
         let folder = TemporaryDirectory("images")
         let (server, image) = try await TestHTTPServer.servingOneJPEG(in: folder)
         defer { server.stop() }
-        // One download of the host at a time; 5 seconds is far more than a round takes when it goes well.
-        let loader = HTTPDataLoader.limited(connectionsPerHost: 1, timeout: 5)
+        // One download of the host at a time. A round takes milliseconds when it goes well; the timeout is
+        // still long enough for the held download to wait through a round's steps on a machine the rest of
+        // the suite keeps busy (at 5 seconds, it once timed out there before the second download queued).
+        let loader = HTTPDataLoader.limited(connectionsPerHost: 1, timeout: 20)
         for round in 0..<20 {
             let key = "round\(round)"
             let held =
