@@ -23,6 +23,22 @@ import Glibc
         return (store, spy)
     }
 
+    /// `photo.jpg`, a JPEG of `width` x `height`, written into a new folder, and the folder.
+    private static func photo(width: Int, height: Int) throws -> (file: URL, folder: TemporaryDirectory) {
+        let folder = TemporaryDirectory("local-size")
+        let file = folder.url.appendingPathComponent("photo.jpg")
+        try SampleImages.jpeg(width: width, height: height).write(to: file)
+        return (file, folder)
+    }
+
+    /// The version `store` has recorded for `url`, and the one the file system gives its path now.
+    private static func versions(of url: URL, in store: ImageStore) throws -> (recorded: FileStamp??, now: FileStamp?) {
+        (
+            store.localFileVersions.value(forKey: url.cacheKey),
+            SystemFileInspector().stamp(ofFileAt: try FileSystemPath(url))
+        )
+    }
+
     /// Rewrites the file at `url` in place: same inode, new bytes, as an editor that saves without renaming.
     private static func rewriteInPlace(_ url: URL, with data: Data) throws {
         let descriptor = open(url.path, O_WRONLY | O_TRUNC)
@@ -33,9 +49,7 @@ import Glibc
     }
 
     @Test func aVersionALoadRecordedIsLookedUpWithoutAStatByPath() async throws {
-        let folder = TemporaryDirectory("local-size")
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try SampleImages.jpeg(width: 300, height: 200).write(to: file)
+        let (file, folder) = try Self.photo(width: 300, height: 200)
         let (store, spy) = try makeStore(in: folder)
         _ = try await store.image(for: ImageRequest(url: file, targetWidth: 100))
         store.clearMemory()  // the size memo emptied; the version the load read stays recorded
@@ -48,41 +62,33 @@ import Glibc
     }
 
     @Test func aFileNoLoadRecordedIsStattedOnceUnderTheLockAndRemembered() throws {
-        let folder = TemporaryDirectory("local-size")
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try SampleImages.jpeg(width: 120, height: 90).write(to: file)
+        let (file, folder) = try Self.photo(width: 120, height: 90)
         let (store, spy) = try makeStore(in: folder)
         #expect(store.cachedPixelSize(for: file) == CGSize(width: 120, height: 90))
         #expect(spy.count == 1)
-        #expect(
-            store.localFileVersions.value(forKey: file.cacheKey)
-                == SystemFileInspector().stamp(ofFileAt: try FileSystemPath(file)))
+        let versions = try Self.versions(of: file, in: store)
+        #expect(versions.recorded == versions.now)
         store.clearMemory()
         #expect(store.cachedPixelSize(for: file) == CGSize(width: 120, height: 90))
         #expect(spy.count == 1, "the version recorded by the first lookup answers the second")
     }
 
     @Test func aSymbolicLinkIsStattedByPathBeforeAndAfterItsRead() throws {
-        let folder = TemporaryDirectory("local-size")
-        let file = folder.url.appendingPathComponent("photo.jpg")
+        let (file, folder) = try Self.photo(width: 80, height: 60)
         let link = folder.url.appendingPathComponent("link.jpg")
-        try SampleImages.jpeg(width: 80, height: 60).write(to: file)
         try FileManager.default.createSymbolicLink(at: link, withDestinationURL: file)
         let (store, spy) = try makeStore(in: folder)
         #expect(store.cachedPixelSize(for: link) == CGSize(width: 80, height: 60))
         #expect(spy.count == 2)
         // The version recorded is the link's too, as a load takes it.
-        #expect(
-            store.localFileVersions.value(forKey: link.cacheKey)
-                == SystemFileInspector().stamp(ofFileAt: try FileSystemPath(link)))
-        #expect(store.localFileVersions.value(forKey: link.cacheKey)??.linkInode != 0)
+        let versions = try Self.versions(of: link, in: store)
+        #expect(versions.recorded == versions.now)
+        #expect(versions.recorded??.linkInode != 0)
     }
 
     @Test(arguments: [false, true])
     func aFileRewrittenInPlaceWhileItsHeaderIsReadIsAnsweredNotRemembered(versionRecorded: Bool) async throws {
-        let folder = TemporaryDirectory("local-size")
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try SampleImages.jpeg(width: 300, height: 200).write(to: file)
+        let (file, folder) = try Self.photo(width: 300, height: 200)
         let newer = try SampleImages.jpeg(width: 200, height: 50, seed: 3)
         let rewrites = LockedBox(0)
         let (store, _) = try makeStore(in: folder) { _ in
@@ -104,20 +110,18 @@ import Glibc
     }
 
     @Test func aFileReplacedSinceALoadRecordedItsVersionIsReadAtItsNewVersion() async throws {
-        let folder = TemporaryDirectory("local-size")
-        let file = folder.url.appendingPathComponent("photo.jpg")
-        try SampleImages.jpeg(width: 300, height: 200).write(to: file)
+        let (file, folder) = try Self.photo(width: 300, height: 200)
         let (store, _) = try makeStore(in: folder)
         let request = ImageRequest(url: file, targetWidth: 100)
         _ = try await store.image(for: request)
-        let old = store.localFileVersions.value(forKey: file.cacheKey)
+        let old = try Self.versions(of: file, in: store).recorded
         // Saved over by a rename, as most apps save: a new inode at the path.
         try SampleImages.jpeg(width: 160, height: 240, seed: 5).write(to: file, options: .atomic)
         store.clearMemory()
         #expect(store.cachedPixelSize(for: file) == CGSize(width: 160, height: 240))
-        let recorded = store.localFileVersions.value(forKey: file.cacheKey)
-        #expect(recorded != old)
-        #expect(recorded == SystemFileInspector().stamp(ofFileAt: try FileSystemPath(file)))
+        let versions = try Self.versions(of: file, in: store)
+        #expect(versions.recorded != old)
+        #expect(versions.recorded == versions.now)
         #expect(try await store.image(for: request).pixelSize == PixelSize(width: 100, height: 150))
         #expect(store.cachedPixelSize(for: file) == CGSize(width: 160, height: 240))
     }
