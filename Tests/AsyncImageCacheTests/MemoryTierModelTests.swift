@@ -5,7 +5,7 @@ import Testing
 
 /// Long random runs of the memory tiers' structures, each step checked against a plain model: a list in
 /// recency order for the LRU, and what a request may be served for the variants.
-@Suite struct MemoryTierModelTests {
+@Suite(.ownThreads) struct MemoryTierModelTests {
     @Test(arguments: 1...8)
     func theLRUEvictsAndOrdersAsAPlainListWould(seed: Int) {
         var random = SeededGenerator(seed: UInt64(seed))

@@ -5,7 +5,7 @@ import Testing
 
 /// The built-in decoders and the resize stop with `.cancelled` once the decode's cancellation is raised,
 /// and decode as before while it is not.
-@Suite struct DecodeCancellationTests {
+@Suite(.ownThreads) struct DecodeCancellationTests {
     /// A context for `data` with a cancellation, raised or not.
     private func context(
         _ data: Data, minimumSize: PixelSize? = nil, raised: Bool

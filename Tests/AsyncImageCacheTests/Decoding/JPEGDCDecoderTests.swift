@@ -6,7 +6,7 @@ import Testing
 
 /// The DC-only decoder behind JPEG's 1/8 scale: what it takes, that it gives libjpeg's pixels, and
 /// that splitting the data between two threads changes nothing, damaged data included.
-@Suite("JPEG DC-only decoder")
+@Suite("JPEG DC-only decoder", .ownThreads)
 struct JPEGDCDecoderTests {
     static let jpegFixtures = (try? Fixtures.files(in: "jpeg", withExtensions: ["jpg", "jpeg"])) ?? []
     static let orientationFixtures = (try? Fixtures.files(in: "exif-orientation", withExtensions: ["jpg"])) ?? []

@@ -4,7 +4,7 @@ import Testing
 
 @testable import AsyncImageCache
 
-@Suite("PNG decoder")
+@Suite("PNG decoder", .ownThreads)
 struct PNGDecoderTests {
     static let corpus = (try? Fixtures.files(in: "pngsuite", withExtensions: ["png"])) ?? []
     /// PngSuite names its deliberately corrupt files with a leading "x".

@@ -6,7 +6,7 @@ import Testing
 
 /// The PNG row reader behind the decode that resizes as it reads, and behind a whole decode that can be
 /// cancelled: the same pixels as libpng's simplified API for every file it takes, and the same typed errors.
-@Suite("PNG row reader")
+@Suite("PNG row reader", .ownThreads)
 struct PNGRowReaderTests {
     let decoder = ImageDecoders.PNG()
 

@@ -8,7 +8,7 @@ import Testing
 /// chunk of bytes at a time; it gives what libwebp's one call gives without a cancellation: the same pixels
 /// and the same errors, whatever the chunks, for any file an encoder wrote (a damaged lossy file can differ
 /// in colour only).
-@Suite("WebP decoder in chunks")
+@Suite("WebP decoder in chunks", .ownThreads)
 struct WebPChunkedDecodeTests {
     /// The chunk sizes tried: the decoder's own, and small ones that stop and resume libwebp many times.
     static let chunkSizes: [Int?] = [nil, 97, 1000, 4096]

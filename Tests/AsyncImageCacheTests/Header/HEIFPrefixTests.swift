@@ -6,7 +6,7 @@ import Testing
 /// A download of a sound HEIF or AVIF file cut anywhere: the header reader says `.truncated` until the bytes
 /// settle the size, then gives the whole file's answer for every longer prefix. A prefix is never `.corrupt`
 /// or another size, which the store would remember for the file.
-@Suite struct HEIFPrefixTests {
+@Suite(.ownThreads) struct HEIFPrefixTests {
     /// The fixtures of the folder, every one with a header (those made to be refused are in `hostile/`).
     static let names: [String] = {
         let folder = Fixtures.url("heif", "")

@@ -6,7 +6,7 @@ import Testing
 /// CMYK ICC profiles: their `A2B0` tables read and interpolated (checked against the functions the
 /// synthetic profiles are sampled from), the connection space turned into sRGB (checked against the
 /// published D50 matrix), and CMYK JPEGs converted through them by the decoder and the store.
-@Suite("CMYK profiles")
+@Suite("CMYK profiles", .ownThreads)
 struct CMYKProfileTests {
     /// XYZ (D50) to linear sRGB, Bradford-adapted, as Bruce Lindbloom publishes it.
     static let xyzToSRGB = [

@@ -5,7 +5,7 @@ import Testing
 
 /// The three ways a resize runs (whole image in memory, overlapping a producer on another thread,
 /// streaming through a ring of rows) do the same arithmetic, so they must agree to the byte.
-@Suite struct RowResamplerRunningTests {
+@Suite(.ownThreads) struct RowResamplerRunningTests {
     /// Shrinks, slight shrinks, enlargements (exactly 2x puts Lanczos zeros on taps, so trimmed
     /// windows can start a row early), one row, and a ring as tall as the image.
     static let cases: [(PixelSize, PixelSize)] = [

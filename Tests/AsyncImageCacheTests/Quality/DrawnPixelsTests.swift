@@ -5,7 +5,7 @@ import Testing
 @testable import AsyncImageCache
 
 /// What the store draws, across formats and paths: orientation, sizes, corners and alpha.
-@Suite("Pixels the store draws")
+@Suite("Pixels the store draws", .ownThreads)
 struct DrawnPixelsTests {
     static func render(_ data: Data, width: Int?, radius: Int = 0) throws -> Bitmap {
         let folder = TemporaryDirectory("drawn-render")
