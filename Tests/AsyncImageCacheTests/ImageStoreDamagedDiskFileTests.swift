@@ -91,7 +91,9 @@ final class HeldCommit: Sendable {
     func start() {
         let path = disk.filePath(for: url)
         let hourAgo = timespec(tv_sec: time(nil) - 3600, tv_nsec: 0)
-        _ = utimensat(AT_FDCWD, path, [hourAgo, hourAgo], AT_SYMLINK_NOFOLLOW)
+        // The rename below waits for a fresh date: a file that kept its own would let it go at once.
+        let dated = utimensat(AT_FDCWD, path, [hourAgo, hourAgo], AT_SYMLINK_NOFOLLOW) == 0
+        #expect(dated, "the file could not be dated back: errno \(errno)")
         let inRenameStep = DispatchSemaphore(value: 0)
         DispatchQueue.global().async(group: group) { [self] in
             do {
