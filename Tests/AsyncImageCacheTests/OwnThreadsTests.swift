@@ -5,14 +5,14 @@ import Testing
 /// pool, where it runs without the trait.
 @Suite struct OwnThreadsTests {
     @Test(.ownThreads) func aTestBodyUnderTheTraitRunsOnAQueueOfItsOwn() async throws {
-        #expect(ThreadPerJobExecutor.isCurrent)
+        #expect(OwnThreadsExecutor.isCurrent)
         try await Task.sleep(for: .milliseconds(1))
-        #expect(ThreadPerJobExecutor.isCurrent)
-        async let child = ThreadPerJobExecutor.isCurrent
+        #expect(OwnThreadsExecutor.isCurrent)
+        async let child = OwnThreadsExecutor.isCurrent
         #expect(await child)
     }
 
     @Test func withoutTheTraitABodyRunsOnNoneOfItsQueues() {
-        #expect(!ThreadPerJobExecutor.isCurrent)
+        #expect(!OwnThreadsExecutor.isCurrent)
     }
 }

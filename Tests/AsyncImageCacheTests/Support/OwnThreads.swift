@@ -20,7 +20,7 @@ struct OwnThreadsTrait: SuiteTrait, TestTrait, TestScoping {
     func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
-        try await withTaskExecutorPreference(ThreadPerJobExecutor.shared) { try await function() }
+        try await withTaskExecutorPreference(OwnThreadsExecutor.shared) { try await function() }
     }
 }
 
@@ -32,8 +32,8 @@ extension Trait where Self == OwnThreadsTrait {
 /// A task executor that runs every job it is given on a thread of libdispatch's overcommitting pool, which
 /// starts another thread whenever none is idle: a job that blocks waiting for another never waits for a
 /// thread to run it on.
-final class ThreadPerJobExecutor: TaskExecutor {
-    static let shared = ThreadPerJobExecutor()
+final class OwnThreadsExecutor: TaskExecutor {
+    static let shared = OwnThreadsExecutor()
     private static let marker = DispatchSpecificKey<Bool>()
 
     /// Whether the caller runs a job of this executor.
