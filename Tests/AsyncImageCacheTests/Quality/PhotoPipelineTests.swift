@@ -1,8 +1,8 @@
 import Testing
 
-/// The suites that push whole photos through the store, nested here to run one test at a time.
+/// The suites that push whole photos through the store, nested here to share one trait.
 ///
-/// Decoding and resizing run synchronously on the cooperative thread pool, which has one thread per
-/// core. Run side by side, these tests could hold every thread for seconds, and the suites that wait on
-/// sockets and cancellation meanwhile would stall; one at a time, they leave the other threads free.
-@Suite(.serialized) enum PhotoPipelineTests {}
+/// Their decoding and resizing run synchronously for seconds. On Swift's cooperative pool, which has one
+/// thread per core, they could hold every thread, and the suites that wait on sockets and cancellation
+/// meanwhile would stall: they run on threads of their own instead (``OwnThreadsTrait``).
+@Suite(.ownThreads) enum PhotoPipelineTests {}
