@@ -20,7 +20,8 @@ extension ImageStore {
     /// never kept on disk), and for a `file:` or `data:` URL whose header cannot be read.
     ///
     /// The lookup goes size memo -> memory originals -> the cached file's extended attribute (one
-    /// `getxattr`) -> the cached file's header, which also rewrites a missing attribute. So a
+    /// `getxattr`) -> the cached file's header, after which a missing attribute is written back on a
+    /// background queue (the call never waits for that write). So a
     /// cached image's size is known on the first frame after a relaunch. For `file:` and `data:`
     /// URLs the header of the file or payload is read, the first time only: a `file:` URL's size in
     /// memory is answered without looking at the file, so a file rewritten since keeps its old size
@@ -94,9 +95,20 @@ extension ImageStore {
             }
             guard let (size, file) = sizeFromHeader(for: url) else { return nil }
             count { $0.sizesFromHeader += 1 }
-            _ = ifCurrent(generation: generation, replacement: replacement, forKey: key) {
-                disk.setPixelSize(size, for: url, readFrom: file)
+            let isCurrent: Void? = ifCurrent(generation: generation, replacement: replacement, forKey: key) {
                 memoize(size, forKey: key)
+            }
+            // Written back on the disk queue, not during layout: only while the bytes read are still current,
+            // and onto the file read (another process may rename a new image into its place). Asked there, the
+            // check needs no lock held through the write: a store's file appears at the path only by a commit,
+            // and the commits of every store on the folder go on that queue, one at a time; a file removed
+            // meanwhile takes no write. (Held, the lock kept this thread's next lookups waiting.)
+            if isCurrent != nil {
+                disk.writeLater { [self] in
+                    guard ifCurrent(generation: generation, replacement: replacement, forKey: key, { true }) != nil
+                    else { return }
+                    disk.setPixelSize(size, for: url, readFrom: file)
+                }
             }
             return size
         }

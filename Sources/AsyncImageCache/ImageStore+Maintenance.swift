@@ -102,7 +102,8 @@ extension ImageStore {
     }
 
     /// Blocks until the disk writes of earlier loads are in place (a load delivers its image without
-    /// waiting for its file) and the disk trims scheduled by earlier writes have run (for tools and tests).
+    /// waiting for its file), the size attributes that earlier ``cachedPixelSize(for:)`` calls repaired
+    /// are written back, and the disk trims scheduled by earlier writes have run (for tools and tests).
     ///
     /// A program that ends through `exit`, or by returning from its main code, need not call it for the
     /// writes: its exit waits for them first, up to 10 seconds in all. One ended by a signal (`SIGTERM`,

@@ -57,6 +57,38 @@ import Testing
             ])
     }
 
+    /// A header read of a stored file (a size lookup whose attribute was lost) leaves the file's access
+    /// time as it is: after a change to its attributes the file system would otherwise write a new one, a
+    /// sixth of that lookup's time. A plain read of a copy with the same dates does date its access here.
+    @Test func aHeaderReadLeavesTheFilesAccessTimeAlone() throws {
+        let folder = TemporaryDirectory("disk")
+        let disk = DiskStore(directory: folder.url, byteLimit: 1 << 20)
+        let bytes = try SampleImages.jpeg(width: 64, height: 48)
+        try disk.store(bytes, pixelSize: PixelSize(width: 64, height: 48), for: url)
+        let stored = disk.fileURL(for: url).path
+        let elsewhere = TemporaryDirectory("plain")
+        let copy = elsewhere.url.appendingPathComponent("copy.jpg").path
+        try bytes.write(to: URL(fileURLWithPath: copy))
+        let longAgo = 1_000_000
+        for path in [stored, copy] {
+            // Read long ago, modified later: a read now is one the file system dates (relatime, strictatime).
+            var times = [timespec(tv_sec: longAgo, tv_nsec: 0), timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2)]  // UTIME_OMIT
+            try #require(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        }
+        func accessTime(_ path: String) -> Int {
+            var status = stat()
+            return stat(path, &status) == 0 ? status.st_atim.tv_sec : -1
+        }
+        let descriptor = open(copy, O_RDONLY)
+        var buffer = [UInt8](repeating: 0, count: 16)
+        #expect(read(descriptor, &buffer, buffer.count) == 16)
+        close(descriptor)
+        #expect(accessTime(copy) > longAgo, "a plain read did not date the copy's access: nothing to compare with")
+
+        #expect(disk.prefix(for: url, maxLength: 16)?.data == bytes.prefix(16))
+        #expect(accessTime(stored) == longAgo)
+    }
+
     /// A size repaired from a file read earlier goes onto that file only: once another write has
     /// replaced it, the new file keeps its own size.
     @Test func aRepairIsWrittenOnlyOntoTheFileItWasReadFrom() throws {

@@ -53,7 +53,38 @@ import Testing
         #expect(urls.map { relaunched.cachedPixelSize(for: $0) } == sizes.map(\.cgSize))
         #expect(relaunched.statistics.sizesFromHeader == sizes.count)
         #expect(relaunched.statistics.decodes == 0)
+        relaunched.waitForDiskMaintenance()  // written back on the disk queue
         #expect(urls.map { disk.pixelSize(for: $0) } == sizes)  // repaired
+    }
+
+    /// A lookup that reads the header of a cached image whose attribute was lost answers without waiting
+    /// for the attribute's write, which goes on the disk queue (lookups come from layout): with that write
+    /// parked, the lookup returns the size, and the attribute is there once the write is let go.
+    @Test func aLookupThatRepairsTheAttributeDoesNotWaitForItsWrite() async throws {
+        let root = TemporaryDirectory("root")
+        let url = try #require(try await warmCache(root: root.url).first)
+        let attributes = PixelSizeWriteGate()
+        let relaunched = try ImageStore.makeForTesting(root: root.url) { $0.extendedAttributes = attributes }
+        let path = relaunched.disk.filePath(for: url)
+        FileExtendedAttributes().removeValue(named: PixelSizeAttribute.name, atPath: path)
+
+        attributes.gate.arm()
+        defer { attributes.gate.open() }  // never leaves the disk queue parked
+        let answered = LockedBox<CGSize??>(nil)
+        Thread.detachNewThread {
+            let size = relaunched.cachedPixelSize(for: url)
+            answered.withLock { $0 = .some(size) }
+        }
+        try await waitUntil { attributes.gate.parkedCount == 1 }  // the write, parked
+        // Before, the lookup itself made the write, and waited at the gate with it.
+        for _ in 0..<1000 where answered.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(answered.withLock { $0 } == .some(sizes[0].cgSize), "the lookup waited for the attribute's write")
+        #expect(FileExtendedAttributes().value(named: PixelSizeAttribute.name, atPath: path) == nil)
+
+        attributes.gate.open()
+        relaunched.waitForDiskMaintenance()
+        let written = FileExtendedAttributes().value(named: PixelSizeAttribute.name, atPath: path)
+        #expect(written.flatMap(PixelSizeAttribute.decode) == sizes[0])
     }
 
     /// Another process sharing the folder may rename a new image into an entry's place while a lookup
@@ -152,6 +183,7 @@ import Testing
             garbage, named: PixelSizeAttribute.name, atPath: store.disk.filePath(for: url))
 
         #expect(store.cachedPixelSize(for: url) == size.cgSize)
+        store.waitForDiskMaintenance()  // written back on the disk queue
         #expect(store.disk.pixelSize(for: url) == size, "the attribute is repaired")
     }
 

@@ -297,9 +297,13 @@ extension DiskStore {
     /// Blocks until the writes queued in the background before the call have committed (see
     /// ``storeInBackground(_:pixelSize:metadata:for:generation:isCurrent:)``), then runs the trim
     /// scheduled by earlier writes now, if one is still waiting for its time, and blocks until it and
-    /// any other work on the disk queue have finished (for tests and the command line).
+    /// any other work on the disk queue have finished, the attribute writes that size lookups left waiting
+    /// (``writeLater(_:)``) made first (for tests and the command line).
     func waitForPendingTrims() {
         folder.writeQueue.sync {}
-        trimQueue.sync { runScheduledTrim() }
+        trimQueue.sync {
+            makeWaitingAttributeWrites(endingTheRun: false)
+            runScheduledTrim()
+        }
     }
 }

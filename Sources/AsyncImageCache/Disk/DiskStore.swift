@@ -77,6 +77,9 @@ final class DiskStore: Sendable {
     /// The URLs whose files memory hits marked used, waiting for the disk queue to date them, and
     /// whether a run that dates them is queued.
     private let pendingUses = LockedBox((urls: [URL](), isQueued: false))
+    /// The attribute writes that size lookups left for the disk queue (``writeLater(_:)``), and whether a
+    /// run that makes them is queued.
+    private let pendingAttributeWrites = LockedBox((writes: [@Sendable () -> Void](), isQueued: false))
 
     /// Opens the store at `directory`, and queues the removal of temporary files that an interrupted write
     /// left behind (see ``isLeftover(temporaryName:modified:now:openedAt:)``), never one of a write still
@@ -322,12 +325,21 @@ final class DiskStore: Sendable {
 
     /// Opens the regular file at `path` for reading, not through a symbolic link unless `followingLinks`,
     /// and calls `body` with its descriptor and status; `nil` for anything else at `path`.
+    /// `withoutAccessTime` for a header read of the tier's own files, which leaves the access time as it
+    /// is (the tier dates its files' use by their modification time, set with the access time). Otherwise a
+    /// read after a change to the file's attributes (a size written back, a `304`'s caching facts) has the
+    /// file system journal a new access time: a sixth of the time of a size lookup that reads a header,
+    /// in the sizes benchmark.
     private static func withRegularFile<Result>(
-        atPath path: UnsafePointer<CChar>, followingLinks: Bool = false, _ body: (Int32, stat) -> Result?
+        atPath path: UnsafePointer<CChar>, followingLinks: Bool = false, withoutAccessTime: Bool = false,
+        _ body: (Int32, stat) -> Result?
     ) -> Result? {
         // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, and reads run
         // during layout. It changes nothing for the regular files read below.
-        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (followingLinks ? 0 : O_NOFOLLOW))
+        let flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (followingLinks ? 0 : O_NOFOLLOW)
+        var descriptor = open(path, flags | (withoutAccessTime ? Self.noAccessTime : 0))
+        // Only a file's owner may read it without dating the access: another user's file is opened as usual.
+        if descriptor < 0, withoutAccessTime, Self.noAccessTime != 0, errno == EPERM { descriptor = open(path, flags) }
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var status = stat()
@@ -341,6 +353,15 @@ final class DiskStore: Sendable {
         var status = stat()
         guard lstat(filePath(for: url), &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
         return FileIdentity(status)
+    }
+
+    /// `O_NOATIME` where the system has it (Linux), else 0.
+    private static var noAccessTime: Int32 {
+        #if os(Linux) || os(Android)
+        0o1000000
+        #else
+        0
+        #endif
     }
 
     /// Which file a read found: its device and inode. Another store or process may rename a new file
@@ -379,10 +400,49 @@ final class DiskStore: Sendable {
         }
     }
 
+    /// Runs `write`, which writes an attribute onto a file of the folder, on the disk queue, never on the
+    /// calling thread, ``attributeWriteDelay`` later: a size lookup that found a cached file's attribute
+    /// lost reads the header during layout, and writing the size back (a change to the file's inode that
+    /// the file system journals, and the folder's recount) took more than half of that lookup's time.
+    /// Made at once, the writes also slowed the lookups still coming in the same layout on the other core
+    /// (the thread's wake-ups, the same files' inodes); so the writes of one burst of lookups wait for it
+    /// to end and go in one run. ``waitForPendingTrims()`` makes them at once. `write` runs on the disk
+    /// queue, where commits go one at a time, and checks for itself that what it writes is still current.
+    func writeLater(_ write: @escaping @Sendable () -> Void) {
+        let queuesRun = pendingAttributeWrites.withLock { pending in
+            pending.writes.append(write)
+            defer { pending.isQueued = true }
+            return !pending.isQueued
+        }
+        guard queuesRun else { return }
+        trimQueue.asyncAfter(deadline: .now() + Self.attributeWriteDelay) { [self] in
+            makeWaitingAttributeWrites(endingTheRun: true)
+        }
+    }
+
+    /// How long a write queued by ``writeLater(_:)`` waits for more before its run.
+    static let attributeWriteDelay = DispatchTimeInterval.milliseconds(100)
+
+    /// Makes the writes ``writeLater(_:)`` queued; on the disk queue. `endingTheRun` for the run it
+    /// scheduled, after which the next write schedules another.
+    func makeWaitingAttributeWrites(endingTheRun: Bool) {
+        let writes = pendingAttributeWrites.withLock { pending in
+            defer {
+                pending.writes = []
+                if endingTheRun { pending.isQueued = false }
+            }
+            return pending.writes
+        }
+        for write in writes { write() }
+    }
+
     /// Up to `maxLength` bytes from the start of `url`'s file, for reading a header; a symbolic link
     /// there is not followed.
     func prefix(for url: URL, maxLength: Int) -> (data: Data, identity: FileIdentity)? {
-        Self.prefixAndIdentity(ofFileAtPath: filePath(for: url), maxLength: maxLength, followingLinks: false)
+        withFilePath(for: url) {
+            Self.prefixAndIdentity(
+                ofFileAtPath: $0, maxLength: maxLength, followingLinks: false, withoutAccessTime: true)
+        }
     }
 
     /// Up to `maxLength` bytes from the start of the file at `path`; `nil` if it cannot be read, or
@@ -415,11 +475,12 @@ final class DiskStore: Sendable {
     }
 
     private static func prefixAndIdentity(
-        ofFileAtPath path: UnsafePointer<CChar>, maxLength: Int, followingLinks: Bool
+        ofFileAtPath path: UnsafePointer<CChar>, maxLength: Int, followingLinks: Bool, withoutAccessTime: Bool = false
     ) -> (
         data: Data, identity: FileIdentity
     )? {
-        withRegularFile(atPath: path, followingLinks: followingLinks) { descriptor, status in
+        withRegularFile(atPath: path, followingLinks: followingLinks, withoutAccessTime: withoutAccessTime) {
+            descriptor, status in
             readBytes(from: descriptor, upTo: maxLength).map { ($0, FileIdentity(status)) }
         }
     }
