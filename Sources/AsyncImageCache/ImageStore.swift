@@ -31,7 +31,8 @@ import Foundation
 ///   -> deliver to every waiter (completion handlers on the main thread)
 /// ```
 /// ``cachedPixelSize(for:)`` takes its own short path and never decodes pixels: size memo -> memory
-/// originals -> the file's extended attribute -> the file's header (which repairs the attribute).
+/// originals -> the file's extended attribute -> the file's header (the attribute, when missing, is
+/// written back on the disk queue afterwards).
 ///
 /// Nothing is written to either tier until the bytes have decoded, so a failed load leaves no
 /// trace. Synchronous reads never wait for a load: ``cachedImage(for:)`` takes a lock for a dictionary
