@@ -70,8 +70,8 @@ extension ImageStoreDamagedDiskFileTests {
 }
 
 /// A commit of good bytes for a URL whose file on disk a load is about to read, held in its rename step
-/// (under the count's lock) until the load has looked at the file (a look dates the file it reads): a
-/// removal the load makes, which needs that lock, comes after the rename. No time limit of its own but the
+/// (under the count's lock) until the load has looked at the file (a look dates the file it reads), and
+/// 0.2 s more: a removal the load makes, which needs that lock, comes after the rename. No time limit of its own but the
 /// suite's: with 2 s, then 60 s, a whole-suite CI run on two cores twice renamed before the load read (the
 /// load found the good file). A load that never reads runs into the suite's limit.
 final class HeldCommit: Sendable {
@@ -111,6 +111,11 @@ final class HeldCommit: Sendable {
                         while (DiskStore.modificationDate(atPath: path) ?? .distantPast) < Date() - 1800 {
                             usleep(1000)
                         }
+                        // The read that dated the file is followed at once by a look at the path (a file renamed
+                        // there meanwhile is read again: DiskStore.stored(for:)), then by the removal, which
+                        // waits for this step's lock. Renamed before that look, the load read the good file: a
+                        // whole-suite ThreadSanitizer run did once, its thread held up between the two.
+                        usleep(200_000)
                         return false
                     })
             } catch {
