@@ -28,6 +28,20 @@ import Testing
         return urls
     }
 
+    /// A relaunched store over a warm cache whose first image's file lost its attribute, with a gate on
+    /// the store's attribute writes; the folder goes when `root` does.
+    private func relaunchedWithALostAttribute() async throws -> (
+        root: TemporaryDirectory, url: URL, attributes: PixelSizeWriteGate, store: ImageStore, path: String
+    ) {
+        let root = TemporaryDirectory("root")
+        let url = try #require(try await warmCache(root: root.url).first)
+        let attributes = PixelSizeWriteGate()
+        let relaunched = try ImageStore.makeForTesting(root: root.url) { $0.extendedAttributes = attributes }
+        let path = relaunched.disk.filePath(for: url)
+        FileExtendedAttributes().removeValue(named: PixelSizeAttribute.name, atPath: path)
+        return (root, url, attributes, relaunched, path)
+    }
+
     @Test func aRelaunchedStoreAnswersEverySizeFromTheAttributeWithTheServerDown() async throws {
         let root = TemporaryDirectory("root")
         let urls = try await warmCache(root: root.url)
@@ -61,12 +75,8 @@ import Testing
     /// for the attribute's write, which goes on the disk queue (lookups come from layout): with that write
     /// parked, the lookup returns the size, and the attribute is there once the write is let go.
     @Test func aLookupThatRepairsTheAttributeDoesNotWaitForItsWrite() async throws {
-        let root = TemporaryDirectory("root")
-        let url = try #require(try await warmCache(root: root.url).first)
-        let attributes = PixelSizeWriteGate()
-        let relaunched = try ImageStore.makeForTesting(root: root.url) { $0.extendedAttributes = attributes }
-        let path = relaunched.disk.filePath(for: url)
-        FileExtendedAttributes().removeValue(named: PixelSizeAttribute.name, atPath: path)
+        let (root, url, attributes, relaunched, path) = try await relaunchedWithALostAttribute()
+        defer { withExtendedLifetime(root) {} }  // the folder stays until the test ends
 
         attributes.gate.arm()
         defer { attributes.gate.open() }  // never leaves the disk queue parked
@@ -93,17 +103,12 @@ import Testing
     /// (One case at a time: a parked load holds one of the few threads that run tasks.)
     @Test(.serialized, arguments: ["size lookup", "load"])
     func aRepairNeverLandsOnAFileThatReplacedTheOneItRead(by lookup: String) async throws {
-        let root = TemporaryDirectory("root")
-        let url = try #require(try await warmCache(root: root.url).first)
-        let attributes = PixelSizeWriteGate()
-        let relaunched = try ImageStore.makeForTesting(root: root.url) { $0.extendedAttributes = attributes }
-        let path = relaunched.disk.filePath(for: url)
-        FileExtendedAttributes().removeValue(named: PixelSizeAttribute.name, atPath: path)
+        let (root, url, attributes, relaunched, path) = try await relaunchedWithALostAttribute()
 
         attributes.gate.arm()  // parks the repair, after it has read the old file
         let repairing = Task.detached {
             guard lookup == "load" else {
-                // Layout's synchronous lookup, parked on a thread of its own.
+                // Layout's synchronous lookup, on a thread of its own; its write-back parks on the disk queue.
                 return await withCheckedContinuation { continuation in
                     Thread.detachNewThread { continuation.resume(returning: relaunched.cachedPixelSize(for: url)) }
                 }
