@@ -95,15 +95,17 @@ extension ImageStore {
             }
             guard let (size, file) = sizeFromHeader(for: url) else { return nil }
             count { $0.sizesFromHeader += 1 }
-            let isCurrent: Void? = ifCurrent(generation: generation, replacement: replacement, forKey: key) {
-                memoize(size, forKey: key)
-            }
+            let isCurrent =
+                ifCurrent(generation: generation, replacement: replacement, forKey: key) {
+                    memoize(size, forKey: key)
+                    return true
+                } ?? false
             // Written back on the disk queue, not during layout: only while the bytes read are still current,
             // and onto the file read (another process may rename a new image into its place). Asked there, the
             // check needs no lock held through the write: a store's file appears at the path only by a commit,
             // and the commits of every store on the folder go on that queue, one at a time; a file removed
             // meanwhile takes no write. (Held, the lock kept this thread's next lookups waiting.)
-            if isCurrent != nil {
+            if isCurrent {
                 disk.writeLater { [self] in
                     guard ifCurrent(generation: generation, replacement: replacement, forKey: key, { true }) != nil
                     else { return }

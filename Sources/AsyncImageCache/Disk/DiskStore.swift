@@ -404,9 +404,9 @@ final class DiskStore: Sendable {
     /// calling thread, ``attributeWriteDelay`` later: a size lookup that found a cached file's attribute
     /// lost reads the header during layout, and writing the size back (a change to the file's inode that
     /// the file system journals, and the folder's recount) took more than half of that lookup's time.
-    /// Made at once, the writes also slowed the lookups still coming in the same layout on the other core
-    /// (the thread's wake-ups, the same files' inodes); so the writes of one burst of lookups wait for it
-    /// to end and go in one run. ``waitForPendingTrims()`` makes them at once. `write` runs on the disk
+    /// Made at once, the writes also slowed the lookups still coming in the same layout (by about 1.5 us
+    /// each in the sizes benchmark); so the writes of one burst of lookups wait for it to end and go in
+    /// one run. ``waitForPendingTrims()`` makes them at once. `write` runs on the disk
     /// queue, where commits go one at a time, and checks for itself that what it writes is still current.
     func writeLater(_ write: @escaping @Sendable () -> Void) {
         let queuesRun = pendingAttributeWrites.withLock { pending in
