@@ -86,14 +86,16 @@ extension ImageStore {
         // has removed or replaced since is answered, but neither remembered nor written onto the new file.
         let (generation, replacement) = (disk.generation, replacementCount(ofKey: key))
         if url.isRemote {
-            if let size = disk.pixelSize(forKey: key) {
+            // The attribute, else the header (the file's path made once for both).
+            let stored = disk.storedPixelSize(forKey: key) { Self.readHeader(from: $0)?.displaySize }
+            if case .attribute(let size)? = stored {
                 count { $0.sizesFromAttribute += 1 }
                 _ = ifCurrent(generation: generation, replacement: replacement, forKey: key) {
                     memoize(size, forKey: key)
                 }
                 return size
             }
-            guard let (size, file) = sizeFromHeader(for: url) else { return nil }
+            guard case .header(let size, let file)? = stored else { return nil }
             count { $0.sizesFromHeader += 1 }
             let isCurrent =
                 ifCurrent(generation: generation, replacement: replacement, forKey: key) {

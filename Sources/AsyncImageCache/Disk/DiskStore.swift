@@ -536,27 +536,60 @@ final class DiskStore: Sendable {
         attributePixelSize(forKey: key) ?? staged(forKey: key)?.pixelSize
     }
 
-    private func attributePixelSize(forKey key: String) -> PixelSize? {
+    /// Where a size lookup of a cached file found the size.
+    enum StoredSize {
+        /// In the file's attribute, or a write still waiting for the disk.
+        case attribute(PixelSize)
+        /// In the header of the file `readFrom` (its attribute lost), which `parse` read.
+        case header(PixelSize, readFrom: FileIdentity)
+    }
+
+    /// ``pixelSize(forKey:)``, else the size `parse` reads from the first bytes of the file (it asks for a
+    /// count of them, and may ask again for more), not through a symbolic link; the file's path made once
+    /// for both (its name is a SHA-256 of `key`). `nil` when there is neither.
+    @inline(__always)
+    func storedPixelSize(forKey key: String, parse: ((Int) -> Data?) -> PixelSize?) -> StoredSize? {
         withFilePath(forKey: key) { path in
-            withUnsafeTemporaryAllocation(byteCount: 16, alignment: 8) { buffer in
-                #if canImport(CXattr)
-                if let folderDescriptor {
-                    // The file's name is the path's last 64 bytes, before its NUL.
-                    let read = folderDescriptor.readAttribute(
-                        named: PixelSizeAttribute.name, ofFile: path + directoryPathBytes.count, into: buffer)
-                    switch read {
-                    case .read(let length):
-                        return PixelSizeAttribute.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
-                    case .absent: return nil
-                    case .unavailable: break
-                    }
-                }
-                #endif
-                guard let length = attributes.read(named: PixelSizeAttribute.name, atPath: path, into: buffer) else {
-                    return nil
-                }
-                return PixelSizeAttribute.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
+            if let size = attributePixelSize(atPath: path) ?? staged(forKey: key)?.pixelSize {
+                return .attribute(size)
             }
+            var file: FileIdentity?
+            let size = parse { length in
+                let prefix = Self.prefixAndIdentity(
+                    ofFileAtPath: path, maxLength: length, followingLinks: false, withoutAccessTime: true)
+                file = prefix?.identity  // the last read is the one parsed
+                return prefix?.data
+            }
+            guard let size, let file else { return nil }
+            return .header(size, readFrom: file)
+        }
+    }
+
+    private func attributePixelSize(forKey key: String) -> PixelSize? {
+        withFilePath(forKey: key) { attributePixelSize(atPath: $0) }
+    }
+
+    /// The size in the attribute of the file at `path`, one of the folder's.
+    @inline(__always)
+    private func attributePixelSize(atPath path: UnsafePointer<CChar>) -> PixelSize? {
+        withUnsafeTemporaryAllocation(byteCount: 16, alignment: 8) { buffer in
+            #if canImport(CXattr)
+            if let folderDescriptor {
+                // The file's name is the path's last 64 bytes, before its NUL.
+                let read = folderDescriptor.readAttribute(
+                    named: PixelSizeAttribute.name, ofFile: path + directoryPathBytes.count, into: buffer)
+                switch read {
+                case .read(let length):
+                    return PixelSizeAttribute.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
+                case .absent: return nil
+                case .unavailable: break
+                }
+            }
+            #endif
+            guard let length = attributes.read(named: PixelSizeAttribute.name, atPath: path, into: buffer) else {
+                return nil
+            }
+            return PixelSizeAttribute.decode(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
         }
     }
 
