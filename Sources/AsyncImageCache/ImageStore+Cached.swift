@@ -189,14 +189,7 @@ extension ImageStore {
     /// The size parsed from the disk-tier file's header, reading only the first kilobytes, and the
     /// file it was read from.
     func sizeFromHeader(for url: URL) -> (size: PixelSize, file: DiskStore.FileIdentity)? {
-        var file: DiskStore.FileIdentity?
-        let header = Self.readHeader { length in
-            let prefix = disk.prefix(for: url, maxLength: length)
-            file = prefix?.identity  // the last read is the one parsed
-            return prefix?.data
-        }
-        guard let header, let file else { return nil }
-        return (header.displaySize, file)
+        disk.headerPixelSize(forKey: url.cacheKey) { Self.readHeader(from: $0)?.displaySize }
     }
 
     private func remember(_ size: PixelSize, forKey key: String, generation: Int, replacement: Int) -> PixelSize {

@@ -436,15 +436,6 @@ final class DiskStore: Sendable {
         for write in writes { write() }
     }
 
-    /// Up to `maxLength` bytes from the start of `url`'s file, for reading a header; a symbolic link
-    /// there is not followed.
-    func prefix(for url: URL, maxLength: Int) -> (data: Data, identity: FileIdentity)? {
-        withFilePath(for: url) {
-            Self.prefixAndIdentity(
-                ofFileAtPath: $0, maxLength: maxLength, followingLinks: false, withoutAccessTime: true)
-        }
-    }
-
     /// Up to `maxLength` bytes from the start of the file at `path`; `nil` if it cannot be read, or
     /// when it is a symbolic link and `followingLinks` is `false`.
     static func prefix(ofFileAt path: FileSystemPath, maxLength: Int, followingLinks: Bool = true) -> Data? {
@@ -533,7 +524,12 @@ final class DiskStore: Sendable {
     /// attribute, a write still waiting for the disk answers (the caller's header read finds the file
     /// if it lands meanwhile).
     func pixelSize(forKey key: String) -> PixelSize? {
-        attributePixelSize(forKey: key) ?? staged(forKey: key)?.pixelSize
+        withFilePath(forKey: key) { pixelSize(atPath: $0, key: key) }
+    }
+
+    /// ``pixelSize(forKey:)`` for `key`'s file at `path`.
+    private func pixelSize(atPath path: UnsafePointer<CChar>, key: String) -> PixelSize? {
+        attributePixelSize(atPath: path) ?? staged(forKey: key)?.pixelSize
     }
 
     /// Where a size lookup of a cached file found the size.
@@ -544,33 +540,39 @@ final class DiskStore: Sendable {
         case header(PixelSize, readFrom: FileIdentity)
     }
 
-    /// ``pixelSize(forKey:)``, else the size `parse` reads from the first bytes of the file (it asks for a
-    /// count of them, and may ask again for more), not through a symbolic link; the file's path made once
-    /// for both (its name is a SHA-256 of `key`). `nil` when there is neither.
-    @inline(__always)
+    /// ``pixelSize(forKey:)``, else ``headerPixelSize(forKey:parse:)``, the file's path made once for both
+    /// (its name is a SHA-256 of `key`). `nil` when there is neither.
     func storedPixelSize(forKey key: String, parse: ((Int) -> Data?) -> PixelSize?) -> StoredSize? {
         withFilePath(forKey: key) { path in
-            if let size = attributePixelSize(atPath: path) ?? staged(forKey: key)?.pixelSize {
-                return .attribute(size)
-            }
-            var file: FileIdentity?
-            let size = parse { length in
-                let prefix = Self.prefixAndIdentity(
-                    ofFileAtPath: path, maxLength: length, followingLinks: false, withoutAccessTime: true)
-                file = prefix?.identity  // the last read is the one parsed
-                return prefix?.data
-            }
-            guard let size, let file else { return nil }
-            return .header(size, readFrom: file)
+            if let size = pixelSize(atPath: path, key: key) { return .attribute(size) }
+            return headerPixelSize(atPath: path, parse: parse).map { .header($0.size, readFrom: $0.file) }
         }
     }
 
-    private func attributePixelSize(forKey key: String) -> PixelSize? {
-        withFilePath(forKey: key) { attributePixelSize(atPath: $0) }
+    /// The size `parse` reads from the first bytes of `key`'s file (it asks for a count of them, and may ask
+    /// again for more), not through a symbolic link, and the file it read. The read leaves the file's access
+    /// time alone (see ``withRegularFile(atPath:followingLinks:withoutAccessTime:_:)``).
+    func headerPixelSize(
+        forKey key: String, parse: ((Int) -> Data?) -> PixelSize?
+    ) -> (size: PixelSize, file: FileIdentity)? {
+        withFilePath(forKey: key) { headerPixelSize(atPath: $0, parse: parse) }
+    }
+
+    private func headerPixelSize(
+        atPath path: UnsafePointer<CChar>, parse: ((Int) -> Data?) -> PixelSize?
+    ) -> (size: PixelSize, file: FileIdentity)? {
+        var file: FileIdentity?
+        let size = parse { length in
+            let prefix = Self.prefixAndIdentity(
+                ofFileAtPath: path, maxLength: length, followingLinks: false, withoutAccessTime: true)
+            file = prefix?.identity  // the last read is the one parsed
+            return prefix?.data
+        }
+        guard let size, let file else { return nil }
+        return (size, file)
     }
 
     /// The size in the attribute of the file at `path`, one of the folder's.
-    @inline(__always)
     private func attributePixelSize(atPath path: UnsafePointer<CChar>) -> PixelSize? {
         withUnsafeTemporaryAllocation(byteCount: 16, alignment: 8) { buffer in
             #if canImport(CXattr)
