@@ -71,9 +71,9 @@ extension ImageStoreDamagedDiskFileTests {
 
 /// A commit of good bytes for a URL whose file on disk a load is about to read, held in its rename step
 /// (under the count's lock) until the load has looked at the file (a look dates the file it reads), and
-/// 0.2 s more: a removal the load makes, which needs that lock, comes after the rename. No time limit of its own but the
-/// suite's: with 2 s, then 60 s, a whole-suite CI run on two cores twice renamed before the load read (the
-/// load found the good file). A load that never reads runs into the suite's limit.
+/// 0.2 s more: a removal the load makes, which needs that lock, comes after the rename. No time limit of
+/// its own but the suite's: with 2 s, then 60 s, a whole-suite CI run on two cores twice renamed before
+/// the load read (the load found the good file). A load that never reads runs into the suite's limit.
 final class HeldCommit: Sendable {
     private let group = DispatchGroup()
     private let failure = LockedBox<(any Error)?>(nil)
